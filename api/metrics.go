@@ -1,0 +1,55 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tether-run/tether/lease"
+)
+
+// metrics is one registry per server: no package-level state.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(stats *lease.Stats) *metrics {
+	reg := prometheus.NewRegistry()
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tether_http_requests_total", Help: "HTTP requests by route, method and status code.",
+		}, []string{"method", "route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tether_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+		}, []string{"method", "route"}),
+	}
+	reg.MustRegister(m.requests, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_claims_total", Help: "New leases granted."},
+			func() float64 { return float64(stats.Claims.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_renewals_total", Help: "Lease renewals."},
+			func() float64 { return float64(stats.Renewals.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_expiries_total", Help: "Leases that expired or timed out."},
+			func() float64 { return float64(stats.Expiries.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tether_live_leases", Help: "Leases held right now."},
+			func() float64 { return float64(stats.Live.Load()) }),
+	)
+	return m
+}
+
+func (m *metrics) observe(method, route string, status int, d time.Duration) {
+	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

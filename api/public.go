@@ -1,0 +1,42 @@
+package api
+
+import (
+	_ "embed"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tether-run/tether/fault"
+)
+
+//go:embed openapi.yaml
+var openapiYAML []byte
+
+//go:embed skill.md
+var defaultSkillMD []byte
+
+// OpenAPI returns the embedded spec.
+func OpenAPI() []byte { return openapiYAML }
+
+func (s *Server) health(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readiness(c echo.Context) error {
+	if !s.ready.Load() {
+		return fault.Unavailable
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) openapi(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", openapiYAML)
+}
+
+func (s *Server) skill(c echo.Context) error {
+	body := s.cfg.SkillMD
+	if len(body) == 0 {
+		body = defaultSkillMD
+	}
+	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", body)
+}

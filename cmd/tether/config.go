@@ -1,0 +1,117 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/server"
+	"github.com/tether-run/tether/tenant"
+)
+
+// settings are the serve options, from flags over the environment over defaults.
+type settings struct {
+	Addr    string
+	DataDir string
+	Dev     bool
+	Server  server.Config
+}
+
+func envString(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int64) (int64, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s must be a non-negative integer, not %q", name, v)
+	}
+	return n, nil
+}
+
+// csv reads a comma separated list from the first variables that are set.
+func csv(names ...string) []string {
+	var out []string
+	for _, name := range names {
+		for _, part := range strings.Split(os.Getenv(name), ",") {
+			if p := strings.TrimSpace(part); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// loadEnv reads every TETHER_* setting of API.md §10 and the Spine tokens.
+func loadEnv() (settings, error) {
+	s := settings{
+		Addr:    envString("TETHER_ADDR", "127.0.0.1:36725"),
+		DataDir: envString("TETHER_DATA_DIR", "./data"),
+	}
+	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody int64
+	for name, spec := range map[string]struct {
+		dst *int64
+		def int64
+	}{
+		"TETHER_CLAIM_TTL_DEFAULT_MS": {&ttlDefault, 300000},
+		"TETHER_CLAIM_TTL_MAX_MS":     {&ttlMax, 7200000},
+		"TETHER_CLAIM_TTL_CEILING_MS": {&ttlCeiling, 86400000},
+		"TETHER_MAX_ATTEMPTS":         {&maxAttempts, 5},
+		"TETHER_REAPER_INTERVAL_MS":   {&reaperMS, 1000},
+		"TETHER_MAX_BODY_BYTES":       {&maxBody, 1 << 20},
+	} {
+		v, err := envInt(name, spec.def)
+		if err != nil {
+			return s, err
+		}
+		*spec.dst = v
+	}
+	switch {
+	case ttlDefault < 1000 || ttlMax < 1000:
+		return s, fmt.Errorf("TETHER_CLAIM_TTL_DEFAULT_MS and TETHER_CLAIM_TTL_MAX_MS must be at least 1000")
+	case ttlDefault > ttlMax:
+		return s, fmt.Errorf("TETHER_CLAIM_TTL_DEFAULT_MS (%d) is above TETHER_CLAIM_TTL_MAX_MS (%d)", ttlDefault, ttlMax)
+	case ttlMax > ttlCeiling:
+		return s, fmt.Errorf("TETHER_CLAIM_TTL_MAX_MS (%d) is above TETHER_CLAIM_TTL_CEILING_MS (%d)", ttlMax, ttlCeiling)
+	case maxAttempts < 1:
+		return s, fmt.Errorf("TETHER_MAX_ATTEMPTS must be at least 1")
+	case reaperMS < 1:
+		return s, fmt.Errorf("TETHER_REAPER_INTERVAL_MS must be at least 1")
+	case maxBody < 1:
+		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
+	}
+	keys, err := tenant.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
+	if err != nil {
+		return s, fmt.Errorf("TETHER_JWT_PUBLIC_KEYS: %w", err)
+	}
+	s.Server = server.Config{
+		ReaperInterval: time.Duration(reaperMS) * time.Millisecond,
+		MaxBodyBytes:   maxBody,
+		SkillMDPath:    os.Getenv("TETHER_SKILL_MD_PATH"),
+		Tenant: tenant.Config{
+			JWTSecrets:      csv("TETHER_JWT_SECRET"),
+			PublicKeys:      keys,
+			Issuer:          os.Getenv("TETHER_JWT_ISSUER"),
+			Audience:        os.Getenv("TETHER_JWT_AUDIENCE"),
+			HeadTokens:      csv("HEAD_TOKEN", "HEAD_TOKENS"),
+			LeftClawTokens:  csv("LEFT_CLAW_TOKEN", "LEFT_CLAW_TOKENS"),
+			RightClawTokens: csv("RIGHT_CLAW_TOKEN", "RIGHT_CLAW_TOKENS"),
+			TTLCeilingMS:    ttlCeiling,
+			Defaults: tenant.Policy{
+				ClaimTTLDefaultMS:  ttlDefault,
+				ClaimTTLMaxMS:      ttlMax,
+				MaxAttemptsDefault: maxAttempts,
+			},
+		},
+	}
+	return s, nil
+}

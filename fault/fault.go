@@ -1,0 +1,133 @@
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Invalid is a request value that breaks a rule. Field names the offending
+// input where there is one.
+type Invalid struct {
+	Field  string
+	Reason string
+}
+
+func (e *Invalid) Error() string {
+	if e.Field == "" {
+		return e.Reason
+	}
+	return e.Field + ": " + e.Reason
+}
+
+// Invalidf builds an Invalid for field with a formatted reason.
+func Invalidf(field, format string, args ...any) error {
+	return &Invalid{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is a thing that does not exist in the caller's tenant.
+type NotFound struct {
+	What string // "node", "edge", "token", ...
+	ID   string
+}
+
+func (e *NotFound) Error() string { return fmt.Sprintf("%s %q not found", e.What, e.ID) }
+
+// AlreadyExists is an id that is taken.
+type AlreadyExists struct {
+	What string
+	ID   string
+}
+
+func (e *AlreadyExists) Error() string { return fmt.Sprintf("%s %q already exists", e.What, e.ID) }
+
+// Conflict is a live lease held by another identity, or a state that forbids
+// the action (Holder empty then).
+type Conflict struct {
+	Reason    string
+	Holder    string
+	ExpiresAt time.Time
+}
+
+func (e *Conflict) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("%s: held by %q until %s", e.Reason, e.Holder, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
+	return e.Reason
+}
+
+// LeaseLost is a caller whose lease lapsed, was taken, or whose fence is stale.
+// Holder is the current holder, empty when nobody holds the node.
+type LeaseLost struct {
+	Reason string
+	Holder string
+}
+
+func (e *LeaseLost) Error() string { return "lease lost: " + e.Reason }
+
+// Not-claimable reasons.
+const (
+	ReasonTerminal = "terminal"
+	ReasonBlocked  = "blocked"
+	ReasonDelayed  = "delayed"
+)
+
+// NotClaimable is a node that is terminal or not ready.
+type NotClaimable struct {
+	Reason    string // ReasonTerminal, ReasonBlocked or ReasonDelayed
+	Status    string
+	BlockedBy []string
+	RunAt     *time.Time
+}
+
+func (e *NotClaimable) Error() string { return "node is not claimable: " + e.Reason }
+
+// Cycle is an edge that would close a cycle of depends_on or parent_of.
+type Cycle struct {
+	From, Type, To string
+}
+
+func (e *Cycle) Error() string {
+	return fmt.Sprintf("edge %s -[%s]-> %s would close a cycle", e.From, e.Type, e.To)
+}
+
+// PreconditionFailed is an If-Match that does not match the current version.
+type PreconditionFailed struct {
+	Current int64
+}
+
+func (e *PreconditionFailed) Error() string {
+	return fmt.Sprintf("version does not match: current version is %d", e.Current)
+}
+
+// Forbidden is an authenticated caller whose role does not allow the action.
+type Forbidden struct {
+	Reason string
+}
+
+func (e *Forbidden) Error() string { return e.Reason }
+
+// Unauthorized is missing, malformed, expired or unverifiable credentials.
+type Unauthorized struct {
+	Reason string
+}
+
+func (e *Unauthorized) Error() string { return e.Reason }
+
+// RateLimited is a caller over a per-tenant limit.
+type RateLimited struct {
+	Reason     string
+	RetryAfter time.Duration
+}
+
+func (e *RateLimited) Error() string { return e.Reason }
+
+// TooLarge is a body or blob over its limit.
+type TooLarge struct {
+	Limit int64
+}
+
+func (e *TooLarge) Error() string { return fmt.Sprintf("payload exceeds the limit of %d bytes", e.Limit) }
+
+// Unavailable is a server that cannot serve right now (closing, store down).
+var Unavailable = errors.New("service unavailable")

@@ -1,0 +1,203 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+)
+
+// EventType names a change.
+type EventType string
+
+// The event types.
+const (
+	EventCreated     EventType = "created"
+	EventUpdated     EventType = "updated"
+	EventDeleted     EventType = "deleted"
+	EventClaimed     EventType = "claimed"
+	EventExtended    EventType = "extended"
+	EventReleased    EventType = "released"
+	EventCompleted   EventType = "completed"
+	EventFailed      EventType = "failed"
+	EventRequeued    EventType = "requeued"
+	EventExpired     EventType = "expired"
+	EventDead        EventType = "dead"
+	EventCancelled   EventType = "cancelled"
+	EventCommented   EventType = "commented"
+	EventProgress    EventType = "progress"
+	EventEdgeAdded   EventType = "edge_added"
+	EventEdgeRetired EventType = "edge_retired"
+)
+
+// Event is one change, appended in the transaction that made it.
+type Event struct {
+	Tenant string         `json:"-"`
+	Seq    uint64         `json:"seq"`
+	At     time.Time      `json:"at"`
+	Type   EventType      `json:"type"`
+	NodeID string         `json:"node_id"`
+	By     string         `json:"by"`
+	Data   map[string]any `json:"data"`
+}
+
+// nextSeq reserves the next event sequence number of tenant. Only write
+// transactions (on the writer goroutine) call it, so numbers are handed out in
+// commit order.
+func (tx *Tx) nextSeq(tenant string) (uint64, error) {
+	if !tx.writable {
+		return 0, errReadOnly
+	}
+	if tx.seqs == nil {
+		tx.seqs = map[string]uint64{}
+	}
+	last, ok := tx.seqs[tenant]
+	if !ok {
+		last, ok = tx.store.seqs[tenant]
+	}
+	if !ok {
+		var err error
+		last, err = tx.lastSeq(tenant)
+		if err != nil {
+			return 0, err
+		}
+	}
+	last++
+	tx.seqs[tenant] = last
+	return last, nil
+}
+
+// lastSeq reads the highest event seq stored for tenant (0 if none). Retired
+// edges take their seq from the same counter, so both are consulted.
+func (tx *Tx) lastSeq(tenant string) (uint64, error) {
+	var last uint64
+	err := tx.scan(newKey(tagEvent, tenant).bytes(), nil, true, false, func(key, _ []byte) (bool, error) {
+		last = uint64FromBytes(key[len(key)-8:])
+		return false, nil
+	})
+	return last, err
+}
+
+// Emit appends an event of tenant about node id.
+func (tx *Tx) Emit(tenant string, typ EventType, id, by string, data map[string]any) error {
+	seq, err := tx.nextSeq(tenant)
+	if err != nil {
+		return err
+	}
+	return tx.emitWithSeq(tenant, seq, typ, id, by, data)
+}
+
+func (tx *Tx) emitWithSeq(tenant string, seq uint64, typ EventType, id, by string, data map[string]any) error {
+	if data == nil {
+		data = map[string]any{}
+	}
+	ev := Event{Tenant: tenant, Seq: seq, At: tx.now.UTC(), Type: typ, NodeID: id, By: by, Data: data}
+	if err := tx.setJSON(eventKey(tenant, seq), ev); err != nil {
+		return err
+	}
+	if id != "" {
+		if err := tx.set(nodeEventKey(tenant, id, seq), nil); err != nil {
+			return err
+		}
+	}
+	tx.events = append(tx.events, ev)
+	return nil
+}
+
+// EventsAfter returns up to limit events of tenant with seq > after, oldest first.
+func (tx *Tx) EventsAfter(tenant string, after uint64, limit int) ([]Event, error) {
+	var out []Event
+	var start []byte
+	if after > 0 {
+		start = eventKey(tenant, after)
+	}
+	err := tx.scan(newKey(tagEvent, tenant).bytes(), start, false, true, func(_, val []byte) (bool, error) {
+		var ev Event
+		if err := json.Unmarshal(val, &ev); err != nil {
+			return false, err
+		}
+		out = append(out, ev)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// NodeEvents returns up to limit events of node id with seq > after, oldest first.
+func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]Event, error) {
+	prefix := newKey(tagNodeEvent, tenant).str(id).bytes()
+	var start []byte
+	if after > 0 {
+		start = nodeEventKey(tenant, id, after)
+	}
+	var out []Event
+	err := tx.scan(prefix, start, false, false, func(key, _ []byte) (bool, error) {
+		seq := uint64FromBytes(key[len(key)-8:])
+		var ev Event
+		ok, err := tx.getJSON(eventKey(tenant, seq), &ev)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			out = append(out, ev)
+		}
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// eventHub wakes long-polling readers when a tenant's events commit.
+type eventHub struct {
+	mu      sync.Mutex
+	waiters map[string]chan struct{}
+}
+
+func newEventHub() *eventHub { return &eventHub{waiters: map[string]chan struct{}{}} }
+
+func (h *eventHub) publish(evs []Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range evs {
+		if ch, ok := h.waiters[ev.Tenant]; ok {
+			close(ch)
+			delete(h.waiters, ev.Tenant)
+		}
+	}
+}
+
+// changed returns a channel closed at the next commit of an event of tenant.
+func (h *eventHub) changed(tenant string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch, ok := h.waiters[tenant]
+	if !ok {
+		ch = make(chan struct{})
+		h.waiters[tenant] = ch
+	}
+	return ch
+}
+
+// WaitEvents blocks until tenant has an event with seq > after or ctx ends,
+// and returns up to limit such events (none when ctx ended first).
+func (s *Store) WaitEvents(ctx context.Context, tenant string, after uint64, limit int) ([]Event, error) {
+	for {
+		ch := s.events.changed(tenant)
+		var evs []Event
+		err := s.View(func(tx *Tx) error {
+			var err error
+			evs, err = tx.EventsAfter(tenant, after, limit)
+			return err
+		})
+		if err != nil || len(evs) > 0 {
+			return evs, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, nil
+			}
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,320 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/internal/clock"
+)
+
+// Options configure a Store.
+type Options struct {
+	Dir    string
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// InMemory keeps everything in memory (no durability); for short tests only.
+	InMemory bool
+	// MaxBatch bounds how many write closures share one fsync.
+	MaxBatch int
+}
+
+// Store is the graph database: one Badger DB, written by exactly one goroutine.
+//
+// Every mutation is a closure handed to Update. The writer goroutine runs the
+// closures one at a time, each in its own Badger transaction, so closures never
+// conflict and event sequence numbers are assigned in commit order. Closures
+// that arrive while a batch is being written share one fsync (group commit):
+// each caller is acknowledged only after the sync that covers its commit.
+type Store struct {
+	db     *badger.DB
+	clock  clock.Clock
+	log    *slog.Logger
+	dir    string
+	inMem  bool
+	reqs   chan *writeRequest
+	done   chan struct{}
+	closed chan struct{}
+	once   sync.Once
+
+	maxBatch int
+
+	// Owned by the writer goroutine.
+	seqs    map[string]uint64
+	walSync walSyncer
+
+	events *eventHub
+}
+
+type writeRequest struct {
+	ctx     context.Context
+	fn      func(*Tx) error
+	durable bool
+	err     chan error
+}
+
+// Open opens (or creates) the store in opts.Dir and starts its writer.
+func Open(opts Options) (*Store, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	bopts := badger.DefaultOptions(opts.Dir).
+		WithLogger(nil).
+		WithSyncWrites(false). // we fsync once per batch, see walSyncer
+		WithNumVersionsToKeep(1).
+		WithCompactL0OnClose(false)
+	if opts.InMemory {
+		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
+	}
+	db, err := badger.Open(bopts)
+	if err != nil {
+		return nil, fmt.Errorf("error opening badger in %s: %w", opts.Dir, err)
+	}
+	s := &Store{
+		db:       db,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		dir:      opts.Dir,
+		inMem:    opts.InMemory,
+		reqs:     make(chan *writeRequest, 4096),
+		done:     make(chan struct{}),
+		closed:   make(chan struct{}),
+		maxBatch: opts.MaxBatch,
+		seqs:     map[string]uint64{},
+		walSync:  walSyncer{dir: opts.Dir},
+		events:   newEventHub(),
+	}
+	go s.writeLoop()
+	return s, nil
+}
+
+// Close stops accepting writes, finishes the ones queued, syncs and closes Badger.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.done)
+		<-s.closed
+		if !s.inMem {
+			err = errors.Join(s.db.Sync(), s.walSync.syncRotated(true))
+		}
+		err = errors.Join(err, s.db.Close())
+	})
+	return err
+}
+
+// Clock is the store's clock.
+func (s *Store) Clock() clock.Clock { return s.clock }
+
+// Update runs fn in a write transaction on the writer goroutine. If fn returns
+// an error nothing it wrote is kept. When durable is true Update returns only
+// after the commit is on stable storage; otherwise after it is committed
+// (visible, and safe against a process crash, but not yet fsynced).
+func (s *Store) Update(ctx context.Context, durable bool, fn func(*Tx) error) error {
+	req := &writeRequest{ctx: ctx, fn: fn, durable: durable, err: make(chan error, 1)}
+	select {
+	case <-s.done:
+		return fault.Unavailable
+	default:
+	}
+	select {
+	case s.reqs <- req:
+	case <-s.done:
+		return fault.Unavailable
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// The writer skips a request whose context ended before its turn; one that
+	// ends later may still commit, as with any database.
+	select {
+	case err := <-req.err:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// View runs fn in a read-only snapshot transaction.
+func (s *Store) View(fn func(*Tx) error) error {
+	return s.db.View(func(btx *badger.Txn) error {
+		return fn(&Tx{btx: btx, store: s, now: s.clock.Now()})
+	})
+}
+
+func (s *Store) writeLoop() {
+	defer close(s.closed)
+	batch := make([]*writeRequest, 0, s.maxBatch)
+	for {
+		var first *writeRequest
+		select {
+		case first = <-s.reqs:
+		case <-s.done:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case r := <-s.reqs:
+					s.runBatch(append(batch[:0], r))
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	gather:
+		for len(batch) < s.maxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+type outcome struct {
+	req    *writeRequest
+	err    error
+	events []Event
+}
+
+func (s *Store) runBatch(batch []*writeRequest) {
+	outcomes := make([]outcome, len(batch))
+	needSync := false
+	for i, r := range batch {
+		outcomes[i].req = r
+		if err := r.ctx.Err(); err != nil {
+			outcomes[i].err = err
+			continue
+		}
+		evs, err := s.apply(r.fn)
+		outcomes[i].err, outcomes[i].events = err, evs
+		if err == nil && r.durable {
+			needSync = true
+		}
+	}
+	var syncErr error
+	if needSync && !s.inMem {
+		syncErr = errors.Join(s.db.Sync(), s.walSync.syncRotated(false))
+		if syncErr != nil {
+			s.log.Error("error syncing store", "err", syncErr)
+		}
+	}
+	for _, o := range outcomes {
+		err := o.err
+		if err == nil && o.req.durable && syncErr != nil {
+			err = fault.Unavailable
+		}
+		o.req.err <- err
+	}
+	for _, o := range outcomes {
+		if o.err == nil && len(o.events) > 0 {
+			s.events.publish(o.events)
+		}
+	}
+}
+
+// apply runs one closure in its own transaction, retrying a bounded number of
+// times on ErrConflict (which only Badger-internal writers could cause, since
+// this goroutine is the only writer of ours).
+func (s *Store) apply(fn func(*Tx) error) ([]Event, error) {
+	const maxAttempts = 3
+	for attempt := 1; ; attempt++ {
+		btx := s.db.NewTransaction(true)
+		tx := &Tx{btx: btx, store: s, now: s.clock.Now(), writable: true}
+		err := fn(tx)
+		if err == nil {
+			err = btx.Commit()
+		}
+		btx.Discard()
+		if err == nil {
+			for tenant, seq := range tx.seqs {
+				s.seqs[tenant] = seq
+			}
+			for _, h := range tx.onCommit {
+				h()
+			}
+			return tx.events, nil
+		}
+		if errors.Is(err, badger.ErrConflict) && attempt < maxAttempts {
+			continue
+		}
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			return nil, fault.Invalidf("", "the change is too large for one transaction")
+		}
+		return nil, err
+	}
+}
+
+// walSyncer closes the gap that db.Sync leaves: it syncs only the active
+// memtable's WAL, so a memtable that rotated out between a commit and the sync
+// would hold acknowledged writes that are not on disk until Badger flushes it.
+// After each sync we fsync every older .mem file we have not synced since it
+// stopped being written to.
+type walSyncer struct {
+	dir    string
+	synced map[string]bool
+}
+
+func (w *walSyncer) syncRotated(all bool) error {
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return fmt.Errorf("error listing %s: %w", w.dir, err)
+	}
+	var mems []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".mem") {
+			mems = append(mems, e.Name())
+		}
+	}
+	if len(mems) <= 1 && !all {
+		return nil
+	}
+	if w.synced == nil {
+		w.synced = map[string]bool{}
+	}
+	// Names are zero-padded fids, so lexical order is creation order; the last
+	// one is the active memtable that db.Sync already covered.
+	present := map[string]bool{}
+	var errs []error
+	for i, name := range mems {
+		present[name] = true
+		if (i == len(mems)-1 && !all) || w.synced[name] {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(w.dir, name), os.O_RDWR, 0)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // flushed and removed meanwhile: it is in an SST now
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if err := f.Sync(); err != nil {
+			errs = append(errs, err)
+		} else if i != len(mems)-1 {
+			w.synced[name] = true
+		}
+		f.Close()
+	}
+	for name := range w.synced {
+		if !present[name] {
+			delete(w.synced, name)
+		}
+	}
+	return errors.Join(errs...)
+}

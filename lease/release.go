@@ -1,0 +1,97 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+)
+
+// ReleaseParams ask to drop a lease.
+type ReleaseParams struct {
+	HolderParams
+	Reason string
+	// To hands the node to that identity: it becomes the node's target, so
+	// only it can claim the node next.
+	To string
+}
+
+// Release drops the caller's lease, retires its assigned edge (outcome
+// released), gives back the attempt the claim counted and puts the node back
+// at rest. Releasing a node the caller holds no lease on succeeds and retires
+// any lingering assigned edge of the caller. It returns the node as stored.
+func (s *Service) Release(ctx context.Context, p ReleaseParams) (*graph.Node, error) {
+	if p.To != "" && !graph.ValidSubject(p.To) {
+		return nil, fault.Invalidf("to", "is not a valid identity")
+	}
+	var out *graph.Node
+	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+		n, err := tx.NodeGet(p.Tenant, p.NodeID)
+		if err != nil {
+			return err
+		}
+		out, err = s.ReleaseTx(tx, n, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error releasing node: %w", err)
+	}
+	return out, nil
+}
+
+// ReleaseTx is Release inside an open transaction.
+func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*graph.Node, error) {
+	now := tx.Now()
+	if n.Lease != nil && !Live(n, now) {
+		if err := s.expireTx(tx, n); err != nil {
+			return nil, err
+		}
+	}
+	if n.Lease == nil {
+		// Nothing held: close a lingering edge of the caller, if any.
+		e, err := assignedEdge(tx, n.Tenant, n.ID, p.By)
+		if err != nil || e == nil {
+			return n, err
+		}
+		return n, tx.EdgeRetire(n.Tenant, e, p.By, map[string]any{"outcome": OutcomeReleased})
+	}
+	if n.Lease.By != p.By && !p.Override {
+		return nil, &fault.Conflict{Reason: "node is leased by another identity", Holder: n.Lease.By, ExpiresAt: n.Lease.ExpiresAt}
+	}
+	if err := CheckHolder(n, p.HolderParams, now); err != nil {
+		return nil, err
+	}
+	outcome := OutcomeReleased
+	if n.Lease.By != p.By {
+		outcome = OutcomeTakenOver
+	}
+	old := n.Clone()
+	before := *n.Lease
+	fence := n.Lease.Fence
+	if err := s.EndRun(tx, n, outcome, p.By); err != nil {
+		return nil, err
+	}
+	if n.Attempts > 0 {
+		n.Attempts-- // a voluntary release gives its attempt back
+	}
+	n.Status = restStatus(n)
+	if p.To != "" {
+		n.Target = p.To
+	}
+	if err := tx.NodePut(old, n); err != nil {
+		return nil, err
+	}
+	data := map[string]any{"fence": fence, "holder": before.By, "status": n.Status}
+	if p.Reason != "" {
+		data["reason"] = p.Reason
+	}
+	if p.To != "" {
+		data["to"] = p.To
+	}
+	if err := tx.Emit(n.Tenant, graph.EventReleased, n.ID, p.By, data); err != nil {
+		return nil, err
+	}
+	s.afterCommit(tx, &before, n)
+	return n, nil
+}

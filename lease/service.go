@@ -1,0 +1,240 @@
+package lease
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/clock"
+)
+
+// Limits are the tenant policy values a lease decision needs.
+type Limits struct {
+	TTLDefault           time.Duration
+	TTLMax               time.Duration
+	MaxLeasesPerIdentity int64
+}
+
+// LimitsFunc returns the limits of a tenant.
+type LimitsFunc func(ctx context.Context, tenant string) (Limits, error)
+
+// Gate decides whether a node at rest may be claimed now by `by`: nil, or a
+// *fault.NotClaimable / *fault.Conflict. The work package supplies readiness.
+type Gate func(tx *graph.Tx, n *graph.Node, by string) error
+
+// Hooks let the work package react, inside the same transaction, to a lease
+// that ends by expiry (for example to roll a dead child up to its parent).
+type Hooks struct {
+	// AfterEnd runs after a node left running for a terminal status through
+	// expiry; it may write more in tx.
+	AfterEnd func(tx *graph.Tx, n *graph.Node, by string) error
+}
+
+// Config wires a Service.
+type Config struct {
+	Store  *graph.Store
+	Clock  clock.Clock
+	Logger *slog.Logger
+	Limits LimitsFunc
+	Gate   Gate
+	Hooks  Hooks
+	// ReaperInterval is the most an expiry may wait for the reaper.
+	ReaperInterval time.Duration
+}
+
+// Service grants and ends leases. All of its writes run on the store's writer.
+type Service struct {
+	store  *graph.Store
+	clock  clock.Clock
+	log    *slog.Logger
+	limits LimitsFunc
+	gate   Gate
+	hooks  Hooks
+
+	deadlines *deadlines
+	reaper    *reaper
+
+	countsMu sync.Mutex
+	counts   map[holderRef]int64 // live leases per identity
+
+	stats   Stats
+	started atomic.Bool
+}
+
+type holderRef struct{ tenant, sub string }
+
+// Stats are running totals for metrics.
+type Stats struct {
+	Claims   atomic.Int64
+	Renewals atomic.Int64
+	Expiries atomic.Int64
+	Live     atomic.Int64
+}
+
+// New builds a Service. Call Start to rebuild the deadline heap from the store
+// and start the reaper.
+func New(cfg Config) *Service {
+	if cfg.Clock == nil {
+		cfg.Clock = cfg.Store.Clock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ReaperInterval <= 0 {
+		cfg.ReaperInterval = time.Second
+	}
+	if cfg.Gate == nil {
+		cfg.Gate = func(*graph.Tx, *graph.Node, string) error { return nil }
+	}
+	s := &Service{
+		store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits,
+		gate: cfg.Gate, hooks: cfg.Hooks, deadlines: newDeadlines(),
+		counts: map[holderRef]int64{},
+	}
+	s.reaper = newReaper(s, cfg.ReaperInterval)
+	return s
+}
+
+// Stats returns the running totals.
+func (s *Service) Stats() *Stats { return &s.stats }
+
+// Outcomes of an assigned edge, set when it is retired.
+const (
+	OutcomeDone      = "done"
+	OutcomeFailed    = "failed"
+	OutcomeReleased  = "released"
+	OutcomeExpired   = "expired"
+	OutcomeCancelled = "cancelled"
+	OutcomeTakenOver = "taken_over"
+)
+
+// Deadline is the instant the current run of n ends on its own: the lease
+// expiry, or the run's timeout when that comes first.
+func Deadline(n *graph.Node) time.Time {
+	l := n.Lease
+	if l == nil {
+		return time.Time{}
+	}
+	d := l.ExpiresAt
+	if n.TimeoutMS != nil {
+		if t := l.ClaimedAt.Add(time.Duration(*n.TimeoutMS) * time.Millisecond); t.Before(d) {
+			d = t
+		}
+	}
+	return d
+}
+
+// Live reports whether n holds a lease that has not ended at now. An expired
+// lease is dead at its expiry instant, whether or not the reaper ran.
+func Live(n *graph.Node, now time.Time) bool {
+	return n.Lease != nil && now.Before(Deadline(n))
+}
+
+func timedOut(n *graph.Node, now time.Time) bool {
+	if n.Lease == nil || n.TimeoutMS == nil {
+		return false
+	}
+	t := n.Lease.ClaimedAt.Add(time.Duration(*n.TimeoutMS) * time.Millisecond)
+	return !now.Before(t) && t.Before(n.Lease.ExpiresAt)
+}
+
+// restStatus is where a node goes when its run ends without an outcome.
+func restStatus(n *graph.Node) graph.Status {
+	if n.Queue != "" {
+		return graph.StatusQueued
+	}
+	return graph.StatusOpen
+}
+
+// afterCommit adjusts the in-memory views (deadline heap, per-identity
+// counts) once the transaction that changed n's lease commits.
+func (s *Service) afterCommit(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
+	ref := nodeRef{n.Tenant, n.ID}
+	var deadline time.Time
+	if n.Lease != nil {
+		deadline = Deadline(n)
+	}
+	var by, newBy string
+	if before != nil {
+		by = before.By
+	}
+	if n.Lease != nil {
+		newBy = n.Lease.By
+	}
+	tx.OnCommit(func() {
+		if newBy != by {
+			s.countsMu.Lock()
+			if by != "" {
+				s.adjustCount(holderRef{n.Tenant, by}, -1)
+			}
+			if newBy != "" {
+				s.adjustCount(holderRef{n.Tenant, newBy}, +1)
+			}
+			s.countsMu.Unlock()
+		}
+		if deadline.IsZero() {
+			s.deadlines.remove(ref)
+			return
+		}
+		if s.deadlines.set(ref, deadline) {
+			s.reaper.poke(deadline)
+		}
+	})
+}
+
+// adjustCount must be called with countsMu held.
+func (s *Service) adjustCount(h holderRef, delta int64) {
+	s.counts[h] += delta
+	s.stats.Live.Add(delta)
+	if s.counts[h] <= 0 {
+		delete(s.counts, h)
+	}
+}
+
+func (s *Service) liveCount(tenant, sub string) int64 {
+	s.countsMu.Lock()
+	defer s.countsMu.Unlock()
+	return s.counts[holderRef{tenant, sub}]
+}
+
+// assignedEdge returns the live assigned edge from node id to sub, or nil.
+func assignedEdge(tx *graph.Tx, tenant, id, sub string) (*graph.Edge, error) {
+	e, err := tx.EdgeGet(tenant, id, graph.EdgeAssigned, graph.IdentityID(sub))
+	if _, ok := err.(*fault.NotFound); ok {
+		return nil, nil
+	}
+	return e, err
+}
+
+// EndRun ends the current lease of n inside tx: the holder's assigned edge is
+// retired with outcome, the lease dropped, and n's LastRun set. n is modified
+// in place; the caller sets the new status and stores n with NodePut.
+func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error {
+	l := n.Lease
+	if l == nil {
+		return nil
+	}
+	e, err := assignedEdge(tx, n.Tenant, n.ID, l.By)
+	if err != nil {
+		return err
+	}
+	if e != nil {
+		if err := tx.EdgeRetire(n.Tenant, e, by, map[string]any{"outcome": outcome}); err != nil {
+			return err
+		}
+	}
+	n.LastRun = &graph.RunEnd{By: l.By, Fence: l.Fence, Outcome: outcome, At: tx.Now().UTC()}
+	n.Lease = nil
+	n.Progress = nil
+	return nil
+}
+
+// Track records, for the in-memory views, that n's lease changed from before
+// in tx. Packages that end leases through EndRun call it after NodePut.
+func (s *Service) Track(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
+	s.afterCommit(tx, before, n)
+}

@@ -1,0 +1,215 @@
+package tenant
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/tether-run/tether/fault"
+)
+
+// Policy is a tenant's effective policy: the server defaults overlaid by the
+// tenant's own settings.
+type Policy struct {
+	ClaimTTLDefaultMS    int64   `json:"claim_ttl_default_ms"`
+	ClaimTTLMaxMS        int64   `json:"claim_ttl_max_ms"`
+	MaxAttemptsDefault   int64   `json:"max_attempts_default"`
+	MaxLeasesPerIdentity int64   `json:"max_leases_per_identity"` // 0: no cap
+	RequestsPerSecond    float64 `json:"requests_per_second"`     // 0: no cap
+}
+
+// Policy field names, as in JSON and in *fault.Invalid.
+const (
+	fieldClaimTTLDefault = "claim_ttl_default_ms"
+	fieldClaimTTLMax     = "claim_ttl_max_ms"
+	fieldMaxAttempts     = "max_attempts_default"
+	fieldMaxLeases       = "max_leases_per_identity"
+	fieldRPS             = "requests_per_second"
+)
+
+// minClaimTTLMS is the shortest lease TTL a policy may set.
+const minClaimTTLMS = 1000
+
+// Change is one field of a merge patch. The zero value leaves the field as it
+// is; Set with a nil Value puts it back to the server default.
+type Change[T int64 | float64] struct {
+	Set   bool
+	Value *T
+}
+
+// PolicyPatch is a JSON merge patch of a tenant's policy: a field absent is
+// unchanged, an explicit null goes back to the server default.
+type PolicyPatch struct {
+	ClaimTTLDefaultMS    Change[int64]
+	ClaimTTLMaxMS        Change[int64]
+	MaxAttemptsDefault   Change[int64]
+	MaxLeasesPerIdentity Change[int64]
+	RequestsPerSecond    Change[float64]
+}
+
+// DecodePolicyPatch decodes a merge patch from a JSON object. Unknown or
+// repeated fields, values of the wrong type and negative numbers are a
+// *fault.Invalid naming the field; whether the resulting policy holds together
+// is checked when the patch is applied.
+func DecodePolicyPatch(raw []byte) (PolicyPatch, error) {
+	var p PolicyPatch
+	notObject := &fault.Invalid{Reason: "the policy patch must be a JSON object"}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return PolicyPatch{}, notObject
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return PolicyPatch{}, notObject
+		}
+		name, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return PolicyPatch{}, notObject
+		}
+		if seen[name] {
+			return PolicyPatch{}, fault.Invalidf(truncate(name, 64), "appears more than once")
+		}
+		seen[name] = true
+		switch name {
+		case fieldClaimTTLDefault:
+			p.ClaimTTLDefaultMS, err = decodeIntChange(name, val)
+		case fieldClaimTTLMax:
+			p.ClaimTTLMaxMS, err = decodeIntChange(name, val)
+		case fieldMaxAttempts:
+			p.MaxAttemptsDefault, err = decodeIntChange(name, val)
+		case fieldMaxLeases:
+			p.MaxLeasesPerIdentity, err = decodeIntChange(name, val)
+		case fieldRPS:
+			p.RequestsPerSecond, err = decodeFloatChange(name, val)
+		default:
+			err = fault.Invalidf(truncate(name, 64), "unknown field")
+		}
+		if err != nil {
+			return PolicyPatch{}, err
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return PolicyPatch{}, notObject
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return PolicyPatch{}, notObject
+	}
+	return p, nil
+}
+
+func decodeIntChange(field string, val json.RawMessage) (Change[int64], error) {
+	s := string(bytes.TrimSpace(val))
+	if s == "null" {
+		return Change[int64]{Set: true}, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return Change[int64]{}, fault.Invalidf(field, "is out of range")
+	case err != nil:
+		return Change[int64]{}, fault.Invalidf(field, "must be an integer or null")
+	case v < 0:
+		return Change[int64]{}, fault.Invalidf(field, "must not be negative")
+	}
+	return Change[int64]{Set: true, Value: &v}, nil
+}
+
+func decodeFloatChange(field string, val json.RawMessage) (Change[float64], error) {
+	s := string(bytes.TrimSpace(val))
+	if s == "null" {
+		return Change[float64]{Set: true}, nil
+	}
+	// The decoder has checked the JSON; only a number starts like this.
+	if s == "" || s[0] != '-' && (s[0] < '0' || s[0] > '9') {
+		return Change[float64]{}, fault.Invalidf(field, "must be a number or null")
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil:
+		return Change[float64]{}, fault.Invalidf(field, "is out of range")
+	case v < 0:
+		return Change[float64]{}, fault.Invalidf(field, "must not be negative")
+	}
+	v += 0 // -0 becomes 0
+	return Change[float64]{Set: true, Value: &v}, nil
+}
+
+// policyOverrides are the fields a tenant has set; nil follows the server
+// default, even when that default changes later.
+type policyOverrides struct {
+	ClaimTTLDefaultMS    *int64   `json:"claim_ttl_default_ms,omitempty"`
+	ClaimTTLMaxMS        *int64   `json:"claim_ttl_max_ms,omitempty"`
+	MaxAttemptsDefault   *int64   `json:"max_attempts_default,omitempty"`
+	MaxLeasesPerIdentity *int64   `json:"max_leases_per_identity,omitempty"`
+	RequestsPerSecond    *float64 `json:"requests_per_second,omitempty"`
+}
+
+func applyChange[T int64 | float64](dst **T, c Change[T]) {
+	switch {
+	case !c.Set:
+	case c.Value == nil:
+		*dst = nil
+	default:
+		v := *c.Value
+		*dst = &v
+	}
+}
+
+// apply returns o changed by the patch; o is left as it was.
+func (o policyOverrides) apply(p PolicyPatch) policyOverrides {
+	applyChange(&o.ClaimTTLDefaultMS, p.ClaimTTLDefaultMS)
+	applyChange(&o.ClaimTTLMaxMS, p.ClaimTTLMaxMS)
+	applyChange(&o.MaxAttemptsDefault, p.MaxAttemptsDefault)
+	applyChange(&o.MaxLeasesPerIdentity, p.MaxLeasesPerIdentity)
+	applyChange(&o.RequestsPerSecond, p.RequestsPerSecond)
+	return o
+}
+
+func overlay[T int64 | float64](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// over returns the effective policy: defaults d overlaid by o.
+func (o policyOverrides) over(d Policy) Policy {
+	overlay(&d.ClaimTTLDefaultMS, o.ClaimTTLDefaultMS)
+	overlay(&d.ClaimTTLMaxMS, o.ClaimTTLMaxMS)
+	overlay(&d.MaxAttemptsDefault, o.MaxAttemptsDefault)
+	overlay(&d.MaxLeasesPerIdentity, o.MaxLeasesPerIdentity)
+	overlay(&d.RequestsPerSecond, o.RequestsPerSecond)
+	return d
+}
+
+// validate checks an effective policy against the rules of API.md §3 and the
+// server's TTL ceiling. When default and max disagree, the field blamed is the
+// one the patch changed (the default when it changed both or neither).
+func (p Policy) validate(ceilingMS int64, patch PolicyPatch) error {
+	switch {
+	case p.ClaimTTLDefaultMS < minClaimTTLMS:
+		return fault.Invalidf(fieldClaimTTLDefault, "must be at least %d", minClaimTTLMS)
+	case p.ClaimTTLMaxMS < minClaimTTLMS:
+		return fault.Invalidf(fieldClaimTTLMax, "must be at least %d", minClaimTTLMS)
+	case p.ClaimTTLMaxMS > ceilingMS:
+		return fault.Invalidf(fieldClaimTTLMax, "must not exceed the server ceiling of %d", ceilingMS)
+	case p.ClaimTTLDefaultMS > p.ClaimTTLMaxMS:
+		if patch.ClaimTTLMaxMS.Set && !patch.ClaimTTLDefaultMS.Set {
+			return fault.Invalidf(fieldClaimTTLMax, "must not be below %s (%d)", fieldClaimTTLDefault, p.ClaimTTLDefaultMS)
+		}
+		return fault.Invalidf(fieldClaimTTLDefault, "must not exceed %s (%d)", fieldClaimTTLMax, p.ClaimTTLMaxMS)
+	case p.MaxAttemptsDefault < 1:
+		return fault.Invalidf(fieldMaxAttempts, "must be at least 1")
+	case p.MaxLeasesPerIdentity < 0:
+		return fault.Invalidf(fieldMaxLeases, "must not be negative")
+	case p.RequestsPerSecond < 0 || math.IsNaN(p.RequestsPerSecond) || math.IsInf(p.RequestsPerSecond, 0):
+		return fault.Invalidf(fieldRPS, "must be a non-negative number")
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package work
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/lease"
+)
+
+// CompleteParams finish a run.
+type CompleteParams struct {
+	lease.HolderParams
+	Result json.RawMessage
+	Usage  map[string]float64
+}
+
+// Complete ends the caller's run with status done. Retrying a completion that
+// already succeeded (same identity, and the same fence when one is given)
+// answers with the node again and changes nothing.
+func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graph.Node, error) {
+	if err := validUsage(p.Usage); err != nil {
+		return nil, err
+	}
+	var out *graph.Node
+	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+		n, err := tx.NodeGet(p.Tenant, p.NodeID)
+		if err != nil {
+			return err
+		}
+		out, err = s.CompleteTx(tx, n, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error completing node: %w", err)
+	}
+	return out, nil
+}
+
+// CompleteTx is Complete inside an open transaction.
+func (s *Service) CompleteTx(tx *graph.Tx, n *graph.Node, p CompleteParams) (*graph.Node, error) {
+	if n.Status == graph.StatusDone && n.LastRun != nil && n.LastRun.Outcome == lease.OutcomeDone &&
+		n.LastRun.By == p.By && (p.Fence == 0 || p.Fence == n.LastRun.Fence) {
+		return n, nil
+	}
+	if err := lease.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
+		return nil, err
+	}
+	old := n.Clone()
+	before := *n.Lease
+	outcome := lease.OutcomeDone
+	if err := s.leases.EndRun(tx, n, outcome, p.By); err != nil {
+		return nil, err
+	}
+	n.Status = graph.StatusDone
+	n.Result = p.Result
+	n.Error = nil
+	n.Target = ""
+	addUsage(n, p.Usage)
+	if err := tx.NodePut(old, n); err != nil {
+		return nil, err
+	}
+	s.leases.Track(tx, &before, n)
+	if err := tx.Emit(n.Tenant, graph.EventCompleted, n.ID, p.By, map[string]any{
+		"fence": before.Fence, "holder": before.By, "attempt": n.Attempts,
+	}); err != nil {
+		return nil, err
+	}
+	return n, rollUp(tx, n, p.Usage)
+}
+
+func validUsage(u map[string]float64) error {
+	for k, v := range u {
+		if k == "" || len(k) > 128 {
+			return fault.Invalidf("usage", "keys must be 1-128 characters")
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fault.Invalidf("usage."+k, "must be a finite number")
+		}
+	}
+	return nil
+}
+
+// addUsage adds a run's usage to the node's own usage and its total.
+func addUsage(n *graph.Node, u map[string]float64) {
+	for k, v := range u {
+		n.Usage[k] += v
+		n.UsageTotal[k] += v
+	}
+}
+
+// rollUp adds usage to the usage_total of every ancestor of n.
+func rollUp(tx *graph.Tx, n *graph.Node, u map[string]float64) error {
+	if len(u) == 0 {
+		return nil
+	}
+	seen := map[string]bool{n.ID: true}
+	for id := n.Parent; id != "" && !seen[id]; {
+		seen[id] = true
+		p, err := tx.NodeGet(n.Tenant, id)
+		if _, gone := err.(*fault.NotFound); gone {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		old := p.Clone()
+		for k, v := range u {
+			p.UsageTotal[k] += v
+		}
+		if err := tx.NodePut(old, p); err != nil {
+			return err
+		}
+		id = p.Parent
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package work
+
+import (
+	"time"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+)
+
+// Readiness says whether a node at rest may run now and, if not, why.
+type Readiness struct {
+	Ready     bool
+	BlockedBy []string   // unfinished dependencies and children
+	RunAt     *time.Time // set while run_at is in the future
+}
+
+// ReadinessTx computes n's readiness at tx's instant: open or queued, run_at
+// passed, every depends_on target done (or ended, with on_fail: ignore), and
+// every child terminal.
+func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
+	r := Readiness{BlockedBy: []string{}}
+	if n.Status != graph.StatusOpen && n.Status != graph.StatusQueued {
+		return r, nil
+	}
+	if n.RunAt != nil && n.RunAt.After(tx.Now()) {
+		r.RunAt = n.RunAt
+	}
+	deps, err := tx.LiveEdges(n.Tenant, n.ID, graph.EdgeDependsOn, graph.DirOut)
+	if err != nil {
+		return r, err
+	}
+	for _, e := range deps {
+		dep, err := tx.NodeGet(n.Tenant, e.To)
+		if err != nil {
+			return r, err
+		}
+		if dep.Status == graph.StatusDone || (dep.Status.Terminal() && e.Props["on_fail"] == OnFailIgnore) {
+			continue
+		}
+		r.BlockedBy = append(r.BlockedBy, dep.ID)
+	}
+	children, err := tx.LiveEdges(n.Tenant, n.ID, graph.EdgeParentOf, graph.DirOut)
+	if err != nil {
+		return r, err
+	}
+	for _, e := range children {
+		child, err := tx.NodeGet(n.Tenant, e.To)
+		if err != nil {
+			return r, err
+		}
+		if !child.Status.Terminal() {
+			r.BlockedBy = append(r.BlockedBy, child.ID)
+		}
+	}
+	r.Ready = r.RunAt == nil && len(r.BlockedBy) == 0
+	return r, nil
+}
+
+// Gate is the lease.Gate of this package: a node may be claimed when it is
+// ready and not reserved for another identity.
+func Gate(tx *graph.Tx, n *graph.Node, by string) error {
+	r, err := ReadinessTx(tx, n)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(r.BlockedBy) > 0:
+		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: r.BlockedBy}
+	case r.RunAt != nil:
+		return &fault.NotClaimable{Reason: fault.ReasonDelayed, Status: string(n.Status), RunAt: r.RunAt}
+	case !r.Ready:
+		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
+	case n.Target != "" && n.Target != by:
+		return &fault.Conflict{Reason: "node is reserved for " + n.Target + " by handoff", Holder: n.Target}
+	}
+	return nil
+}

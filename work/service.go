@@ -1,0 +1,57 @@
+package work
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/lease"
+)
+
+// Defaults are the tenant policy values node creation needs.
+type Defaults struct {
+	MaxAttempts int64
+}
+
+// DefaultsFunc returns the defaults of a tenant.
+type DefaultsFunc func(ctx context.Context, tenant string) (Defaults, error)
+
+// Service runs the lifecycle above leases.
+type Service struct {
+	store    *graph.Store
+	leases   *lease.Service
+	defaults DefaultsFunc
+	log      *slog.Logger
+}
+
+// New builds a Service.
+func New(store *graph.Store, leases *lease.Service, defaults DefaultsFunc, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{store: store, leases: leases, defaults: defaults, log: log}
+}
+
+// Caller is who acts, as far as the lifecycle cares.
+type Caller struct {
+	Tenant string
+	Sub    string
+	// Dispatcher is set for callers whose role may act on any node and
+	// override another identity's lease.
+	Dispatcher bool
+}
+
+// Dependency failure handling, the on_fail prop of a depends_on edge.
+const (
+	OnFailCancel = "cancel"
+	OnFailIgnore = "ignore"
+)
+
+// Child failure handling, a node's on_child_fail.
+const (
+	OnChildFailFail   = "fail"
+	OnChildFailIgnore = "ignore"
+)
+
+func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
