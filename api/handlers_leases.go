@@ -210,15 +210,20 @@ func (s *Server) cancelNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.cancel(c, id, b.Reason)
+	return s.cancel(c, id, b.Reason, false)
 }
 
-func (s *Server) cancel(c echo.Context, id, reason string) error {
+// cancel answers {ok, cancelled}; the status-verb form also names the status.
+func (s *Server) cancel(c echo.Context, id, reason string, withStatus bool) error {
 	ids, err := s.work.Cancel(c.Request().Context(), caller(c), id, reason)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"ok": true, "status": graph.StatusCancelled, "cancelled": ids})
+	out := map[string]any{"ok": true, "cancelled": ids}
+	if withStatus {
+		out["status"] = graph.StatusCancelled
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // setNodeStatus is the status-verb form of the lease calls, for clients that
@@ -249,7 +254,7 @@ func (s *Server) setNodeStatus(c echo.Context) error {
 		if !principal(c).Allows(tenant.RoleDispatcher) {
 			return &fault.Forbidden{Reason: "cancelling needs the dispatcher role"}
 		}
-		return s.cancel(c, id, b.Reason)
+		return s.cancel(c, id, b.Reason, true)
 	case "":
 		return fault.Invalidf("status", "is required")
 	}

@@ -15,22 +15,22 @@ import (
 
 // Problem is an RFC 9457 problem document. Code is what clients switch on.
 type Problem struct {
-	Type           string     `json:"type"`
-	Title          string     `json:"title"`
-	Status         int        `json:"status"`
-	Code           string     `json:"code"`
-	Detail         string     `json:"detail,omitempty"`
-	Holder         *string    `json:"holder,omitempty"`
-	holderSet      bool       // holder is emitted (possibly as null) when set
-	Expires        *int64     `json:"expires,omitempty"`
-	ExpiresAt      *Time      `json:"expires_at,omitempty"`
-	Reason         string     `json:"reason,omitempty"`
-	BlockedBy      []string   `json:"blocked_by,omitempty"`
-	RunAt          *Time      `json:"run_at,omitempty"`
-	Field          string     `json:"field,omitempty"`
-	CurrentVersion *int64     `json:"current_version,omitempty"`
-	RequestID      string     `json:"request_id,omitempty"`
-	retryAfter     int        // seconds, for 429
+	Type           string   `json:"type"`
+	Title          string   `json:"title"`
+	Status         int      `json:"status"`
+	Code           string   `json:"code"`
+	Detail         string   `json:"detail,omitempty"`
+	Holder         *string  `json:"holder,omitempty"`
+	holderSet      bool     // holder is emitted (possibly as null) when set
+	Expires        *int64   `json:"expires,omitempty"`
+	ExpiresAt      *Time    `json:"expires_at,omitempty"`
+	Reason         string   `json:"reason,omitempty"`
+	BlockedBy      []string `json:"blocked_by,omitempty"`
+	RunAt          *Time    `json:"run_at,omitempty"`
+	Field          string   `json:"field,omitempty"`
+	CurrentVersion *int64   `json:"current_version,omitempty"`
+	RequestID      string   `json:"request_id,omitempty"`
+	retryAfter     int      // seconds, for 429
 }
 
 // MarshalJSON emits holder as null when the problem names "no holder".

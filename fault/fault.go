@@ -127,7 +127,9 @@ type TooLarge struct {
 	Limit int64
 }
 
-func (e *TooLarge) Error() string { return fmt.Sprintf("payload exceeds the limit of %d bytes", e.Limit) }
+func (e *TooLarge) Error() string {
+	return fmt.Sprintf("payload exceeds the limit of %d bytes", e.Limit)
+}
 
 // Unavailable is a server that cannot serve right now (closing, store down).
 var Unavailable = errors.New("service unavailable")

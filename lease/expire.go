@@ -189,7 +189,6 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-
 // Stop stops the reaper and waits for it.
 func (s *Service) Stop() {
 	if !s.started.Load() {

@@ -178,6 +178,9 @@ func (s *Service) ListKeys(ctx context.Context, tenant, after string, limit int)
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
+	if !validTenant(tenant) {
+		return nil, "", invalidTenant(tenant)
+	}
 	if after != "" && !validKeyID(after) {
 		return nil, "", fault.Invalidf("cursor", "invalid cursor")
 	}
@@ -214,6 +217,9 @@ func (s *Service) ListKeys(ctx context.Context, tenant, after string, limit int)
 // DeleteKey erases a key of the tenant; it stops working at once. An unknown
 // id is a *fault.NotFound.
 func (s *Service) DeleteKey(ctx context.Context, tenant, id string) error {
+	if !validTenant(tenant) {
+		return invalidTenant(tenant)
+	}
 	if !validKeyID(id) {
 		return &fault.NotFound{What: "token", ID: truncate(id, 64)}
 	}

@@ -153,6 +153,10 @@ func TestAPIKeyListPaged(t *testing.T) {
 
 	_, _, err = b.svc.ListKeys(ctx, "acme", "zzz", 2)
 	requireInvalid(t, err, "cursor")
+	// A tenant id that is not one could reach into another tenant's keys.
+	_, _, err = b.svc.ListKeys(ctx, "acme\x00"+ids[0][:1], "", 2)
+	requireInvalid(t, err, "tenant")
+	requireInvalid(t, b.svc.DeleteKey(ctx, "acme\x00x", ids[0]), "tenant")
 }
 
 func TestAPIKeyCreateRules(t *testing.T) {

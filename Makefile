@@ -1,0 +1,48 @@
+# Tether — run `make help` for the targets.
+GO ?= go
+PKGS := ./...
+BIN := bin/tether
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_\/-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the tether binary into bin/
+	$(GO) build -o $(BIN) ./cmd/tether
+
+.PHONY: run
+run: ## Start a dev server on the embedded store (prints an admin token)
+	$(GO) run ./cmd/tether serve --dev
+
+.PHONY: test
+test: ## Run every test with the race detector
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+.PHONY: test-race
+test-race: test ## Alias of test (the suite always runs with -race)
+
+.PHONY: test-short
+test-short: ## Run the tests without the race detector (faster)
+	$(GO) test -count=1 $(PKGS)
+
+.PHONY: lint
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+.PHONY: generate
+generate: ## Regenerate the Go client from api/openapi.yaml
+	$(GO) generate ./client/
+
+.PHONY: verify
+verify: generate ## Fail when generated code is stale
+	@git diff --exit-code -- client/ || (echo "client/ is stale: run make generate and commit" && exit 1)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for a short while
+	$(GO) test ./graph/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
+	$(GO) test ./graph/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s

@@ -1,0 +1,143 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/internal/apitest"
+	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/server"
+	"github.com/tether-run/tether/tenant"
+)
+
+const testSecret = "test-secret-0123456789abcdef0123456789"
+
+// env is one real server on a free port with a real Badger store in a temp
+// dir and a fake clock that decides lease expiry.
+type env struct {
+	t   *testing.T
+	srv *server.Server
+	url string
+	clk *clocktest.Fake
+}
+
+type option func(*server.Config)
+
+func start(t *testing.T, opts ...option) *env {
+	t.Helper()
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
+	cfg := server.Config{
+		DataDir:        t.TempDir(),
+		Clock:          clk,
+		ReaperInterval: time.Second,
+		MaxBodyBytes:   64 << 10,
+		Tenant: tenant.Config{
+			JWTSecrets:   []string{testSecret},
+			HeadTokens:   []string{"head-static-token"},
+			TTLCeilingMS: 86400000,
+			Defaults:     tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
+		},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := server.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+	})
+	return &env{t: t, srv: srv, url: "http://" + ln.Addr().String(), clk: clk}
+}
+
+// token mints an HS256 JWT valid for an hour of the fake clock.
+func (e *env) token(tid, sub string, roles ...string) string {
+	e.t.Helper()
+	claims := jwt.MapClaims{"sub": sub, "tid": tid, "exp": e.clk.Now().Add(time.Hour).Unix()}
+	if len(roles) > 0 {
+		claims["roles"] = roles
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(testSecret))
+	require.NoError(e.t, err)
+	return tok
+}
+
+// as returns a generated client authenticated with tok whose every response
+// is validated against openapi.yaml.
+func (e *env) as(tok string) *client.ClientWithResponses {
+	e.t.Helper()
+	hc := &http.Client{Transport: apitest.ValidatingTransport(e.t, nil), Timeout: 30 * time.Second}
+	opts := []client.ClientOption{client.WithHTTPClient(hc)}
+	if tok != "" {
+		opts = append(opts, client.WithBearerToken(tok))
+	}
+	c, err := client.NewClientWithResponses(e.url, opts...)
+	require.NoError(e.t, err)
+	return c
+}
+
+// user is a client for sub in tenant acme with roles.
+func (e *env) user(sub string, roles ...string) *client.ClientWithResponses {
+	return e.as(e.token("acme", sub, roles...))
+}
+
+func (e *env) admin() *client.ClientWithResponses      { return e.user("root", "admin") }
+func (e *env) dispatcher() *client.ClientWithResponses { return e.user("head", "dispatcher") }
+
+// raw sends a request with a raw body through the validating transport.
+func (e *env) raw(method, path, tok, contentType, body string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	require.NoError(e.t, err)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	hc := &http.Client{Transport: apitest.ValidatingTransport(e.t, nil)}
+	resp, err := hc.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	return resp, b
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// requireProblem checks a problem answer's status and code.
+func requireProblem(t *testing.T, p *client.Problem, status int, code client.ProblemCode) {
+	t.Helper()
+	require.NotNil(t, p, "expected a %d %s problem", status, code)
+	require.Equal(t, status, p.Status)
+	require.Equal(t, code, p.Code)
+	require.NotEmpty(t, p.Title)
+	require.NotEmpty(t, p.Type)
+}
+
+// mustCreate creates a node with the dispatcher and returns it.
+func (e *env) mustCreate(body client.NodeCreate) client.Node {
+	e.t.Helper()
+	res, err := e.dispatcher().CreateNodeWithResponse(context.Background(), nil, body)
+	require.NoError(e.t, err)
+	require.Equal(e.t, http.StatusCreated, res.StatusCode(), string(res.Body))
+	return *res.JSON201
+}
+
+func task(id string) client.NodeCreate {
+	return client.NodeCreate{ID: ptr(id), Type: "task", Queue: ptr("default")}
+}
