@@ -1,6 +1,9 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,7 +24,11 @@ func (s *Server) createNode(c echo.Context) error {
 	if err := decodeStrict(body, &spec, false); err != nil {
 		return err
 	}
-	n, err := s.work.Create(c.Request().Context(), caller(c), spec)
+	idem, err := idempotency(c, "createNode", spec)
+	if err != nil {
+		return err
+	}
+	n, err := s.work.Create(c.Request().Context(), caller(c), spec, idem)
 	if err != nil {
 		return err
 	}
@@ -43,7 +50,11 @@ func (s *Server) createNodesBatch(c echo.Context) error {
 	if err := decodeStrict(body, &req, false); err != nil {
 		return err
 	}
-	nodes, err := s.work.CreateBatch(c.Request().Context(), caller(c), req.Items, "items")
+	idem, err := idempotency(c, "createNodesBatch", req.Items)
+	if err != nil {
+		return err
+	}
+	nodes, err := s.work.CreateBatch(c.Request().Context(), caller(c), req.Items, "items", idem)
 	if err != nil {
 		return err
 	}
@@ -65,6 +76,24 @@ func (s *Server) getNode(c echo.Context) error {
 	}
 	setETag(c, v.Version)
 	return c.JSON(http.StatusOK, toNode(v))
+}
+
+// idempotency reads the Idempotency-Key header. The request digest is taken
+// over the decoded body re-encoded, so whitespace and key order do not count.
+func idempotency(c echo.Context, op string, decoded any) (*work.Idempotency, error) {
+	key := c.Request().Header.Get("Idempotency-Key")
+	if key == "" {
+		return nil, nil
+	}
+	if !work.ValidIdempotencyKey(key) {
+		return nil, fault.Invalidf("Idempotency-Key", "must be 1-255 printable ASCII characters")
+	}
+	canonical, err := json.Marshal(decoded)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(append([]byte(op+"\n"), canonical...))
+	return &work.Idempotency{Key: key, Hash: hex.EncodeToString(sum[:])}, nil
 }
 
 func setETag(c echo.Context, version int64) {

@@ -100,13 +100,21 @@ func (e *env) dispatcher() *client.ClientWithResponses { return e.user("head", "
 // raw sends a request with a raw body through the validating transport.
 func (e *env) raw(method, path, tok, contentType, body string) (*http.Response, []byte) {
 	e.t.Helper()
+	return e.rawWithHeaders(method, path, tok, body, map[string]string{"Content-Type": contentType})
+}
+
+// rawWithHeaders is raw with more request headers (empty values are skipped).
+func (e *env) rawWithHeaders(method, path, tok, body string, headers map[string]string) (*http.Response, []byte) {
+	e.t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	require.NoError(e.t, err)
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for k, v := range headers {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
 	}
 	hc := &http.Client{Transport: apitest.ValidatingTransport(e.t, nil)}
 	resp, err := hc.Do(req)

@@ -82,6 +82,7 @@ func problemFor(err error) (*Problem, bool) {
 		unauth       *fault.Unauthorized
 		limited      *fault.RateLimited
 		tooLarge     *fault.TooLarge
+		mismatch     *fault.IdempotencyMismatch
 		maxBytes     *http.MaxBytesError
 		httpErr      *echo.HTTPError
 	)
@@ -138,6 +139,8 @@ func problemFor(err error) (*Problem, bool) {
 		p := newProblem(http.StatusTooManyRequests, CodeRateLimited, limited.Error())
 		p.retryAfter = max(1, int(math.Ceil(limited.RetryAfter.Seconds())))
 		return p, true
+	case errors.As(err, &mismatch):
+		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyMismatch, mismatch.Error()), true
 	case errors.As(err, &tooLarge):
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, tooLarge.Error()), true
 	case errors.As(err, &maxBytes):

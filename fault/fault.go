@@ -131,5 +131,14 @@ func (e *TooLarge) Error() string {
 	return fmt.Sprintf("payload exceeds the limit of %d bytes", e.Limit)
 }
 
+// IdempotencyMismatch is an Idempotency-Key reused with a different request.
+type IdempotencyMismatch struct {
+	Key string
+}
+
+func (e *IdempotencyMismatch) Error() string {
+	return fmt.Sprintf("Idempotency-Key %q was used with a different request within the last 24 hours", e.Key)
+}
+
 // Unavailable is a server that cannot serve right now (closing, store down).
 var Unavailable = errors.New("service unavailable")

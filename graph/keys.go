@@ -26,6 +26,7 @@ import (
 //	w|t|id|seq                      event of one node
 //	T|t                             tenant record
 //	K|t|keyid                       API key record
+//	i|t|key                         idempotency record (expires with a Badger TTL)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
 const (
@@ -44,6 +45,7 @@ const (
 	tagNodeEvent   = 'w'
 	tagTenant      = 'T'
 	tagAPIKey      = 'K'
+	tagIdempotency = 'i'
 	keySeparator   = 0x00
 	orderKeyLength = 16
 )
@@ -133,6 +135,8 @@ func nodeEventKey(tenant, id string, seq uint64) []byte {
 }
 
 func tenantKey(tenant string) []byte { return newKey(tagTenant, tenant).bytes() }
+
+func idempotencyKey(tenant, key string) []byte { return newKey(tagIdempotency, tenant).last(key) }
 
 func apiKeyKey(tenant, id string) []byte { return newKey(tagAPIKey, tenant).last(id) }
 

@@ -37,9 +37,33 @@ type NodeSpec struct {
 // MaxBatch is the most nodes one batch create may hold.
 const MaxBatch = 1000
 
+// IdempotencyWindow is how long an Idempotency-Key replays its first answer.
+const IdempotencyWindow = 24 * time.Hour
+
+// Idempotency names a create made under an Idempotency-Key: Key as the client
+// sent it, and Hash, a digest of the whole request (which endpoint and what
+// body), so a reuse with another request can be told apart.
+type Idempotency struct {
+	Key  string
+	Hash string
+}
+
+// ValidIdempotencyKey reports whether k may be used as an Idempotency-Key.
+func ValidIdempotencyKey(k string) bool {
+	if k == "" || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // Create makes one node.
-func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec) (*graph.Node, error) {
-	nodes, err := s.CreateBatch(ctx, c, []NodeSpec{spec}, "")
+func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Idempotency) (*graph.Node, error) {
+	nodes, err := s.CreateBatch(ctx, c, []NodeSpec{spec}, "", idem)
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +71,10 @@ func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec) (*graph.N
 }
 
 // CreateBatch makes all the nodes or none. field prefixes validation errors
-// ("items[3].") for batch bodies.
-func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, field string) ([]*graph.Node, error) {
+// ("items[3].") for batch bodies. With idem, a repeat of the same request
+// within IdempotencyWindow returns the nodes the first one made and creates
+// nothing; the same key with another request is a fault.IdempotencyMismatch.
+func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, field string, idem *Idempotency) ([]*graph.Node, error) {
 	if len(specs) == 0 {
 		return nil, fault.Invalidf("items", "must hold at least one node")
 	}
@@ -71,18 +97,51 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		}
 		prepared[i] = n
 	}
+	var out []*graph.Node
 	err = s.store.Update(ctx, true, func(tx *graph.Tx) error {
+		if idem != nil {
+			rec, err := tx.IdempotencyGet(c.Tenant, idem.Key, IdempotencyWindow)
+			if err != nil {
+				return err
+			}
+			if rec != nil {
+				if rec.Hash != idem.Hash {
+					return &fault.IdempotencyMismatch{Key: idem.Key}
+				}
+				out, err = replay(tx, c.Tenant, rec.NodeIDs)
+				return err
+			}
+		}
+		ids := make([]string, len(prepared))
 		for i, n := range prepared {
 			if err := s.insertTx(tx, c, n, specs[i].DependsOn); err != nil {
 				return err
 			}
+			ids[i] = n.ID
 		}
-		return nil
+		out = prepared
+		if idem == nil {
+			return nil
+		}
+		return tx.IdempotencyPut(c.Tenant, idem.Key, &graph.IdempotencyRecord{Hash: idem.Hash, NodeIDs: ids}, IdempotencyWindow)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating nodes: %w", err)
 	}
-	return prepared, nil
+	return out, nil
+}
+
+// replay loads the nodes a first request made, as they are now.
+func replay(tx *graph.Tx, tenant string, ids []string) ([]*graph.Node, error) {
+	out := make([]*graph.Node, 0, len(ids))
+	for _, id := range ids {
+		n, err := tx.NodeGet(tenant, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // prepare validates spec and builds the node it describes (not yet stored).
