@@ -220,9 +220,8 @@ func (s *Server) getSubgraph(c echo.Context) error {
 		}
 		depth = d
 	}
-	types := []string{graph.EdgeParentOf, graph.EdgeDependsOn, graph.EdgeAssigned}
+	var types []string // none: every type
 	if v := c.QueryParam("types"); v != "" {
-		types = nil
 		for _, t := range strings.Split(v, ",") {
 			t = strings.TrimSpace(t)
 			if !graph.ValidEdgeType(t) {

@@ -145,7 +145,7 @@ func problemFor(err error) (*Problem, bool) {
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, tooLarge.Error()), true
 	case errors.As(err, &maxBytes):
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: maxBytes.Limit}).Error()), true
-	case errors.Is(err, fault.Unavailable):
+	case errors.Is(err, fault.ErrUnavailable):
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the server cannot serve this request right now; retry"), true
 	case errors.Is(err, context.Canceled):
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled"), true

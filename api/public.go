@@ -24,7 +24,7 @@ func (s *Server) health(c echo.Context) error {
 
 func (s *Server) readiness(c echo.Context) error {
 	if !s.ready.Load() {
-		return fault.Unavailable
+		return fault.ErrUnavailable
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -466,7 +466,9 @@ type Node struct {
 	// UsageTotal Named counters (tokens, cost, ...), summed by name.
 	UsageTotal Usage `json:"usage_total"`
 
-	// Version Bumped by every change; the `ETag`.
+	// Version Bumped by every change to the node's fields or status (and so by every
+	// claim, release, completion and expiry); the `ETag`. Renewals and
+	// extensions of a live lease change only the lease and do not bump it.
 	Version int64 `json:"version"`
 }
 
@@ -1285,9 +1287,14 @@ type ClientInterface interface {
 	// Role: worker (a dispatcher may release another identity's lease). Drops the
 	// lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 	// node back to `queued` (or `open`) and gives back the attempt the claim counted.
-	// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-	// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-	// to that identity so only it can claim the node next.
+	// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+	// any lingering `assigned` edge of the caller. When another identity holds a live
+	// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+	// after your lease lapsed and someone else claimed the node); a dispatcher's
+	// release ends that lease (`outcome: taken_over`). A release by the holder of a
+	// lease that has already expired settles it as expired (the attempt is not given
+	// back). With `to`, the node's `target` is set to that identity so only it can
+	// claim the node next; no attempt is spent.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1299,9 +1306,14 @@ type ClientInterface interface {
 	// Role: worker (a dispatcher may release another identity's lease). Drops the
 	// lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 	// node back to `queued` (or `open`) and gives back the attempt the claim counted.
-	// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-	// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-	// to that identity so only it can claim the node next.
+	// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+	// any lingering `assigned` edge of the caller. When another identity holds a live
+	// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+	// after your lease lapsed and someone else claimed the node); a dispatcher's
+	// release ends that lease (`outcome: taken_over`). A release by the holder of a
+	// lease that has already expired settles it as expired (the attempt is not given
+	// back). With `to`, the node's `target` is set to that identity so only it can
+	// claim the node next; no attempt is spent.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1359,7 +1371,10 @@ type ClientInterface interface {
 	// GetSubgraph The graph around a node
 	//
 	// Role: reader. Breadth first from the node along live edges of the given types
-	// in both directions, up to `depth` hops.
+	// in both directions, up to `depth` hops (`depth=0`: the node alone). Retired
+	// edges are history and are not walked; list them with
+	// `GET /v1/nodes/{id}/edges?include_retired=true`. At most 10000 nodes (a larger
+	// answer is `400`: ask for less depth or fewer types).
 	//
 	// Corresponds with GET /v1/nodes/{id}/subgraph (the `GetSubgraph` operationId).
 	GetSubgraph(ctx context.Context, id NodeID, params *GetSubgraphParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1999,9 +2014,14 @@ func (c *Client) ExtendLease(ctx context.Context, id NodeID, body ExtendLeaseJSO
 // Role: worker (a dispatcher may release another identity's lease). Drops the
 // lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 // node back to `queued` (or `open`) and gives back the attempt the claim counted.
-// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-// to that identity so only it can claim the node next.
+// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+// any lingering `assigned` edge of the caller. When another identity holds a live
+// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+// after your lease lapsed and someone else claimed the node); a dispatcher's
+// release ends that lease (`outcome: taken_over`). A release by the holder of a
+// lease that has already expired settles it as expired (the attempt is not given
+// back). With `to`, the node's `target` is set to that identity so only it can
+// claim the node next; no attempt is spent.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2023,9 +2043,14 @@ func (c *Client) ReleaseNodeWithBody(ctx context.Context, id NodeID, contentType
 // Role: worker (a dispatcher may release another identity's lease). Drops the
 // lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 // node back to `queued` (or `open`) and gives back the attempt the claim counted.
-// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-// to that identity so only it can claim the node next.
+// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+// any lingering `assigned` edge of the caller. When another identity holds a live
+// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+// after your lease lapsed and someone else claimed the node); a dispatcher's
+// release ends that lease (`outcome: taken_over`). A release by the holder of a
+// lease that has already expired settles it as expired (the attempt is not given
+// back). With `to`, the node's `target` is set to that identity so only it can
+// claim the node next; no attempt is spent.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2133,7 +2158,10 @@ func (c *Client) SetNodeStatus(ctx context.Context, id NodeID, body SetNodeStatu
 // GetSubgraph The graph around a node
 //
 // Role: reader. Breadth first from the node along live edges of the given types
-// in both directions, up to `depth` hops.
+// in both directions, up to `depth` hops (`depth=0`: the node alone). Retired
+// edges are history and are not walked; list them with
+// `GET /v1/nodes/{id}/edges?include_retired=true`. At most 10000 nodes (a larger
+// answer is `400`: ask for less depth or fewer types).
 //
 // Corresponds with GET /v1/nodes/{id}/subgraph (the `GetSubgraph` operationId).
 func (c *Client) GetSubgraph(ctx context.Context, id NodeID, params *GetSubgraphParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4148,9 +4176,14 @@ type ClientWithResponsesInterface interface {
 	// Role: worker (a dispatcher may release another identity's lease). Drops the
 	// lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 	// node back to `queued` (or `open`) and gives back the attempt the claim counted.
-	// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-	// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-	// to that identity so only it can claim the node next.
+	// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+	// any lingering `assigned` edge of the caller. When another identity holds a live
+	// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+	// after your lease lapsed and someone else claimed the node); a dispatcher's
+	// release ends that lease (`outcome: taken_over`). A release by the holder of a
+	// lease that has already expired settles it as expired (the attempt is not given
+	// back). With `to`, the node's `target` is set to that identity so only it can
+	// claim the node next; no attempt is spent.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4162,9 +4195,14 @@ type ClientWithResponsesInterface interface {
 	// Role: worker (a dispatcher may release another identity's lease). Drops the
 	// lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 	// node back to `queued` (or `open`) and gives back the attempt the claim counted.
-	// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-	// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-	// to that identity so only it can claim the node next.
+	// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+	// any lingering `assigned` edge of the caller. When another identity holds a live
+	// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+	// after your lease lapsed and someone else claimed the node); a dispatcher's
+	// release ends that lease (`outcome: taken_over`). A release by the holder of a
+	// lease that has already expired settles it as expired (the attempt is not given
+	// back). With `to`, the node's `target` is set to that identity so only it can
+	// claim the node next; no attempt is spent.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4222,7 +4260,10 @@ type ClientWithResponsesInterface interface {
 	// GetSubgraphWithResponse The graph around a node
 	//
 	// Role: reader. Breadth first from the node along live edges of the given types
-	// in both directions, up to `depth` hops.
+	// in both directions, up to `depth` hops (`depth=0`: the node alone). Retired
+	// edges are history and are not walked; list them with
+	// `GET /v1/nodes/{id}/edges?include_retired=true`. At most 10000 nodes (a larger
+	// answer is `400`: ask for less depth or fewer types).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7538,9 +7579,14 @@ func (c *ClientWithResponses) ExtendLeaseWithResponse(ctx context.Context, id No
 // Role: worker (a dispatcher may release another identity's lease). Drops the
 // lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 // node back to `queued` (or `open`) and gives back the attempt the claim counted.
-// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-// to that identity so only it can claim the node next.
+// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+// any lingering `assigned` edge of the caller. When another identity holds a live
+// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+// after your lease lapsed and someone else claimed the node); a dispatcher's
+// release ends that lease (`outcome: taken_over`). A release by the holder of a
+// lease that has already expired settles it as expired (the attempt is not given
+// back). With `to`, the node's `target` is set to that identity so only it can
+// claim the node next; no attempt is spent.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7558,9 +7604,14 @@ func (c *ClientWithResponses) ReleaseNodeWithBodyWithResponse(ctx context.Contex
 // Role: worker (a dispatcher may release another identity's lease). Drops the
 // lease, retires the caller's `assigned` edge (`outcome: released`), moves the
 // node back to `queued` (or `open`) and gives back the attempt the claim counted.
-// Idempotent: releasing a node you hold no lease on succeeds. Releasing another
-// identity's live lease is `409 conflict`. With `to`, the node's `target` is set
-// to that identity so only it can claim the node next.
+// Idempotent: releasing a node nobody holds a live lease on succeeds and retires
+// any lingering `assigned` edge of the caller. When another identity holds a live
+// lease, a non-dispatcher gets `409 conflict` naming the `holder` (a late release
+// after your lease lapsed and someone else claimed the node); a dispatcher's
+// release ends that lease (`outcome: taken_over`). A release by the holder of a
+// lease that has already expired settles it as expired (the attempt is not given
+// back). With `to`, the node's `target` is set to that identity so only it can
+// claim the node next; no attempt is spent.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7648,7 +7699,10 @@ func (c *ClientWithResponses) SetNodeStatusWithResponse(ctx context.Context, id 
 // GetSubgraphWithResponse The graph around a node
 //
 // Role: reader. Breadth first from the node along live edges of the given types
-// in both directions, up to `depth` hops.
+// in both directions, up to `depth` hops (`depth=0`: the node alone). Retired
+// edges are history and are not walked; list them with
+// `GET /v1/nodes/{id}/edges?include_retired=true`. At most 10000 nodes (a larger
+// answer is `400`: ask for less depth or fewer types).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -140,5 +140,5 @@ func (e *IdempotencyMismatch) Error() string {
 	return fmt.Sprintf("Idempotency-Key %q was used with a different request within the last 24 hours", e.Key)
 }
 
-// Unavailable is a server that cannot serve right now (closing, store down).
-var Unavailable = errors.New("service unavailable")
+// ErrUnavailable is a server that cannot serve right now (closing, store down).
+var ErrUnavailable = errors.New("service unavailable")

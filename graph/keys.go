@@ -1,9 +1,7 @@
 package graph
 
 import (
-	"bytes"
 	"encoding/binary"
-	"math"
 )
 
 // Key layout. Every tenant record starts with a one-byte tag and the tenant id,
@@ -144,16 +142,4 @@ func apiKeyKey(tenant, id string) []byte { return newKey(tagAPIKey, tenant).last
 // offset prefixLen.
 func idAfterOrder(key []byte, prefixLen int) string {
 	return string(key[prefixLen+orderKeyLength:])
-}
-
-// prefixEnd returns the smallest key greater than every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < math.MaxUint8 {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }

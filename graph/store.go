@@ -127,13 +127,13 @@ func (s *Store) Update(ctx context.Context, durable bool, fn func(*Tx) error) er
 	req := &writeRequest{ctx: ctx, fn: fn, durable: durable, err: make(chan error, 1)}
 	select {
 	case <-s.done:
-		return fault.Unavailable
+		return fault.ErrUnavailable
 	default:
 	}
 	select {
 	case s.reqs <- req:
 	case <-s.done:
-		return fault.Unavailable
+		return fault.ErrUnavailable
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -217,7 +217,7 @@ func (s *Store) runBatch(batch []*writeRequest) {
 	for _, o := range outcomes {
 		err := o.err
 		if err == nil && o.req.durable && syncErr != nil {
-			err = fault.Unavailable
+			err = fault.ErrUnavailable
 		}
 		o.req.err <- err
 	}

@@ -103,9 +103,3 @@ func (d *deadlines) due(now time.Time, max int) []nodeRef {
 	}
 	return out
 }
-
-func (d *deadlines) len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.items)
-}

@@ -114,10 +114,13 @@ func (s *Service) Edges(tenant, id string, q graph.EdgeQuery, limit int, cursor 
 // MaxSubgraphNodes bounds one subgraph answer.
 const MaxSubgraphNodes = 10000
 
-// Subgraph walks breadth first from id over live edges of the given types in
-// both directions, up to depth hops, and returns the nodes reached and the
-// edges walked.
+// Subgraph walks breadth first from id over live edges of the given types
+// (every type when none are given) in both directions, up to depth hops, and
+// returns the nodes reached and the edges walked.
 func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]NodeView, []*graph.Edge, error) {
+	if len(types) == 0 {
+		types = []string{""}
+	}
 	var nodes []NodeView
 	var edges []*graph.Edge
 	err := s.store.View(func(tx *graph.Tx) error {

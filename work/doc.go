@@ -1,0 +1,20 @@
+// Package work is the lifecycle above leases: creating, patching and deleting
+// nodes, edges with their bookkeeping, readiness, completion, cascade cancel,
+// and the read models (node views, lists, subgraphs, live leases).
+//
+// Invariants:
+//   - Readiness is computed from the graph at read time: a node is ready when
+//     it is open or queued, its run_at has passed, every depends_on target is
+//     done (or ended, with on_fail: ignore), and every child is terminal.
+//   - A node's parent field and its live incoming parent_of edge always agree:
+//     both change in the same transaction.
+//   - assigned edges are written only by the lease package; no request may add
+//     or retire one directly.
+//   - Cancel reaches every non-terminal descendant (parent_of) and dependent
+//     (depends_on with on_fail: cancel) and ends their leases in one
+//     transaction.
+//   - A create made under an Idempotency-Key records its outcome in the same
+//     transaction as the nodes, so a retry sees both or neither.
+//   - usage_total of a node is its own usage plus its children's usage_total,
+//     maintained by adding each run's usage along the parent chain.
+package work
