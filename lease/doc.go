@@ -4,19 +4,19 @@
 // A lease lives inside its node record (one write per claim). The node's
 // status moves like this; every arrow is one transaction with its event:
 //
-//	            claim (attempts+1, fence+1, assigned edge)
-//	 open/queued ───────────────────────────────────────────▶ running
-//	      ▲                                                     │
-//	      │ release (attempt given back; edge outcome released) │
-//	      ├─────────────────────────────────────────────────────┤
-//	      │ expiry or timeout while attempts < max_attempts     │
-//	      └─────────────────────────────────────────────────────┤
-//	                                                            │ expiry with attempts ≥ max_attempts
-//	                                                            ├──────────────▶ dead
-//	                                                            │ complete (package work)
-//	                                                            ├──────────────▶ done
-//	                                                            │ cancel (package work)
-//	                                                            └──────────────▶ cancelled
+//	           claim (attempts+1, fence+1, assigned edge)
+//	open/queued ───────────────────────────────────────────▶ running
+//	     ▲                                                     │
+//	     │ release (attempt given back; edge outcome released) │
+//	     ├─────────────────────────────────────────────────────┤
+//	     │ expiry or timeout while attempts < max_attempts     │
+//	     └─────────────────────────────────────────────────────┤
+//	                                                           │ expiry with attempts ≥ max_attempts
+//	                                                           ├──────────────▶ dead
+//	                                                           │ complete (package work)
+//	                                                           ├──────────────▶ done
+//	                                                           │ cancel (package work)
+//	                                                           └──────────────▶ cancelled
 //
 // Invariants:
 //   - At most one live lease per node: every decision reads the node record
