@@ -46,3 +46,7 @@ verify: generate ## Fail when generated code is stale
 fuzz: ## Run each fuzz target for a short while
 	$(GO) test ./graph/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
 	$(GO) test ./graph/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s
+	$(GO) test ./api/ -run '^$$' -fuzz FuzzDecodeNodeSpec -fuzztime 20s
+	$(GO) test ./work/ -run '^$$' -fuzz FuzzNodePatch -fuzztime 20s
+	$(GO) test ./work/ -run '^$$' -fuzz FuzzParseETag -fuzztime 10s
+	$(GO) test ./tenant/ -run '^$$' -fuzz FuzzDecodePolicyPatch -fuzztime 20s
