@@ -63,11 +63,11 @@ func serve(ctx context.Context, s settings, logFormat string) error {
 	log := slog.New(handler)
 	s.Server.Logger = log
 	s.Server.DataDir = s.DataDir
-	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
-		return fmt.Errorf("error creating the data directory: %w", err)
-	}
 	var devSecret string
 	if s.Dev {
+		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+			return fmt.Errorf("error creating the data directory: %w", err)
+		}
 		secret, err := devSecretIn(s.DataDir)
 		if err != nil {
 			return err
@@ -80,6 +80,9 @@ func serve(ctx context.Context, s settings, logFormat string) error {
 Set TETHER_JWT_SECRET (HS256 secrets, comma separated), TETHER_JWT_PUBLIC_KEYS
 (PEM files, "kid=path,..."), or HEAD_TOKEN / LEFT_CLAW_TOKEN / RIGHT_CLAW_TOKEN,
 or run "tether serve --dev" to try it out with a generated secret`)
+	}
+	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+		return fmt.Errorf("error creating the data directory: %w", err)
 	}
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -101,18 +104,25 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var serveErr error
 	select {
 	case sig := <-sigs:
-		log.Info("draining", "signal", sig.String())
-	case err := <-errc:
-		if err != nil {
-			log.Error("server stopped", "err", err)
-		}
+		log.Info("draining; a second signal stops at once", "signal", sig.String())
+		go func() {
+			sig := <-sigs
+			log.Error("stopping without draining", "signal", sig.String())
+			os.Exit(1)
+		}()
+	case serveErr = <-errc:
+		log.Error("server stopped", "err", serveErr)
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("error shutting down: %w", err)
+	}
+	if serveErr != nil {
+		return fmt.Errorf("error serving: %w", serveErr)
 	}
 	log.Info("stopped cleanly")
 	return nil
