@@ -255,6 +255,8 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		switch {
 		case !graph.ValidID(d):
 			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "is not a valid node id")
+		case graph.IsIdentityID(d):
+			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "identity nodes take no part in depends_on")
 		case d == n.ID:
 			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "a node cannot depend on itself")
 		case seen[d]:

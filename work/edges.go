@@ -51,9 +51,6 @@ func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.
 		if _, err := tx.NodeGet(c.Tenant, spec.From); err != nil {
 			return err
 		}
-		if graph.IsIdentityID(spec.From) || graph.IsIdentityID(spec.To) {
-			return fault.Invalidf("type", "identity nodes take no part in parent_of")
-		}
 		if child.Parent != "" {
 			return &fault.Conflict{Reason: fmt.Sprintf("node %q already has parent %q", child.ID, child.Parent)}
 		}
@@ -80,6 +77,8 @@ func validEdgeKey(from, typ, to string) error {
 		return fault.Invalidf("type", "must match [a-z][a-z0-9_]{0,63}")
 	case typ == graph.EdgeAssigned:
 		return fault.Invalidf("type", "assigned edges are managed by the server: claim and release instead")
+	case (typ == graph.EdgeDependsOn || typ == graph.EdgeParentOf) && (graph.IsIdentityID(from) || graph.IsIdentityID(to)):
+		return fault.Invalidf("type", "identity nodes take no part in %s", typ)
 	}
 	return nil
 }
