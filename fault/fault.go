@@ -78,9 +78,15 @@ type NotClaimable struct {
 	Status    string
 	BlockedBy []string
 	RunAt     *time.Time
+	Detail    string // more words on the reason, when there are any
 }
 
-func (e *NotClaimable) Error() string { return "node is not claimable: " + e.Reason }
+func (e *NotClaimable) Error() string {
+	if e.Detail != "" {
+		return "node is not claimable: " + e.Reason + ": " + e.Detail
+	}
+	return "node is not claimable: " + e.Reason
+}
 
 // Cycle is an edge that would close a cycle of depends_on or parent_of.
 type Cycle struct {

@@ -100,6 +100,13 @@ func (tx *Tx) EdgeInsert(tenant string, e *Edge) error {
 	if err := tx.setJSON(edgeKey(tagEdgeIn, tenant, e.To, e.Type, e.From), e); err != nil {
 		return err
 	}
+	if dDeps, dChildren, err := tx.edgeBlocks(tenant, e); err != nil {
+		return err
+	} else if dDeps != 0 || dChildren != 0 {
+		if err := tx.addBlockers(tenant, e.From, dDeps, dChildren); err != nil {
+			return err
+		}
+	}
 	return tx.Emit(tenant, EventEdgeAdded, e.From, e.CreatedBy, map[string]any{"from": e.From, "type": e.Type, "to": e.To})
 }
 
@@ -115,6 +122,13 @@ func (tx *Tx) EdgePutProps(tenant string, e *Edge) error {
 // EdgeRetire moves a live edge to history with retired_at = now, merging
 // extraProps into its props, and emits edge_retired.
 func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[string]any) error {
+	if dDeps, dChildren, err := tx.edgeBlocks(tenant, e); err != nil {
+		return err
+	} else if dDeps != 0 || dChildren != 0 {
+		if err := tx.addBlockers(tenant, e.From, -dDeps, -dChildren); err != nil {
+			return err
+		}
+	}
 	if err := tx.del(edgeKey(tagEdgeOut, tenant, e.From, e.Type, e.To)); err != nil {
 		return err
 	}

@@ -20,8 +20,12 @@ import (
 //	q|t|queue|status|order|id       nodes by queue and status
 //	c|t|parent|order|id             nodes by parent
 //	L|t|id                          node with a live lease (server-wide scan at start)
+//	r|t|queue|order|id              ready index: queued, no unmet blocker (value: run_at ms or 0)
+//	b|t|id                          blocker counts: unmet depends_on, unfinished children
+//	U|t|queue                       queue settings (paused, max_running)
 //	v|t|seq                         event
 //	w|t|id|seq                      event of one node
+//	C|t|id|created|seq              comment on a node (created: the node's creation instant, see comment.go)
 //	T|t                             tenant record
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record (expires with a Badger TTL)
@@ -39,8 +43,12 @@ const (
 	tagByQueue     = 'q'
 	tagByParent    = 'c'
 	tagLiveLease   = 'L'
+	tagReady       = 'r'
+	tagBlockers    = 'b'
+	tagQueue       = 'U'
 	tagEvent       = 'v'
 	tagNodeEvent   = 'w'
+	tagComment     = 'C'
 	tagTenant      = 'T'
 	tagAPIKey      = 'K'
 	tagIdempotency = 'i'
@@ -116,6 +124,16 @@ func parentKey(tenant, parent string, order []byte, id string) []byte {
 	return k.last(id)
 }
 
+func readyKey(tenant, queue string, order []byte, id string) []byte {
+	k := newKey(tagReady, tenant).str(queue)
+	k.b = append(k.b, order...)
+	return k.last(id)
+}
+
+func queueRecordKey(tenant, queue string) []byte { return newKey(tagQueue, tenant).last(queue) }
+
+func blockersKey(tenant, id string) []byte { return newKey(tagBlockers, tenant).last(id) }
+
 func liveLeaseKey(tenant, id string) []byte { return newKey(tagLiveLease, tenant).last(id) }
 
 func edgeKey(tag byte, tenant, a, typ, b string) []byte {
@@ -130,6 +148,10 @@ func eventKey(tenant string, seq uint64) []byte { return newKey(tagEvent, tenant
 
 func nodeEventKey(tenant, id string, seq uint64) []byte {
 	return newKey(tagNodeEvent, tenant).str(id).u64(seq).bytes()
+}
+
+func commentKey(tenant, id string, created int64, seq uint64) []byte {
+	return newKey(tagComment, tenant).str(id).u64(uint64(created)).u64(seq).bytes()
 }
 
 func tenantKey(tenant string) []byte { return newKey(tagTenant, tenant).bytes() }

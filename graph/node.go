@@ -244,7 +244,10 @@ func (tx *Tx) NodePut(old, n *Node) error {
 	if err := tx.setJSON(nodeKey(n.Tenant, n.ID), n); err != nil {
 		return err
 	}
-	return tx.writeIndexes(old, n)
+	if err := tx.writeIndexes(old, n); err != nil {
+		return err
+	}
+	return tx.propagateStatus(old, n)
 }
 
 // NodePutQuiet stores a node whose change is lease bookkeeping only (a
@@ -260,6 +263,9 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 		return err
 	}
 	if err := tx.set(fenceKey(n.Tenant, n.ID), putU64(n.LastFence)); err != nil {
+		return err
+	}
+	if err := tx.del(blockersKey(n.Tenant, n.ID)); err != nil {
 		return err
 	}
 	if err := tx.writeIndexes(n, nil); err != nil {
@@ -318,7 +324,38 @@ func (tx *Tx) writeIndexes(old, n *Node) error {
 			return err
 		}
 	}
-	return nil
+	tx.countQueue(old, n)
+	return tx.syncReady(old, n)
+}
+
+// countQueue keeps the in-memory per-queue status counts in step.
+func (tx *Tx) countQueue(old, n *Node) {
+	var oq, nq string
+	var os, ns Status
+	if old != nil && old.Queue != "" {
+		oq, os = old.Queue, old.Status
+	}
+	if n != nil && n.Queue != "" {
+		nq, ns = n.Queue, n.Status
+	}
+	if oq == nq && os == ns {
+		return
+	}
+	tenant := ""
+	if old != nil {
+		tenant = old.Tenant
+	} else {
+		tenant = n.Tenant
+	}
+	m := tx.store.ready
+	tx.OnCommit(func() {
+		if oq != "" {
+			m.count(tenant, oq, os, "")
+		}
+		if nq != "" {
+			m.count(tenant, nq, "", ns)
+		}
+	})
 }
 
 func uint64FromBytes(b []byte) uint64 {

@@ -52,6 +52,7 @@ type Store struct {
 	walSync walSyncer
 
 	events *eventHub
+	ready  *readyMirror
 }
 
 type writeRequest struct {
@@ -97,6 +98,11 @@ func Open(opts Options) (*Store, error) {
 		seqs:     map[string]uint64{},
 		walSync:  walSyncer{dir: opts.Dir},
 		events:   newEventHub(),
+		ready:    newReadyMirror(opts.Clock),
+	}
+	if err := s.rebuildReady(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("error rebuilding the ready index: %w", err)
 	}
 	go s.writeLoop()
 	return s, nil
@@ -108,6 +114,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.done)
 		<-s.closed
+		s.ready.close()
 		if !s.inMem {
 			err = errors.Join(s.db.Sync(), s.walSync.syncRotated(true))
 		}

@@ -129,3 +129,5 @@ func (tx *Tx) scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 }
 
 func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

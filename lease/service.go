@@ -99,6 +99,10 @@ func New(cfg Config) *Service {
 	return s
 }
 
+// SetHooks installs the hooks (before Start): the work package is built after
+// the lease service it uses.
+func (s *Service) SetHooks(h Hooks) { s.hooks = h }
+
 // Stats returns the running totals.
 func (s *Service) Stats() *Stats { return &s.stats }
 
@@ -159,6 +163,7 @@ func (s *Service) afterCommit(tx *graph.Tx, before *graph.Lease, n *graph.Node) 
 		deadline = Deadline(n)
 	}
 	var by, newBy string
+	queue := n.Queue
 	if before != nil {
 		by = before.By
 	}
@@ -178,6 +183,9 @@ func (s *Service) afterCommit(tx *graph.Tx, before *graph.Lease, n *graph.Node) 
 		}
 		if deadline.IsZero() {
 			s.deadlines.remove(ref)
+			if by != "" && queue != "" {
+				s.store.Kick(n.Tenant, queue) // a running slot freed up (max_running)
+			}
 			return
 		}
 		if s.deadlines.set(ref, deadline) {

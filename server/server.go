@@ -67,25 +67,29 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
+	limits := func(ctx context.Context, t string) (lease.Limits, error) {
+		p, err := tenants.Policy(ctx, t)
+		if err != nil {
+			return lease.Limits{}, err
+		}
+		return lease.Limits{
+			TTLDefault:           time.Duration(p.ClaimTTLDefaultMS) * time.Millisecond,
+			TTLMax:               time.Duration(p.ClaimTTLMaxMS) * time.Millisecond,
+			MaxLeasesPerIdentity: p.MaxLeasesPerIdentity,
+		}, nil
+	}
 	leases := lease.New(lease.Config{
 		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Gate: work.Gate,
-		ReaperInterval: cfg.ReaperInterval,
-		Limits: func(ctx context.Context, t string) (lease.Limits, error) {
+		ReaperInterval: cfg.ReaperInterval, Limits: limits,
+	})
+	w := work.New(work.Config{
+		Store: store, Leases: leases, Logger: cfg.Logger, Limits: limits,
+		Defaults: func(ctx context.Context, t string) (work.Defaults, error) {
 			p, err := tenants.Policy(ctx, t)
-			if err != nil {
-				return lease.Limits{}, err
-			}
-			return lease.Limits{
-				TTLDefault:           time.Duration(p.ClaimTTLDefaultMS) * time.Millisecond,
-				TTLMax:               time.Duration(p.ClaimTTLMaxMS) * time.Millisecond,
-				MaxLeasesPerIdentity: p.MaxLeasesPerIdentity,
-			}, nil
+			return work.Defaults{MaxAttempts: p.MaxAttemptsDefault}, err
 		},
 	})
-	w := work.New(store, leases, func(ctx context.Context, t string) (work.Defaults, error) {
-		p, err := tenants.Policy(ctx, t)
-		return work.Defaults{MaxAttempts: p.MaxAttemptsDefault}, err
-	}, cfg.Logger)
+	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})
 	if err := leases.Start(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)

@@ -31,10 +31,16 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) ([]st
 func (s *Service) cancelTx(tx *graph.Tx, c Caller, root *graph.Node, reason string) ([]string, error) {
 	cancelled := []string{}
 	seen := map[string]bool{root.ID: true}
-	queue := []*graph.Node{root}
+	queue := []string{root.ID}
 	for len(queue) > 0 {
-		n := queue[0]
+		id := queue[0]
 		queue = queue[1:]
+		// Load at the moment of processing: cancelling an earlier node may
+		// already have changed this one (a parent failing cancels its children).
+		n, err := tx.NodeGet(c.Tenant, id)
+		if err != nil {
+			return nil, err
+		}
 		if !n.Status.Terminal() && !graph.IsIdentityID(n.ID) {
 			if err := s.cancelOne(tx, c, n, root.ID, reason); err != nil {
 				return nil, err
@@ -46,15 +52,10 @@ func (s *Service) cancelTx(tx *graph.Tx, c Caller, root *graph.Node, reason stri
 			return nil, err
 		}
 		for _, nid := range next {
-			if seen[nid] {
-				continue
+			if !seen[nid] {
+				seen[nid] = true
+				queue = append(queue, nid)
 			}
-			seen[nid] = true
-			m, err := tx.NodeGet(c.Tenant, nid)
-			if err != nil {
-				return nil, err
-			}
-			queue = append(queue, m)
 		}
 	}
 	return cancelled, nil
@@ -104,5 +105,8 @@ func (s *Service) cancelOne(tx *graph.Tx, c Caller, n *graph.Node, root, reason 
 	if reason != "" {
 		data["reason"] = reason
 	}
-	return tx.Emit(n.Tenant, graph.EventCancelled, n.ID, c.Sub, data)
+	if err := tx.Emit(n.Tenant, graph.EventCancelled, n.ID, c.Sub, data); err != nil {
+		return err
+	}
+	return s.childEnded(tx, n, c.Sub)
 }

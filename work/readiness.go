@@ -12,11 +12,12 @@ type Readiness struct {
 	Ready     bool
 	BlockedBy []string   // unfinished dependencies and children
 	RunAt     *time.Time // set while run_at is in the future
+	Paused    bool       // its queue is paused
 }
 
 // ReadinessTx computes n's readiness at tx's instant: open or queued, run_at
 // passed, every depends_on target done (or ended, with on_fail: ignore), and
-// every child terminal.
+// every child terminal, and its queue not paused.
 func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 	r := Readiness{BlockedBy: []string{}}
 	if n.Status != graph.StatusOpen && n.Status != graph.StatusQueued {
@@ -52,7 +53,14 @@ func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 			r.BlockedBy = append(r.BlockedBy, child.ID)
 		}
 	}
-	r.Ready = r.RunAt == nil && len(r.BlockedBy) == 0
+	if n.Queue != "" {
+		q, err := tx.QueueSettingsGet(n.Tenant, n.Queue)
+		if err != nil {
+			return r, err
+		}
+		r.Paused = q.Paused
+	}
+	r.Ready = r.RunAt == nil && len(r.BlockedBy) == 0 && !r.Paused
 	return r, nil
 }
 
@@ -68,6 +76,8 @@ func Gate(tx *graph.Tx, n *graph.Node, by string) error {
 		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: r.BlockedBy}
 	case r.RunAt != nil:
 		return &fault.NotClaimable{Reason: fault.ReasonDelayed, Status: string(n.Status), RunAt: r.RunAt}
+	case r.Paused:
+		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: []string{}, Detail: "queue " + n.Queue + " is paused"}
 	case !r.Ready:
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	case n.Target != "" && n.Target != by:

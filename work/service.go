@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -22,15 +23,25 @@ type Service struct {
 	store    *graph.Store
 	leases   *lease.Service
 	defaults DefaultsFunc
+	limits   lease.LimitsFunc
 	log      *slog.Logger
 }
 
+// Config wires a Service.
+type Config struct {
+	Store    *graph.Store
+	Leases   *lease.Service
+	Defaults DefaultsFunc
+	Limits   lease.LimitsFunc
+	Logger   *slog.Logger
+}
+
 // New builds a Service.
-func New(store *graph.Store, leases *lease.Service, defaults DefaultsFunc, log *slog.Logger) *Service {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+func New(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: store, leases: leases, defaults: defaults, log: log}
+	return &Service{store: cfg.Store, leases: cfg.Leases, defaults: cfg.Defaults, limits: cfg.Limits, log: cfg.Logger}
 }
 
 // Caller is who acts, as far as the lifecycle cares.
@@ -55,3 +66,5 @@ const (
 )
 
 func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
+
+func errorsAs(err error, target any) bool { return err != nil && errors.As(err, target) }

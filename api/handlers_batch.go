@@ -1,0 +1,122 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/tenant"
+)
+
+// MaxBatchOps is the most ops one POST /v1/batch may hold.
+const MaxBatchOps = 1000
+
+// batchParallelism bounds how many ops of one batch are in flight at once.
+const batchParallelism = 64
+
+type batchResult struct {
+	ID     string `json:"id"`
+	Status int    `json:"status"`
+	Body   any    `json:"body"`
+}
+
+// batch runs many lease ops in one request. Each op succeeds or fails on its
+// own, exactly as its endpoint would. Ops on different nodes run concurrently
+// (and so share fsyncs through the store's group commit); ops on the same node
+// run in the order given.
+func (s *Server) batch(c echo.Context) error {
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Ops []json.RawMessage `json:"ops"`
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return err
+	}
+	if len(req.Ops) == 0 || len(req.Ops) > MaxBatchOps {
+		return fault.Invalidf("ops", "must hold 1 to %d ops", MaxBatchOps)
+	}
+	type parsed struct {
+		id   string
+		run  op
+		body []byte
+	}
+	ops := make([]parsed, len(req.Ops))
+	for i, raw := range req.Ops {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+			return fault.Invalidf(fmt.Sprintf("ops[%d]", i), "must be an object")
+		}
+		var name, id string
+		if json.Unmarshal(fields["op"], &name) != nil || json.Unmarshal(fields["id"], &id) != nil {
+			return fault.Invalidf(fmt.Sprintf("ops[%d]", i), `needs "op" and "id" strings`)
+		}
+		run, ok := s.batchOps()[name]
+		if !ok {
+			return fault.Invalidf(fmt.Sprintf("ops[%d].op", i), "must be one of renew, extend, release, complete, fail, progress")
+		}
+		if !graph.ValidID(id) {
+			return fault.Invalidf(fmt.Sprintf("ops[%d].id", i), "is not a valid node id")
+		}
+		delete(fields, "op")
+		delete(fields, "id")
+		rest, err := json.Marshal(fields)
+		if err != nil {
+			return err
+		}
+		ops[i] = parsed{id: id, run: run, body: rest}
+	}
+	results := make([]batchResult, len(ops))
+	byNode := map[string][]int{}
+	var order []string
+	for i, o := range ops {
+		if _, ok := byNode[o.id]; !ok {
+			order = append(order, o.id)
+		}
+		byNode[o.id] = append(byNode[o.id], i)
+	}
+	ctx, p := c.Request().Context(), principal(c)
+	sem := make(chan struct{}, batchParallelism)
+	var wg sync.WaitGroup
+	for _, id := range order {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(idx []int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, i := range idx {
+				results[i] = s.runBatchOp(ctx, p, ops[i].id, ops[i].run, ops[i].body, c)
+			}
+		}(byNode[id])
+	}
+	wg.Wait()
+	return c.JSON(http.StatusOK, map[string]any{"results": results})
+}
+
+func (s *Server) batchOps() map[string]op {
+	return map[string]op{
+		"renew": s.opRenew, "extend": s.opExtend, "release": s.opRelease,
+		"complete": s.opComplete, "fail": s.opFail, "progress": s.opProgress,
+	}
+}
+
+func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string, run op, body []byte, c echo.Context) batchResult {
+	status, out, err := run(ctx, p, id, body)
+	if err == nil {
+		return batchResult{ID: id, Status: status, Body: out}
+	}
+	prob, known := problemFor(err)
+	prob.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
+	if !known {
+		s.log.Error("internal error in batch op", "err", err, "node", id, "request_id", prob.RequestID)
+	}
+	return batchResult{ID: id, Status: prob.Status, Body: prob}
+}

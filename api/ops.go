@@ -1,0 +1,289 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/work"
+)
+
+// An op is one lease or lifecycle action on one node: the single endpoints
+// and POST /v1/batch both run it, so a batched op answers exactly as its
+// endpoint would.
+type op func(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error)
+
+// serveOp runs op for the :id of the request with its body.
+func (s *Server) serveOp(o op) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := nodeID(c)
+		if err != nil {
+			return err
+		}
+		body, err := s.readBody(c)
+		if err != nil {
+			return err
+		}
+		status, out, err := o(c.Request().Context(), principal(c), id, body)
+		if err != nil {
+			return err
+		}
+		return c.JSON(status, out)
+	}
+}
+
+type holderBody struct {
+	Session string `json:"session"`
+	Fence   *int64 `json:"fence"`
+}
+
+func (b holderBody) params(p *tenant.Principal, id string) (lease.HolderParams, error) {
+	hp := lease.HolderParams{Tenant: p.Tenant, NodeID: id, By: p.Subject, Session: b.Session}
+	if b.Fence != nil {
+		if *b.Fence < 1 {
+			return hp, fault.Invalidf("fence", "must be a positive integer")
+		}
+		hp.Fence = uint64(*b.Fence)
+	}
+	return hp, nil
+}
+
+func msParam(field string, ms *int64, allowZero bool) (time.Duration, error) {
+	if ms == nil {
+		return 0, nil
+	}
+	if *ms < 0 || (*ms == 0 && !allowZero) {
+		return 0, fault.Invalidf(field, "must be a positive integer")
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
+type claimBody struct {
+	Session string `json:"session"`
+	TTLMS   *int64 `json:"ttl_ms"`
+}
+
+func (s *Server) opClaim(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b claimBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	return s.claim(ctx, p, id, b)
+}
+
+func (s *Server) claim(ctx context.Context, p *tenant.Principal, id string, b claimBody) (int, any, error) {
+	ttl, err := msParam("ttl_ms", b.TTLMS, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.leases.Claim(ctx, lease.ClaimParams{Tenant: p.Tenant, NodeID: id, By: p.Subject, Session: b.Session, TTL: ttl})
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := s.claimJSON(res)
+	return http.StatusOK, out, err
+}
+
+func (s *Server) claimJSON(res *lease.ClaimResult) (map[string]any, error) {
+	views, err := s.work.Views(res.Node)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{
+		"ok": true, "status": res.Node.Status, "renewed": res.Renewed,
+		"lease": toLease(res.Node.ID, res.Lease), "edge": toEdge(res.Edge), "node": toNode(views[0]),
+	}
+	if res.Capped {
+		out["capped_to_max"] = true
+		out["claim_ttl_max_ms"] = res.TTLMax.Milliseconds()
+	}
+	return out, nil
+}
+
+func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b holderBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.leases.Renew(ctx, hp)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{
+		"ok": true, "status": res.Node.Status, "lease": toLease(id, res.Lease), "inbox_unread": 0,
+	}, nil
+}
+
+func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b struct {
+		holderBody
+		MS *int64 `json:"ms"`
+	}
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	if b.MS == nil || *b.MS < 1 {
+		return 0, nil, fault.Invalidf("ms", "must be a positive integer")
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.leases.Extend(ctx, hp, time.Duration(*b.MS)*time.Millisecond)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := map[string]any{"ok": true, "status": graph.StatusRunning, "lease": toLease(id, res.Lease)}
+	if res.Capped {
+		out["capped_to_max"] = true
+		out["claim_ttl_max_ms"] = res.TTLMax.Milliseconds()
+	}
+	return http.StatusOK, out, nil
+}
+
+type releaseBody struct {
+	holderBody
+	Reason string `json:"reason"`
+	To     string `json:"to"`
+}
+
+func (s *Server) opRelease(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b releaseBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	return s.release(ctx, p, id, b)
+}
+
+func (s *Server) release(ctx context.Context, p *tenant.Principal, id string, b releaseBody) (int, any, error) {
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	n, err := s.leases.Release(ctx, lease.ReleaseParams{HolderParams: hp, Reason: b.Reason, To: b.To})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"ok": true, "status": n.Status}, nil
+}
+
+type completeBody struct {
+	holderBody
+	Result json.RawMessage    `json:"result"`
+	Usage  map[string]float64 `json:"usage"`
+}
+
+func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b completeBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	return s.complete(ctx, p, id, b)
+}
+
+func (s *Server) complete(ctx context.Context, p *tenant.Principal, id string, b completeBody) (int, any, error) {
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	n, err := s.work.Complete(ctx, work.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage})
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.nodeAnswer(n)
+}
+
+// nodeAnswer is the {ok, status, node} answer of the lifecycle calls.
+func (s *Server) nodeAnswer(n *graph.Node) (int, any, error) {
+	views, err := s.work.Views(n)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{"ok": true, "status": n.Status, "node": toNode(views[0])}, nil
+}
+
+func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b struct {
+		holderBody
+		Error     *string `json:"error"`
+		Requeue   *bool   `json:"requeue"`
+		RetryInMS *int64  `json:"retry_in_ms"`
+	}
+	if err := decodeStrict(body, &b, false); err != nil {
+		return 0, nil, err
+	}
+	if b.Error == nil || *b.Error == "" {
+		return 0, nil, fault.Invalidf("error", "is required")
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	fp := work.FailParams{HolderParams: hp, Error: *b.Error, Requeue: b.Requeue}
+	if b.RetryInMS != nil {
+		d, err := msParam("retry_in_ms", b.RetryInMS, true)
+		if err != nil {
+			return 0, nil, err
+		}
+		fp.RetryIn = &d
+	}
+	n, err := s.work.Fail(ctx, fp)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.nodeAnswer(n)
+}
+
+func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b struct {
+		holderBody
+		Pct     *float64           `json:"pct"`
+		Message *string            `json:"message"`
+		Usage   map[string]float64 `json:"usage"`
+	}
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.work.Progress(ctx, work.ProgressParams{HolderParams: hp, Pct: b.Pct, Message: b.Message, Usage: b.Usage})
+	if err != nil {
+		return 0, nil, err
+	}
+	views, err := s.work.Views(res.Node)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, map[string]any{
+		"ok": true, "status": res.Node.Status, "lease": toLease(id, res.Lease), "node": toNode(views[0]),
+	}, nil
+}
+
+// decodeFor reads the node id and the optional JSON body of a node call.
+func (s *Server) decodeFor(c echo.Context, v any) (string, error) {
+	id, err := nodeID(c)
+	if err != nil {
+		return "", err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return "", err
+	}
+	return id, decodeStrict(body, v, true)
+}

@@ -1,0 +1,148 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/lease"
+)
+
+// ClaimNextParams ask for the next ready nodes of a queue.
+type ClaimNextParams struct {
+	Caller
+	Queue   string
+	Session string
+	TTL     time.Duration
+	Wait    time.Duration // long poll: answer as soon as a node is ready, or after Wait
+	Types   []string      // when set, only nodes of these types
+	Labels  []string      // when set, only nodes carrying every one of these labels
+	Max     int           // how many nodes at most (1 for claim-next)
+}
+
+// MaxWait bounds a long poll.
+const MaxWait = 60 * time.Second
+
+// ClaimNext claims up to p.Max ready nodes of the queue for the caller:
+// highest priority first, then oldest, then id, among nodes whose target is
+// unset or the caller. It answers as soon as at least one node could be
+// claimed, or with none once p.Wait has passed. Two claims never get the same
+// node: the choice is made on the store's single writer.
+func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.ClaimResult, error) {
+	if !graph.ValidQueue(p.Queue) {
+		return nil, fault.Invalidf("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
+	}
+	if p.Max < 1 {
+		p.Max = 1
+	}
+	lim, err := s.limits(ctx, p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	if p.Wait > 0 {
+		t := time.NewTimer(min(p.Wait, MaxWait))
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		// Subscribe before looking, so a node that turns ready between the
+		// look and the wait still wakes us.
+		changed := s.store.ReadyChanged(p.Tenant, p.Queue)
+		var got []*lease.ClaimResult
+		err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+			var err error
+			got, err = s.claimNextTx(tx, p, lim)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error claiming from queue: %w", err)
+		}
+		if len(got) > 0 || deadline == nil {
+			return got, nil
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, lim lease.Limits) ([]*lease.ClaimResult, error) {
+	q, err := tx.QueueSettingsGet(p.Tenant, p.Queue)
+	if err != nil || q.Paused {
+		return nil, err
+	}
+	room := p.Max
+	if q.MaxRunning > 0 {
+		running := s.store.QueueCount(p.Tenant, p.Queue, graph.StatusRunning)
+		room = min(room, int(q.MaxRunning-running))
+	}
+	if room <= 0 {
+		return nil, nil
+	}
+	var out []*lease.ClaimResult
+	var stop error
+	tx.ReadyIDs(p.Tenant, p.Queue, func(id string) bool {
+		n, err := tx.NodeGet(p.Tenant, id)
+		if err != nil {
+			stop = err
+			return false
+		}
+		if !eligible(n, p) {
+			return true
+		}
+		res, err := s.leases.ClaimTx(tx, n, lease.ClaimParams{
+			Tenant: p.Tenant, NodeID: id, By: p.Sub, Session: p.Session, TTL: p.TTL,
+		}, lim)
+		var limited *fault.RateLimited
+		switch {
+		case err == nil && !res.Renewed:
+			out = append(out, res)
+			return len(out) < room
+		case errorsAs(err, &limited):
+			// The caller is at its lease cap: hand out what it got so far.
+			if len(out) == 0 {
+				stop = err
+			}
+			return false
+		case err != nil && !isSkippable(err):
+			stop = err
+			return false
+		}
+		return true
+	})
+	return out, stop
+}
+
+// eligible applies the caller's filters and the node's target.
+func eligible(n *graph.Node, p ClaimNextParams) bool {
+	switch {
+	case n.Status != graph.StatusQueued, n.Lease != nil:
+		return false
+	case n.Target != "" && n.Target != p.Sub:
+		return false
+	case len(p.Types) > 0 && !slices.Contains(p.Types, n.Type):
+		return false
+	}
+	for _, l := range p.Labels {
+		if !slices.Contains(n.Labels, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// isSkippable is a refusal that concerns only this candidate (it turned out
+// not ready, or reserved); claim-next moves on to the next one.
+func isSkippable(err error) bool {
+	var nc *fault.NotClaimable
+	var conflict *fault.Conflict
+	return errorsAs(err, &nc) || errorsAs(err, &conflict)
+}
