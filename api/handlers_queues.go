@@ -163,4 +163,3 @@ func (s *Server) claimMany(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, map[string]any{"items": items})
 }
-
