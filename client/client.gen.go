@@ -39,6 +39,66 @@ func (e EdgeDirection) Valid() bool {
 	}
 }
 
+// Defines values for EventType.
+const (
+	EventTypeCancelled   EventType = "cancelled"
+	EventTypeClaimed     EventType = "claimed"
+	EventTypeCommented   EventType = "commented"
+	EventTypeCompleted   EventType = "completed"
+	EventTypeCreated     EventType = "created"
+	EventTypeDead        EventType = "dead"
+	EventTypeDeleted     EventType = "deleted"
+	EventTypeEdgeAdded   EventType = "edge_added"
+	EventTypeEdgeRetired EventType = "edge_retired"
+	EventTypeExpired     EventType = "expired"
+	EventTypeExtended    EventType = "extended"
+	EventTypeFailed      EventType = "failed"
+	EventTypeProgress    EventType = "progress"
+	EventTypeReleased    EventType = "released"
+	EventTypeRequeued    EventType = "requeued"
+	EventTypeUpdated     EventType = "updated"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypeCancelled:
+		return true
+	case EventTypeClaimed:
+		return true
+	case EventTypeCommented:
+		return true
+	case EventTypeCompleted:
+		return true
+	case EventTypeCreated:
+		return true
+	case EventTypeDead:
+		return true
+	case EventTypeDeleted:
+		return true
+	case EventTypeEdgeAdded:
+		return true
+	case EventTypeEdgeRetired:
+		return true
+	case EventTypeExpired:
+		return true
+	case EventTypeExtended:
+		return true
+	case EventTypeFailed:
+		return true
+	case EventTypeProgress:
+		return true
+	case EventTypeReleased:
+		return true
+	case EventTypeRequeued:
+		return true
+	case EventTypeUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -296,6 +356,30 @@ type ClaimResponse struct {
 	Status NodeStatus `json:"status"`
 }
 
+// Comment A note left on a node.
+type Comment struct {
+	Body string `json:"body"`
+
+	// By The identity that wrote it.
+	By        string    `json:"by"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// ID A UUIDv7.
+	ID     string `json:"id"`
+	NodeID string `json:"node_id"`
+}
+
+// CommentCreate defines model for CommentCreate.
+type CommentCreate struct {
+	Body string `json:"body"`
+}
+
+// CommentList defines model for CommentList.
+type CommentList struct {
+	Items      []Comment `json:"items"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
 // CompleteRequest defines model for CompleteRequest.
 type CompleteRequest struct {
 	Fence *int64 `json:"fence,omitempty"`
@@ -349,6 +433,58 @@ type EdgeList struct {
 	Items      []Edge  `json:"items"`
 	NextCursor *string `json:"next_cursor"`
 }
+
+// Event One change, appended in the transaction that made it. `data` is an object
+// whose members depend on `type`; among them:
+//
+//   - `created`: `type`, `status`; `deleted`: `status`; `updated`: `fields`
+//     (the names of the members changed)
+//   - `claimed`: `fence`, `attempt`, `session`, `ttl_ms`; `extended`: `fence`,
+//     `expires_at`, `capped_to_max`; `released`: `fence`, `holder`, `status`,
+//     and `reason`, `to` when given; `expired`: `fence`, `holder`, `attempt`
+//     (and `error` for a timeout); `dead`: `attempts`
+//   - `completed`: `fence`, `holder`, `attempt`; `cancelled`: `root` (the node
+//     the cancel was asked for) and `reason` when given
+//   - `commented`: `comment_id`
+//   - `edge_added`: `from`, `type`, `to`; `edge_retired`: the same and
+//     `outcome` for an `assigned` edge
+//
+// Clients should ignore members they do not know; later versions may add some.
+type Event struct {
+	At time.Time `json:"at"`
+
+	// By The identity that made the change (`system` for the reaper).
+	By   string                 `json:"by"`
+	Data map[string]interface{} `json:"data"`
+
+	// NodeID The node the change is about (an edge's `from` node).
+	NodeID string `json:"node_id"`
+
+	// Seq Strictly increases per tenant, in commit order.
+	Seq int64 `json:"seq"`
+
+	// Type What changed. `created`, `updated`, `deleted` (a node); `claimed`,
+	// `extended`, `released`, `expired` (a lease; renewals are not events);
+	// `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
+	// or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
+	// edge, as an event of its `from` node).
+	Type EventType `json:"type"`
+}
+
+// EventList A page of events, oldest first. `next_cursor` is the `seq` of the last item
+// (as a string) whenever `items` is not empty, and null when it is empty: pass
+// it as `after` to continue.
+type EventList struct {
+	Items      []Event `json:"items"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// EventType What changed. `created`, `updated`, `deleted` (a node); `claimed`,
+// `extended`, `released`, `expired` (a lease; renewals are not events);
+// `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
+// or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
+// edge, as an event of its `from` node).
+type EventType string
 
 // ExtendRequest defines model for ExtendRequest.
 type ExtendRequest struct {
@@ -795,6 +931,21 @@ type DeleteEdgeParams struct {
 	To   string `form:"to" json:"to"`
 }
 
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// After Only events with a greater `seq` (default 0, from the start).
+	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// WaitMS How long to wait for an event when there is none after `after` (long poll).
+	WaitMS *int `form:"wait_ms,omitempty" json:"wait_ms,omitempty"`
+
+	// LastEventID For `text/event-stream`, the `seq` to resume after; overrides `after`.
+	LastEventID *int64 `json:"Last-Event-ID,omitempty"`
+}
+
 // ListLeasesParams defines parameters for ListLeases.
 type ListLeasesParams struct {
 	Holder *string `form:"holder,omitempty" json:"holder,omitempty"`
@@ -857,6 +1008,15 @@ type UpdateNodeParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListCommentsParams defines parameters for ListComments.
+type ListCommentsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListNodeEdgesParams defines parameters for ListNodeEdges.
 type ListNodeEdgesParams struct {
 	// Dir Edges leaving the node (`out`), arriving at it (`in`), or both.
@@ -869,6 +1029,15 @@ type ListNodeEdgesParams struct {
 
 	// Cursor The `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListNodeEventsParams defines parameters for ListNodeEvents.
+type ListNodeEventsParams struct {
+	// After Only events with a greater `seq` (default 0, from the start).
+	After *int64 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // GetSubgraphParams defines parameters for GetSubgraph.
@@ -908,6 +1077,9 @@ type CancelNodeJSONRequestBody = CancelRequest
 
 // ClaimNodeJSONRequestBody defines body for ClaimNode for application/json ContentType.
 type ClaimNodeJSONRequestBody = ClaimRequest
+
+// CreateCommentJSONRequestBody defines body for CreateComment for application/json ContentType.
+type CreateCommentJSONRequestBody = CommentCreate
 
 // CompleteNodeJSONRequestBody defines body for CompleteNode for application/json ContentType.
 type CompleteNodeJSONRequestBody = CompleteRequest
@@ -1067,6 +1239,35 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/edges (the `CreateEdge` operationId).
 	CreateEdge(ctx context.Context, body CreateEdgeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListEvents The tenant's event log (page, long poll or stream)
+	//
+	// Role: reader. Every change appends one event in the same transaction as the
+	// change; `seq` strictly increases per tenant, and events are listed oldest
+	// first. Renewals are not events.
+	//
+	// **Page.** The events with `seq` > `after`, at most `limit`.
+	// `next_cursor` is the `seq` of the last event whenever the page is not empty,
+	// so a poller always has it: pass it as `after` to continue. An empty page has
+	// `next_cursor: null`; keep the `after` you had.
+	//
+	// **Long poll.** With `wait_ms` > 0 and no event after `after`, the request
+	// waits and answers as soon as an event commits, or with an empty page once
+	// `wait_ms` has passed (or the server begins to shut down).
+	//
+	// **Stream.** With `Accept: text/event-stream` the answer is a stream of
+	// server-sent events, one per event as it commits, each
+	// `id: <seq>`, `event: <type>`, `data: <the Event as JSON>` and a blank line,
+	// starting after `after`, or after the `Last-Event-ID` header when it is sent
+	// (it wins over `after`, so an `EventSource` resumes where it stopped). A comment
+	// line `: keep-alive` is sent after 15 s without an event. The stream ends when
+	// the client goes away or the server shuts down; reconnect with
+	// `Last-Event-ID`. `limit` bounds how many events are read at a time and
+	// `wait_ms` is ignored. Errors found before the stream starts are problem
+	// documents as usual.
+	//
+	// Corresponds with GET /v1/events (the `ListEvents` operationId).
+	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListLeases List the live leases
 	//
 	// Role reader. What is running right now.
@@ -1225,6 +1426,36 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/nodes/{id}/claim (the `ClaimNode` operationId).
 	ClaimNode(ctx context.Context, id NodeID, body ClaimNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListComments List a node's comments
+	//
+	// Role: reader. Oldest first. Comments belong to the node: once it is deleted
+	// this is `404`, and a node later created under the same id starts with none.
+	//
+	// Corresponds with GET /v1/nodes/{id}/comments (the `ListComments` operationId).
+	ListComments(ctx context.Context, id NodeID, params *ListCommentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCommentWithBody Comment on a node
+	//
+	// Role: worker. Stores a comment by the caller and appends a `commented` event
+	// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+	// characters. An unknown node (or another tenant's) is `404`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+	CreateCommentWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateComment Comment on a node
+	//
+	// Role: worker. Stores a comment by the caller and appends a `commented` event
+	// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+	// characters. An unknown node (or another tenant's) is `404`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+	CreateComment(ctx context.Context, id NodeID, body CreateCommentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CompleteNodeWithBody Complete a running node
 	//
 	// Role: worker (the holder; a dispatcher may override). The node becomes `done`
@@ -1257,6 +1488,21 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/nodes/{id}/edges (the `ListNodeEdges` operationId).
 	ListNodeEdges(ctx context.Context, id NodeID, params *ListNodeEdgesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListNodeEvents List a node's events
+	//
+	// Role: reader. The events whose `node_id` is this id, oldest first (an edge's
+	// `edge_added` and `edge_retired` are events of its `from` node). Events are
+	// history: the events of a deleted node stay listable under its id (ending with
+	// `deleted`, and continuing with `created` if the id is used again). An id that
+	// names no node and has no events is `404`.
+	//
+	// `next_cursor` is the `seq` of the last event whenever the page is not empty:
+	// pass it as `after` to continue. An empty page has `next_cursor: null`; keep
+	// the `after` you had.
+	//
+	// Corresponds with GET /v1/nodes/{id}/events (the `ListNodeEvents` operationId).
+	ListNodeEvents(ctx context.Context, id NodeID, params *ListNodeEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExtendLeaseWithBody Extend the caller's lease
 	//
@@ -1594,6 +1840,45 @@ func (c *Client) CreateEdge(ctx context.Context, body CreateEdgeJSONRequestBody,
 	return c.Client.Do(req)
 }
 
+// ListEvents The tenant's event log (page, long poll or stream)
+//
+// Role: reader. Every change appends one event in the same transaction as the
+// change; `seq` strictly increases per tenant, and events are listed oldest
+// first. Renewals are not events.
+//
+// **Page.** The events with `seq` > `after`, at most `limit`.
+// `next_cursor` is the `seq` of the last event whenever the page is not empty,
+// so a poller always has it: pass it as `after` to continue. An empty page has
+// `next_cursor: null`; keep the `after` you had.
+//
+// **Long poll.** With `wait_ms` > 0 and no event after `after`, the request
+// waits and answers as soon as an event commits, or with an empty page once
+// `wait_ms` has passed (or the server begins to shut down).
+//
+// **Stream.** With `Accept: text/event-stream` the answer is a stream of
+// server-sent events, one per event as it commits, each
+// `id: <seq>`, `event: <type>`, `data: <the Event as JSON>` and a blank line,
+// starting after `after`, or after the `Last-Event-ID` header when it is sent
+// (it wins over `after`, so an `EventSource` resumes where it stopped). A comment
+// line `: keep-alive` is sent after 15 s without an event. The stream ends when
+// the client goes away or the server shuts down; reconnect with
+// `Last-Event-ID`. `limit` bounds how many events are read at a time and
+// `wait_ms` is ignored. Errors found before the stream starts are problem
+// documents as usual.
+//
+// Corresponds with GET /v1/events (the `ListEvents` operationId).
+func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListLeases List the live leases
 //
 // Role reader. What is running right now.
@@ -1902,6 +2187,66 @@ func (c *Client) ClaimNode(ctx context.Context, id NodeID, body ClaimNodeJSONReq
 	return c.Client.Do(req)
 }
 
+// ListComments List a node's comments
+//
+// Role: reader. Oldest first. Comments belong to the node: once it is deleted
+// this is `404`, and a node later created under the same id starts with none.
+//
+// Corresponds with GET /v1/nodes/{id}/comments (the `ListComments` operationId).
+func (c *Client) ListComments(ctx context.Context, id NodeID, params *ListCommentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCommentsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateCommentWithBody Comment on a node
+//
+// Role: worker. Stores a comment by the caller and appends a `commented` event
+// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+// characters. An unknown node (or another tenant's) is `404`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+func (c *Client) CreateCommentWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCommentRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateComment Comment on a node
+//
+// Role: worker. Stores a comment by the caller and appends a `commented` event
+// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+// characters. An unknown node (or another tenant's) is `404`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+func (c *Client) CreateComment(ctx context.Context, id NodeID, body CreateCommentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCommentRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CompleteNodeWithBody Complete a running node
 //
 // Role: worker (the holder; a dispatcher may override). The node becomes `done`
@@ -1955,6 +2300,31 @@ func (c *Client) CompleteNode(ctx context.Context, id NodeID, body CompleteNodeJ
 // Corresponds with GET /v1/nodes/{id}/edges (the `ListNodeEdges` operationId).
 func (c *Client) ListNodeEdges(ctx context.Context, id NodeID, params *ListNodeEdgesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListNodeEdgesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListNodeEvents List a node's events
+//
+// Role: reader. The events whose `node_id` is this id, oldest first (an edge's
+// `edge_added` and `edge_retired` are events of its `from` node). Events are
+// history: the events of a deleted node stay listable under its id (ending with
+// `deleted`, and continuing with `created` if the id is used again). An id that
+// names no node and has no events is `404`.
+//
+// `next_cursor` is the `seq` of the last event whenever the page is not empty:
+// pass it as `after` to continue. An empty page has `next_cursor: null`; keep
+// the `after` you had.
+//
+// Corresponds with GET /v1/nodes/{id}/events (the `ListNodeEvents` operationId).
+func (c *Client) ListNodeEvents(ctx context.Context, id NodeID, params *ListNodeEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListNodeEventsRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2567,6 +2937,99 @@ func NewCreateEdgeRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListEventsRequest constructs an http.Request for the ListEvents method
+func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WaitMS != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait_ms", *params.WaitMS, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "integer", Format: "int64"})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3195,6 +3658,126 @@ func NewClaimNodeRequestWithBody(server string, id NodeID, contentType string, b
 	return req, nil
 }
 
+// NewListCommentsRequest constructs an http.Request for the ListComments method
+func NewListCommentsRequest(server string, id NodeID, params *ListCommentsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/%s/comments", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateCommentRequest calls the generic CreateComment builder with application/json body
+func NewCreateCommentRequest(server string, id NodeID, body CreateCommentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateCommentRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCreateCommentRequestWithBody constructs an http.Request for the CreateComment method, with any body, and a specified content type
+func NewCreateCommentRequestWithBody(server string, id NodeID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/%s/comments", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCompleteNodeRequest calls the generic CompleteNode builder with application/json body
 func NewCompleteNodeRequest(server string, id NodeID, body CompleteNodeJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3328,6 +3911,79 @@ func NewListNodeEdgesRequest(server string, id NodeID, params *ListNodeEdgesPara
 		if params.Cursor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListNodeEventsRequest constructs an http.Request for the ListNodeEvents method
+func NewListNodeEventsRequest(server string, id NodeID, params *ListNodeEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3946,6 +4602,37 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/edges (the `CreateEdge` operationId).
 	CreateEdgeWithResponse(ctx context.Context, body CreateEdgeJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEdgeResponse, error)
 
+	// ListEventsWithResponse The tenant's event log (page, long poll or stream)
+	//
+	// Role: reader. Every change appends one event in the same transaction as the
+	// change; `seq` strictly increases per tenant, and events are listed oldest
+	// first. Renewals are not events.
+	//
+	// **Page.** The events with `seq` > `after`, at most `limit`.
+	// `next_cursor` is the `seq` of the last event whenever the page is not empty,
+	// so a poller always has it: pass it as `after` to continue. An empty page has
+	// `next_cursor: null`; keep the `after` you had.
+	//
+	// **Long poll.** With `wait_ms` > 0 and no event after `after`, the request
+	// waits and answers as soon as an event commits, or with an empty page once
+	// `wait_ms` has passed (or the server begins to shut down).
+	//
+	// **Stream.** With `Accept: text/event-stream` the answer is a stream of
+	// server-sent events, one per event as it commits, each
+	// `id: <seq>`, `event: <type>`, `data: <the Event as JSON>` and a blank line,
+	// starting after `after`, or after the `Last-Event-ID` header when it is sent
+	// (it wins over `after`, so an `EventSource` resumes where it stopped). A comment
+	// line `: keep-alive` is sent after 15 s without an event. The stream ends when
+	// the client goes away or the server shuts down; reconnect with
+	// `Last-Event-ID`. `limit` bounds how many events are read at a time and
+	// `wait_ms` is ignored. Errors found before the stream starts are problem
+	// documents as usual.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/events (the `ListEvents` operationId).
+	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
+
 	// ListLeasesWithResponse List the live leases
 	//
 	// Role reader. What is running right now.
@@ -4112,6 +4799,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/nodes/{id}/claim (the `ClaimNode` operationId).
 	ClaimNodeWithResponse(ctx context.Context, id NodeID, body ClaimNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimNodeResponse, error)
 
+	// ListCommentsWithResponse List a node's comments
+	//
+	// Role: reader. Oldest first. Comments belong to the node: once it is deleted
+	// this is `404`, and a node later created under the same id starts with none.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/nodes/{id}/comments (the `ListComments` operationId).
+	ListCommentsWithResponse(ctx context.Context, id NodeID, params *ListCommentsParams, reqEditors ...RequestEditorFn) (*ListCommentsResponse, error)
+
+	// CreateCommentWithBodyWithResponse Comment on a node
+	//
+	// Role: worker. Stores a comment by the caller and appends a `commented` event
+	// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+	// characters. An unknown node (or another tenant's) is `404`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+	CreateCommentWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCommentResponse, error)
+
+	// CreateCommentWithResponse Comment on a node
+	//
+	// Role: worker. Stores a comment by the caller and appends a `commented` event
+	// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+	// characters. An unknown node (or another tenant's) is `404`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+	CreateCommentWithResponse(ctx context.Context, id NodeID, body CreateCommentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCommentResponse, error)
+
 	// CompleteNodeWithBodyWithResponse Complete a running node
 	//
 	// Role: worker (the holder; a dispatcher may override). The node becomes `done`
@@ -4146,6 +4865,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/nodes/{id}/edges (the `ListNodeEdges` operationId).
 	ListNodeEdgesWithResponse(ctx context.Context, id NodeID, params *ListNodeEdgesParams, reqEditors ...RequestEditorFn) (*ListNodeEdgesResponse, error)
+
+	// ListNodeEventsWithResponse List a node's events
+	//
+	// Role: reader. The events whose `node_id` is this id, oldest first (an edge's
+	// `edge_added` and `edge_retired` are events of its `from` node). Events are
+	// history: the events of a deleted node stay listable under its id (ending with
+	// `deleted`, and continuing with `created` if the id is used again). An id that
+	// names no node and has no events is `404`.
+	//
+	// `next_cursor` is the `seq` of the last event whenever the page is not empty:
+	// pass it as `after` to continue. An empty page has `next_cursor: null`; keep
+	// the `after` you had.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/nodes/{id}/events (the `ListNodeEvents` operationId).
+	ListNodeEventsWithResponse(ctx context.Context, id NodeID, params *ListNodeEventsParams, reqEditors ...RequestEditorFn) (*ListNodeEventsResponse, error)
 
 	// ExtendLeaseWithBodyWithResponse Extend the caller's lease
 	//
@@ -4793,6 +5529,103 @@ func (r CreateEdgeResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateEdgeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListEventsResponse401Headers the declared response headers of an HTTP 401 response for ListEvents
+type ListEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
+type ListEventsResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEventsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEventsResponse) GetJSON200() *EventList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5826,6 +6659,221 @@ func (r ClaimNodeResponse) ContentType() string {
 	return ""
 }
 
+// ListCommentsResponse401Headers the declared response headers of an HTTP 401 response for ListComments
+type ListCommentsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListCommentsResponse429Headers the declared response headers of an HTTP 429 response for ListComments
+type ListCommentsResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListCommentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CommentList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCommentsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCommentsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCommentsResponse) GetJSON200() *CommentList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCommentsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCommentsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListCommentsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListCommentsResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCommentsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListCommentsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCommentsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCommentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCommentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCommentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCommentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateCommentResponse401Headers the declared response headers of an HTTP 401 response for CreateComment
+type CreateCommentResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateCommentResponse429Headers the declared response headers of an HTTP 429 response for CreateComment
+type CreateCommentResponse429Headers struct {
+	RetryAfter int
+}
+
+type CreateCommentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Comment
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateCommentResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateCommentResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateCommentResponse) GetJSON201() *Comment {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateCommentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCommentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCommentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateCommentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CompleteNodeResponse401Headers the declared response headers of an HTTP 401 response for CompleteNode
 type CompleteNodeResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6042,6 +7090,110 @@ func (r ListNodeEdgesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListNodeEdgesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListNodeEventsResponse401Headers the declared response headers of an HTTP 401 response for ListNodeEvents
+type ListNodeEventsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListNodeEventsResponse429Headers the declared response headers of an HTTP 429 response for ListNodeEvents
+type ListNodeEventsResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListNodeEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListNodeEventsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListNodeEventsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListNodeEventsResponse) GetJSON200() *EventList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListNodeEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListNodeEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListNodeEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListNodeEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7229,6 +8381,43 @@ func (c *ClientWithResponses) CreateEdgeWithResponse(ctx context.Context, body C
 	return ParseCreateEdgeResponse(rsp)
 }
 
+// ListEventsWithResponse The tenant's event log (page, long poll or stream)
+//
+// Role: reader. Every change appends one event in the same transaction as the
+// change; `seq` strictly increases per tenant, and events are listed oldest
+// first. Renewals are not events.
+//
+// **Page.** The events with `seq` > `after`, at most `limit`.
+// `next_cursor` is the `seq` of the last event whenever the page is not empty,
+// so a poller always has it: pass it as `after` to continue. An empty page has
+// `next_cursor: null`; keep the `after` you had.
+//
+// **Long poll.** With `wait_ms` > 0 and no event after `after`, the request
+// waits and answers as soon as an event commits, or with an empty page once
+// `wait_ms` has passed (or the server begins to shut down).
+//
+// **Stream.** With `Accept: text/event-stream` the answer is a stream of
+// server-sent events, one per event as it commits, each
+// `id: <seq>`, `event: <type>`, `data: <the Event as JSON>` and a blank line,
+// starting after `after`, or after the `Last-Event-ID` header when it is sent
+// (it wins over `after`, so an `EventSource` resumes where it stopped). A comment
+// line `: keep-alive` is sent after 15 s without an event. The stream ends when
+// the client goes away or the server shuts down; reconnect with
+// `Last-Event-ID`. `limit` bounds how many events are read at a time and
+// `wait_ms` is ignored. Errors found before the stream starts are problem
+// documents as usual.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/events (the `ListEvents` operationId).
+func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error) {
+	rsp, err := c.ListEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventsResponse(rsp)
+}
+
 // ListLeasesWithResponse List the live leases
 //
 // Role reader. What is running right now.
@@ -7485,6 +8674,56 @@ func (c *ClientWithResponses) ClaimNodeWithResponse(ctx context.Context, id Node
 	return ParseClaimNodeResponse(rsp)
 }
 
+// ListCommentsWithResponse List a node's comments
+//
+// Role: reader. Oldest first. Comments belong to the node: once it is deleted
+// this is `404`, and a node later created under the same id starts with none.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/nodes/{id}/comments (the `ListComments` operationId).
+func (c *ClientWithResponses) ListCommentsWithResponse(ctx context.Context, id NodeID, params *ListCommentsParams, reqEditors ...RequestEditorFn) (*ListCommentsResponse, error) {
+	rsp, err := c.ListComments(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCommentsResponse(rsp)
+}
+
+// CreateCommentWithBodyWithResponse Comment on a node
+//
+// Role: worker. Stores a comment by the caller and appends a `commented` event
+// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+// characters. An unknown node (or another tenant's) is `404`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+func (c *ClientWithResponses) CreateCommentWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCommentResponse, error) {
+	rsp, err := c.CreateCommentWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCommentResponse(rsp)
+}
+
+// CreateCommentWithResponse Comment on a node
+//
+// Role: worker. Stores a comment by the caller and appends a `commented` event
+// (`data: {"comment_id"}`) in the same transaction. `body` is 1–65536
+// characters. An unknown node (or another tenant's) is `404`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/comments (the `CreateComment` operationId).
+func (c *ClientWithResponses) CreateCommentWithResponse(ctx context.Context, id NodeID, body CreateCommentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateCommentResponse, error) {
+	rsp, err := c.CreateComment(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCommentResponse(rsp)
+}
+
 // CompleteNodeWithBodyWithResponse Complete a running node
 //
 // Role: worker (the holder; a dispatcher may override). The node becomes `done`
@@ -7536,6 +8775,29 @@ func (c *ClientWithResponses) ListNodeEdgesWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseListNodeEdgesResponse(rsp)
+}
+
+// ListNodeEventsWithResponse List a node's events
+//
+// Role: reader. The events whose `node_id` is this id, oldest first (an edge's
+// `edge_added` and `edge_retired` are events of its `from` node). Events are
+// history: the events of a deleted node stay listable under its id (ending with
+// `deleted`, and continuing with `created` if the id is used again). An id that
+// names no node and has no events is `404`.
+//
+// `next_cursor` is the `seq` of the last event whenever the page is not empty:
+// pass it as `after` to continue. An empty page has `next_cursor: null`; keep
+// the `after` you had.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/nodes/{id}/events (the `ListNodeEvents` operationId).
+func (c *ClientWithResponses) ListNodeEventsWithResponse(ctx context.Context, id NodeID, params *ListNodeEventsParams, reqEditors ...RequestEditorFn) (*ListNodeEventsResponse, error) {
+	rsp, err := c.ListNodeEvents(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListNodeEventsResponse(rsp)
 }
 
 // ExtendLeaseWithBodyWithResponse Extend the caller's lease
@@ -8194,6 +9456,100 @@ func ParseCreateEdgeResponse(rsp *http.Response) (*CreateEdgeResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateEdgeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
+func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListEventsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -9189,6 +10545,209 @@ func ParseClaimNodeResponse(rsp *http.Response) (*ClaimNodeResponse, error) {
 	return response, nil
 }
 
+// ParseListCommentsResponse parses an HTTP response from a ListCommentsWithResponse call
+func ParseListCommentsResponse(rsp *http.Response) (*ListCommentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCommentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CommentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListCommentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCommentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateCommentResponse parses an HTTP response from a CreateCommentWithResponse call
+func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCommentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Comment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateCommentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateCommentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCompleteNodeResponse parses an HTTP response from a CompleteNodeWithResponse call
 func ParseCompleteNodeResponse(rsp *http.Response) (*CompleteNodeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9386,6 +10945,104 @@ func ParseListNodeEdgesResponse(rsp *http.Response) (*ListNodeEdgesResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListNodeEdgesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListNodeEventsResponse parses an HTTP response from a ListNodeEventsWithResponse call
+func ParseListNodeEventsResponse(rsp *http.Response) (*ListNodeEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListNodeEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListNodeEventsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListNodeEventsResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -31,14 +32,30 @@ func ValidatingTransport(t testing.TB, base http.RoundTripper) http.RoundTripper
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	spec := LoadSpec(t)
-	// Match any host: test servers listen on ports the spec cannot name.
-	spec.Servers = nil
-	router, err := legacy.NewRouter(spec)
+	router, err := sharedRouter(t)
 	if err != nil {
 		t.Fatalf("apitest: building a router from the spec: %v", err)
 	}
 	return &validatingTransport{t: t, base: base, router: router}
+}
+
+// The parsed spec and its router are shared by every transport of a test
+// binary: parsing the spec takes far longer than a request, and neither is
+// changed after it is built.
+var (
+	routerOnce sync.Once
+	router     routers.Router
+	routerErr  error
+)
+
+func sharedRouter(t testing.TB) (routers.Router, error) {
+	routerOnce.Do(func() {
+		spec := LoadSpec(t)
+		// Match any host: test servers listen on ports the spec cannot name.
+		spec.Servers = nil
+		router, routerErr = legacy.NewRouter(spec)
+	})
+	return router, routerErr
 }
 
 type validatingTransport struct {

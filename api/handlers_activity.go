@@ -1,0 +1,323 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/tenant"
+)
+
+// Limits of the event endpoints.
+const (
+	maxWait = 60 * time.Second
+	// keepAliveEvery is how long an event stream may stay silent before a
+	// comment line keeps proxies from closing it.
+	keepAliveEvery = 15 * time.Second
+)
+
+// activityRoutes registers comments and the event log.
+func (s *Server) activityRoutes(v1 *echo.Group) {
+	reader, worker := tenant.RoleReader, tenant.RoleWorker
+	d := &drain{closing: map[*http.Server]chan struct{}{}}
+
+	v1.POST("/nodes/:id/comments", s.createComment, s.require(worker))
+	v1.GET("/nodes/:id/comments", s.listComments, s.require(reader))
+	v1.GET("/nodes/:id/events", s.listNodeEvents, s.require(reader))
+	v1.GET("/events", func(c echo.Context) error { return s.listEvents(c, d) }, s.require(reader))
+}
+
+type commentJSON struct {
+	ID        string `json:"id"`
+	NodeID    string `json:"node_id"`
+	By        string `json:"by"`
+	Body      string `json:"body"`
+	CreatedAt Time   `json:"created_at"`
+}
+
+func toComment(c *graph.Comment) commentJSON {
+	return commentJSON{ID: c.ID, NodeID: c.NodeID, By: c.By, Body: c.Body, CreatedAt: Time(c.CreatedAt)}
+}
+
+type eventJSON struct {
+	Seq    uint64          `json:"seq"`
+	At     Time            `json:"at"`
+	Type   graph.EventType `json:"type"`
+	NodeID string          `json:"node_id"`
+	By     string          `json:"by"`
+	Data   map[string]any  `json:"data"`
+}
+
+func toEvent(ev graph.Event) eventJSON {
+	data := ev.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	return eventJSON{Seq: ev.Seq, At: Time(ev.At), Type: ev.Type, NodeID: ev.NodeID, By: ev.By, Data: data}
+}
+
+// eventList is a page of events. next_cursor is the seq of the last event
+// whenever there is one, so a poller always knows what to pass as after.
+func eventList(evs []graph.Event) list[eventJSON] {
+	items := make([]eventJSON, len(evs))
+	for i, ev := range evs {
+		items[i] = toEvent(ev)
+	}
+	next := ""
+	if len(evs) > 0 {
+		next = strconv.FormatUint(evs[len(evs)-1].Seq, 10)
+	}
+	return newList(items, next)
+}
+
+func (s *Server) createComment(c echo.Context) error {
+	id, err := nodeID(c)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return err
+	}
+	if req.Body == nil {
+		return fault.Invalidf("body", "is required")
+	}
+	cm, err := s.work.AddComment(c.Request().Context(), caller(c), id, *req.Body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toComment(cm))
+}
+
+func (s *Server) listComments(c echo.Context) error {
+	id, err := nodeID(c)
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	cms, next, err := s.work.Comments(principal(c).Tenant, id, limit, c.QueryParam("cursor"))
+	if err != nil {
+		return err
+	}
+	items := make([]commentJSON, len(cms))
+	for i, cm := range cms {
+		items[i] = toComment(cm)
+	}
+	return c.JSON(http.StatusOK, newList(items, next))
+}
+
+func (s *Server) listNodeEvents(c echo.Context) error {
+	id, err := nodeID(c)
+	if err != nil {
+		return err
+	}
+	after, err := seqParam("after", c.QueryParam("after"))
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	evs, err := s.work.NodeEvents(principal(c).Tenant, id, after, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, eventList(evs))
+}
+
+// listEvents answers the tenant's event log: a page, a long poll (wait_ms),
+// or, for Accept: text/event-stream, a stream of events as they commit.
+func (s *Server) listEvents(c echo.Context, d *drain) error {
+	r := c.Request()
+	after, err := seqParam("after", c.QueryParam("after"))
+	if err != nil {
+		return err
+	}
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	wait, err := waitParam(c.QueryParam("wait_ms"))
+	if err != nil {
+		return err
+	}
+	t := principal(c).Tenant
+	if wantsStream(r) {
+		// A reconnecting EventSource repeats the URL it was opened with and
+		// says where it got to in Last-Event-ID, which therefore wins.
+		if v := r.Header.Get("Last-Event-ID"); v != "" {
+			if after, err = seqParam("Last-Event-ID", v); err != nil {
+				return err
+			}
+		}
+		return s.streamEvents(c, d, t, after, limit)
+	}
+	if wait == 0 {
+		evs, err := s.work.Events(t, after, limit)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, eventList(evs))
+	}
+	ctx, cancel := d.context(r)
+	defer cancel()
+	ctx, stop := context.WithTimeout(ctx, wait)
+	defer stop()
+	evs, err := s.work.WaitEvents(ctx, t, after, limit)
+	if errors.Is(err, context.Canceled) && r.Context().Err() == nil {
+		// The server is shutting down: answer what there is (nothing), as
+		// if the wait had run out, so the poller simply polls again.
+		err = nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, eventList(evs))
+}
+
+// streamEvents writes server-sent events: every event after `after` as
+// "id: <seq>", "event: <type>", "data: <event JSON>", then each new one as it
+// commits, with a keep-alive comment after keepAliveEvery of silence. It ends
+// when the client goes away or the server shuts down.
+func (s *Server) streamEvents(c echo.Context, d *drain, t string, after uint64, limit int) error {
+	ctx, cancel := d.context(c.Request())
+	defer cancel()
+	w := c.Response()
+	// The server's write timeout bounds ordinary responses; a stream has none.
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
+		s.log.Warn("event stream keeps the write timeout", "err", err)
+	}
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+
+	var buf []byte
+	for {
+		waitCtx, stop := context.WithTimeout(ctx, keepAliveEvery)
+		evs, err := s.work.WaitEvents(waitCtx, t, after, limit)
+		stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			// The status line is gone: all that is left is to end the stream.
+			s.log.Error("error reading events for a stream", "err", err, "tenant", t)
+			return nil
+		}
+		buf = buf[:0]
+		if len(evs) == 0 {
+			buf = append(buf, ": keep-alive\n\n"...)
+		}
+		for _, ev := range evs {
+			data, err := json.Marshal(toEvent(ev))
+			if err != nil {
+				s.log.Error("error encoding an event", "err", err, "tenant", t, "seq", ev.Seq)
+				return nil
+			}
+			buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
+			after = ev.Seq
+		}
+		if _, err := w.Write(buf); err != nil {
+			return nil // the client went away
+		}
+		w.Flush()
+	}
+}
+
+// wantsStream reports whether the request accepts text/event-stream.
+func wantsStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || mt != "text/event-stream" {
+				continue
+			}
+			if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q == 0 {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// seqParam parses an event seq: a non-negative integer, 0 when absent.
+func seqParam(name, v string) (uint64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fault.Invalidf(name, "must be a non-negative integer (an event seq)")
+	}
+	return uint64(n), nil
+}
+
+func waitParam(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || time.Duration(n)*time.Millisecond > maxWait {
+		return 0, fault.Invalidf("wait_ms", "must be an integer from 0 to %d", maxWait.Milliseconds())
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// drain ends long-lived responses (long polls, event streams) when the
+// http.Server they run on shuts down: Shutdown stops accepting and waits for
+// handlers to return, but never cancels their contexts.
+type drain struct {
+	mu      sync.Mutex
+	closing map[*http.Server]chan struct{} // closed when that server shuts down
+}
+
+// context returns a context of r that also ends when r's server shuts down.
+func (d *drain) context(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if srv == nil {
+		return ctx, cancel
+	}
+	d.mu.Lock()
+	ch, ok := d.closing[srv]
+	if !ok {
+		ch = make(chan struct{})
+		d.closing[srv] = ch
+		// Shutdown runs these on every call, and may be called again.
+		srv.RegisterOnShutdown(sync.OnceFunc(func() { close(ch) }))
+	}
+	d.mu.Unlock()
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
