@@ -18,6 +18,36 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for BatchOpOp.
+const (
+	BatchOpOpComplete BatchOpOp = "complete"
+	BatchOpOpExtend   BatchOpOp = "extend"
+	BatchOpOpFail     BatchOpOp = "fail"
+	BatchOpOpProgress BatchOpOp = "progress"
+	BatchOpOpRelease  BatchOpOp = "release"
+	BatchOpOpRenew    BatchOpOp = "renew"
+)
+
+// Valid indicates whether the value is a known member of the BatchOpOp enum.
+func (e BatchOpOp) Valid() bool {
+	switch e {
+	case BatchOpOpComplete:
+		return true
+	case BatchOpOpExtend:
+		return true
+	case BatchOpOpFail:
+		return true
+	case BatchOpOpProgress:
+		return true
+	case BatchOpOpRelease:
+		return true
+	case BatchOpOpRenew:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EdgeDirection.
 const (
 	EdgeDirectionBoth EdgeDirection = "both"
@@ -305,6 +335,36 @@ type Backoff struct {
 	MaxMS     int64   `json:"max_ms"`
 }
 
+// BatchOp The fields of the named endpoint's body sit beside `op` and `id`.
+type BatchOp struct {
+	ID                   string                 `json:"id"`
+	Op                   BatchOpOp              `json:"op"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// BatchOpOp defines model for BatchOp.Op.
+type BatchOpOp string
+
+// BatchRequest defines model for BatchRequest.
+type BatchRequest struct {
+	Ops []BatchOp `json:"ops"`
+}
+
+// BatchResponse defines model for BatchResponse.
+type BatchResponse struct {
+	Results []BatchResult `json:"results"`
+}
+
+// BatchResult defines model for BatchResult.
+type BatchResult struct {
+	// Body The body that endpoint would have answered (a problem document when status >= 400).
+	Body map[string]interface{} `json:"body"`
+	ID   string                 `json:"id"`
+
+	// Status The HTTP status the op's endpoint would have answered.
+	Status int `json:"status"`
+}
+
 // CancelRequest defines model for CancelRequest.
 type CancelRequest struct {
 	Reason *string `json:"reason,omitempty"`
@@ -317,6 +377,35 @@ type CancelResponse struct {
 
 	// Ok Always true.
 	Ok bool `json:"ok"`
+}
+
+// ClaimManyRequest defines model for ClaimManyRequest.
+type ClaimManyRequest struct {
+	Labels  *[]string `json:"labels,omitempty"`
+	Max     *int      `json:"max,omitempty"`
+	Session *string   `json:"session,omitempty"`
+	TTLMS   *int64    `json:"ttl_ms,omitempty"`
+	Types   *[]string `json:"types,omitempty"`
+	WaitMS  *int64    `json:"wait_ms,omitempty"`
+}
+
+// ClaimManyResponse defines model for ClaimManyResponse.
+type ClaimManyResponse struct {
+	Items []ClaimedItem `json:"items"`
+}
+
+// ClaimNextRequest defines model for ClaimNextRequest.
+type ClaimNextRequest struct {
+	// Labels Only nodes carrying every one of these labels.
+	Labels  *[]string `json:"labels,omitempty"`
+	Session *string   `json:"session,omitempty"`
+	TTLMS   *int64    `json:"ttl_ms,omitempty"`
+
+	// Types Only nodes of one of these types.
+	Types *[]string `json:"types,omitempty"`
+
+	// WaitMS Long poll up to this long for a node to become ready.
+	WaitMS *int64 `json:"wait_ms,omitempty"`
 }
 
 // ClaimRequest defines model for ClaimRequest.
@@ -354,6 +443,16 @@ type ClaimResponse struct {
 	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
 	// `cancelled`.
 	Status NodeStatus `json:"status"`
+}
+
+// ClaimedItem defines model for ClaimedItem.
+type ClaimedItem struct {
+	// Lease The live claim on a node. `fence` strictly increases with every new lease on
+	// the node; a holder passes it back to prove it still holds this lease.
+	Lease Lease `json:"lease"`
+
+	// Node A work item.
+	Node Node `json:"node"`
 }
 
 // Comment A note left on a node.
@@ -511,6 +610,20 @@ type ExtendResponse struct {
 	Status NodeStatus `json:"status"`
 }
 
+// FailRequest defines model for FailRequest.
+type FailRequest struct {
+	// Error Why the run failed; kept as the node's `error`.
+	Error string `json:"error"`
+	Fence *int64 `json:"fence,omitempty"`
+
+	// Requeue Back to the queue while attempts remain (default); false ends the node `failed`.
+	Requeue *bool `json:"requeue,omitempty"`
+
+	// RetryInMS Delay before the retry; without it, the node's `backoff` (or none).
+	RetryInMS *int64  `json:"retry_in_ms,omitempty"`
+	Session   *string `json:"session,omitempty"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -606,6 +719,20 @@ type Node struct {
 	// claim, release, completion and expiry); the `ETag`. Renewals and
 	// extensions of a live lease change only the lease and do not bump it.
 	Version int64 `json:"version"`
+}
+
+// NodeAnswer defines model for NodeAnswer.
+type NodeAnswer struct {
+	// Node A work item.
+	Node Node `json:"node"`
+
+	// Ok Always true.
+	Ok bool `json:"ok"`
+
+	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
+	// `cancelled`.
+	Status NodeStatus `json:"status"`
 }
 
 // NodeBatch defines model for NodeBatch.
@@ -724,6 +851,62 @@ type Progress struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// ProgressRequest defines model for ProgressRequest.
+type ProgressRequest struct {
+	Fence   *int64   `json:"fence,omitempty"`
+	Message *string  `json:"message,omitempty"`
+	Pct     *float32 `json:"pct,omitempty"`
+	Session *string  `json:"session,omitempty"`
+
+	// Usage Named counters (tokens, cost, ...), summed by name.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// ProgressResponse defines model for ProgressResponse.
+type ProgressResponse struct {
+	// Lease The live claim on a node. `fence` strictly increases with every new lease on
+	// the node; a holder passes it back to prove it still holds this lease.
+	Lease Lease `json:"lease"`
+
+	// Node A work item.
+	Node Node `json:"node"`
+
+	// Ok Always true.
+	Ok bool `json:"ok"`
+
+	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
+	// `cancelled`.
+	Status NodeStatus `json:"status"`
+}
+
+// Queue defines model for Queue.
+type Queue struct {
+	// Counts Nodes of the queue by status (every status is present).
+	Counts map[string]int64 `json:"counts"`
+
+	// MaxRunning At most this many live leases at once; 0 = no cap.
+	MaxRunning int64 `json:"max_running"`
+
+	// OldestReadyAt Creation time of the oldest claimable node.
+	OldestReadyAt *time.Time `json:"oldest_ready_at"`
+	Paused        bool       `json:"paused"`
+	Queue         string     `json:"queue"`
+
+	// Ready Nodes claimable now (0 while paused).
+	Ready int `json:"ready"`
+}
+
+// QueueList defines model for QueueList.
+type QueueList struct {
+	Items []Queue `json:"items"`
+}
+
+// QueuePatch defines model for QueuePatch.
+type QueuePatch struct {
+	MaxRunning int64 `json:"max_running"`
+}
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	Status ReadinessStatus `json:"status"`
@@ -775,6 +958,11 @@ type RenewResponse struct {
 	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
 	// `cancelled`.
 	Status NodeStatus `json:"status"`
+}
+
+// RequeueRequest defines model for RequeueRequest.
+type RequeueRequest struct {
+	Reason *string `json:"reason,omitempty"`
 }
 
 // Role Each role includes the ones before it.
@@ -1057,6 +1245,9 @@ type ListTokensParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// RunBatchJSONRequestBody defines body for RunBatch for application/json ContentType.
+type RunBatchJSONRequestBody = BatchRequest
+
 // CreateEdgeJSONRequestBody defines body for CreateEdge for application/json ContentType.
 type CreateEdgeJSONRequestBody = EdgeCreate
 
@@ -1087,14 +1278,32 @@ type CompleteNodeJSONRequestBody = CompleteRequest
 // ExtendLeaseJSONRequestBody defines body for ExtendLease for application/json ContentType.
 type ExtendLeaseJSONRequestBody = ExtendRequest
 
+// FailNodeJSONRequestBody defines body for FailNode for application/json ContentType.
+type FailNodeJSONRequestBody = FailRequest
+
+// ReportProgressJSONRequestBody defines body for ReportProgress for application/json ContentType.
+type ReportProgressJSONRequestBody = ProgressRequest
+
 // ReleaseNodeJSONRequestBody defines body for ReleaseNode for application/json ContentType.
 type ReleaseNodeJSONRequestBody = ReleaseRequest
 
 // RenewLeaseJSONRequestBody defines body for RenewLease for application/json ContentType.
 type RenewLeaseJSONRequestBody = RenewRequest
 
+// RequeueNodeJSONRequestBody defines body for RequeueNode for application/json ContentType.
+type RequeueNodeJSONRequestBody = RequeueRequest
+
 // SetNodeStatusJSONRequestBody defines body for SetNodeStatus for application/json ContentType.
 type SetNodeStatusJSONRequestBody = StatusRequest
+
+// UpdateQueueJSONRequestBody defines body for UpdateQueue for application/json ContentType.
+type UpdateQueueJSONRequestBody = QueuePatch
+
+// ClaimNextJSONRequestBody defines body for ClaimNext for application/json ContentType.
+type ClaimNextJSONRequestBody = ClaimNextRequest
+
+// ClaimNextManyJSONRequestBody defines body for ClaimNextMany for application/json ContentType.
+type ClaimNextManyJSONRequestBody = ClaimManyRequest
 
 // PatchTenantPolicyJSONRequestBody defines body for PatchTenantPolicy for application/json ContentType.
 type PatchTenantPolicyJSONRequestBody = PolicyPatch
@@ -1104,6 +1313,85 @@ type PatchTenantPolicyApplicationMergePatchPlusJSONRequestBody = PolicyPatch
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenCreate
+
+// Getter for additional properties for BatchOp. Returns the specified
+// element and whether it was found
+func (a BatchOp) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for BatchOp
+func (a *BatchOp) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for BatchOp to handle AdditionalProperties
+func (a *BatchOp) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.ID)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["op"]; found {
+		err = json.Unmarshal(raw, &a.Op)
+		if err != nil {
+			return fmt.Errorf("error reading 'op': %w", err)
+		}
+		delete(object, "op")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for BatchOp to handle AdditionalProperties
+func (a BatchOp) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["id"], err = json.Marshal(a.ID)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	object["op"], err = json.Marshal(a.Op)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'op': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1205,6 +1493,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /skill.md (the `GetSkill` operationId).
 	GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunBatchWithBody Many lease operations in one request
+	//
+	// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+	// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+	// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+	// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+	// body (a problem document on failure), in the order given. Ops on the same node
+	// run in the order given; ops on different nodes may run concurrently. A
+	// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+	RunBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunBatch Many lease operations in one request
+	//
+	// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+	// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+	// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+	// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+	// body (a problem document on failure), in the order given. Ops on the same node
+	// run in the order given; ops on different nodes may run concurrently. A
+	// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+	RunBatch(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteEdge Retire an edge
 	//
@@ -1528,6 +1846,60 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
 	ExtendLease(ctx context.Context, id NodeID, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// FailNodeWithBody Fail a running node
+	//
+	// Role: worker (the holder; a dispatcher may override). `error` is required.
+	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+	// parent's remaining children are cancelled).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+	FailNodeWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FailNode Fail a running node
+	//
+	// Role: worker (the holder; a dispatcher may override). `error` is required.
+	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+	// parent's remaining children are cancelled).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+	FailNode(ctx context.Context, id NodeID, body FailNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReportProgressWithBody Report progress (and renew)
+	//
+	// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+	// to the node's usage and rolled up its parents' `usage_total`) and renews the
+	// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+	ReportProgressWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReportProgress Report progress (and renew)
+	//
+	// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+	// to the node's usage and rolled up its parents' `usage_total`) and renews the
+	// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+	ReportProgress(ctx context.Context, id NodeID, body ReportProgressJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReleaseNodeWithBody Release a claim
 	//
 	// Role: worker (a dispatcher may release another identity's lease). Drops the
@@ -1590,6 +1962,28 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
 	RenewLease(ctx context.Context, id NodeID, body RenewLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// RequeueNodeWithBody Requeue a finished node
+	//
+	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Any other status is `409 conflict`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+	RequeueNodeWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequeueNode Requeue a finished node
+	//
+	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Any other status is `409 conflict`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+	RequeueNode(ctx context.Context, id NodeID, body RequeueNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SetNodeStatusWithBody Move a node by naming its next status
 	//
 	// `running` (aliases `in_progress`, `in-progress`) claims exactly as
@@ -1624,6 +2018,102 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/nodes/{id}/subgraph (the `GetSubgraph` operationId).
 	GetSubgraph(ctx context.Context, id NodeID, params *GetSubgraphParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListQueues List queues
+	//
+	// Role: reader. Every queue of the tenant that holds nodes or has settings, by
+	// name, with counts by status, how many nodes are claimable now (`ready`; 0 while
+	// paused) and when the oldest of them was created.
+	//
+	// Corresponds with GET /v1/queues (the `ListQueues` operationId).
+	ListQueues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateQueueWithBody Change queue settings
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+	UpdateQueueWithBody(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateQueue Change queue settings
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+	UpdateQueue(ctx context.Context, queue string, body UpdateQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClaimNextWithBody Claim the next ready node
+	//
+	// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+	// the caller (and, when given, whose `type` is one of `types` and which carry
+	// every one of `labels`): highest priority first, then oldest, then id. Two
+	// claims never get the same node. With `wait_ms` the request waits (long poll)
+	// and answers as soon as a node becomes ready; `204` when none did. A paused
+	// queue, or one at its `max_running`, hands out nothing. The answer is that of
+	// `POST /v1/nodes/{id}/claim`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+	ClaimNextWithBody(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClaimNext Claim the next ready node
+	//
+	// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+	// the caller (and, when given, whose `type` is one of `types` and which carry
+	// every one of `labels`): highest priority first, then oldest, then id. Two
+	// claims never get the same node. With `wait_ms` the request waits (long poll)
+	// and answers as soon as a node becomes ready; `204` when none did. A paused
+	// queue, or one at its `max_running`, hands out nothing. The answer is that of
+	// `POST /v1/nodes/{id}/claim`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+	ClaimNext(ctx context.Context, queue string, body ClaimNextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClaimNextManyWithBody Claim up to max ready nodes
+	//
+	// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+	ClaimNextManyWithBody(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ClaimNextMany Claim up to max ready nodes
+	//
+	// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+	ClaimNextMany(ctx context.Context, queue string, body ClaimNextManyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseQueue Pause a queue
+	//
+	// Role: dispatcher. Claim-next hands out nothing from a paused queue and its
+	// nodes are not `ready`; running nodes carry on. Idempotent.
+	//
+	// Corresponds with POST /v1/queues/{queue}/pause (the `PauseQueue` operationId).
+	PauseQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeQueue Resume a queue
+	//
+	// Role: dispatcher. Undoes `pause` and wakes waiting claimers. Idempotent.
+	//
+	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
+	ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTenant The caller's tenant
 	//
@@ -1767,6 +2257,56 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // Corresponds with GET /skill.md (the `GetSkill` operationId).
 func (c *Client) GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSkillRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunBatchWithBody Many lease operations in one request
+//
+// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+// body (a problem document on failure), in the order given. Ops on the same node
+// run in the order given; ops on different nodes may run concurrently. A
+// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+func (c *Client) RunBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunBatchRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunBatch Many lease operations in one request
+//
+// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+// body (a problem document on failure), in the order given. Ops on the same node
+// run in the order given; ops on different nodes may run concurrently. A
+// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+func (c *Client) RunBatch(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunBatchRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2379,6 +2919,100 @@ func (c *Client) ExtendLease(ctx context.Context, id NodeID, body ExtendLeaseJSO
 	return c.Client.Do(req)
 }
 
+// FailNodeWithBody Fail a running node
+//
+// Role: worker (the holder; a dispatcher may override). `error` is required.
+// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+// parent's remaining children are cancelled).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+func (c *Client) FailNodeWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailNodeRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FailNode Fail a running node
+//
+// Role: worker (the holder; a dispatcher may override). `error` is required.
+// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+// parent's remaining children are cancelled).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+func (c *Client) FailNode(ctx context.Context, id NodeID, body FailNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailNodeRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReportProgressWithBody Report progress (and renew)
+//
+// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+// to the node's usage and rolled up its parents' `usage_total`) and renews the
+// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+func (c *Client) ReportProgressWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReportProgressRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReportProgress Report progress (and renew)
+//
+// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+// to the node's usage and rolled up its parents' `usage_total`) and renews the
+// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+func (c *Client) ReportProgress(ctx context.Context, id NodeID, body ReportProgressJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReportProgressRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReleaseNodeWithBody Release a claim
 //
 // Role: worker (a dispatcher may release another identity's lease). Drops the
@@ -2481,6 +3115,48 @@ func (c *Client) RenewLease(ctx context.Context, id NodeID, body RenewLeaseJSONR
 	return c.Client.Do(req)
 }
 
+// RequeueNodeWithBody Requeue a finished node
+//
+// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Any other status is `409 conflict`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+func (c *Client) RequeueNodeWithBody(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequeueNodeRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequeueNode Requeue a finished node
+//
+// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Any other status is `409 conflict`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+func (c *Client) RequeueNode(ctx context.Context, id NodeID, body RequeueNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequeueNodeRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SetNodeStatusWithBody Move a node by naming its next status
 //
 // `running` (aliases `in_progress`, `in-progress`) claims exactly as
@@ -2536,6 +3212,192 @@ func (c *Client) SetNodeStatus(ctx context.Context, id NodeID, body SetNodeStatu
 // Corresponds with GET /v1/nodes/{id}/subgraph (the `GetSubgraph` operationId).
 func (c *Client) GetSubgraph(ctx context.Context, id NodeID, params *GetSubgraphParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSubgraphRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListQueues List queues
+//
+// Role: reader. Every queue of the tenant that holds nodes or has settings, by
+// name, with counts by status, how many nodes are claimable now (`ready`; 0 while
+// paused) and when the oldest of them was created.
+//
+// Corresponds with GET /v1/queues (the `ListQueues` operationId).
+func (c *Client) ListQueues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListQueuesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateQueueWithBody Change queue settings
+//
+// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+// once (0 removes the cap); claim-next hands out nothing while at the cap.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+func (c *Client) UpdateQueueWithBody(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateQueueRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateQueue Change queue settings
+//
+// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+// once (0 removes the cap); claim-next hands out nothing while at the cap.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+func (c *Client) UpdateQueue(ctx context.Context, queue string, body UpdateQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateQueueRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClaimNextWithBody Claim the next ready node
+//
+// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+// the caller (and, when given, whose `type` is one of `types` and which carry
+// every one of `labels`): highest priority first, then oldest, then id. Two
+// claims never get the same node. With `wait_ms` the request waits (long poll)
+// and answers as soon as a node becomes ready; `204` when none did. A paused
+// queue, or one at its `max_running`, hands out nothing. The answer is that of
+// `POST /v1/nodes/{id}/claim`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+func (c *Client) ClaimNextWithBody(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClaimNextRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClaimNext Claim the next ready node
+//
+// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+// the caller (and, when given, whose `type` is one of `types` and which carry
+// every one of `labels`): highest priority first, then oldest, then id. Two
+// claims never get the same node. With `wait_ms` the request waits (long poll)
+// and answers as soon as a node becomes ready; `204` when none did. A paused
+// queue, or one at its `max_running`, hands out nothing. The answer is that of
+// `POST /v1/nodes/{id}/claim`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+func (c *Client) ClaimNext(ctx context.Context, queue string, body ClaimNextJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClaimNextRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClaimNextManyWithBody Claim up to max ready nodes
+//
+// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+func (c *Client) ClaimNextManyWithBody(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClaimNextManyRequestWithBody(c.Server, queue, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ClaimNextMany Claim up to max ready nodes
+//
+// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+func (c *Client) ClaimNextMany(ctx context.Context, queue string, body ClaimNextManyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewClaimNextManyRequest(c.Server, queue, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseQueue Pause a queue
+//
+// Role: dispatcher. Claim-next hands out nothing from a paused queue and its
+// nodes are not `ready`; running nodes carry on. Idempotent.
+//
+// Corresponds with POST /v1/queues/{queue}/pause (the `PauseQueue` operationId).
+func (c *Client) PauseQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseQueueRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeQueue Resume a queue
+//
+// Role: dispatcher. Undoes `pause` and wakes waiting claimers. Idempotent.
+//
+// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
+func (c *Client) ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeQueueRequest(c.Server, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -2831,6 +3693,46 @@ func NewGetSkillRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewRunBatchRequest calls the generic RunBatch builder with application/json body
+func NewRunBatchRequest(server string, body RunBatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRunBatchRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRunBatchRequestWithBody constructs an http.Request for the RunBatch method, with any body, and a specified content type
+func NewRunBatchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/batch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -4054,6 +4956,100 @@ func NewExtendLeaseRequestWithBody(server string, id NodeID, contentType string,
 	return req, nil
 }
 
+// NewFailNodeRequest calls the generic FailNode builder with application/json body
+func NewFailNodeRequest(server string, id NodeID, body FailNodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFailNodeRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewFailNodeRequestWithBody constructs an http.Request for the FailNode method, with any body, and a specified content type
+func NewFailNodeRequestWithBody(server string, id NodeID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/%s/fail", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReportProgressRequest calls the generic ReportProgress builder with application/json body
+func NewReportProgressRequest(server string, id NodeID, body ReportProgressJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReportProgressRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewReportProgressRequestWithBody constructs an http.Request for the ReportProgress method, with any body, and a specified content type
+func NewReportProgressRequestWithBody(server string, id NodeID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/%s/progress", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewReleaseNodeRequest calls the generic ReleaseNode builder with application/json body
 func NewReleaseNodeRequest(server string, id NodeID, body ReleaseNodeJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4129,6 +5125,53 @@ func NewRenewLeaseRequestWithBody(server string, id NodeID, contentType string, 
 	}
 
 	operationPath := fmt.Sprintf("/v1/nodes/%s/renew", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRequeueNodeRequest calls the generic RequeueNode builder with application/json body
+func NewRequeueNodeRequest(server string, id NodeID, body RequeueNodeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequeueNodeRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewRequeueNodeRequestWithBody constructs an http.Request for the RequeueNode method, with any body, and a specified content type
+func NewRequeueNodeRequestWithBody(server string, id NodeID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/%s/requeue", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4261,6 +5304,242 @@ func NewGetSubgraphRequest(server string, id NodeID, params *GetSubgraphParams) 
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListQueuesRequest constructs an http.Request for the ListQueues method
+func NewListQueuesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateQueueRequest calls the generic UpdateQueue builder with application/json body
+func NewUpdateQueueRequest(server string, queue string, body UpdateQueueJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateQueueRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewUpdateQueueRequestWithBody constructs an http.Request for the UpdateQueue method, with any body, and a specified content type
+func NewUpdateQueueRequestWithBody(server string, queue string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewClaimNextRequest calls the generic ClaimNext builder with application/json body
+func NewClaimNextRequest(server string, queue string, body ClaimNextJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewClaimNextRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewClaimNextRequestWithBody constructs an http.Request for the ClaimNext method, with any body, and a specified content type
+func NewClaimNextRequestWithBody(server string, queue string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/claim", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewClaimNextManyRequest calls the generic ClaimNextMany builder with application/json body
+func NewClaimNextManyRequest(server string, queue string, body ClaimNextManyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewClaimNextManyRequestWithBody(server, queue, "application/json", bodyReader)
+}
+
+// NewClaimNextManyRequestWithBody constructs an http.Request for the ClaimNextMany method, with any body, and a specified content type
+func NewClaimNextManyRequestWithBody(server string, queue string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/claims", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPauseQueueRequest constructs an http.Request for the PauseQueue method
+func NewPauseQueueRequest(server string, queue string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResumeQueueRequest constructs an http.Request for the ResumeQueue method
+func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -4566,6 +5845,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /skill.md (the `GetSkill` operationId).
 	GetSkillWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSkillResponse, error)
+
+	// RunBatchWithBodyWithResponse Many lease operations in one request
+	//
+	// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+	// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+	// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+	// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+	// body (a problem document on failure), in the order given. Ops on the same node
+	// run in the order given; ops on different nodes may run concurrently. A
+	// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+	RunBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunBatchResponse, error)
+
+	// RunBatchWithResponse Many lease operations in one request
+	//
+	// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+	// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+	// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+	// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+	// body (a problem document on failure), in the order given. Ops on the same node
+	// run in the order given; ops on different nodes may run concurrently. A
+	// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+	RunBatchWithResponse(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*RunBatchResponse, error)
 
 	// DeleteEdgeWithResponse Retire an edge
 	//
@@ -4907,6 +6216,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
 	ExtendLeaseWithResponse(ctx context.Context, id NodeID, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ExtendLeaseResponse, error)
 
+	// FailNodeWithBodyWithResponse Fail a running node
+	//
+	// Role: worker (the holder; a dispatcher may override). `error` is required.
+	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+	// parent's remaining children are cancelled).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+	FailNodeWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailNodeResponse, error)
+
+	// FailNodeWithResponse Fail a running node
+	//
+	// Role: worker (the holder; a dispatcher may override). `error` is required.
+	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+	// parent's remaining children are cancelled).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+	FailNodeWithResponse(ctx context.Context, id NodeID, body FailNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*FailNodeResponse, error)
+
+	// ReportProgressWithBodyWithResponse Report progress (and renew)
+	//
+	// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+	// to the node's usage and rolled up its parents' `usage_total`) and renews the
+	// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+	ReportProgressWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReportProgressResponse, error)
+
+	// ReportProgressWithResponse Report progress (and renew)
+	//
+	// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+	// to the node's usage and rolled up its parents' `usage_total`) and renews the
+	// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+	ReportProgressWithResponse(ctx context.Context, id NodeID, body ReportProgressJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportProgressResponse, error)
+
 	// ReleaseNodeWithBodyWithResponse Release a claim
 	//
 	// Role: worker (a dispatcher may release another identity's lease). Drops the
@@ -4969,6 +6332,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
 	RenewLeaseWithResponse(ctx context.Context, id NodeID, body RenewLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*RenewLeaseResponse, error)
 
+	// RequeueNodeWithBodyWithResponse Requeue a finished node
+	//
+	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Any other status is `409 conflict`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+	RequeueNodeWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequeueNodeResponse, error)
+
+	// RequeueNodeWithResponse Requeue a finished node
+	//
+	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Any other status is `409 conflict`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+	RequeueNodeWithResponse(ctx context.Context, id NodeID, body RequeueNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RequeueNodeResponse, error)
+
 	// SetNodeStatusWithBodyWithResponse Move a node by naming its next status
 	//
 	// `running` (aliases `in_progress`, `in-progress`) claims exactly as
@@ -5005,6 +6390,108 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/nodes/{id}/subgraph (the `GetSubgraph` operationId).
 	GetSubgraphWithResponse(ctx context.Context, id NodeID, params *GetSubgraphParams, reqEditors ...RequestEditorFn) (*GetSubgraphResponse, error)
+
+	// ListQueuesWithResponse List queues
+	//
+	// Role: reader. Every queue of the tenant that holds nodes or has settings, by
+	// name, with counts by status, how many nodes are claimable now (`ready`; 0 while
+	// paused) and when the oldest of them was created.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues (the `ListQueues` operationId).
+	ListQueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListQueuesResponse, error)
+
+	// UpdateQueueWithBodyWithResponse Change queue settings
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+	UpdateQueueWithBodyWithResponse(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateQueueResponse, error)
+
+	// UpdateQueueWithResponse Change queue settings
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+	UpdateQueueWithResponse(ctx context.Context, queue string, body UpdateQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateQueueResponse, error)
+
+	// ClaimNextWithBodyWithResponse Claim the next ready node
+	//
+	// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+	// the caller (and, when given, whose `type` is one of `types` and which carry
+	// every one of `labels`): highest priority first, then oldest, then id. Two
+	// claims never get the same node. With `wait_ms` the request waits (long poll)
+	// and answers as soon as a node becomes ready; `204` when none did. A paused
+	// queue, or one at its `max_running`, hands out nothing. The answer is that of
+	// `POST /v1/nodes/{id}/claim`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+	ClaimNextWithBodyWithResponse(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClaimNextResponse, error)
+
+	// ClaimNextWithResponse Claim the next ready node
+	//
+	// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+	// the caller (and, when given, whose `type` is one of `types` and which carry
+	// every one of `labels`): highest priority first, then oldest, then id. Two
+	// claims never get the same node. With `wait_ms` the request waits (long poll)
+	// and answers as soon as a node becomes ready; `204` when none did. A paused
+	// queue, or one at its `max_running`, hands out nothing. The answer is that of
+	// `POST /v1/nodes/{id}/claim`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+	ClaimNextWithResponse(ctx context.Context, queue string, body ClaimNextJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimNextResponse, error)
+
+	// ClaimNextManyWithBodyWithResponse Claim up to max ready nodes
+	//
+	// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+	ClaimNextManyWithBodyWithResponse(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClaimNextManyResponse, error)
+
+	// ClaimNextManyWithResponse Claim up to max ready nodes
+	//
+	// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+	ClaimNextManyWithResponse(ctx context.Context, queue string, body ClaimNextManyJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimNextManyResponse, error)
+
+	// PauseQueueWithResponse Pause a queue
+	//
+	// Role: dispatcher. Claim-next hands out nothing from a paused queue and its
+	// nodes are not `ready`; running nodes carry on. Idempotent.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/pause (the `PauseQueue` operationId).
+	PauseQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*PauseQueueResponse, error)
+
+	// ResumeQueueWithResponse Resume a queue
+	//
+	// Role: dispatcher. Undoes `pause` and wakes waiting claimers. Idempotent.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
+	ResumeQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
 
 	// GetTenantWithResponse The caller's tenant
 	//
@@ -5314,6 +6801,110 @@ func (r GetSkillResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetSkillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RunBatchResponse401Headers the declared response headers of an HTTP 401 response for RunBatch
+type RunBatchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RunBatchResponse429Headers the declared response headers of an HTTP 429 response for RunBatch
+type RunBatchResponse429Headers struct {
+	RetryAfter int
+}
+
+type RunBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchResponse
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunBatchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RunBatchResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunBatchResponse) GetJSON200() *BatchResponse {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RunBatchResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RunBatchResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RunBatchResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RunBatchResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RunBatchResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RunBatchResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RunBatchResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RunBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunBatchResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7318,6 +8909,242 @@ func (r ExtendLeaseResponse) ContentType() string {
 	return ""
 }
 
+// FailNodeResponse401Headers the declared response headers of an HTTP 401 response for FailNode
+type FailNodeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// FailNodeResponse429Headers the declared response headers of an HTTP 429 response for FailNode
+type FailNodeResponse429Headers struct {
+	RetryAfter int
+}
+
+type FailNodeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NodeAnswer
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FailNodeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FailNodeResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FailNodeResponse) GetJSON200() *NodeAnswer {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FailNodeResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FailNodeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FailNodeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FailNodeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FailNodeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReportProgressResponse401Headers the declared response headers of an HTTP 401 response for ReportProgress
+type ReportProgressResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ReportProgressResponse429Headers the declared response headers of an HTTP 429 response for ReportProgress
+type ReportProgressResponse429Headers struct {
+	RetryAfter int
+}
+
+type ReportProgressResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProgressResponse
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReportProgressResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReportProgressResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReportProgressResponse) GetJSON200() *ProgressResponse {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReportProgressResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReportProgressResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReportProgressResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReportProgressResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReportProgressResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ReleaseNodeResponse401Headers the declared response headers of an HTTP 401 response for ReleaseNode
 type ReleaseNodeResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7554,6 +9381,124 @@ func (r RenewLeaseResponse) ContentType() string {
 	return ""
 }
 
+// RequeueNodeResponse401Headers the declared response headers of an HTTP 401 response for RequeueNode
+type RequeueNodeResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// RequeueNodeResponse429Headers the declared response headers of an HTTP 429 response for RequeueNode
+type RequeueNodeResponse429Headers struct {
+	RetryAfter int
+}
+
+type RequeueNodeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NodeAnswer
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequeueNodeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequeueNodeResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RequeueNodeResponse) GetJSON200() *NodeAnswer {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RequeueNodeResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RequeueNodeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequeueNodeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequeueNodeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequeueNodeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SetNodeStatusResponse401Headers the declared response headers of an HTTP 401 response for SetNodeStatus
 type SetNodeStatusResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7770,6 +9715,630 @@ func (r GetSubgraphResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetSubgraphResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListQueuesResponse401Headers the declared response headers of an HTTP 401 response for ListQueues
+type ListQueuesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListQueuesResponse429Headers the declared response headers of an HTTP 429 response for ListQueues
+type ListQueuesResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListQueuesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListQueuesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListQueuesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListQueuesResponse) GetJSON200() *QueueList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListQueuesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListQueuesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListQueuesResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListQueuesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListQueuesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListQueuesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListQueuesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListQueuesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListQueuesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateQueueResponse401Headers the declared response headers of an HTTP 401 response for UpdateQueue
+type UpdateQueueResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateQueueResponse429Headers the declared response headers of an HTTP 429 response for UpdateQueue
+type UpdateQueueResponse429Headers struct {
+	RetryAfter int
+}
+
+type UpdateQueueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Queue
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateQueueResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateQueueResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateQueueResponse) GetJSON200() *Queue {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateQueueResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateQueueResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateQueueResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateQueueResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateQueueResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateQueueResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateQueueResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateQueueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateQueueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateQueueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ClaimNextResponse401Headers the declared response headers of an HTTP 401 response for ClaimNext
+type ClaimNextResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ClaimNextResponse429Headers the declared response headers of an HTTP 429 response for ClaimNext
+type ClaimNextResponse429Headers struct {
+	RetryAfter int
+}
+
+type ClaimNextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ClaimResponse
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ClaimNextResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ClaimNextResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ClaimNextResponse) GetJSON200() *ClaimResponse {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ClaimNextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClaimNextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClaimNextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClaimNextResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ClaimNextManyResponse401Headers the declared response headers of an HTTP 401 response for ClaimNextMany
+type ClaimNextManyResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ClaimNextManyResponse429Headers the declared response headers of an HTTP 429 response for ClaimNextMany
+type ClaimNextManyResponse429Headers struct {
+	RetryAfter int
+}
+
+type ClaimNextManyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ClaimManyResponse
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ClaimNextManyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ClaimNextManyResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ClaimNextManyResponse) GetJSON200() *ClaimManyResponse {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ClaimNextManyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ClaimNextManyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ClaimNextManyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ClaimNextManyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseQueueResponse401Headers the declared response headers of an HTTP 401 response for PauseQueue
+type PauseQueueResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PauseQueueResponse429Headers the declared response headers of an HTTP 429 response for PauseQueue
+type PauseQueueResponse429Headers struct {
+	RetryAfter int
+}
+
+type PauseQueueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Queue
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseQueueResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PauseQueueResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseQueueResponse) GetJSON200() *Queue {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseQueueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseQueueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseQueueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeQueueResponse401Headers the declared response headers of an HTTP 401 response for ResumeQueue
+type ResumeQueueResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResumeQueueResponse429Headers the declared response headers of an HTTP 429 response for ResumeQueue
+type ResumeQueueResponse429Headers struct {
+	RetryAfter int
+}
+
+type ResumeQueueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Queue
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeQueueResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResumeQueueResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeQueueResponse) GetJSON200() *Queue {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeQueueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeQueueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeQueueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeQueueResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8328,6 +10897,48 @@ func (c *ClientWithResponses) GetSkillWithResponse(ctx context.Context, reqEdito
 	return ParseGetSkillResponse(rsp)
 }
 
+// RunBatchWithBodyWithResponse Many lease operations in one request
+//
+// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+// body (a problem document on failure), in the order given. Ops on the same node
+// run in the order given; ops on different nodes may run concurrently. A
+// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+func (c *ClientWithResponses) RunBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunBatchResponse, error) {
+	rsp, err := c.RunBatchWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunBatchResponse(rsp)
+}
+
+// RunBatchWithResponse Many lease operations in one request
+//
+// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
+// "complete" | "fail" | "progress", "id": "<node id>", ...the body fields of that
+// endpoint}`. Each op succeeds or fails on its own, exactly as its endpoint would:
+// `results[i]` is `{"id", "status", "body"}` with the endpoint's HTTP status and
+// body (a problem document on failure), in the order given. Ops on the same node
+// run in the order given; ops on different nodes may run concurrently. A
+// malformed batch (not an object, unknown op, bad id) is `400` as a whole.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/batch (the `RunBatch` operationId).
+func (c *ClientWithResponses) RunBatchWithResponse(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*RunBatchResponse, error) {
+	rsp, err := c.RunBatch(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunBatchResponse(rsp)
+}
+
 // DeleteEdgeWithResponse Retire an edge
 //
 // Role dispatcher. Retires the live edge; it stays as history.
@@ -8836,6 +11447,84 @@ func (c *ClientWithResponses) ExtendLeaseWithResponse(ctx context.Context, id No
 	return ParseExtendLeaseResponse(rsp)
 }
 
+// FailNodeWithBodyWithResponse Fail a running node
+//
+// Role: worker (the holder; a dispatcher may override). `error` is required.
+// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+// parent's remaining children are cancelled).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+func (c *ClientWithResponses) FailNodeWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailNodeResponse, error) {
+	rsp, err := c.FailNodeWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFailNodeResponse(rsp)
+}
+
+// FailNodeWithResponse Fail a running node
+//
+// Role: worker (the holder; a dispatcher may override). `error` is required.
+// With `requeue` (the default) the node goes back to `queued` (or `open`) while
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
+// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
+// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
+// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
+// parent's remaining children are cancelled).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/fail (the `FailNode` operationId).
+func (c *ClientWithResponses) FailNodeWithResponse(ctx context.Context, id NodeID, body FailNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*FailNodeResponse, error) {
+	rsp, err := c.FailNode(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFailNodeResponse(rsp)
+}
+
+// ReportProgressWithBodyWithResponse Report progress (and renew)
+//
+// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+// to the node's usage and rolled up its parents' `usage_total`) and renews the
+// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+func (c *ClientWithResponses) ReportProgressWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReportProgressResponse, error) {
+	rsp, err := c.ReportProgressWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReportProgressResponse(rsp)
+}
+
+// ReportProgressWithResponse Report progress (and renew)
+//
+// Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
+// to the node's usage and rolled up its parents' `usage_total`) and renews the
+// lease, as `renew` does: activity is a heartbeat. Appends a `progress` event.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/progress (the `ReportProgress` operationId).
+func (c *ClientWithResponses) ReportProgressWithResponse(ctx context.Context, id NodeID, body ReportProgressJSONRequestBody, reqEditors ...RequestEditorFn) (*ReportProgressResponse, error) {
+	rsp, err := c.ReportProgress(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReportProgressResponse(rsp)
+}
+
 // ReleaseNodeWithBodyWithResponse Release a claim
 //
 // Role: worker (a dispatcher may release another identity's lease). Drops the
@@ -8922,6 +11611,40 @@ func (c *ClientWithResponses) RenewLeaseWithResponse(ctx context.Context, id Nod
 	return ParseRenewLeaseResponse(rsp)
 }
 
+// RequeueNodeWithBodyWithResponse Requeue a finished node
+//
+// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Any other status is `409 conflict`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+func (c *ClientWithResponses) RequeueNodeWithBodyWithResponse(ctx context.Context, id NodeID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequeueNodeResponse, error) {
+	rsp, err := c.RequeueNodeWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequeueNodeResponse(rsp)
+}
+
+// RequeueNodeWithResponse Requeue a finished node
+//
+// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
+// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Any other status is `409 conflict`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/{id}/requeue (the `RequeueNode` operationId).
+func (c *ClientWithResponses) RequeueNodeWithResponse(ctx context.Context, id NodeID, body RequeueNodeJSONRequestBody, reqEditors ...RequestEditorFn) (*RequeueNodeResponse, error) {
+	rsp, err := c.RequeueNode(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequeueNodeResponse(rsp)
+}
+
 // SetNodeStatusWithBodyWithResponse Move a node by naming its next status
 //
 // `running` (aliases `in_progress`, `in-progress`) claims exactly as
@@ -8975,6 +11698,162 @@ func (c *ClientWithResponses) GetSubgraphWithResponse(ctx context.Context, id No
 		return nil, err
 	}
 	return ParseGetSubgraphResponse(rsp)
+}
+
+// ListQueuesWithResponse List queues
+//
+// Role: reader. Every queue of the tenant that holds nodes or has settings, by
+// name, with counts by status, how many nodes are claimable now (`ready`; 0 while
+// paused) and when the oldest of them was created.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues (the `ListQueues` operationId).
+func (c *ClientWithResponses) ListQueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListQueuesResponse, error) {
+	rsp, err := c.ListQueues(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListQueuesResponse(rsp)
+}
+
+// UpdateQueueWithBodyWithResponse Change queue settings
+//
+// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+// once (0 removes the cap); claim-next hands out nothing while at the cap.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+func (c *ClientWithResponses) UpdateQueueWithBodyWithResponse(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateQueueResponse, error) {
+	rsp, err := c.UpdateQueueWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateQueueResponse(rsp)
+}
+
+// UpdateQueueWithResponse Change queue settings
+//
+// Role: dispatcher. `max_running`: at most that many live leases in the queue at
+// once (0 removes the cap); claim-next hands out nothing while at the cap.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/queues/{queue} (the `UpdateQueue` operationId).
+func (c *ClientWithResponses) UpdateQueueWithResponse(ctx context.Context, queue string, body UpdateQueueJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateQueueResponse, error) {
+	rsp, err := c.UpdateQueue(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateQueueResponse(rsp)
+}
+
+// ClaimNextWithBodyWithResponse Claim the next ready node
+//
+// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+// the caller (and, when given, whose `type` is one of `types` and which carry
+// every one of `labels`): highest priority first, then oldest, then id. Two
+// claims never get the same node. With `wait_ms` the request waits (long poll)
+// and answers as soon as a node becomes ready; `204` when none did. A paused
+// queue, or one at its `max_running`, hands out nothing. The answer is that of
+// `POST /v1/nodes/{id}/claim`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+func (c *ClientWithResponses) ClaimNextWithBodyWithResponse(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClaimNextResponse, error) {
+	rsp, err := c.ClaimNextWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClaimNextResponse(rsp)
+}
+
+// ClaimNextWithResponse Claim the next ready node
+//
+// Role: worker. Picks among the queue's ready nodes whose `target` is unset or
+// the caller (and, when given, whose `type` is one of `types` and which carry
+// every one of `labels`): highest priority first, then oldest, then id. Two
+// claims never get the same node. With `wait_ms` the request waits (long poll)
+// and answers as soon as a node becomes ready; `204` when none did. A paused
+// queue, or one at its `max_running`, hands out nothing. The answer is that of
+// `POST /v1/nodes/{id}/claim`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
+func (c *ClientWithResponses) ClaimNextWithResponse(ctx context.Context, queue string, body ClaimNextJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimNextResponse, error) {
+	rsp, err := c.ClaimNext(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClaimNextResponse(rsp)
+}
+
+// ClaimNextManyWithBodyWithResponse Claim up to max ready nodes
+//
+// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+func (c *ClientWithResponses) ClaimNextManyWithBodyWithResponse(ctx context.Context, queue string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ClaimNextManyResponse, error) {
+	rsp, err := c.ClaimNextManyWithBody(ctx, queue, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClaimNextManyResponse(rsp)
+}
+
+// ClaimNextManyWithResponse Claim up to max ready nodes
+//
+// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
+// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
+// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
+func (c *ClientWithResponses) ClaimNextManyWithResponse(ctx context.Context, queue string, body ClaimNextManyJSONRequestBody, reqEditors ...RequestEditorFn) (*ClaimNextManyResponse, error) {
+	rsp, err := c.ClaimNextMany(ctx, queue, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseClaimNextManyResponse(rsp)
+}
+
+// PauseQueueWithResponse Pause a queue
+//
+// Role: dispatcher. Claim-next hands out nothing from a paused queue and its
+// nodes are not `ready`; running nodes carry on. Idempotent.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/pause (the `PauseQueue` operationId).
+func (c *ClientWithResponses) PauseQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*PauseQueueResponse, error) {
+	rsp, err := c.PauseQueue(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseQueueResponse(rsp)
+}
+
+// ResumeQueueWithResponse Resume a queue
+//
+// Role: dispatcher. Undoes `pause` and wakes waiting claimers. Idempotent.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
+func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error) {
+	rsp, err := c.ResumeQueue(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeQueueResponse(rsp)
 }
 
 // GetTenantWithResponse The caller's tenant
@@ -9258,6 +12137,104 @@ func ParseGetSkillResponse(rsp *http.Response) (*GetSkillResponse, error) {
 		}
 		response.ApplicationProblemJSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseRunBatchResponse parses an HTTP response from a RunBatchWithResponse call
+func ParseRunBatchResponse(rsp *http.Response) (*RunBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RunBatchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RunBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -11168,6 +14145,230 @@ func ParseExtendLeaseResponse(rsp *http.Response) (*ExtendLeaseResponse, error) 
 	return response, nil
 }
 
+// ParseFailNodeResponse parses an HTTP response from a FailNodeWithResponse call
+func ParseFailNodeResponse(rsp *http.Response) (*FailNodeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FailNodeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NodeAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FailNodeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FailNodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReportProgressResponse parses an HTTP response from a ReportProgressWithResponse call
+func ParseReportProgressResponse(rsp *http.Response) (*ReportProgressResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReportProgressResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProgressResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReportProgressResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReportProgressResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReleaseNodeResponse parses an HTTP response from a ReleaseNodeWithResponse call
 func ParseReleaseNodeResponse(rsp *http.Response) (*ReleaseNodeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11392,6 +14593,118 @@ func ParseRenewLeaseResponse(rsp *http.Response) (*RenewLeaseResponse, error) {
 	return response, nil
 }
 
+// ParseRequeueNodeResponse parses an HTTP response from a RequeueNodeWithResponse call
+func ParseRequeueNodeResponse(rsp *http.Response) (*RequeueNodeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequeueNodeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NodeAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers RequeueNodeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequeueNodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseSetNodeStatusResponse parses an HTTP response from a SetNodeStatusWithResponse call
 func ParseSetNodeStatusResponse(rsp *http.Response) (*SetNodeStatusResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11589,6 +14902,597 @@ func ParseGetSubgraphResponse(rsp *http.Response) (*GetSubgraphResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetSubgraphResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListQueuesResponse parses an HTTP response from a ListQueuesWithResponse call
+func ParseListQueuesResponse(rsp *http.Response) (*ListQueuesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListQueuesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListQueuesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListQueuesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateQueueResponse parses an HTTP response from a UpdateQueueWithResponse call
+func ParseUpdateQueueResponse(rsp *http.Response) (*UpdateQueueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateQueueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Queue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateQueueResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateQueueResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseClaimNextResponse parses an HTTP response from a ClaimNextWithResponse call
+func ParseClaimNextResponse(rsp *http.Response) (*ClaimNextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClaimNextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ClaimResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ClaimNextResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ClaimNextResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseClaimNextManyResponse parses an HTTP response from a ClaimNextManyWithResponse call
+func ParseClaimNextManyResponse(rsp *http.Response) (*ClaimNextManyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ClaimNextManyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ClaimManyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ClaimNextManyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ClaimNextManyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseQueueResponse parses an HTTP response from a PauseQueueWithResponse call
+func ParsePauseQueueResponse(rsp *http.Response) (*PauseQueueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseQueueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Queue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PauseQueueResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PauseQueueResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeQueueResponse parses an HTTP response from a ResumeQueueWithResponse call
+func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeQueueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Queue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResumeQueueResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResumeQueueResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
