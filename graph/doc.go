@@ -1,5 +1,6 @@
 // Package graph is Tether's store: nodes, edges (live and retired), their
-// indexes, events, tenant records and idempotency records, in one Badger DB.
+// indexes, events, comments, queue settings, tenant records and idempotency
+// records, in one Badger DB.
 // It knows nothing of HTTP or of what a lease means.
 //
 // Invariants:
@@ -23,6 +24,13 @@
 //     history under the seq of its edge_retired event, never erasing it.
 //   - A depends_on or parent_of edge that would close a cycle through either
 //     type is refused.
+//   - The ready index holds exactly the queued nodes with no unmet depends_on
+//     target and no unfinished child; blocker counts live in their own key and
+//     move in the same transaction as the status or edge change that causes
+//     them. The in-memory mirror (claim order per tenant-queue, run_at delays
+//     promoted by a timer) is rebuilt from the index at open and updated by
+//     commit hooks on the writer, so claim-next running on the writer always
+//     sees what the transaction sees.
 //   - A deleted node's last fence is kept, so a node re-created under its id
 //     continues the fence numbers.
 //

@@ -13,6 +13,12 @@
 //   - Cancel reaches every non-terminal descendant (parent_of) and dependent
 //     (depends_on with on_fail: cancel) and ends their leases in one
 //     transaction.
+//   - Claim-next decides on the store's writer from the in-memory ready mirror:
+//     O(log n) to the head of the queue, and two claims can never pick the
+//     same node. A paused queue, or one at its max_running, hands out nothing.
+//   - A child that ends failed, dead or cancelled fails its parent when the
+//     parent's on_child_fail is fail (its remaining children are cancelled),
+//     in the same transaction, repeating up the tree.
 //   - A create made under an Idempotency-Key records its outcome in the same
 //     transaction as the nodes, so a retry sees both or neither.
 //   - usage_total of a node is its own usage plus its children's usage_total,
