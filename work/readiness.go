@@ -65,22 +65,36 @@ func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 }
 
 // Gate is the lease.Gate of this package: a node may be claimed when it is
-// ready and not reserved for another identity.
+// ready and not reserved for another identity. The blocker counts decide (one
+// read); the edges are walked only to say what blocks a refused claim.
 func Gate(tx *graph.Tx, n *graph.Node, by string) error {
-	r, err := ReadinessTx(tx, n)
+	if n.Status != graph.StatusOpen && n.Status != graph.StatusQueued {
+		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
+	}
+	deps, children, err := tx.Blockers(n.Tenant, n.ID)
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(r.BlockedBy) > 0:
+	if deps > 0 || children > 0 {
+		r, err := ReadinessTx(tx, n)
+		if err != nil {
+			return err
+		}
 		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: r.BlockedBy}
-	case r.RunAt != nil:
-		return &fault.NotClaimable{Reason: fault.ReasonDelayed, Status: string(n.Status), RunAt: r.RunAt}
-	case r.Paused:
-		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: []string{}, Detail: "queue " + n.Queue + " is paused"}
-	case !r.Ready:
-		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
-	case n.Target != "" && n.Target != by:
+	}
+	if n.RunAt != nil && n.RunAt.After(tx.Now()) {
+		return &fault.NotClaimable{Reason: fault.ReasonDelayed, Status: string(n.Status), RunAt: n.RunAt}
+	}
+	if n.Queue != "" {
+		q, err := tx.QueueSettingsGet(n.Tenant, n.Queue)
+		if err != nil {
+			return err
+		}
+		if q.Paused {
+			return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: []string{}, Detail: "queue " + n.Queue + " is paused"}
+		}
+	}
+	if n.Target != "" && n.Target != by {
 		return &fault.Conflict{Reason: "node is reserved for " + n.Target + " by handoff", Holder: n.Target}
 	}
 	return nil

@@ -1,0 +1,65 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/lease"
+)
+
+func benchSetup(b *testing.B, nodes int) (*Service, *graph.Store) {
+	b.Helper()
+	store, err := graph.Open(graph.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	limits := func(context.Context, string) (lease.Limits, error) {
+		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
+	}
+	leases := lease.New(lease.Config{Store: store, Gate: Gate, Limits: limits})
+	w := New(Config{Store: store, Leases: leases, Limits: limits,
+		Defaults: func(context.Context, string) (Defaults, error) { return Defaults{MaxAttempts: 5}, nil }})
+	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})
+	if err := leases.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(leases.Stop)
+	c := Caller{Tenant: "acme", Sub: "head", Dispatcher: true}
+	for i := 0; i < nodes; i += 1000 {
+		specs := make([]NodeSpec, 0, 1000)
+		for j := i; j < min(nodes, i+1000); j++ {
+			id, q := fmt.Sprintf("n%08d", j), "q"
+			specs = append(specs, NodeSpec{ID: &id, Type: "task", Queue: &q})
+		}
+		if _, err := w.CreateBatch(context.Background(), c, specs, "items", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w, store
+}
+
+// BenchmarkClaimNextComplete measures one claim-next and one complete, the
+// pair a worker makes per job, through the domain layer (no HTTP).
+func BenchmarkClaimNextComplete(b *testing.B) {
+	w, _ := benchSetup(b, b.N+10)
+	ctx := context.Background()
+	c := Caller{Tenant: "acme", Sub: "worker"}
+	b.ReportAllocs()
+	b.SetParallelism(32) // 64 concurrent workers on 2 cores: group commit shares fsyncs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			got, err := w.ClaimNext(ctx, ClaimNextParams{Caller: c, Queue: "q", Max: 1})
+			if err != nil || len(got) != 1 {
+				b.Fatalf("claim: %v %d", err, len(got))
+			}
+			if _, err := w.Complete(ctx, CompleteParams{HolderParams: lease.HolderParams{Tenant: "acme", NodeID: got[0].Node.ID, By: "worker"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
