@@ -84,6 +84,9 @@ func (s *Server) batch(c echo.Context) error {
 		byNode[o.id] = append(byNode[o.id], i)
 	}
 	ctx, p := c.Request().Context(), principal(c)
+	// Read once here: the response's header map is not safe to touch from
+	// the goroutines below.
+	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
 	sem := make(chan struct{}, batchParallelism)
 	var wg sync.WaitGroup
 	for _, id := range order {
@@ -93,7 +96,7 @@ func (s *Server) batch(c echo.Context) error {
 			defer wg.Done()
 			defer func() { <-sem }()
 			for _, i := range idx {
-				results[i] = s.runBatchOp(ctx, p, ops[i].id, ops[i].run, ops[i].body, c)
+				results[i] = s.runBatchOp(ctx, p, ops[i].id, ops[i].run, ops[i].body, requestID)
 			}
 		}(byNode[id])
 	}
@@ -108,13 +111,13 @@ func (s *Server) batchOps() map[string]op {
 	}
 }
 
-func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string, run op, body []byte, c echo.Context) batchResult {
+func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string, run op, body []byte, requestID string) batchResult {
 	status, out, err := run(ctx, p, id, body)
 	if err == nil {
 		return batchResult{ID: id, Status: status, Body: out}
 	}
 	prob, known := problemFor(err)
-	prob.RequestID = c.Response().Header().Get(echo.HeaderXRequestID)
+	prob.RequestID = requestID
 	if !known {
 		s.log.Error("internal error in batch op", "err", err, "node", id, "request_id", prob.RequestID)
 	}

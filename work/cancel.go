@@ -42,10 +42,19 @@ func (s *Service) cancelTx(tx *graph.Tx, c Caller, root *graph.Node, reason stri
 			return nil, err
 		}
 		if !n.Status.Terminal() && !graph.IsIdentityID(n.ID) {
-			if err := s.cancelOne(tx, c, n, root.ID, reason); err != nil {
+			more, err := s.cancelOne(tx, c, n, root.ID, reason)
+			if err != nil {
 				return nil, err
 			}
 			cancelled = append(cancelled, n.ID)
+			// A parent that failed because of this cancel cancelled its
+			// other children already; they are part of the answer too.
+			for _, id := range more {
+				if !seen[id] {
+					seen[id] = true
+					cancelled = append(cancelled, id)
+				}
+			}
 		}
 		next, err := cascadeTargets(tx, n)
 		if err != nil {
@@ -84,19 +93,19 @@ func cascadeTargets(tx *graph.Tx, n *graph.Node) ([]string, error) {
 	return out, nil
 }
 
-func (s *Service) cancelOne(tx *graph.Tx, c Caller, n *graph.Node, root, reason string) error {
+func (s *Service) cancelOne(tx *graph.Tx, c Caller, n *graph.Node, root, reason string) ([]string, error) {
 	old := n.Clone()
 	var before *graph.Lease
 	if n.Lease != nil {
 		l := *n.Lease
 		before = &l
 		if err := s.leases.EndRun(tx, n, lease.OutcomeCancelled, c.Sub); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	n.Status = graph.StatusCancelled
 	if err := tx.NodePut(old, n); err != nil {
-		return err
+		return nil, err
 	}
 	if before != nil {
 		s.leases.Track(tx, before, n)
@@ -106,7 +115,7 @@ func (s *Service) cancelOne(tx *graph.Tx, c Caller, n *graph.Node, root, reason 
 		data["reason"] = reason
 	}
 	if err := tx.Emit(n.Tenant, graph.EventCancelled, n.ID, c.Sub, data); err != nil {
-		return err
+		return nil, err
 	}
 	return s.childEnded(tx, n, c.Sub)
 }

@@ -74,6 +74,7 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 		if n.Queue != "" {
 			n.Status = graph.StatusQueued
 		}
+		n.RunAt = nil
 		if delay := retryDelay(n, p.RetryIn); delay > 0 {
 			at := tx.Now().Add(delay).UTC()
 			n.RunAt = &at
@@ -97,7 +98,7 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 		}
 	}
 	if n.Status.Terminal() {
-		if err := s.childEnded(tx, n, p.By); err != nil {
+		if _, err := s.childEnded(tx, n, p.By); err != nil {
 			return nil, err
 		}
 	}
@@ -126,20 +127,21 @@ func retryDelay(n *graph.Node, asked *time.Duration) time.Duration {
 
 // childEnded applies the parent's on_child_fail when child has ended failed,
 // dead or cancelled: with "fail" the parent fails (its own lease ends) and
-// its remaining children are cancelled; this repeats up the tree.
-func (s *Service) childEnded(tx *graph.Tx, child *graph.Node, by string) error {
+// its remaining children are cancelled; this repeats up the tree. It returns
+// the ids it cancelled.
+func (s *Service) childEnded(tx *graph.Tx, child *graph.Node, by string) ([]string, error) {
 	if child.Parent == "" || child.Status == graph.StatusDone || !child.Status.Terminal() {
-		return nil
+		return nil, nil
 	}
 	parent, err := tx.NodeGet(child.Tenant, child.Parent)
 	if _, gone := err.(*fault.NotFound); gone {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if parent.Status.Terminal() || parent.OnChildFail != OnChildFailFail {
-		return nil
+		return nil, nil
 	}
 	old := parent.Clone()
 	var before *graph.Lease
@@ -147,14 +149,14 @@ func (s *Service) childEnded(tx *graph.Tx, child *graph.Node, by string) error {
 		l := *parent.Lease
 		before = &l
 		if err := s.leases.EndRun(tx, parent, lease.OutcomeFailed, by); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	msg := fmt.Sprintf("child %s ended %s", child.ID, child.Status)
 	parent.Error = &msg
 	parent.Status = graph.StatusFailed
 	if err := tx.NodePut(old, parent); err != nil {
-		return err
+		return nil, err
 	}
 	if before != nil {
 		s.leases.Track(tx, before, parent)
@@ -162,30 +164,35 @@ func (s *Service) childEnded(tx *graph.Tx, child *graph.Node, by string) error {
 	if err := tx.Emit(parent.Tenant, graph.EventFailed, parent.ID, by, map[string]any{
 		"error": msg, "child": child.ID, "requeue": false,
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	siblings, err := tx.LiveEdges(parent.Tenant, parent.ID, graph.EdgeParentOf, graph.DirOut)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var cancelled []string
 	c := Caller{Tenant: parent.Tenant, Sub: by, Dispatcher: true}
 	for _, e := range siblings {
 		sib, err := tx.NodeGet(parent.Tenant, e.To)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if sib.Status.Terminal() {
 			continue
 		}
-		if _, err := s.cancelTx(tx, c, sib, "parent "+parent.ID+" failed"); err != nil {
-			return err
+		ids, err := s.cancelTx(tx, c, sib, "parent "+parent.ID+" failed")
+		if err != nil {
+			return nil, err
 		}
+		cancelled = append(cancelled, ids...)
 	}
-	return s.childEnded(tx, parent, by)
+	up, err := s.childEnded(tx, parent, by)
+	return append(cancelled, up...), err
 }
 
 // AfterEnd is the lease.Hooks.AfterEnd of this package: a run that expired
 // into dead counts as a failed child.
 func (s *Service) AfterEnd(tx *graph.Tx, n *graph.Node, by string) error {
-	return s.childEnded(tx, n, by)
+	_, err := s.childEnded(tx, n, by)
+	return err
 }
