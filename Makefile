@@ -28,6 +28,14 @@ test-race: test ## Alias of test (the suite always runs with -race)
 test-short: ## Run the tests without the race detector (faster)
 	$(GO) test -count=1 $(PKGS)
 
+.PHONY: bench
+bench: ## Benchmark a real server process over HTTP (all scenarios, ~3 min); see BENCHMARKS.md
+	$(GO) run ./cmd/tether-bench -c 32 -d 10s
+
+.PHONY: bench-quick
+bench-quick: ## A few-second smoke run of every benchmark scenario (CI runs this)
+	$(GO) run ./cmd/tether-bench -quick
+
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

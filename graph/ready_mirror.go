@@ -115,15 +115,44 @@ func (m *readyMirror) remove(tenant, queue, id string) {
 	// A delayed entry stays in the heap and is dropped when it comes due.
 }
 
+// ascend calls fn with the claimable ids of a queue in claim order. It copies
+// a chunk at a time under the lock and calls fn without it, so fn may use
+// the mirror (QueueCount) and the writer's hooks never wait on a caller.
 func (m *readyMirror) ascend(tenant, queue string, now time.Time, fn func(id string) bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.promoteLocked(now.UnixMilli())
-	q, ok := m.queues[tenantQueue{tenant, queue}]
-	if !ok {
-		return
+	const chunk = 64
+	var buf []readyItem
+	var after *readyItem
+	for {
+		buf = buf[:0]
+		m.mu.Lock()
+		m.promoteLocked(now.UnixMilli())
+		q, ok := m.queues[tenantQueue{tenant, queue}]
+		if ok {
+			collect := func(it readyItem) bool {
+				if after != nil && !lessClaimOrder(*after, it) {
+					return true // the pivot itself
+				}
+				buf = append(buf, it)
+				return len(buf) < chunk
+			}
+			if after == nil {
+				q.byClaim.Ascend(collect)
+			} else {
+				q.byClaim.AscendGreaterOrEqual(*after, collect)
+			}
+		}
+		m.mu.Unlock()
+		for _, it := range buf {
+			if !fn(it.id) {
+				return
+			}
+		}
+		if len(buf) < chunk {
+			return
+		}
+		last := buf[len(buf)-1]
+		after = &last
 	}
-	q.byClaim.Ascend(func(it readyItem) bool { return fn(it.id) })
 }
 
 func (m *readyMirror) stats(tenant, queue string) (int, time.Time) {
@@ -310,6 +339,12 @@ func (s *Store) rebuildReady() error {
 			return true, nil
 		})
 	})
+}
+
+// QueueCount returns how many nodes of the queue are in status st, as of the
+// last commit. Inside Update it is the count every earlier transaction left.
+func (tx *Tx) QueueCount(tenant, queue string, st Status) int64 {
+	return tx.store.QueueCount(tenant, queue, st)
 }
 
 // QueueCount returns how many nodes of the queue are in status st, as of the

@@ -203,6 +203,9 @@ func (s *Service) adjustCount(h holderRef, delta int64) {
 	}
 }
 
+// LiveCount is how many leases sub holds in tenant, as of the last commit.
+func (s *Service) LiveCount(tenant, sub string) int64 { return s.liveCount(tenant, sub) }
+
 func (s *Service) liveCount(tenant, sub string) int64 {
 	s.countsMu.Lock()
 	defer s.countsMu.Unlock()

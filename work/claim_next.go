@@ -87,6 +87,15 @@ func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, lim lease.Limits)
 	if room <= 0 {
 		return nil, nil
 	}
+	// The per-identity lease cap counts committed leases; the claims of this
+	// transaction are bounded here so that one request cannot pass it.
+	if lim.MaxLeasesPerIdentity > 0 {
+		left := int(lim.MaxLeasesPerIdentity - s.leases.LiveCount(p.Tenant, p.Sub))
+		if left <= 0 {
+			return nil, &fault.RateLimited{Reason: fmt.Sprintf("identity holds %d leases, the tenant's max_leases_per_identity", lim.MaxLeasesPerIdentity), RetryAfter: time.Second}
+		}
+		room = min(room, left)
+	}
 	var out []*lease.ClaimResult
 	var stop error
 	tx.ReadyIDs(p.Tenant, p.Queue, func(id string) bool {

@@ -1,6 +1,7 @@
 package work
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tether-run/tether/fault"
@@ -92,6 +93,9 @@ func Gate(tx *graph.Tx, n *graph.Node, by string) error {
 		}
 		if q.Paused {
 			return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: []string{}, Detail: "queue " + n.Queue + " is paused"}
+		}
+		if q.MaxRunning > 0 && tx.QueueCount(n.Tenant, n.Queue, graph.StatusRunning) >= q.MaxRunning {
+			return &fault.RateLimited{Reason: fmt.Sprintf("queue %s is at its max_running of %d", n.Queue, q.MaxRunning), RetryAfter: time.Second}
 		}
 	}
 	if n.Target != "" && n.Target != by {

@@ -78,7 +78,10 @@ func TestKill9UnderClaimNextLoadLeavesNoNodeStuck(t *testing.T) {
 	p2 := startServer(t, "after kill -9", dir)
 	restarted := time.Now()
 	reader := p2.as(hc, mint(t, "auditor", "reader"))
-	status := func() (running, queued, done int) {
+	// strict: every running node must hold a live lease (true right after the
+	// restart; later, a lease may lapse up to one reaper interval before the
+	// reaper settles it, which the contract allows).
+	status := func(strict bool) (running, queued, done int) {
 		var cursor *string
 		for {
 			page, err := reader.ListNodesWithResponse(ctx, &client.ListNodesParams{Limit: ptr(1000), Cursor: cursor})
@@ -91,7 +94,7 @@ func TestKill9UnderClaimNextLoadLeavesNoNodeStuck(t *testing.T) {
 				}
 				switch n.Status {
 				case client.NodeStatusRunning:
-					if n.Lease == nil || !n.Lease.ExpiresAt.After(time.Now()) {
+					if strict && (n.Lease == nil || !n.Lease.ExpiresAt.After(time.Now())) {
 						t.Errorf("%s is running without a live lease: %+v", n.ID, n.Lease)
 					}
 					running++
@@ -109,7 +112,7 @@ func TestKill9UnderClaimNextLoadLeavesNoNodeStuck(t *testing.T) {
 			cursor = page.JSON200.NextCursor
 		}
 	}
-	running, queued, done := status()
+	running, queued, done := status(true)
 	t.Logf("after the restart: %d running (leased), %d queued, %d done", running, queued, done)
 	if done == nodes {
 		t.Fatalf("every node finished before the kill: the test proves nothing; give it more work")
@@ -120,7 +123,7 @@ func TestKill9UnderClaimNextLoadLeavesNoNodeStuck(t *testing.T) {
 	deadline := restarted.Add(ttl + reaperInterval + 3*time.Second)
 	for running > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		running, queued, done = status()
+		running, queued, done = status(false)
 	}
 	if running > 0 {
 		t.Fatalf("%d nodes still running %v after the restart", running, time.Since(restarted).Round(time.Millisecond))

@@ -1,0 +1,245 @@
+// Command tether-bench drives a real `tether serve` process over HTTP/1.1
+// and reports throughput, latency percentiles per request type, errors, and
+// the server's peak RSS and CPU time, scenario by scenario.
+//
+//	go run ./cmd/tether-bench -quick           # every scenario for ~1 s (CI smoke)
+//	go run ./cmd/tether-bench -c 32 -d 10s     # the real run
+//	go run ./cmd/tether-bench -scenarios a,h -json
+//
+// Scenarios: a claim-next+complete, b claims+batch complete, c claim/renew/
+// release by id, d renew only, e fan-out, f reaper lag, g (a) on 1M nodes plus
+// restart time, h GET /health beside (a).
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is the run's settings, from flags.
+type config struct {
+	tether         string
+	clients        int
+	duration       time.Duration
+	warmup         time.Duration
+	scenarios      []string
+	preload        int
+	preloadBatched int
+	scaleNodes     int
+	reaperLeases   int
+	fanoutChildren int
+	json           bool
+	quick          bool
+	keep           bool
+}
+
+var allScenarios = []string{"a", "h", "b", "c", "d", "e", "f", "g"}
+
+func parseFlags() (config, error) {
+	var c config
+	var list string
+	flag.StringVar(&c.tether, "tether", "", "path of the tether binary (default: go build ./cmd/tether into a temp dir)")
+	flag.IntVar(&c.clients, "c", 32, "concurrent clients, each its own identity")
+	flag.DurationVar(&c.duration, "d", 10*time.Second, "measured time per scenario")
+	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measurement")
+	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h")
+	flag.IntVar(&c.preload, "preload", 200000, "queued nodes preloaded for (a)")
+	flag.IntVar(&c.preloadBatched, "preload-batched", 200000, "queued nodes preloaded for (b)")
+	flag.IntVar(&c.scaleNodes, "scale-nodes", 1000000, "queued nodes preloaded for (g)")
+	flag.IntVar(&c.reaperLeases, "reaper-leases", 10000, "leases that expire together in (f)")
+	flag.IntVar(&c.fanoutChildren, "fanout-children", 1000, "children of the parent in (e) (at most 1000)")
+	flag.BoolVar(&c.json, "json", false, "print one JSON object per scenario instead of text")
+	flag.BoolVar(&c.quick, "quick", false, "every scenario for ~1 s with small preloads (CI smoke run)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir (data dirs and server logs)")
+	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.quick {
+		quick := map[string]func(){
+			"d":       func() { c.duration = time.Second },
+			"warmup":  func() { c.warmup = 200 * time.Millisecond },
+			"preload": func() { c.preload = 20000 },
+			"preload-batched": func() {
+				c.preloadBatched = 40000
+			},
+			"scale-nodes":   func() { c.scaleNodes = 20000 },
+			"reaper-leases": func() { c.reaperLeases = 2000 },
+		}
+		for name, apply := range quick {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(allScenarios, s) {
+			return c, fmt.Errorf("unknown scenario %q (want some of %s)", s, strings.Join(allScenarios, ","))
+		}
+		if !slices.Contains(c.scenarios, s) {
+			c.scenarios = append(c.scenarios, s)
+		}
+	}
+	switch {
+	case c.clients < 1:
+		return c, fmt.Errorf("-c must be at least 1")
+	case c.duration <= 0 || c.warmup < 0:
+		return c, fmt.Errorf("-d must be positive and -warmup not negative")
+	case c.fanoutChildren < 1 || c.fanoutChildren > 1000:
+		return c, fmt.Errorf("-fanout-children must be 1 to 1000")
+	case c.reaperLeases < 1 || c.preload < 1 || c.preloadBatched < 1 || c.scaleNodes < 1:
+		return c, fmt.Errorf("preload sizes must be positive")
+	}
+	return c, nil
+}
+
+func main() {
+	cfg, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tether-bench:", err)
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "tether-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg config) error {
+	tmp, err := os.MkdirTemp("", "tether-bench-")
+	if err != nil {
+		return err
+	}
+	if cfg.keep {
+		fmt.Fprintln(os.Stderr, "keeping", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	runStart := time.Now()
+	bin, source := cfg.tether, "given with -tether"
+	if bin == "" {
+		fmt.Fprintln(os.Stderr, "building ./cmd/tether ...")
+		if bin, source, err = buildTether(tmp); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "built in %.1fs\n", time.Since(runStart).Seconds())
+	}
+	b, err := newBench(cfg, bin, tmp)
+	if err != nil {
+		return err
+	}
+	defer b.l.killAll()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "interrupted: stopping the servers")
+		b.l.killAll()
+		if !cfg.keep {
+			os.RemoveAll(tmp)
+		}
+		os.Exit(130)
+	}()
+
+	if !cfg.json {
+		fmt.Printf("tether-bench: %d clients, %v per scenario after %v warm-up; %d CPUs, %s/%s, %s\n",
+			cfg.clients, cfg.duration, cfg.warmup, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+		fmt.Printf("server: %s, %s (durable writes, TETHER_REAPER_INTERVAL_MS=1000)\n\n", bin, source)
+	}
+	type timing struct {
+		name string
+		took time.Duration
+	}
+	var timings []timing
+	enc := json.NewEncoder(os.Stdout)
+	want := func(s string) bool { return slices.Contains(cfg.scenarios, s) }
+	for _, name := range cfg.scenarios {
+		var runIt func() ([]*result, error)
+		switch name {
+		case "a":
+			runIt = func() ([]*result, error) { return b.scenarioA(want("h")) }
+		case "h":
+			if want("a") {
+				continue // ran on (a)'s server
+			}
+			runIt = b.scenarioH
+		case "b":
+			runIt = b.scenarioB
+		case "c":
+			runIt = b.scenarioC
+		case "d":
+			runIt = b.scenarioD
+		case "e":
+			runIt = b.scenarioE
+		case "f":
+			runIt = b.scenarioF
+		case "g":
+			runIt = b.scenarioG
+		}
+		fmt.Fprintf(os.Stderr, "scenario %s ...\n", name)
+		began := time.Now()
+		results, err := runIt()
+		took := time.Since(began)
+		for _, r := range results {
+			r.finish()
+			if cfg.json {
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			} else {
+				r.print(os.Stdout)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", name, err)
+		}
+		label := name
+		if name == "a" && want("h") {
+			label = "a+h"
+		}
+		timings = append(timings, timing{label, took})
+		fmt.Fprintf(os.Stderr, "scenario %s took %.1fs\n", label, took.Seconds())
+	}
+	if !cfg.json {
+		fmt.Println("wall time per scenario (server start, preload, warm-up, measurement, stop):")
+		for _, t := range timings {
+			fmt.Printf("   %-4s %6.1fs\n", t.name, t.took.Seconds())
+		}
+		fmt.Printf("   total %5.1fs\n", time.Since(runStart).Seconds())
+	}
+	return nil
+}
+
+func newBench(cfg config, bin, tmp string) (*bench, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	secret := hex.EncodeToString(raw[:])
+	b := &bench{cfg: cfg, l: &launcher{bin: bin, secret: secret, tmp: tmp, running: map[*serverProc]bool{}}}
+	var err error
+	if b.dispToken, err = mint(secret, "dispatcher", "dispatcher"); err != nil {
+		return nil, err
+	}
+	for i := range cfg.clients {
+		tok, err := mint(secret, fmt.Sprintf("worker-%d", i), "worker")
+		if err != nil {
+			return nil, err
+		}
+		b.workerTokens = append(b.workerTokens, tok)
+	}
+	return b, nil
+}

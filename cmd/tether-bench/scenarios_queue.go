@@ -1,0 +1,300 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Queue scenarios: (a) claim-next + complete, (h) GET /health beside it,
+// (b) claims + batch complete, (g) (a) on a million queued nodes.
+
+var claimNextBody = []byte(`{"wait_ms":0}`)
+
+// claimComplete loops claim-next on queue then complete, until the time is
+// up or the queue is empty. An op is a completed pair that began in the window.
+func claimComplete(queue string) func(w *worker) {
+	claimPath := "/v1/queues/" + queue + "/claim"
+	return func(w *worker) {
+		for !w.over() {
+			st, resp, measured := w.call("claim_next", "POST", claimPath, claimNextBody)
+			if st == http.StatusNoContent {
+				w.dryAt = time.Now()
+				return
+			}
+			if st != http.StatusOK {
+				continue
+			}
+			c, ok := parseClaim(resp)
+			if !ok {
+				w.rec.fail("claim_next: unparsable answer")
+				continue
+			}
+			w.scratch = fenceBody(w.scratch, c.fence)
+			if st, _, _ := w.call("complete", "POST", "/v1/nodes/"+c.id+"/complete", w.scratch); st == http.StatusOK && measured {
+				w.ops++
+			}
+		}
+	}
+}
+
+// measuredSpan is the window, cut short when the queue ran dry in it.
+func measuredSpan(ws []*worker, win window, r *result) time.Duration {
+	d := win.end.Sub(win.start)
+	if dry := firstDry(ws); !dry.IsZero() {
+		if dry.Before(win.start) {
+			r.note("QUEUE RAN DRY during warm-up: raise -preload")
+			return 0
+		}
+		d = dry.Sub(win.start)
+		r.note("QUEUE RAN DRY %.2fs into the window: rate is over that span; raise -preload", d.Seconds())
+	}
+	return d
+}
+
+func preloadNote(r *result, n int, took time.Duration) {
+	r.note("preloaded %d nodes in %.2fs (%.0f nodes/s)", n, took.Seconds(), float64(n)/took.Seconds())
+}
+
+// cpuNote says how busy the machine was besides the server: the harness
+// shares its cores, and so may other processes (noise).
+func cpuNote(r *result, u usage) {
+	r.note("CPU in the window: harness %.2fs, other processes %.2fs (the machine's cores are shared)", u.client, u.other)
+}
+
+// scenarioA runs (a) and, when withHealth, (h) on the same server.
+func (b *bench) scenarioA(withHealth bool) ([]*result, error) {
+	s, err := b.open("a")
+	if err != nil {
+		return nil, err
+	}
+	out, err := b.runA(s, withHealth)
+	if err != nil {
+		s.abort()
+		return out, err
+	}
+	return out, s.close()
+}
+
+func (b *bench) runA(s *stage, withHealth bool) ([]*result, error) {
+	n := b.cfg.preload
+	took, err := s.createNodes(n, queuedItem("a-", "q"))
+	if err != nil {
+		return nil, err
+	}
+	ws := s.workers()
+	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, claimComplete("q"))
+	ops, rec := totals(ws)
+	r := s.result("a", dr.cpu.server)
+	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
+	preloadNote(r, n, took)
+	cpuNote(r, dr.cpu)
+	out := []*result{r}
+	if withHealth {
+		s.began = time.Now()
+		s.fresh = false
+		h := b.runHealth(s)
+		h.note("same server as (a), after it")
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// scenarioH runs (h) alone on an empty server.
+func (b *bench) scenarioH() ([]*result, error) {
+	s, err := b.open("h")
+	if err != nil {
+		return nil, err
+	}
+	return []*result{b.runHealth(s)}, s.close()
+}
+
+func (b *bench) runHealth(s *stage) *result {
+	ws := s.workers()
+	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, func(w *worker) {
+		for !w.over() {
+			if st, _, measured := w.call("health", "GET", "/health", nil); st == http.StatusOK && measured {
+				w.ops++
+			}
+		}
+	})
+	ops, rec := totals(ws)
+	r := s.result("h", dr.cpu.server)
+	r.fill(ops, b.cfg.duration, rec)
+	cpuNote(r, dr.cpu)
+	return r
+}
+
+// batchMax is how many jobs one claims request asks for in (b).
+const batchMax = 100
+
+// scenarioB: claims {max: 100}, then one POST /v1/batch completing them all.
+func (b *bench) scenarioB() ([]*result, error) {
+	s, err := b.open("b")
+	if err != nil {
+		return nil, err
+	}
+	n := b.cfg.preloadBatched
+	took, err := s.createNodes(n, queuedItem("b-", "q"))
+	if err != nil {
+		s.abort()
+		return nil, err
+	}
+	ws := s.workers()
+	claimsBody := []byte(`{"max":` + strconv.Itoa(batchMax) + `,"wait_ms":0}`)
+	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, func(w *worker) {
+		got := make([]claimed, 0, batchMax)
+		body := make([]byte, 0, 64*batchMax)
+		for !w.over() {
+			st, resp, measured := w.call("claims_100", "POST", "/v1/queues/q/claims", claimsBody)
+			if st != http.StatusOK {
+				continue
+			}
+			var ok bool
+			if got, ok = parseClaims(resp, got); !ok {
+				w.rec.fail("claims_100: unparsable answer")
+				continue
+			}
+			if len(got) == 0 {
+				w.dryAt = time.Now()
+				return
+			}
+			body = append(body[:0], `{"ops":[`...)
+			for i, c := range got {
+				if i > 0 {
+					body = append(body, ',')
+				}
+				body = append(body, `{"op":"complete","id":"`...)
+				body = append(body, c.id...)
+				body = append(body, `","fence":`...)
+				body = strconv.AppendInt(body, c.fence, 10)
+				body = append(body, '}')
+			}
+			body = append(body, "]}"...)
+			st, resp, _ = w.call("batch_complete_100", "POST", "/v1/batch", body)
+			if st != http.StatusOK {
+				continue
+			}
+			done := count200(resp)
+			for range len(got) - done {
+				w.rec.fail("batch op complete: not 200")
+			}
+			if measured {
+				w.ops += int64(done)
+			}
+		}
+	})
+	ops, rec := totals(ws)
+	r := s.result("b", dr.cpu.server)
+	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
+	preloadNote(r, n, took)
+	r.note("ops are jobs completed; %d jobs per claims request and per batch", batchMax)
+	cpuNote(r, dr.cpu)
+	return []*result{r}, s.close()
+}
+
+// scenarioG: (a) on a store of a million queued nodes, its restart, and (a)
+// on queues of 1000 nodes for comparison.
+func (b *bench) scenarioG() ([]*result, error) {
+	big, err := b.runGBig()
+	if err != nil {
+		return nil, err
+	}
+	small, err := b.runGSmall()
+	if err != nil {
+		return []*result{big}, err
+	}
+	ratio := func(x, y float64) string {
+		if y == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f×", x/y)
+	}
+	big.note("vs the 1k-node queue (g-1k): throughput %s, claim_next p99 %s, complete p99 %s",
+		ratio(big.OpsPerS, small.OpsPerS),
+		ratio(big.Latency["claim_next"].P99, small.Latency["claim_next"].P99),
+		ratio(big.Latency["complete"].P99, small.Latency["complete"].P99))
+	return []*result{big, small}, nil
+}
+
+func (b *bench) runGBig() (*result, error) {
+	s, err := b.open("g")
+	if err != nil {
+		return nil, err
+	}
+	n := b.cfg.scaleNodes
+	took, err := s.createNodes(n, queuedItem("g-", "q"))
+	if err != nil {
+		s.abort()
+		return nil, err
+	}
+	rssLoaded := s.srv.mon.peakMB(true)
+	cpuLoad := s.srv.cpuSeconds()
+	s.tr.CloseIdleConnections()
+	drain, err := s.srv.stop()
+	if err != nil {
+		return nil, fmt.Errorf("error stopping the loaded server: %w", err)
+	}
+	srv, err := b.l.start("g-restart", s.srv.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("error restarting on the loaded store: %w", err)
+	}
+	rssReady := srv.mon.nowMB()
+	began := s.began
+	s = b.attach("g", srv)
+	s.began, s.fresh = began, true
+	ws := s.workers()
+	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, claimComplete("q"))
+	ops, rec := totals(ws)
+	r := s.result("g", dr.cpu.server)
+	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
+	preloadNote(r, n, took)
+	r.note("server during the preload: peak RSS %.1f MB, CPU %.1fs", rssLoaded, cpuLoad)
+	r.note("SIGTERM drain %.2fs; restart on the loaded store: ready in %.2fs, RSS at ready %.1f MB", drain.Seconds(), srv.startup.Seconds(), rssReady)
+	r.note("server_rss_peak_mb is the restarted server's")
+	cpuNote(r, dr.cpu)
+	return r, s.close()
+}
+
+// smallQueue is the queue size of the comparison run of (g).
+const smallQueue = 1000
+
+// runGSmall runs (a) on queues of 1000 nodes: refill 1000, drain them with
+// every client, repeat until the measured draining time reaches -d. The
+// refills are not measured; one unmeasured round warms up.
+func (b *bench) runGSmall() (*result, error) {
+	s, err := b.open("g-1k")
+	if err != nil {
+		return nil, err
+	}
+	ws := s.workers()
+	var measured time.Duration
+	var cpu usage
+	rounds := 0
+	for round := 0; measured < b.cfg.duration; round++ {
+		if _, err := s.createNodes(smallQueue, queuedItem(fmt.Sprintf("k%d-", round), "q")); err != nil {
+			s.abort()
+			return nil, err
+		}
+		for _, w := range ws {
+			w.dryAt = time.Time{}
+		}
+		dr := s.drive(ws, 0, time.Hour, claimComplete("q"))
+		if round == 0 {
+			for _, w := range ws {
+				w.ops, w.rec = 0, newRecorder()
+			}
+			continue
+		}
+		measured += time.Since(dr.win.start)
+		cpu = cpu.add(dr.cpu)
+		rounds++
+	}
+	ops, rec := totals(ws)
+	r := s.result("g-1k", cpu.server)
+	r.fill(ops, measured, rec)
+	cpuNote(r, cpu)
+	r.note("%d rounds of: create %d queued nodes (unmeasured), drain them with %d clients (measured)", rounds, smallQueue, b.cfg.clients)
+	return r, s.close()
+}
