@@ -123,7 +123,7 @@ func TestKill9UnderClaimNextLoadLeavesNoNodeStuck(t *testing.T) {
 	deadline := restarted.Add(ttl + reaperInterval + 3*time.Second)
 	for running > 0 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		running, queued, done = status(false)
+		running, _, _ = status(false)
 	}
 	if running > 0 {
 		t.Fatalf("%d nodes still running %v after the restart", running, time.Since(restarted).Round(time.Millisecond))
