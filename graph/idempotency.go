@@ -32,9 +32,6 @@ func (tx *Tx) IdempotencyGet(tenant, key string, window time.Duration) (*Idempot
 // IdempotencyPut stores the record of key; Badger drops it after window, so
 // expired records never need a sweep of ours.
 func (tx *Tx) IdempotencyPut(tenant, key string, r *IdempotencyRecord, window time.Duration) error {
-	if !tx.writable {
-		return errReadOnly
-	}
 	r.CreatedAt = tx.now.UTC()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -42,5 +39,5 @@ func (tx *Tx) IdempotencyPut(tenant, key string, r *IdempotencyRecord, window ti
 	}
 	// The TTL runs on the wall clock, a little past the window, so the record
 	// is gone only after it can no longer match.
-	return tx.btx.SetEntry(badger.NewEntry(idempotencyKey(tenant, key), b).WithTTL(window + time.Hour))
+	return tx.setEntry(badger.NewEntry(idempotencyKey(tenant, key), b).WithTTL(window + time.Hour))
 }

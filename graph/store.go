@@ -241,13 +241,12 @@ func (s *Store) runBatch(batch []*writeRequest) {
 func (s *Store) apply(fn func(*Tx) error) ([]Event, error) {
 	const maxAttempts = 3
 	for attempt := 1; ; attempt++ {
-		btx := s.db.NewTransaction(true)
-		tx := &Tx{btx: btx, store: s, now: s.clock.Now(), writable: true}
+		tx := newWriteTx(s)
 		err := fn(tx)
 		if err == nil {
-			err = btx.Commit()
+			err = tx.btx.Commit()
 		}
-		btx.Discard()
+		tx.discard()
 		if err == nil {
 			for tenant, seq := range tx.seqs {
 				s.seqs[tenant] = seq
