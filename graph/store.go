@@ -41,6 +41,7 @@ type Store struct {
 	dir    string
 	inMem  bool
 	reqs   chan *writeRequest
+	urgent chan *writeRequest // the reaper's lane: taken before any queued request
 	done   chan struct{}
 	closed chan struct{}
 	once   sync.Once
@@ -92,6 +93,7 @@ func Open(opts Options) (*Store, error) {
 		dir:      opts.Dir,
 		inMem:    opts.InMemory,
 		reqs:     make(chan *writeRequest, 4096),
+		urgent:   make(chan *writeRequest, 64),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
 		maxBatch: opts.MaxBatch,
@@ -131,6 +133,16 @@ func (s *Store) Clock() clock.Clock { return s.clock }
 // after the commit is on stable storage; otherwise after it is committed
 // (visible, and safe against a process crash, but not yet fsynced).
 func (s *Store) Update(ctx context.Context, durable bool, fn func(*Tx) error) error {
+	return s.submit(ctx, s.reqs, durable, fn)
+}
+
+// UpdateUrgent is Update for work that must not wait behind queued requests
+// (settling expired leases): the writer takes it before the next queued one.
+func (s *Store) UpdateUrgent(ctx context.Context, durable bool, fn func(*Tx) error) error {
+	return s.submit(ctx, s.urgent, durable, fn)
+}
+
+func (s *Store) submit(ctx context.Context, lane chan *writeRequest, durable bool, fn func(*Tx) error) error {
 	req := &writeRequest{ctx: ctx, fn: fn, durable: durable, err: make(chan error, 1)}
 	select {
 	case <-s.done:
@@ -138,7 +150,7 @@ func (s *Store) Update(ctx context.Context, durable bool, fn func(*Tx) error) er
 	default:
 	}
 	select {
-	case s.reqs <- req:
+	case lane <- req:
 	case <-s.done:
 		return fault.ErrUnavailable
 	case <-ctx.Done():
@@ -167,29 +179,46 @@ func (s *Store) writeLoop() {
 	for {
 		var first *writeRequest
 		select {
-		case first = <-s.reqs:
-		case <-s.done:
-			// Drain what was queued before Close.
-			for {
-				select {
-				case r := <-s.reqs:
-					s.runBatch(append(batch[:0], r))
-				default:
-					return
-				}
+		case first = <-s.urgent:
+		default:
+			select {
+			case first = <-s.urgent:
+			case first = <-s.reqs:
+			case <-s.done:
+				s.drain()
+				return
 			}
 		}
 		batch = append(batch[:0], first)
 	gather:
 		for len(batch) < s.maxBatch {
 			select {
-			case r := <-s.reqs:
+			case r := <-s.urgent:
 				batch = append(batch, r)
 			default:
-				break gather
+				select {
+				case r := <-s.reqs:
+					batch = append(batch, r)
+				default:
+					break gather
+				}
 			}
 		}
 		s.runBatch(batch)
+	}
+}
+
+// drain runs what was queued before Close.
+func (s *Store) drain() {
+	for {
+		select {
+		case r := <-s.urgent:
+			s.runBatch([]*writeRequest{r})
+		case r := <-s.reqs:
+			s.runBatch([]*writeRequest{r})
+		default:
+			return
+		}
 	}
 }
 
@@ -199,20 +228,35 @@ type outcome struct {
 	events []Event
 }
 
+// runBatch applies the closures of a batch in order (taking any urgent
+// request that arrives meanwhile before the next one), syncs once, and then
+// answers every caller.
 func (s *Store) runBatch(batch []*writeRequest) {
-	outcomes := make([]outcome, len(batch))
+	outcomes := make([]outcome, 0, len(batch))
 	needSync := false
-	for i, r := range batch {
-		outcomes[i].req = r
+	run := func(r *writeRequest) {
+		o := outcome{req: r}
 		if err := r.ctx.Err(); err != nil {
-			outcomes[i].err = err
-			continue
+			o.err = err
+		} else {
+			o.events, o.err = s.apply(r.fn)
+			if o.err == nil && r.durable {
+				needSync = true
+			}
 		}
-		evs, err := s.apply(r.fn)
-		outcomes[i].err, outcomes[i].events = err, evs
-		if err == nil && r.durable {
-			needSync = true
+		outcomes = append(outcomes, o)
+	}
+	for _, r := range batch {
+	urgent:
+		for {
+			select {
+			case u := <-s.urgent:
+				run(u)
+			default:
+				break urgent
+			}
 		}
+		run(r)
 	}
 	var syncErr error
 	if needSync && !s.inMem {

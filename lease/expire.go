@@ -59,7 +59,7 @@ const reapBatch = 256
 // reap settles the leases of refs that have ended by now. Refs whose lease
 // was renewed meanwhile get their deadline moved instead.
 func (s *Service) reap(refs []nodeRef) error {
-	return s.store.Update(context.Background(), true, func(tx *graph.Tx) error {
+	return s.store.UpdateUrgent(context.Background(), true, func(tx *graph.Tx) error {
 		now := tx.Now()
 		for _, ref := range refs {
 			n, err := tx.NodeGet(ref.tenant, ref.id)

@@ -13,10 +13,11 @@ import (
 
 // settings are the serve options, from flags over the environment over defaults.
 type settings struct {
-	Addr    string
-	DataDir string
-	Dev     bool
-	Server  server.Config
+	Addr      string
+	DataDir   string
+	Dev       bool
+	PprofAddr string // TETHER_PPROF_ADDR: serve /debug/pprof there (off when empty)
+	Server    server.Config
 }
 
 func envString(name, def string) string {
@@ -54,8 +55,9 @@ func csv(names ...string) []string {
 // loadEnv reads every TETHER_* setting of API.md §10 and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
-		Addr:    envString("TETHER_ADDR", "127.0.0.1:36725"),
-		DataDir: envString("TETHER_DATA_DIR", "./data"),
+		Addr:      envString("TETHER_ADDR", "127.0.0.1:36725"),
+		DataDir:   envString("TETHER_DATA_DIR", "./data"),
+		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
 	}
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody int64
 	for name, spec := range map[string]struct {

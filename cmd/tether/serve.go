@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -95,6 +97,11 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	}
 	url := "http://" + ln.Addr().String()
 	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir)
+	if s.PprofAddr != "" {
+		if err := servePprof(s.PprofAddr, log); err != nil {
+			return err
+		}
+	}
 	if s.Dev {
 		if err := printDevBanner(url, devSecret); err != nil {
 			return err
@@ -125,6 +132,25 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		return fmt.Errorf("error serving: %w", serveErr)
 	}
 	log.Info("stopped cleanly")
+	return nil
+}
+
+// servePprof exposes the Go profiler on its own listener (keep it on
+// loopback: it is unauthenticated), for profiling a running server.
+func servePprof(addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("error listening for pprof on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Info("pprof is serving", "addr", ln.Addr().String())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
 	return nil
 }
 
