@@ -116,9 +116,14 @@ func (tx *Tx) propagateStatus(old, n *Node) error {
 	if old.Status == n.Status {
 		return nil
 	}
-	dependents, err := tx.LiveEdges(n.Tenant, n.ID, EdgeDependsOn, DirIn)
-	if err != nil {
+	// Most nodes have no dependents: a counter read spares the edge scan.
+	var dependents []*Edge
+	if count, err := tx.dependents(n.Tenant, n.ID); err != nil {
 		return err
+	} else if count > 0 {
+		if dependents, err = tx.LiveEdges(n.Tenant, n.ID, EdgeDependsOn, DirIn); err != nil {
+			return err
+		}
 	}
 	for _, e := range dependents {
 		before, after := DependencySatisfied(old.Status, e), DependencySatisfied(n.Status, e)
@@ -143,6 +148,28 @@ func (tx *Tx) propagateStatus(old, n *Node) error {
 		}
 	}
 	return nil
+}
+
+// dependents is how many live depends_on edges point at id.
+func (tx *Tx) dependents(tenant, id string) (uint64, error) {
+	b, ok, err := tx.get(dependentsKey(tenant, id))
+	if err != nil || !ok || len(b) != 8 {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// addDependents moves the dependents count of id by delta.
+func (tx *Tx) addDependents(tenant, id string, delta int64) error {
+	count, err := tx.dependents(tenant, id)
+	if err != nil {
+		return err
+	}
+	next := int64(count) + delta
+	if next <= 0 {
+		return tx.del(dependentsKey(tenant, id))
+	}
+	return tx.set(dependentsKey(tenant, id), putU64(uint64(next)))
 }
 
 // edgeBlocks reports whether the live edge e blocks its from-node, and how

@@ -63,7 +63,21 @@ func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*Edge, error) {
 // a depends_on or parent_of edge that closes a cycle is a fault.Cycle. The
 // caller keeps node fields that mirror edges (Parent) in step.
 func (tx *Tx) EdgeInsert(tenant string, e *Edge) error {
+	return tx.edgeInsert(tenant, e, false)
+}
+
+// EdgeInsertKnownNodes is EdgeInsert for a caller that has just read both
+// nodes in this transaction (a claim writing its assigned edge): it skips
+// the existence checks.
+func (tx *Tx) EdgeInsertKnownNodes(tenant string, e *Edge) error {
+	return tx.edgeInsert(tenant, e, true)
+}
+
+func (tx *Tx) edgeInsert(tenant string, e *Edge, nodesKnown bool) error {
 	for _, id := range []string{e.From, e.To} {
+		if nodesKnown {
+			break
+		}
 		ok, err := tx.NodeExists(tenant, id)
 		if err != nil {
 			return err
@@ -107,6 +121,11 @@ func (tx *Tx) EdgeInsert(tenant string, e *Edge) error {
 			return err
 		}
 	}
+	if e.Type == EdgeDependsOn {
+		if err := tx.addDependents(tenant, e.To, 1); err != nil {
+			return err
+		}
+	}
 	return tx.Emit(tenant, EventEdgeAdded, e.From, e.CreatedBy, map[string]any{"from": e.From, "type": e.Type, "to": e.To})
 }
 
@@ -126,6 +145,11 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 		return err
 	} else if dDeps != 0 || dChildren != 0 {
 		if err := tx.addBlockers(tenant, e.From, -dDeps, -dChildren); err != nil {
+			return err
+		}
+	}
+	if e.Type == EdgeDependsOn {
+		if err := tx.addDependents(tenant, e.To, -1); err != nil {
 			return err
 		}
 	}

@@ -22,6 +22,7 @@ import (
 //	L|t|id                          node with a live lease (server-wide scan at start)
 //	r|t|queue|order|id              ready index: queued, no unmet blocker (value: run_at ms or 0)
 //	b|t|id                          blocker counts: unmet depends_on, unfinished children
+//	D|t|id                          how many live depends_on edges point at the node
 //	U|t|queue                       queue settings (paused, max_running)
 //	v|t|seq                         event
 //	w|t|id|seq                      event of one node
@@ -45,6 +46,7 @@ const (
 	tagLiveLease   = 'L'
 	tagReady       = 'r'
 	tagBlockers    = 'b'
+	tagDependents  = 'D'
 	tagQueue       = 'U'
 	tagEvent       = 'v'
 	tagNodeEvent   = 'w'
@@ -133,6 +135,8 @@ func readyKey(tenant, queue string, order []byte, id string) []byte {
 func queueRecordKey(tenant, queue string) []byte { return newKey(tagQueue, tenant).last(queue) }
 
 func blockersKey(tenant, id string) []byte { return newKey(tagBlockers, tenant).last(id) }
+
+func dependentsKey(tenant, id string) []byte { return newKey(tagDependents, tenant).last(id) }
 
 func liveLeaseKey(tenant, id string) []byte { return newKey(tagLiveLease, tenant).last(id) }
 

@@ -268,6 +268,9 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 	if err := tx.del(blockersKey(n.Tenant, n.ID)); err != nil {
 		return err
 	}
+	if err := tx.del(dependentsKey(n.Tenant, n.ID)); err != nil {
+		return err
+	}
 	if err := tx.writeIndexes(n, nil); err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	if lim.MaxLeasesPerIdentity > 0 && s.liveCount(n.Tenant, p.By) >= lim.MaxLeasesPerIdentity {
 		return nil, &fault.RateLimited{Reason: fmt.Sprintf("identity holds %d leases, the tenant's max_leases_per_identity", lim.MaxLeasesPerIdentity), RetryAfter: time.Second}
 	}
-	if err := tx.IdentityEnsure(n.Tenant, p.By); err != nil {
+	if err := s.ensureIdentity(tx, n.Tenant, p.By); err != nil {
 		return nil, err
 	}
 	// A node reserved by handoff is handed over once claimed.
@@ -129,7 +129,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 		Props:     map[string]any{"session": nullable(p.Session), "fence": n.LastFence, "outcome": nil},
 		CreatedBy: p.By,
 	}
-	if err := tx.EdgeInsert(n.Tenant, edge); err != nil {
+	if err := tx.EdgeInsertKnownNodes(n.Tenant, edge); err != nil {
 		return nil, err
 	}
 	if err := tx.NodePut(old, n); err != nil {
@@ -144,6 +144,20 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	tx.OnCommit(func() { s.stats.Claims.Add(1) })
 	res.Lease, res.Edge, res.Node = n.Lease, edge, n
 	return res, nil
+}
+
+// ensureIdentity makes the identity node of sub on its first claim. Identity
+// nodes are never deleted, so once one is known to exist it is remembered.
+func (s *Service) ensureIdentity(tx *graph.Tx, tenant, sub string) error {
+	key := holderRef{tenant, sub}
+	if _, ok := s.identities.Load(key); ok {
+		return nil
+	}
+	if err := tx.IdentityEnsure(tenant, sub); err != nil {
+		return err
+	}
+	tx.OnCommit(func() { s.identities.Store(key, true) })
+	return nil
 }
 
 func nullable(s string) any {

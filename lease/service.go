@@ -61,8 +61,9 @@ type Service struct {
 	countsMu sync.Mutex
 	counts   map[holderRef]int64 // live leases per identity
 
-	stats   Stats
-	started atomic.Bool
+	stats      Stats
+	started    atomic.Bool
+	identities sync.Map // holderRef -> true: identity nodes known to exist
 }
 
 type holderRef struct{ tenant, sub string }

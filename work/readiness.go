@@ -27,6 +27,15 @@ func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 	if n.RunAt != nil && n.RunAt.After(tx.Now()) {
 		r.RunAt = n.RunAt
 	}
+	// The blocker counts say whether anything blocks; only then are the
+	// edges walked to name what.
+	pendingDeps, pendingChildren, err := tx.Blockers(n.Tenant, n.ID)
+	if err != nil {
+		return r, err
+	}
+	if pendingDeps == 0 && pendingChildren == 0 {
+		return finishReadiness(tx, n, r)
+	}
 	deps, err := tx.LiveEdges(n.Tenant, n.ID, graph.EdgeDependsOn, graph.DirOut)
 	if err != nil {
 		return r, err
@@ -54,6 +63,10 @@ func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 			r.BlockedBy = append(r.BlockedBy, child.ID)
 		}
 	}
+	return finishReadiness(tx, n, r)
+}
+
+func finishReadiness(tx *graph.Tx, n *graph.Node, r Readiness) (Readiness, error) {
 	if n.Queue != "" {
 		q, err := tx.QueueSettingsGet(n.Tenant, n.Queue)
 		if err != nil {

@@ -114,6 +114,11 @@ func (l *launcher) start(name, dataDir string, extra ...string) (*serverProc, er
 		"TETHER_CLAIM_TTL_MAX_MS=3600000",
 		"TETHER_REAPER_INTERVAL_MS=1000",
 	}
+	// Profile a run: TETHER_PPROF_ADDR=127.0.0.1:6060 make bench, then fetch
+	// /debug/pprof/profile from that address while a scenario runs.
+	if v := os.Getenv("TETHER_PPROF_ADDR"); v != "" {
+		env = append(env, "TETHER_PPROF_ADDR="+v)
+	}
 	p := &serverProc{
 		name: name, dataDir: dataDir, url: "http://" + addr, logPath: logPath,
 		exited: make(chan struct{}), l: l,
