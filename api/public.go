@@ -23,7 +23,7 @@ func (s *Server) health(c echo.Context) error {
 }
 
 func (s *Server) readiness(c echo.Context) error {
-	if !s.ready.Load() {
+	if !s.ready.Load() || !s.store.Healthy() {
 		return fault.ErrUnavailable
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,4 +265,50 @@ func TestDeletedNodeKeepsFenceForReuse(t *testing.T) {
 	again := newNode("acme", "a", 0)
 	insert(t, s, again)
 	require.EqualValues(t, 41, again.LastFence)
+}
+
+// TestBatchedClosuresFailAlone: closures that share a writer batch (and one
+// Badger transaction) succeed or fail on their own.
+func TestBatchedClosuresFailAlone(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	ctx := context.Background()
+	errBoom := fmt.Errorf("boom")
+	var wg sync.WaitGroup
+	results := make([]error, 200)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = s.Update(ctx, true, func(tx *Tx) error {
+				if err := tx.NodeInsert(newNode("acme", fmt.Sprintf("n%03d", i), 0), "head"); err != nil {
+					return err
+				}
+				if i%2 == 1 {
+					return errBoom // after writing: the write must vanish
+				}
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	require.NoError(t, s.View(func(tx *Tx) error {
+		for i, err := range results {
+			ok, e := tx.NodeExists("acme", fmt.Sprintf("n%03d", i))
+			require.NoError(t, e)
+			if i%2 == 1 {
+				require.ErrorIs(t, err, errBoom)
+				require.False(t, ok, "failed closure %d left its node", i)
+			} else {
+				require.NoError(t, err)
+				require.True(t, ok, "closure %d lost its node", i)
+			}
+		}
+		evs, err := tx.EventsAfter("acme", 0, 1000)
+		require.Len(t, evs, 100, "one created event per successful closure")
+		for j, ev := range evs {
+			require.EqualValues(t, j+1, ev.Seq, "seq has no gaps")
+		}
+		return err
+	}))
 }

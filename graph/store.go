@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -54,6 +55,7 @@ type Store struct {
 
 	events *eventHub
 	ready  *readyMirror
+	broken atomic.Bool
 }
 
 type writeRequest struct {
@@ -144,6 +146,9 @@ func (s *Store) UpdateUrgent(ctx context.Context, durable bool, fn func(*Tx) err
 
 func (s *Store) submit(ctx context.Context, lane chan *writeRequest, durable bool, fn func(*Tx) error) error {
 	req := &writeRequest{ctx: ctx, fn: fn, durable: durable, err: make(chan error, 1)}
+	if s.broken.Load() {
+		return fault.ErrUnavailable
+	}
 	select {
 	case <-s.done:
 		return fault.ErrUnavailable
@@ -169,7 +174,7 @@ func (s *Store) submit(ctx context.Context, lane chan *writeRequest, durable boo
 // View runs fn in a read-only snapshot transaction.
 func (s *Store) View(fn func(*Tx) error) error {
 	return s.db.View(func(btx *badger.Txn) error {
-		return fn(&Tx{btx: btx, store: s, now: s.clock.Now()})
+		return fn(&Tx{rtx: btx, store: s, now: s.clock.Now()})
 	})
 }
 
@@ -229,17 +234,18 @@ type outcome struct {
 }
 
 // runBatch applies the closures of a batch in order (taking any urgent
-// request that arrives meanwhile before the next one), syncs once, and then
-// answers every caller.
+// request that arrives meanwhile before the next one), each as a layer of one
+// Badger transaction, commits and syncs once, and then answers every caller.
 func (s *Store) runBatch(batch []*writeRequest) {
 	outcomes := make([]outcome, 0, len(batch))
 	needSync := false
+	b := newBatchTx(s)
 	run := func(r *writeRequest) {
 		o := outcome{req: r}
 		if err := r.ctx.Err(); err != nil {
 			o.err = err
 		} else {
-			o.events, o.err = s.apply(r.fn)
+			o.events, o.err = s.apply(b, r.fn)
 			if o.err == nil && r.durable {
 				needSync = true
 			}
@@ -258,8 +264,15 @@ func (s *Store) runBatch(batch []*writeRequest) {
 		}
 		run(r)
 	}
+	commitErr := b.commit()
+	b.discard()
+	if commitErr != nil {
+		// The in-memory views already reflect the batch; the store no longer
+		// matches them. Stop taking writes: a restart rebuilds from disk.
+		s.fail(fmt.Errorf("error committing a batch: %w", commitErr))
+	}
 	var syncErr error
-	if needSync && !s.inMem {
+	if commitErr == nil && needSync && !s.inMem {
 		syncErr = errors.Join(s.db.Sync(), s.walSync.syncRotated(false))
 		if syncErr != nil {
 			s.log.Error("error syncing store", "err", syncErr)
@@ -267,10 +280,13 @@ func (s *Store) runBatch(batch []*writeRequest) {
 	}
 	for _, o := range outcomes {
 		err := o.err
-		if err == nil && o.req.durable && syncErr != nil {
+		if err == nil && (commitErr != nil || (o.req.durable && syncErr != nil)) {
 			err = fault.ErrUnavailable
 		}
 		o.req.err <- err
+	}
+	if commitErr != nil {
+		return
 	}
 	for _, o := range outcomes {
 		if o.err == nil && len(o.events) > 0 {
@@ -279,36 +295,37 @@ func (s *Store) runBatch(batch []*writeRequest) {
 	}
 }
 
-// apply runs one closure in its own transaction, retrying a bounded number of
-// times on ErrConflict (which only Badger-internal writers could cause, since
-// this goroutine is the only writer of ours).
-func (s *Store) apply(fn func(*Tx) error) ([]Event, error) {
-	const maxAttempts = 3
-	for attempt := 1; ; attempt++ {
-		tx := newWriteTx(s)
-		err := fn(tx)
-		if err == nil {
-			err = tx.btx.Commit()
-		}
-		tx.discard()
-		if err == nil {
-			for tenant, seq := range tx.seqs {
-				s.seqs[tenant] = seq
-			}
-			for _, h := range tx.onCommit {
-				h()
-			}
-			return tx.events, nil
-		}
-		if errors.Is(err, badger.ErrConflict) && attempt < maxAttempts {
-			continue
-		}
-		if errors.Is(err, badger.ErrTxnTooBig) {
+// apply runs one closure as a layer of the batch. A closure that fails
+// leaves nothing behind; one that succeeds is folded into the batch and its
+// commit hooks run at once, so the next closure sees its effects everywhere.
+func (s *Store) apply(b *batchTx, fn func(*Tx) error) ([]Event, error) {
+	tx := b.tx()
+	if err := fn(tx); err != nil {
+		return nil, err
+	}
+	if err := b.absorb(tx); err != nil {
+		if errors.Is(err, errTooLarge) || errors.Is(err, badger.ErrTxnTooBig) {
 			return nil, fault.Invalidf("", "the change is too large for one transaction")
 		}
 		return nil, err
 	}
+	for tenant, seq := range tx.seqs {
+		s.seqs[tenant] = seq
+	}
+	for _, h := range tx.onCommit {
+		h()
+	}
+	return tx.events, nil
 }
+
+// fail marks the store broken after a write could not be committed.
+func (s *Store) fail(err error) {
+	s.log.Error("the store stopped taking writes", "err", err)
+	s.broken.Store(true)
+}
+
+// Healthy reports whether the store takes writes.
+func (s *Store) Healthy() bool { return !s.broken.Load() }
 
 // walSyncer closes the gap that db.Sync leaves: it syncs only the active
 // memtable's WAL, so a memtable that rotated out between a commit and the sync

@@ -7,80 +7,73 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/google/btree"
 )
 
 // Tx is one transaction: read-only from View, read-write inside Update. The
 // domain methods (NodeGet, NodeCreate, EdgeInsert, ...) are the only way other
 // packages touch keys.
 //
-// A write transaction reads from a snapshot taken when it starts plus an
-// ordered overlay of its own writes; the Badger write transaction only
-// receives the writes. Badger sorts a transaction's pending writes every time
-// an iterator is opened in it, which makes a transaction that writes
-// thousands of keys and scans between them quadratic; the overlay keeps every
-// read O(log n).
+// A write transaction is one layer of the writer's current batch: it reads its
+// own writes, then the writes of the batch's earlier transactions, then a
+// snapshot taken when the batch began; its writes stay in its layer until it
+// succeeds, when the batch folds them into the one Badger transaction it
+// commits (see batch.go). Every read is O(log n): Badger's own transactions
+// sort their pending writes each time an iterator opens, which made large
+// transactions quadratic.
 type Tx struct {
-	btx      *badger.Txn // View: the read txn; Update: the write txn (writes only)
-	snap     *badger.Txn // Update: the snapshot reads come from
+	rtx      *badger.Txn // View: the read txn
+	batch    *batchTx    // Update: the batch this transaction is a layer of
 	store    *Store
 	now      time.Time
 	writable bool
-	over     map[string]overlayValue
-	overKeys *btree.BTreeG[string]
+	layer    *overlay
 
-	seqs     map[string]uint64 // next event seq per tenant, applied on commit
+	seqs     map[string]uint64 // next event seq per tenant, applied on success
 	events   []Event
 	onCommit []func()
-}
-
-type overlayValue struct {
-	val     []byte
-	deleted bool
-}
-
-func newWriteTx(s *Store) *Tx {
-	return &Tx{
-		btx: s.db.NewTransaction(true), snap: s.db.NewTransaction(false), store: s,
-		now: s.clock.Now(), writable: true,
-		over: map[string]overlayValue{}, overKeys: btree.NewG(32, func(a, b string) bool { return a < b }),
-	}
-}
-
-func (tx *Tx) discard() {
-	tx.btx.Discard()
-	if tx.snap != nil {
-		tx.snap.Discard()
-	}
-}
-
-// reader is the Badger transaction reads go to.
-func (tx *Tx) reader() *badger.Txn {
-	if tx.snap != nil {
-		return tx.snap
-	}
-	return tx.btx
 }
 
 // Now is the instant this transaction acts at.
 func (tx *Tx) Now() time.Time { return tx.now }
 
 // OnCommit registers f to run on the writer goroutine right after this
-// transaction commits (never if it does not).
+// transaction succeeds (never if it does not).
 func (tx *Tx) OnCommit(f func()) { tx.onCommit = append(tx.onCommit, f) }
 
 var errReadOnly = errors.New("write in a read-only transaction")
 
+// reader is the Badger transaction reads fall through to.
+func (tx *Tx) reader() *badger.Txn {
+	if tx.batch != nil {
+		return tx.batch.snap
+	}
+	return tx.rtx
+}
+
+// lookup finds key in this transaction's layer or the batch's overlay.
+func (tx *Tx) lookup(key string) (overlayValue, bool) {
+	if tx.layer != nil {
+		if ov, ok := tx.layer.vals[key]; ok {
+			return ov, true
+		}
+	}
+	if tx.batch != nil {
+		if ov, ok := tx.batch.over.vals[key]; ok {
+			return ov, true
+		}
+	}
+	return overlayValue{}, false
+}
+
 func (tx *Tx) get(key []byte) ([]byte, bool, error) {
-	if ov, ok := tx.over[string(key)]; ok {
+	if ov, ok := tx.lookup(string(key)); ok {
 		if ov.deleted {
 			return nil, false, nil
 		}
-		return ov.val, true, nil
+		return ov.entry.Value, true, nil
 	}
 	item, err := tx.reader().Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
@@ -104,14 +97,6 @@ func (tx *Tx) getJSON(key []byte, v any) (bool, error) {
 	return true, nil
 }
 
-func (tx *Tx) record(key, val []byte, deleted bool) {
-	k := string(key)
-	if _, ok := tx.over[k]; !ok {
-		tx.overKeys.ReplaceOrInsert(k)
-	}
-	tx.over[k] = overlayValue{val: val, deleted: deleted}
-}
-
 func (tx *Tx) set(key, val []byte) error {
 	return tx.setEntry(badger.NewEntry(key, val))
 }
@@ -120,10 +105,7 @@ func (tx *Tx) setEntry(e *badger.Entry) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	if err := tx.btx.SetEntry(e); err != nil {
-		return err
-	}
-	tx.record(e.Key, e.Value, false)
+	tx.layer.put(string(e.Key), overlayValue{entry: e})
 	return nil
 }
 
@@ -139,15 +121,12 @@ func (tx *Tx) del(key []byte) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	if err := tx.btx.Delete(key); err != nil {
-		return err
-	}
-	tx.record(key, nil, true)
+	tx.layer.put(string(key), overlayValue{deleted: true})
 	return nil
 }
 
 func (tx *Tx) exists(key []byte) (bool, error) {
-	if ov, ok := tx.over[string(key)]; ok {
+	if ov, ok := tx.lookup(string(key)); ok {
 		return !ov.deleted, nil
 	}
 	_, err := tx.reader().Get(key)
@@ -199,11 +178,11 @@ func (tx *Tx) scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 				if cmp == 0 {
 					it.Next() // shadowed by the overlay
 				}
-				ov := tx.over[k]
+				ov, _ := tx.lookup(k)
 				if ov.deleted {
 					continue
 				}
-				more, err := fn([]byte(k), bytes.Clone(ov.val))
+				more, err := fn([]byte(k), bytes.Clone(ov.entry.Value))
 				if err != nil || !more {
 					return err
 				}
@@ -230,22 +209,20 @@ func (tx *Tx) scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 	}
 }
 
-// pendingUnder lists this transaction's written keys under prefix (strictly
-// after `after`), in scan order.
+// pendingUnder lists the keys written under prefix by this transaction and
+// the batch's earlier ones (strictly after `after`), in scan order.
 func (tx *Tx) pendingUnder(prefix, after []byte, reverse bool) []string {
-	if tx.overKeys == nil || tx.overKeys.Len() == 0 {
-		return nil
-	}
 	var out []string
-	lo := string(prefix)
-	visit := func(k string) bool {
-		if !strings.HasPrefix(k, lo) {
-			return false
-		}
-		out = append(out, k)
-		return true
+	if tx.batch != nil {
+		out = tx.batch.over.under(string(prefix))
 	}
-	tx.overKeys.AscendGreaterOrEqual(lo, visit)
+	if tx.layer != nil {
+		if mine := tx.layer.under(string(prefix)); len(mine) > 0 {
+			out = append(out, mine...)
+			slices.Sort(out)
+			out = slices.Compact(out)
+		}
+	}
 	if after != nil {
 		a := string(after)
 		kept := out[:0]
