@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/lease"
 )
 
@@ -19,7 +20,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 }
 
-func newMetrics(stats *lease.Stats) *metrics {
+func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
 		reg: reg,
@@ -41,6 +42,14 @@ func newMetrics(stats *lease.Stats) *metrics {
 			func() float64 { return float64(stats.Expiries.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tether_live_leases", Help: "Leases held right now."},
 			func() float64 { return float64(stats.Live.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_batches_total", Help: "Writer batches committed (one Badger transaction each)."},
+			func() float64 { return float64(store.Batches.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_writes_total", Help: "Write transactions applied."},
+			func() float64 { return float64(store.Closures.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_fsyncs_total", Help: "fsyncs made durable acknowledged writes (group commit: one covers many)."},
+			func() float64 { return float64(store.Syncs.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_fsync_seconds_total", Help: "Time spent in those fsyncs."},
+			func() float64 { return float64(store.SyncNanos.Load()) / 1e9 }),
 	)
 	return m
 }

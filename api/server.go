@@ -58,7 +58,7 @@ func New(cfg Config, d Deps) *Server {
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		clock: d.Clock, log: d.Logger, echo: echo.New(),
 	}
-	s.metrics = newMetrics(d.Leases.Stats())
+	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler

@@ -108,10 +108,14 @@ func (tx *Tx) edgeInsert(tenant string, e *Edge, nodesKnown bool) error {
 	}
 	e.CreatedAt = tx.now.UTC()
 	e.RetiredAt = nil
-	if err := tx.setJSON(out, e); err != nil {
+	rec, err := json.Marshal(e)
+	if err != nil {
 		return err
 	}
-	if err := tx.setJSON(edgeKey(tagEdgeIn, tenant, e.To, e.Type, e.From), e); err != nil {
+	if err := tx.set(out, rec); err != nil {
+		return err
+	}
+	if err := tx.set(edgeKey(tagEdgeIn, tenant, e.To, e.Type, e.From), rec); err != nil {
 		return err
 	}
 	if dDeps, dChildren, err := tx.edgeBlocks(tenant, e); err != nil {
@@ -171,10 +175,14 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 	if err != nil {
 		return err
 	}
-	if err := tx.setJSON(retiredEdgeKey(tagRetiredOut, tenant, e.From, e.Type, e.To, seq), e); err != nil {
+	rec, err := json.Marshal(e)
+	if err != nil {
 		return err
 	}
-	if err := tx.setJSON(retiredEdgeKey(tagRetiredIn, tenant, e.To, e.Type, e.From, seq), e); err != nil {
+	if err := tx.set(retiredEdgeKey(tagRetiredOut, tenant, e.From, e.Type, e.To, seq), rec); err != nil {
+		return err
+	}
+	if err := tx.set(retiredEdgeKey(tagRetiredIn, tenant, e.To, e.Type, e.From, seq), rec); err != nil {
 		return err
 	}
 	data := map[string]any{"from": e.From, "type": e.Type, "to": e.To}

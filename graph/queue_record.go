@@ -7,14 +7,30 @@ type QueueSettings struct {
 }
 
 // QueueSettingsGet returns the settings of a queue (zero when never set).
+// Settings are read on every claim, so committed ones are cached in memory;
+// a transaction that changed them reads its own write.
 func (tx *Tx) QueueSettingsGet(tenant, queue string) (QueueSettings, error) {
+	key := queueRecordKey(tenant, queue)
+	_, mine := tx.lookup(string(key))
+	if !mine {
+		if q, ok := tx.store.queueSettings.Load(tenantQueue{tenant, queue}); ok {
+			return q.(QueueSettings), nil
+		}
+	}
 	var q QueueSettings
-	_, err := tx.getJSON(queueRecordKey(tenant, queue), &q)
+	_, err := tx.getJSON(key, &q)
+	// Only the writer fills the cache: it alone reads the latest committed
+	// state (a view's snapshot may be older than a commit hook's value).
+	if err == nil && tx.writable && !mine {
+		tx.store.queueSettings.Store(tenantQueue{tenant, queue}, q)
+	}
 	return q, err
 }
 
 // QueueSettingsPut stores the settings of a queue.
 func (tx *Tx) QueueSettingsPut(tenant, queue string, q QueueSettings) error {
+	tq := tenantQueue{tenant, queue}
+	tx.OnCommit(func() { tx.store.queueSettings.Store(tq, q) })
 	if q == (QueueSettings{}) {
 		return tx.del(queueRecordKey(tenant, queue))
 	}

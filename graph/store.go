@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -45,6 +46,8 @@ type Store struct {
 	urgent chan *writeRequest // the reaper's lane: taken before any queued request
 	done   chan struct{}
 	closed chan struct{}
+	synced chan struct{}   // closed when the syncer has answered everything
+	syncq  chan *committed // batches committed, waiting for their fsync
 	once   sync.Once
 
 	maxBatch int
@@ -56,7 +59,23 @@ type Store struct {
 	events *eventHub
 	ready  *readyMirror
 	broken atomic.Bool
+	stats  StoreStats
+
+	// queueSettings caches committed queue settings (tenantQueue ->
+	// QueueSettings); written through by QueueSettingsPut's commit hook.
+	queueSettings sync.Map
 }
+
+// StoreStats are running totals of the write path, for metrics.
+type StoreStats struct {
+	Batches   atomic.Int64 // writer batches committed
+	Closures  atomic.Int64 // write transactions applied
+	Syncs     atomic.Int64 // fsyncs
+	SyncNanos atomic.Int64 // time spent in them
+}
+
+// Stats returns the write-path totals.
+func (s *Store) Stats() *StoreStats { return &s.stats }
 
 type writeRequest struct {
 	ctx     context.Context
@@ -98,6 +117,8 @@ func Open(opts Options) (*Store, error) {
 		urgent:   make(chan *writeRequest, 64),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
+		synced:   make(chan struct{}),
+		syncq:    make(chan *committed, 256),
 		maxBatch: opts.MaxBatch,
 		seqs:     map[string]uint64{},
 		walSync:  walSyncer{dir: opts.Dir},
@@ -109,6 +130,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("error rebuilding the ready index: %w", err)
 	}
 	go s.writeLoop()
+	go s.syncLoop()
 	return s, nil
 }
 
@@ -118,6 +140,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.done)
 		<-s.closed
+		<-s.synced
 		s.ready.close()
 		if !s.inMem {
 			err = errors.Join(s.db.Sync(), s.walSync.syncRotated(true))
@@ -180,6 +203,7 @@ func (s *Store) View(fn func(*Tx) error) error {
 
 func (s *Store) writeLoop() {
 	defer close(s.closed)
+	defer close(s.syncq)
 	batch := make([]*writeRequest, 0, s.maxBatch)
 	for {
 		var first *writeRequest
@@ -266,31 +290,82 @@ func (s *Store) runBatch(batch []*writeRequest) {
 	}
 	commitErr := b.commit()
 	b.discard()
+	s.stats.Batches.Add(1)
+	s.stats.Closures.Add(int64(len(outcomes)))
 	if commitErr != nil {
 		// The in-memory views already reflect the batch; the store no longer
 		// matches them. Stop taking writes: a restart rebuilds from disk.
 		s.fail(fmt.Errorf("error committing a batch: %w", commitErr))
-	}
-	var syncErr error
-	if commitErr == nil && needSync && !s.inMem {
-		syncErr = errors.Join(s.db.Sync(), s.walSync.syncRotated(false))
-		if syncErr != nil {
-			s.log.Error("error syncing store", "err", syncErr)
+		for _, o := range outcomes {
+			if o.err == nil {
+				o.err = fault.ErrUnavailable
+			}
+			o.req.err <- o.err
 		}
-	}
-	for _, o := range outcomes {
-		err := o.err
-		if err == nil && (commitErr != nil || (o.req.durable && syncErr != nil)) {
-			err = fault.ErrUnavailable
-		}
-		o.req.err <- err
-	}
-	if commitErr != nil {
 		return
 	}
+	// Requests that need no fsync are answered now; the rest wait for the
+	// syncer, while this goroutine goes on with the next batch.
+	c := &committed{needSync: needSync && !s.inMem}
 	for _, o := range outcomes {
-		if o.err == nil && len(o.events) > 0 {
-			s.events.publish(o.events)
+		if o.err != nil || !o.req.durable || !c.needSync {
+			o.req.err <- o.err
+			if o.err == nil && len(o.events) > 0 {
+				s.events.publish(o.events)
+			}
+			continue
+		}
+		c.waiting = append(c.waiting, o)
+	}
+	if len(c.waiting) > 0 {
+		s.syncq <- c
+	}
+}
+
+// committed is a batch whose durable requests wait for an fsync.
+type committed struct {
+	needSync bool
+	waiting  []outcome
+}
+
+// syncLoop makes committed batches durable: one fsync covers every batch
+// committed before it started, and only then are their callers answered. It
+// runs beside the writer, so the writer applies the next batch during the
+// fsync of the last one (pipelined group commit).
+func (s *Store) syncLoop() {
+	defer close(s.synced)
+	for c := range s.syncq {
+		group := []*committed{c}
+	gather:
+		for {
+			select {
+			case more, ok := <-s.syncq:
+				if !ok {
+					break gather
+				}
+				group = append(group, more)
+			default:
+				break gather
+			}
+		}
+		start := time.Now()
+		err := errors.Join(s.db.Sync(), s.walSync.syncRotated(false))
+		s.stats.Syncs.Add(1)
+		s.stats.SyncNanos.Add(time.Since(start).Nanoseconds())
+		if err != nil {
+			s.log.Error("error syncing store", "err", err)
+		}
+		for _, c := range group {
+			for _, o := range c.waiting {
+				if err != nil {
+					o.req.err <- fault.ErrUnavailable
+					continue
+				}
+				o.req.err <- nil
+				if len(o.events) > 0 {
+					s.events.publish(o.events)
+				}
+			}
 		}
 	}
 }
