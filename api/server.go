@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
+	"github.com/tether-run/tether/worker"
 )
 
 // Config are the HTTP-level settings.
@@ -27,6 +28,7 @@ type Deps struct {
 	Tenants *tenant.Service
 	Leases  *lease.Service
 	Work    *work.Service
+	Workers *worker.Registry
 	Clock   clock.Clock
 	Logger  *slog.Logger
 }
@@ -39,6 +41,7 @@ type Server struct {
 	tenants *tenant.Service
 	leases  *lease.Service
 	work    *work.Service
+	workers *worker.Registry
 	clock   clock.Clock
 	log     *slog.Logger
 	echo    *echo.Echo
@@ -56,7 +59,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
-		clock: d.Clock, log: d.Logger, echo: echo.New(),
+		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
 	}
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo
@@ -122,4 +125,5 @@ func (s *Server) routes() {
 	v1.POST("/queues/:queue/claim", s.claimNext, s.require(worker))
 	v1.POST("/queues/:queue/claims", s.claimMany, s.require(worker))
 	s.activityRoutes(v1)
+	s.workerRoutes(v1)
 }

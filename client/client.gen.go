@@ -327,6 +327,27 @@ func (e StatusRequestStatus) Valid() bool {
 	}
 }
 
+// Defines values for WorkerStatus.
+const (
+	WorkerStatusIdle    WorkerStatus = "idle"
+	WorkerStatusOffline WorkerStatus = "offline"
+	WorkerStatusWorking WorkerStatus = "working"
+)
+
+// Valid indicates whether the value is a known member of the WorkerStatus enum.
+func (e WorkerStatus) Valid() bool {
+	switch e {
+	case WorkerStatusIdle:
+		return true
+	case WorkerStatusOffline:
+		return true
+	case WorkerStatusWorking:
+		return true
+	default:
+		return false
+	}
+}
+
 // Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
 // for every further attempt, capped at `max_ms`.
 type Backoff struct {
@@ -1064,6 +1085,54 @@ type TokenList struct {
 // Usage Named counters (tokens, cost, ...), summed by name.
 type Usage map[string]float64
 
+// Worker A worker of an identity, as its heartbeats describe it.
+type Worker struct {
+	// By The identity that sends the heartbeats (token subject).
+	By         string                 `json:"by"`
+	LastSeenAt time.Time              `json:"last_seen_at"`
+	Meta       map[string]interface{} `json:"meta"`
+
+	// Node The node it runs (`working` only).
+	Node *string `json:"node"`
+
+	// Stale No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000).
+	Stale bool `json:"stale"`
+
+	// StartedAt The first heartbeat of this life of the worker (reset after `offline` or stale).
+	StartedAt time.Time `json:"started_at"`
+
+	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
+	// (running the node it names) or `offline` (stopped).
+	Status WorkerStatus `json:"status"`
+	Worker string       `json:"worker"`
+}
+
+// WorkerHeartbeat defines model for WorkerHeartbeat.
+type WorkerHeartbeat struct {
+	// Meta Free-form facts about the worker (at most 16 KiB of JSON); null clears them, absent keeps them.
+	Meta *map[string]interface{} `json:"meta,omitempty"`
+
+	// Node The node a `working` worker runs; only with `working`.
+	Node *string `json:"node,omitempty"`
+
+	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
+	// (running the node it names) or `offline` (stopped).
+	Status WorkerStatus `json:"status"`
+
+	// Worker The worker's name, unique per identity (a runner slot, say `host-1`).
+	Worker string `json:"worker"`
+}
+
+// WorkerList defines model for WorkerList.
+type WorkerList struct {
+	Items      []Worker `json:"items"`
+	NextCursor *string  `json:"next_cursor"`
+}
+
+// WorkerStatus What a worker last said it was doing: `idle` (waiting for work), `working`
+// (running the node it names) or `offline` (stopped).
+type WorkerStatus string
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -1245,6 +1314,15 @@ type ListTokensParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ListWorkersParams defines parameters for ListWorkers.
+type ListWorkersParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // RunBatchJSONRequestBody defines body for RunBatch for application/json ContentType.
 type RunBatchJSONRequestBody = BatchRequest
 
@@ -1313,6 +1391,9 @@ type PatchTenantPolicyApplicationMergePatchPlusJSONRequestBody = PolicyPatch
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenCreate
+
+// HeartbeatWorkerJSONRequestBody defines body for HeartbeatWorker for application/json ContentType.
+type HeartbeatWorkerJSONRequestBody = WorkerHeartbeat
 
 // Getter for additional properties for BatchOp. Returns the specified
 // element and whether it was found
@@ -2188,6 +2269,66 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/tokens/{id} (the `DeleteToken` operationId).
 	DeleteToken(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWorkers List the workers
+	//
+	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
+	// hours, ordered by `by`, then `worker`. `stale` is true when its last
+	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
+	// its status.
+	//
+	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+	ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HeartbeatWorkerWithBody Report a worker's status
+	//
+	// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+	// subject, never a request member) is alive and what it is doing, and returns its
+	// record. Send one when the status changes and at least once per stale window
+	// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+	// `offline` when it stops.
+	//
+	// - `started_at` is set by the first heartbeat of a worker, and again by the
+	//   first one after it said `offline` or went stale (a new life of the
+	//   worker); `last_seen_at` is the instant of this heartbeat. Both come from
+	//   the server's clock.
+	// - `node` names the node a `working` worker runs; it is refused with any other
+	//   status. Absent or null: no node.
+	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+	//   the worker's meta; null clears it; absent keeps the last one.
+	//
+	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// 24 hours after its last heartbeat.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+	HeartbeatWorkerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HeartbeatWorker Report a worker's status
+	//
+	// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+	// subject, never a request member) is alive and what it is doing, and returns its
+	// record. Send one when the status changes and at least once per stale window
+	// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+	// `offline` when it stops.
+	//
+	// - `started_at` is set by the first heartbeat of a worker, and again by the
+	//   first one after it said `offline` or went stale (a new life of the
+	//   worker); `last_seen_at` is the instant of this heartbeat. Both come from
+	//   the server's clock.
+	// - `node` names the node a `working` worker runs; it is refused with any other
+	//   status. Absent or null: no node.
+	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+	//   the worker's meta; null clears it; absent keeps the last one.
+	//
+	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// 24 hours after its last heartbeat.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+	HeartbeatWorker(ctx context.Context, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Liveness
@@ -3552,6 +3693,96 @@ func (c *Client) CreateToken(ctx context.Context, body CreateTokenJSONRequestBod
 // Corresponds with DELETE /v1/tokens/{id} (the `DeleteToken` operationId).
 func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteTokenRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWorkers List the workers
+//
+// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
+// hours, ordered by `by`, then `worker`. `stale` is true when its last
+// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
+// its status.
+//
+// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWorkersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HeartbeatWorkerWithBody Report a worker's status
+//
+// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+// subject, never a request member) is alive and what it is doing, and returns its
+// record. Send one when the status changes and at least once per stale window
+// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+// `offline` when it stops.
+//
+//   - `started_at` is set by the first heartbeat of a worker, and again by the
+//     first one after it said `offline` or went stale (a new life of the
+//     worker); `last_seen_at` is the instant of this heartbeat. Both come from
+//     the server's clock.
+//   - `node` names the node a `working` worker runs; it is refused with any other
+//     status. Absent or null: no node.
+//   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+//     the worker's meta; null clears it; absent keeps the last one.
+//
+// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// 24 hours after its last heartbeat.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+func (c *Client) HeartbeatWorkerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeartbeatWorkerRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HeartbeatWorker Report a worker's status
+//
+// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+// subject, never a request member) is alive and what it is doing, and returns its
+// record. Send one when the status changes and at least once per stale window
+// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+// `offline` when it stops.
+//
+//   - `started_at` is set by the first heartbeat of a worker, and again by the
+//     first one after it said `offline` or went stale (a new life of the
+//     worker); `last_seen_at` is the instant of this heartbeat. Both come from
+//     the server's clock.
+//   - `node` names the node a `working` worker runs; it is refused with any other
+//     status. Absent or null: no node.
+//   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+//     the worker's meta; null clears it; absent keeps the last one.
+//
+// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// 24 hours after its last heartbeat.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+func (c *Client) HeartbeatWorker(ctx context.Context, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeartbeatWorkerRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5765,6 +5996,112 @@ func NewDeleteTokenRequest(server string, id string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListWorkersRequest constructs an http.Request for the ListWorkers method
+func NewListWorkersRequest(server string, params *ListWorkersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHeartbeatWorkerRequest calls the generic HeartbeatWorker builder with application/json body
+func NewHeartbeatWorkerRequest(server string, body HeartbeatWorkerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHeartbeatWorkerRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHeartbeatWorkerRequestWithBody constructs an http.Request for the HeartbeatWorker method, with any body, and a specified content type
+func NewHeartbeatWorkerRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/workers/heartbeat")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -6572,6 +6909,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/tokens/{id} (the `DeleteToken` operationId).
 	DeleteTokenWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteTokenResponse, error)
+
+	// ListWorkersWithResponse List the workers
+	//
+	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
+	// hours, ordered by `by`, then `worker`. `stale` is true when its last
+	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
+	// its status.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+	ListWorkersWithResponse(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*ListWorkersResponse, error)
+
+	// HeartbeatWorkerWithBodyWithResponse Report a worker's status
+	//
+	// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+	// subject, never a request member) is alive and what it is doing, and returns its
+	// record. Send one when the status changes and at least once per stale window
+	// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+	// `offline` when it stops.
+	//
+	// - `started_at` is set by the first heartbeat of a worker, and again by the
+	//   first one after it said `offline` or went stale (a new life of the
+	//   worker); `last_seen_at` is the instant of this heartbeat. Both come from
+	//   the server's clock.
+	// - `node` names the node a `working` worker runs; it is refused with any other
+	//   status. Absent or null: no node.
+	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+	//   the worker's meta; null clears it; absent keeps the last one.
+	//
+	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// 24 hours after its last heartbeat.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+	HeartbeatWorkerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error)
+
+	// HeartbeatWorkerWithResponse Report a worker's status
+	//
+	// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+	// subject, never a request member) is alive and what it is doing, and returns its
+	// record. Send one when the status changes and at least once per stale window
+	// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+	// `offline` when it stops.
+	//
+	// - `started_at` is set by the first heartbeat of a worker, and again by the
+	//   first one after it said `offline` or went stale (a new life of the
+	//   worker); `last_seen_at` is the instant of this heartbeat. Both come from
+	//   the server's clock.
+	// - `node` names the node a `working` worker runs; it is refused with any other
+	//   status. Absent or null: no node.
+	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+	//   the worker's meta; null clears it; absent keeps the last one.
+	//
+	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// 24 hours after its last heartbeat.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+	HeartbeatWorkerWithResponse(ctx context.Context, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error)
 }
 
 type GetHealthResponse struct {
@@ -10830,6 +11229,207 @@ func (r DeleteTokenResponse) ContentType() string {
 	return ""
 }
 
+// ListWorkersResponse401Headers the declared response headers of an HTTP 401 response for ListWorkers
+type ListWorkersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListWorkersResponse429Headers the declared response headers of an HTTP 429 response for ListWorkers
+type ListWorkersResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListWorkersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkerList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWorkersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWorkersResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWorkersResponse) GetJSON200() *WorkerList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWorkersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWorkersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWorkersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWorkersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HeartbeatWorkerResponse401Headers the declared response headers of an HTTP 401 response for HeartbeatWorker
+type HeartbeatWorkerResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// HeartbeatWorkerResponse429Headers the declared response headers of an HTTP 429 response for HeartbeatWorker
+type HeartbeatWorkerResponse429Headers struct {
+	RetryAfter int
+}
+
+type HeartbeatWorkerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Worker
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HeartbeatWorkerResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *HeartbeatWorkerResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HeartbeatWorkerResponse) GetJSON200() *Worker {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r HeartbeatWorkerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HeartbeatWorkerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HeartbeatWorkerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HeartbeatWorkerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetHealthWithResponse Liveness
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11982,6 +12582,86 @@ func (c *ClientWithResponses) DeleteTokenWithResponse(ctx context.Context, id st
 		return nil, err
 	}
 	return ParseDeleteTokenResponse(rsp)
+}
+
+// ListWorkersWithResponse List the workers
+//
+// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
+// hours, ordered by `by`, then `worker`. `stale` is true when its last
+// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
+// its status.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
+func (c *ClientWithResponses) ListWorkersWithResponse(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*ListWorkersResponse, error) {
+	rsp, err := c.ListWorkers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWorkersResponse(rsp)
+}
+
+// HeartbeatWorkerWithBodyWithResponse Report a worker's status
+//
+// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+// subject, never a request member) is alive and what it is doing, and returns its
+// record. Send one when the status changes and at least once per stale window
+// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+// `offline` when it stops.
+//
+//   - `started_at` is set by the first heartbeat of a worker, and again by the
+//     first one after it said `offline` or went stale (a new life of the
+//     worker); `last_seen_at` is the instant of this heartbeat. Both come from
+//     the server's clock.
+//   - `node` names the node a `working` worker runs; it is refused with any other
+//     status. Absent or null: no node.
+//   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+//     the worker's meta; null clears it; absent keeps the last one.
+//
+// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// 24 hours after its last heartbeat.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+func (c *ClientWithResponses) HeartbeatWorkerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error) {
+	rsp, err := c.HeartbeatWorkerWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHeartbeatWorkerResponse(rsp)
+}
+
+// HeartbeatWorkerWithResponse Report a worker's status
+//
+// Role: worker. Records that worker `worker` of the caller (`by` is the token's
+// subject, never a request member) is alive and what it is doing, and returns its
+// record. Send one when the status changes and at least once per stale window
+// (`TETHER_WORKER_STALE_MS`, default 90000) while running; a runner sends
+// `offline` when it stops.
+//
+//   - `started_at` is set by the first heartbeat of a worker, and again by the
+//     first one after it said `offline` or went stale (a new life of the
+//     worker); `last_seen_at` is the instant of this heartbeat. Both come from
+//     the server's clock.
+//   - `node` names the node a `working` worker runs; it is refused with any other
+//     status. Absent or null: no node.
+//   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
+//     the worker's meta; null clears it; absent keeps the last one.
+//
+// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// 24 hours after its last heartbeat.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
+func (c *ClientWithResponses) HeartbeatWorkerWithResponse(ctx context.Context, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error) {
+	rsp, err := c.HeartbeatWorker(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHeartbeatWorkerResponse(rsp)
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
@@ -15951,6 +16631,195 @@ func ParseDeleteTokenResponse(rsp *http.Response) (*DeleteTokenResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteTokenResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWorkersResponse parses an HTTP response from a ListWorkersWithResponse call
+func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWorkersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkerList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListWorkersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWorkersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHeartbeatWorkerResponse parses an HTTP response from a HeartbeatWorkerWithResponse call
+func ParseHeartbeatWorkerResponse(rsp *http.Response) (*HeartbeatWorkerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HeartbeatWorkerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Worker
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HeartbeatWorkerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers HeartbeatWorkerResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

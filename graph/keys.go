@@ -30,6 +30,7 @@ import (
 //	T|t                             tenant record
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record (expires with a Badger TTL)
+//	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
 const (
@@ -54,6 +55,7 @@ const (
 	tagTenant      = 'T'
 	tagAPIKey      = 'K'
 	tagIdempotency = 'i'
+	tagWorker      = 'W'
 	keySeparator   = 0x00
 	orderKeyLength = 16
 )
@@ -163,6 +165,10 @@ func tenantKey(tenant string) []byte { return newKey(tagTenant, tenant).bytes() 
 func idempotencyKey(tenant, key string) []byte { return newKey(tagIdempotency, tenant).last(key) }
 
 func apiKeyKey(tenant, id string) []byte { return newKey(tagAPIKey, tenant).last(id) }
+
+func workerKey(tenant, by, worker string) []byte {
+	return newKey(tagWorker, tenant).str(by).last(worker)
+}
 
 // idAfterOrder returns the node id of an index key whose order bytes start at
 // offset prefixLen.

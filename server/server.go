@@ -16,6 +16,7 @@ import (
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
+	"github.com/tether-run/tether/worker"
 )
 
 // Config is everything a server needs.
@@ -28,6 +29,9 @@ type Config struct {
 	SkillMDPath    string
 	Clock          clock.Clock
 	Logger         *slog.Logger
+
+	// WorkerStaleAfter is TETHER_WORKER_STALE_MS (worker.DefaultStaleAfter when zero).
+	WorkerStaleAfter time.Duration
 }
 
 // Server is a running Tether.
@@ -36,6 +40,7 @@ type Server struct {
 	Tenants *tenant.Service
 	Leases  *lease.Service
 	Work    *work.Service
+	Workers *worker.Registry
 	API     *api.Server
 	http    *http.Server
 	log     *slog.Logger
@@ -94,10 +99,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
+	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
 	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill}, api.Deps{
-		Store: store, Tenants: tenants, Leases: leases, Work: w, Clock: cfg.Clock, Logger: cfg.Logger,
+		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, API: a, log: cfg.Logger}
+	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, API: a, log: cfg.Logger}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -59,7 +59,7 @@ func loadEnv() (settings, error) {
 		DataDir:   envString("TETHER_DATA_DIR", "./data"),
 		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
 	}
-	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody int64
+	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -70,6 +70,7 @@ func loadEnv() (settings, error) {
 		"TETHER_MAX_ATTEMPTS":         {&maxAttempts, 5},
 		"TETHER_REAPER_INTERVAL_MS":   {&reaperMS, 1000},
 		"TETHER_MAX_BODY_BYTES":       {&maxBody, 1 << 20},
+		"TETHER_WORKER_STALE_MS":      {&workerStaleMS, 90000},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -90,15 +91,18 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_REAPER_INTERVAL_MS must be at least 1")
 	case maxBody < 1:
 		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
+	case workerStaleMS < 1:
+		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
 	}
 	keys, err := tenant.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
 	if err != nil {
 		return s, fmt.Errorf("TETHER_JWT_PUBLIC_KEYS: %w", err)
 	}
 	s.Server = server.Config{
-		ReaperInterval: time.Duration(reaperMS) * time.Millisecond,
-		MaxBodyBytes:   maxBody,
-		SkillMDPath:    os.Getenv("TETHER_SKILL_MD_PATH"),
+		ReaperInterval:   time.Duration(reaperMS) * time.Millisecond,
+		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
+		MaxBodyBytes:     maxBody,
+		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
 			PublicKeys:      keys,

@@ -1,0 +1,42 @@
+package graph
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// The worker package owns the shape of worker heartbeat records; the graph
+// stores them under the tenant's keys, one per (identity, worker name).
+
+// WorkerRecordGet decodes the record of worker of identity by into v; false
+// when there is none (or it has expired).
+func (tx *Tx) WorkerRecordGet(tenant, by, worker string, v any) (bool, error) {
+	return tx.getJSON(workerKey(tenant, by, worker), v)
+}
+
+// WorkerRecordPut stores the record of worker of identity by. It disappears
+// once ttl has passed on the wall clock (Badger's TTL), unless a later put
+// renews it.
+func (tx *Tx) WorkerRecordPut(tenant, by, worker string, v any, ttl time.Duration) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return tx.setEntry(badger.NewEntry(workerKey(tenant, by, worker), b).WithTTL(ttl))
+}
+
+// WorkerRecordList calls fn with each raw worker record of tenant in (by,
+// worker) order, starting after the record (afterBy, afterWorker) when
+// afterBy is not empty. fn returns false to stop.
+func (tx *Tx) WorkerRecordList(tenant, afterBy, afterWorker string, fn func(raw json.RawMessage) (bool, error)) error {
+	prefix := newKey(tagWorker, tenant).bytes()
+	var start []byte
+	if afterBy != "" {
+		start = workerKey(tenant, afterBy, afterWorker)
+	}
+	return tx.scan(prefix, start, false, true, func(_, val []byte) (bool, error) {
+		return fn(val)
+	})
+}

@@ -1,0 +1,132 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/clock/clocktest"
+)
+
+type bundle struct {
+	reg *Registry
+	clk *clocktest.Fake
+}
+
+func setup(t *testing.T, stale time.Duration) bundle {
+	t.Helper()
+	clk := clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	store, err := graph.Open(graph.Options{InMemory: true, Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	return bundle{reg: New(Config{Store: store, StaleAfter: stale}), clk: clk}
+}
+
+func (b bundle) beat(t *testing.T, p HeartbeatParams) View {
+	t.Helper()
+	if p.Tenant == "" {
+		p.Tenant = "acme"
+	}
+	if p.By == "" {
+		p.By = "alice"
+	}
+	v, err := b.reg.Heartbeat(context.Background(), p)
+	require.NoError(t, err)
+	return v
+}
+
+func (b bundle) list(t *testing.T, tenant string) []View {
+	t.Helper()
+	views, next, err := b.reg.List(tenant, "", MaxLimit)
+	require.NoError(t, err)
+	require.Empty(t, next)
+	return views
+}
+
+func TestDefaultStaleWindow(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, DefaultStaleAfter, setup(t, 0).reg.StaleAfter())
+	require.Equal(t, 90*time.Second, DefaultStaleAfter)
+}
+
+func TestStartedAtFollowsTheWorkersLives(t *testing.T) {
+	t.Parallel()
+	b := setup(t, time.Minute)
+	t0 := b.clk.Now()
+	v := b.beat(t, HeartbeatParams{Worker: "w", Status: StatusIdle})
+	require.Equal(t, t0, v.StartedAt)
+
+	b.clk.Advance(59 * time.Second)
+	v = b.beat(t, HeartbeatParams{Worker: "w", Status: StatusWorking, Node: "n1"})
+	require.Equal(t, t0, v.StartedAt, "a heartbeat within the window continues the life")
+	require.Equal(t, t0.Add(59*time.Second), v.LastSeenAt)
+
+	b.clk.Advance(time.Minute)
+	require.True(t, b.list(t, "acme")[0].Stale)
+	v = b.beat(t, HeartbeatParams{Worker: "w", Status: StatusIdle})
+	require.Equal(t, b.clk.Now(), v.StartedAt, "after going stale, a new life")
+
+	b.clk.Advance(time.Second)
+	b.beat(t, HeartbeatParams{Worker: "w", Status: StatusOffline})
+	b.clk.Advance(time.Second)
+	v = b.beat(t, HeartbeatParams{Worker: "w", Status: StatusIdle})
+	require.Equal(t, b.clk.Now(), v.StartedAt, "after offline, a new life")
+	require.Empty(t, v.Node)
+}
+
+func TestHeartbeatRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	for _, p := range []HeartbeatParams{
+		{Worker: "", Status: StatusIdle},
+		{Worker: "-w", Status: StatusIdle},
+		{Worker: "w", Status: ""},
+		{Worker: "w", Status: "asleep"},
+		{Worker: "w", Status: StatusIdle, Node: "n1"},
+		{Worker: "w", Status: StatusWorking, Node: "bad id"},
+		{Worker: "w", Status: StatusIdle, SetMeta: true, Meta: map[string]any{"big": string(make([]byte, MaxMetaBytes))}},
+	} {
+		p.Tenant, p.By = "acme", "alice"
+		_, err := b.reg.Heartbeat(context.Background(), p)
+		var invalid *fault.Invalid
+		require.ErrorAs(t, err, &invalid, "%+v", p)
+	}
+	require.Empty(t, b.list(t, "acme"))
+}
+
+func TestListPagesInKeyOrderWithinTheTenant(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	for _, by := range []string{"bob", "alice"} {
+		for _, w := range []string{"z", "a", "m"} {
+			b.beat(t, HeartbeatParams{By: by, Worker: w, Status: StatusIdle})
+		}
+	}
+	b.beat(t, HeartbeatParams{Tenant: "globex", Worker: "a", Status: StatusIdle})
+
+	var got []string
+	cursor := ""
+	for {
+		page, next, err := b.reg.List("acme", cursor, 4)
+		require.NoError(t, err)
+		for _, v := range page {
+			got = append(got, v.By+"/"+v.Worker)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	require.Equal(t, []string{"alice/a", "alice/m", "alice/z", "bob/a", "bob/m", "bob/z"}, got)
+	require.Len(t, b.list(t, "globex"), 1)
+
+	for _, bad := range []string{"!!", "d29ya2Vy", "dzphbGljZQ"} { // not base64; "worker"; "w:alice" without a name
+		_, _, err := b.reg.List("acme", bad, 10)
+		var invalid *fault.Invalid
+		require.ErrorAs(t, err, &invalid, bad)
+	}
+}
