@@ -1,0 +1,235 @@
+package main
+
+// The client commands (nodes, edges, claim, queues, leases, events, ...)
+// share this: where the server is, the token, the output format, how a
+// response becomes output or an error, and how an error becomes an exit code.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/client"
+)
+
+const defaultServer = "http://127.0.0.1:36725"
+
+// cli is the state of the root's persistent flags.
+type cli struct {
+	server string
+	token  string
+	output string
+}
+
+// newCLI adds --server, --token and --output to root, for every command.
+func newCLI(root *cobra.Command) *cli {
+	c := &cli{}
+	f := root.PersistentFlags()
+	f.StringVar(&c.server, "server", "", "Tether server URL (TETHER_URL, default "+defaultServer+")")
+	f.StringVar(&c.token, "token", "", "bearer token: a JWT or an API key (TETHER_TOKEN)")
+	f.StringVarP(&c.output, "output", "o", "table", "output format: table (for people) or json (the API's JSON)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	return c
+}
+
+// api is a client for the configured server; every client command starts here.
+func (c *cli) api() (*client.ClientWithResponses, error) {
+	if err := c.checkOutput(); err != nil {
+		return nil, err
+	}
+	opts := []client.ClientOption{
+		// Long polls wait up to 60 s for an answer.
+		client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second}),
+	}
+	if tok := c.bearer(); tok != "" {
+		opts = append(opts, client.WithBearerToken(tok))
+	}
+	return client.NewClientWithResponses(c.serverURL(), opts...)
+}
+
+func (c *cli) serverURL() string {
+	if c.server != "" {
+		return c.server
+	}
+	return envString("TETHER_URL", defaultServer)
+}
+
+func (c *cli) bearer() string {
+	if c.token != "" {
+		return c.token
+	}
+	return os.Getenv("TETHER_TOKEN")
+}
+
+func (c *cli) checkOutput() error {
+	if c.output != "table" && c.output != "json" {
+		return usageErrorf("--output must be table or json, not %q", c.output)
+	}
+	return nil
+}
+
+func (c *cli) json() bool { return c.output == "json" }
+
+// emit writes body (the API's JSON) pretty-printed with -o json, and
+// otherwise whatever table writes, aligned in columns.
+func (c *cli) emit(w io.Writer, body []byte, table func(w io.Writer)) error {
+	if c.json() {
+		return writeJSON(w, body)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+func writeJSON(w io.Writer, body []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(body), "", "  "); err != nil {
+		return fmt.Errorf("error formatting the server's answer: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// unreachable is the error of a call that got no answer.
+func (c *cli) unreachable(err error) error {
+	return fmt.Errorf("error calling the server at %s (set --server or TETHER_URL): %w", c.serverURL(), err)
+}
+
+// check is nil for an answer below 400 and otherwise an error: the problem
+// document, shown with its extension members.
+func (c *cli) check(resp *http.Response, body []byte) error {
+	err := client.CheckResponse(resp, body)
+	var p *client.Problem
+	if errors.As(err, &p) {
+		return &problemError{p: p, noToken: c.bearer() == ""}
+	}
+	return err
+}
+
+// problemError prints a problem's code and detail, then the members that say
+// what to do about it: who holds the node and until when, what it waits for.
+type problemError struct {
+	p       *client.Problem
+	noToken bool
+}
+
+func (e *problemError) Unwrap() error { return e.p }
+
+func (e *problemError) Error() string {
+	p := e.p
+	var b strings.Builder
+	b.WriteString(p.Error())
+	line := func(k, format string, args ...any) {
+		fmt.Fprintf(&b, "\n  %-12s %s", k+":", fmt.Sprintf(format, args...))
+	}
+	if p.Code == client.ProblemCodeConflict || p.Code == client.ProblemCodeLeaseLost {
+		holder := "nobody"
+		if p.Holder != nil {
+			holder = *p.Holder
+		}
+		line("holder", "%s", holder)
+	}
+	if p.ExpiresAt != nil {
+		line("expires_at", "%s (%s)", stamp(*p.ExpiresAt), relative(*p.ExpiresAt))
+	}
+	if p.Reason != "" {
+		line("reason", "%s", p.Reason)
+	}
+	if len(p.BlockedBy) > 0 {
+		line("blocked_by", "%s", strings.Join(p.BlockedBy, ", "))
+	}
+	if p.RunAt != nil {
+		line("run_at", "%s (%s)", stamp(*p.RunAt), relative(*p.RunAt))
+	}
+	if p.Field != "" {
+		line("field", "%s", p.Field)
+	}
+	if p.CurrentVersion != nil {
+		line("version", "%d (the node's current version)", *p.CurrentVersion)
+	}
+	if p.Status >= 500 && p.RequestID != "" {
+		line("request_id", "%s", p.RequestID)
+	}
+	if p.Status == http.StatusUnauthorized && e.noToken {
+		b.WriteString("\n  no token was sent: set --token or TETHER_TOKEN")
+	}
+	return b.String()
+}
+
+// usageError is a mistake in the command line: exit code 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode is 2 for a usage error and 1 for any other.
+func exitCode(err error) int {
+	var u usageError
+	// cobra reports an unknown sub-command of the root before any hook of ours runs.
+	if errors.As(err, &u) || strings.HasPrefix(err.Error(), "unknown command ") {
+		return 2
+	}
+	return 1
+}
+
+// usageArgs wraps a cobra argument check so that its failure is a usage error.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// groupCommand is a command that only holds sub-commands: an unknown one is a
+// usage error rather than a silent help page.
+func groupCommand(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if len(a) == 0 {
+				return cmd.Help()
+			}
+			return usageErrorf("unknown command %q for %q", a[0], cmd.CommandPath())
+		},
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// ifSet is &v when the flag was given, else nil: the API's "absent".
+func ifSet[T any](cmd *cobra.Command, name string, v T) *T {
+	if cmd.Flags().Changed(name) {
+		return &v
+	}
+	return nil
+}
+
+// jsonObject parses a flag's JSON object value.
+func jsonObject(flag, raw string) (map[string]any, error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
+		return nil, usageErrorf("--%s must be a JSON object, like '{\"key\": 1}'", flag)
+	}
+	return m, nil
+}
+
+// millis is d in milliseconds, for the API's *_ms fields.
+func millis(d time.Duration) int64 { return d.Milliseconds() }

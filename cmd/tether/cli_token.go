@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/tenant"
+)
+
+func (c *cli) tokenCommand() *cobra.Command {
+	return groupCommand("token", "Make tokens (for operators)", c.tokenMintCommand())
+}
+
+// tenantID is API.md's tenant id: the `tid` claim.
+var tenantID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+func (c *cli) tokenMintCommand() *cobra.Command {
+	var sub, tid, secret, issuer, audience string
+	var roles []string
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "mint --sub SUBJECT --tenant TENANT [--roles r1,r2] [--ttl 24h]",
+		Short: "Sign an HS256 JWT with the server's secret (no server is called)",
+		Long: `Sign an HS256 JWT with the server's secret: --secret, or the first of the
+comma separated TETHER_JWT_SECRET, which the server verifies with. Claims: sub,
+tid (the tenant), roles (default, when not given: worker), iat, exp, and iss /
+aud from --issuer / --audience (TETHER_JWT_ISSUER / TETHER_JWT_AUDIENCE) when
+set. The token alone is printed, for export TETHER_TOKEN=$(tether token mint ...).`,
+		Example: `  tether token mint --sub alice --tenant acme --roles worker --ttl 24h`,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := c.checkOutput(); err != nil {
+				return err
+			}
+			claims, err := tokenClaims(sub, tid, roles, ttl, issuer, audience)
+			if err != nil {
+				return err
+			}
+			if secret == "" {
+				if secrets := csv("TETHER_JWT_SECRET"); len(secrets) > 0 {
+					secret = secrets[0]
+				}
+			}
+			if secret == "" {
+				return usageErrorf("no secret: set --secret or TETHER_JWT_SECRET")
+			}
+			tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+			if err != nil {
+				return fmt.Errorf("error signing the token: %w", err)
+			}
+			if !c.json() {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), tok)
+				return err
+			}
+			claims["token"] = tok
+			claims["expires_at"] = stamp(time.Unix(claims["exp"].(int64), 0))
+			b, err := json.Marshal(claims)
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd.OutOrStdout(), b)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sub, "sub", "", "the identity (required)")
+	f.StringVar(&tid, "tenant", "", "the tenant (required)")
+	f.StringSliceVar(&roles, "roles", nil, "reader, worker, dispatcher or admin (comma separated; default worker)")
+	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long it is valid")
+	f.StringVar(&secret, "secret", "", "the HS256 secret (default: the first of TETHER_JWT_SECRET)")
+	f.StringVar(&issuer, "issuer", os.Getenv("TETHER_JWT_ISSUER"), "the iss claim (TETHER_JWT_ISSUER)")
+	f.StringVar(&audience, "audience", os.Getenv("TETHER_JWT_AUDIENCE"), "the aud claim (TETHER_JWT_AUDIENCE)")
+	return cmd
+}
+
+// tokenClaims checks the flags of `token mint` and makes its claims.
+func tokenClaims(sub, tid string, roles []string, ttl time.Duration, issuer, audience string) (jwt.MapClaims, error) {
+	switch {
+	case sub == "":
+		return nil, usageErrorf("--sub is required")
+	case !tenantID.MatchString(tid):
+		return nil, usageErrorf("--tenant must be 1-63 characters of [a-z0-9_-], starting with a letter or digit (got %q)", tid)
+	case ttl <= 0:
+		return nil, usageErrorf("--ttl must be positive")
+	}
+	now := time.Now()
+	claims := jwt.MapClaims{"sub": sub, "tid": tid, "iat": now.Unix(), "exp": now.Add(ttl).Unix()}
+	if len(roles) > 0 {
+		names := make([]string, len(roles))
+		for i, r := range roles {
+			role, ok := tenant.ParseRole(r)
+			if !ok {
+				return nil, usageErrorf("--roles: %q is not reader, worker, dispatcher or admin", r)
+			}
+			names[i] = role.String()
+		}
+		claims["roles"] = names
+	}
+	if issuer != "" {
+		claims["iss"] = issuer
+	}
+	if audience != "" {
+		claims["aud"] = audience
+	}
+	return claims, nil
+}
