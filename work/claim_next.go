@@ -61,6 +61,12 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 		if err != nil {
 			return nil, fmt.Errorf("error claiming from queue: %w", err)
 		}
+		if len(got) > 0 && ctx.Err() != nil {
+			// The caller went away while its claim committed: nobody will run
+			// these nodes, so give them back now rather than after their TTL.
+			s.releaseUndelivered(p, got)
+			return nil, ctx.Err()
+		}
 		if len(got) > 0 || deadline == nil {
 			return got, nil
 		}
@@ -154,4 +160,17 @@ func isSkippable(err error) bool {
 	var nc *fault.NotClaimable
 	var conflict *fault.Conflict
 	return errorsAs(err, &nc) || errorsAs(err, &conflict)
+}
+
+// releaseUndelivered releases claims whose answer could not be delivered.
+func (s *Service) releaseUndelivered(p ClaimNextParams, got []*lease.ClaimResult) {
+	for _, r := range got {
+		_, err := s.leases.Release(context.Background(), lease.ReleaseParams{
+			HolderParams: lease.HolderParams{Tenant: p.Tenant, NodeID: r.Node.ID, By: p.Sub, Fence: r.Lease.Fence},
+			Reason:       "the claimer went away before the answer",
+		})
+		if err != nil {
+			s.log.Warn("error releasing an undelivered claim", "node", r.Node.ID, "err", err)
+		}
+	}
 }

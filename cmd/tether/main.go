@@ -16,8 +16,14 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCommand())
+	root.AddCommand(workCommand())
+	cli := newCLI(root) // --server, --token, -o for the client commands
+	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
+	root.AddCommand(cli.leaseCommands()...)
+	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
+	root.AddCommand(cli.tokenCommand(), cli.tenantCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err)) // 2 for a usage error
 	}
 }

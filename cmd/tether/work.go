@@ -1,0 +1,245 @@
+package main
+
+// tether work: a worker runner. It claims nodes of a queue and runs a command
+// for each, holding the lease while the command runs and reporting how it
+// ended. The slot loop is in work_slot.go, running the command in
+// work_exec.go, the retry delays in work_backoff.go.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/worker"
+)
+
+// workOptions are the flags of tether work.
+type workOptions struct {
+	server, token string
+	queue         string
+	concurrency   int
+	ttl, grace    time.Duration
+	heartbeat     time.Duration
+	types, labels []string
+	workerName    string
+	command       []string
+}
+
+func workCommand() *cobra.Command {
+	var o workOptions
+	cmd := &cobra.Command{
+		Use:   "work --queue QUEUE [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command for every node of a queue (a worker runner)",
+		Long: `Run a worker runner: each of --concurrency slots claims the next ready node of
+--queue (a long poll), runs COMMAND for it, and reports how it ended.
+
+COMMAND gets the node's JSON on stdin and, besides this process's
+environment, TETHER_NODE_ID, TETHER_FENCE, TETHER_URL, TETHER_TOKEN and
+TETHER_WORKER (the slot's name). While it runs, the lease is renewed at a
+third of --ttl.
+
+  exit 0      the node is completed; stdout is its result (JSON when stdout is
+              valid JSON, else a string; beyond 1 MiB it is truncated and the
+              result says so)
+  exit != 0   the node is failed (back to its queue while attempts remain)
+              with the last 4 KiB of stderr as its error
+  lease lost  (taken, cancelled, expired) or the node's timeout_ms passed:
+              the command is stopped (SIGTERM to its process group, SIGKILL
+              5 s later)
+
+Each slot reports itself in GET /v1/workers (idle, working on a node,
+offline). On SIGTERM or SIGINT the runner stops claiming, waits up to --grace
+for running commands, then stops them and releases their nodes, and exits 0;
+a second signal ends the grace at once. If the runner dies without that
+(kill -9), its nodes come back to the queue when their leases expire.`,
+		Example: `  tether work --queue code -- ./agent.sh
+  tether work --queue code --concurrency 4 --ttl 10m -- python agent.py --model big`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("no command: tether work --queue QUEUE -- COMMAND [ARGS...]")
+			}
+			o.command = args
+			if err := o.resolve(); err != nil {
+				return err
+			}
+			return runWork(o)
+		},
+	}
+	f := cmd.Flags()
+	// COMMAND's own flags are never ours, even without "--".
+	f.SetInterspersed(false)
+	f.StringVar(&o.server, "server", "", "Tether server URL (TETHER_URL, default "+defaultServer+")")
+	f.StringVar(&o.token, "token", "", "bearer token of a worker identity (TETHER_TOKEN)")
+	f.StringVar(&o.queue, "queue", "", "the queue to take nodes from (required)")
+	f.IntVar(&o.concurrency, "concurrency", 1, "how many commands run at once (slots)")
+	f.DurationVar(&o.ttl, "ttl", 5*time.Minute, "lease TTL asked for each claim; renewed at a third of it")
+	f.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long running commands may finish before they are stopped")
+	f.StringSliceVar(&o.types, "types", nil, "only claim nodes of these types (comma separated)")
+	f.StringSliceVar(&o.labels, "labels", nil, "only claim nodes carrying all these labels (comma separated)")
+	f.StringVar(&o.workerName, "worker-name", "", "slots are named NAME-1, NAME-2, ... in GET /v1/workers (default: the host name)")
+	f.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "how often each slot reports itself when nothing changes")
+	return cmd
+}
+
+var workNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9._:-]+`)
+
+// resolve fills defaults from the environment and checks every option.
+func (o *workOptions) resolve() error {
+	if o.server == "" {
+		o.server = envString("TETHER_URL", defaultServer)
+	}
+	if o.token == "" {
+		o.token = os.Getenv("TETHER_TOKEN")
+	}
+	if o.workerName == "" {
+		host, _ := os.Hostname()
+		o.workerName = strings.Trim(workNameUnsafe.ReplaceAllString(host, "-"), "-._:")
+		if o.workerName == "" {
+			o.workerName = "slot"
+		}
+		o.workerName = o.workerName[:min(len(o.workerName), 100)]
+	}
+	switch {
+	case o.token == "":
+		return usageErrorf("no token: set --token or TETHER_TOKEN")
+	case o.queue == "":
+		return usageErrorf("--queue is required")
+	case !graph.ValidQueue(o.queue):
+		return usageErrorf("--queue %q is not a queue name (1-128 characters of [A-Za-z0-9._:-])", o.queue)
+	case o.concurrency < 1 || o.concurrency > 1000:
+		return usageErrorf("--concurrency must be from 1 to 1000")
+	case o.ttl < time.Second:
+		return usageErrorf("--ttl must be at least 1s")
+	case o.grace < 0:
+		return usageErrorf("--grace must not be negative")
+	case o.heartbeat < time.Second:
+		return usageErrorf("--heartbeat must be at least 1s")
+	case !worker.ValidName(fmt.Sprintf("%s-%d", o.workerName, o.concurrency)):
+		return usageErrorf("--worker-name %q is not a worker name (up to 120 characters of [A-Za-z0-9._:-], starting with a letter or digit)", o.workerName)
+	}
+	if _, err := exec.LookPath(o.command[0]); err != nil {
+		return usageErrorf("cannot run %q: %w", o.command[0], err)
+	}
+	return nil
+}
+
+// workRunner is what the slots share.
+type workRunner struct {
+	opts workOptions
+	api  *client.ClientWithResponses
+	log  *slog.Logger
+	meta map[string]any
+
+	// stopping ends when the runner stops claiming (a signal, or a fatal
+	// answer from the server); killing when running commands must stop
+	// (the grace has passed, or a second signal came).
+	stopping, killing context.Context
+	stop              context.CancelFunc
+	slots             []*workSlot
+
+	mu    sync.Mutex
+	fatal error // the first error that stopped the runner
+}
+
+// failed stops the runner because of err, which becomes its exit error.
+func (r *workRunner) failed(err error) {
+	r.mu.Lock()
+	if r.fatal == nil {
+		r.fatal = err
+		r.log.Error("stopping", "err", err)
+	}
+	r.mu.Unlock()
+	r.stop()
+}
+
+func (r *workRunner) fatalErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fatal
+}
+
+// running reports whether any slot runs a command.
+func (r *workRunner) running() bool {
+	for _, s := range r.slots {
+		if s.busy.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// runWork runs the slots until a signal (or a fatal error) stops them.
+func runWork(o workOptions) error {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("queue", o.queue)
+	hc := &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		MaxIdleConnsPerHost: 2*o.concurrency + 2,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	api, err := client.NewClientWithResponses(o.server, client.WithHTTPClient(hc), client.WithBearerToken(o.token))
+	if err != nil {
+		return fmt.Errorf("error making a client for %s: %w", o.server, err)
+	}
+	host, _ := os.Hostname()
+	stopping, stop := context.WithCancel(context.Background())
+	killing, kill := context.WithCancel(context.Background())
+	defer stop()
+	defer kill()
+	r := &workRunner{
+		opts: o, api: api, log: log, stopping: stopping, killing: killing, stop: stop,
+		meta: map[string]any{"host": host, "pid": os.Getpid(), "queue": o.queue, "command": o.command[0]},
+	}
+	for i := 1; i <= o.concurrency; i++ {
+		r.slots = append(r.slots, newWorkSlot(r, fmt.Sprintf("%s-%d", o.workerName, i)))
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case sig := <-sigs:
+			log.Info("stopping: no more claims; running commands may finish", "signal", sig.String(), "grace", o.grace.String())
+			stop()
+		case <-stopping.Done():
+		}
+		grace := time.NewTimer(o.grace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+			if r.running() {
+				log.Info("grace is over: stopping the commands still running")
+			}
+		case sig := <-sigs:
+			log.Info("second signal: stopping the commands still running", "signal", sig.String())
+		case <-killing.Done():
+		}
+		kill()
+	}()
+
+	log.Info("runner started", "slots", o.concurrency, "ttl", o.ttl.String(), "server", o.server, "command", o.command)
+	var wg sync.WaitGroup
+	for _, s := range r.slots {
+		wg.Go(s.run)
+	}
+	wg.Wait()
+	if err := r.fatalErr(); err != nil {
+		return err
+	}
+	log.Info("runner stopped")
+	return nil
+}
