@@ -28,6 +28,10 @@ test-race: test ## Alias of test (the suite always runs with -race)
 test-short: ## Run the tests without the race detector (faster)
 	$(GO) test -count=1 $(PKGS)
 
+.PHONY: ts-e2e
+ts-e2e: ## TypeScript client: regenerate-and-diff its types, type check, run its end-to-end script against a real server
+	bash .ci/typescript-e2e.sh
+
 .PHONY: bench
 bench: ## Benchmark a real server process over HTTP (all scenarios, ~3 min); see BENCHMARKS.md
 	$(GO) run ./cmd/tether-bench -c 32 -d 10s
@@ -43,8 +47,9 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) tool staticcheck $(PKGS)
 
 .PHONY: generate
-generate: ## Regenerate the Go client from api/openapi.yaml
+generate: ## Regenerate the Go client (and the TypeScript types) from api/openapi.yaml
 	$(GO) generate ./client/
+	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
 .PHONY: verify
 verify: generate ## Fail when generated code is stale

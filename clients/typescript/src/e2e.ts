@@ -1,0 +1,183 @@
+// End-to-end check of the TypeScript client against a running Tether server.
+//
+//   TETHER_URL=http://127.0.0.1:36725 TETHER_TOKEN=<dispatcher token> \
+//   TETHER_TOKEN_2=<worker token, another identity> npm run e2e
+//
+// Creates a node, claims it, renews it with the fence, completes it and reads it
+// back; with TETHER_TOKEN_2, checks that a second identity's claim of a held node
+// is a TetherProblem with code "conflict". Prints `N passed, M failed` and exits
+// non-zero on any failure.
+import { deepStrictEqual } from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+
+import { type Schemas, TetherProblem, createTetherClient, unwrap } from "./index.js";
+
+const REQUEST_TIMEOUT_MS = 15_000;
+const OVERALL_TIMEOUT_MS = 90_000;
+
+const baseUrl = process.env.TETHER_URL;
+const token = process.env.TETHER_TOKEN;
+const token2 = process.env.TETHER_TOKEN_2;
+if (!baseUrl || !token) {
+  console.error("e2e: set TETHER_URL and TETHER_TOKEN (a dispatcher or admin token); TETHER_TOKEN_2 (a worker) is optional");
+  process.exit(2);
+}
+
+setTimeout(() => {
+  console.error(`e2e: gave up after ${OVERALL_TIMEOUT_MS} ms`);
+  process.exit(1);
+}, OVERALL_TIMEOUT_MS).unref();
+
+// Every request gets a deadline, so a hung server fails the run instead of stalling it.
+const timedFetch = (req: Request) => fetch(req, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+const head = createTetherClient({ baseUrl, token, fetch: timedFetch });
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+
+async function check(name: string, fn: () => Promise<void>): Promise<void> {
+  const t0 = performance.now();
+  try {
+    await fn();
+    passed++;
+    console.log(`ok   ${name} (${Math.round(performance.now() - t0)} ms)`);
+  } catch (err) {
+    failed++;
+    console.log(`FAIL ${name}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+function skip(name: string, why: string): void {
+  skipped++;
+  console.log(`skip ${name}: ${why}`);
+}
+
+function expect(cond: unknown, msg: string): asserts cond {
+  if (!cond) throw new Error(msg);
+}
+
+/** Runs fn, which must throw a TetherProblem with this code; returns it. */
+async function expectProblem(code: string, fn: () => Promise<unknown>): Promise<TetherProblem> {
+  try {
+    await fn();
+  } catch (err) {
+    expect(err instanceof TetherProblem, `want TetherProblem ${code}, got ${String(err)}`);
+    expect(err.code === code, `want code ${code}, got ${err.code} (${err.message})`);
+    return err;
+  }
+  throw new Error(`want TetherProblem ${code}, the call succeeded`);
+}
+
+const id = `ts-e2e-${Date.now().toString(36)}-${randomBytes(4).toString("hex")}`;
+const result = { pr: 42, files: ["api.go", "api_test.go"], nested: { ok: true, n: null } };
+let lease: Schemas["Lease"] | undefined;
+
+function held(): Schemas["Lease"] {
+  expect(lease, "no lease: the claim step failed");
+  return lease;
+}
+
+console.log(`e2e: ${baseUrl}, node ${id}`);
+
+await check("server is ready (GET /ready)", async () => {
+  const res = await unwrap(head.GET("/ready"));
+  expect(res !== undefined, "no body");
+});
+
+await check("create a node", async () => {
+  const node = await unwrap(
+    head.POST("/v1/nodes", {
+      body: { id, type: "task", title: "TypeScript client e2e", queue: "ts-e2e", labels: ["e2e"] },
+    }),
+  );
+  expect(node.id === id, `id ${node.id}`);
+  expect(node.status === "queued", `status ${node.status}`);
+  expect(node.ready, "not ready");
+});
+
+await check("a taken id is already_exists", async () => {
+  await expectProblem("already_exists", () => unwrap(head.POST("/v1/nodes", { body: { id, type: "task" } })));
+});
+
+await check("claim it", async () => {
+  const claim = await unwrap(
+    head.POST("/v1/nodes/{id}/claim", { params: { path: { id } }, body: { ttl_ms: 60_000 } }),
+  );
+  expect(claim.ok && claim.status === "running", `status ${claim.status}`);
+  expect(!claim.renewed, "a fresh claim says renewed");
+  expect(claim.lease.node_id === id, `lease.node_id ${claim.lease.node_id}`);
+  expect(claim.lease.fence > 0, `fence ${claim.lease.fence}`);
+  expect(claim.lease.ttl_ms === 60_000, `ttl_ms ${claim.lease.ttl_ms}`);
+  expect(claim.node.attempts === 1, `attempts ${claim.node.attempts}`);
+  lease = claim.lease;
+});
+
+await check("renew it with the fence", async () => {
+  const l = held();
+  const renew = await unwrap(
+    head.POST("/v1/nodes/{id}/renew", { params: { path: { id } }, body: { fence: l.fence } }),
+  );
+  expect(renew.ok && renew.status === "running", `status ${renew.status}`);
+  expect(renew.lease.fence === l.fence, `fence ${renew.lease.fence}, want ${l.fence}`);
+  expect(renew.lease.expires >= l.expires, `expires went back: ${renew.lease.expires} < ${l.expires}`);
+  lease = renew.lease;
+});
+
+await check("a wrong fence is lease_lost", async () => {
+  const l = held();
+  const p = await expectProblem("lease_lost", () =>
+    unwrap(head.POST("/v1/nodes/{id}/renew", { params: { path: { id } }, body: { fence: l.fence + 1 } })),
+  );
+  expect(p.status === 409, `status ${p.status}`);
+});
+
+if (token2) {
+  const w2 = createTetherClient({ baseUrl, token: token2, fetch: timedFetch });
+  await check("another identity's claim is a conflict naming the holder", async () => {
+    const l = held();
+    const p = await expectProblem("conflict", () =>
+      unwrap(w2.POST("/v1/nodes/{id}/claim", { params: { path: { id } }, body: {} })),
+    );
+    expect(p.status === 409, `status ${p.status}`);
+    expect(p.holder === l.by, `holder ${String(p.holder)}, want ${l.by}`);
+    expect(typeof p.expires_at === "string" && !Number.isNaN(Date.parse(p.expires_at)), `expires_at ${String(p.expires_at)}`);
+  });
+} else {
+  skip("another identity's claim is a conflict", "TETHER_TOKEN_2 (a worker token of another identity) is not set");
+}
+
+await check("complete it with a result", async () => {
+  const l = held();
+  const done = await unwrap(
+    head.POST("/v1/nodes/{id}/complete", {
+      params: { path: { id } },
+      body: { fence: l.fence, result, usage: { tokens: 1200 } },
+    }),
+  );
+  expect(done.ok && done.status === "done", `status ${done.status}`);
+});
+
+await check("read it back: done, with the result", async () => {
+  const node = await unwrap(head.GET("/v1/nodes/{id}", { params: { path: { id } } }));
+  expect(node.status === "done", `status ${node.status}`);
+  expect(node.lease === null, "lease still set");
+  deepStrictEqual(node.result, result);
+  expect(node.usage["tokens"] === 1200, `usage ${JSON.stringify(node.usage)}`);
+});
+
+await check("a done node is not_claimable (terminal)", async () => {
+  const p = await expectProblem("not_claimable", () =>
+    unwrap(head.POST("/v1/nodes/{id}/claim", { params: { path: { id } } })),
+  );
+  expect(p.problem.reason === "terminal", `reason ${String(p.problem.reason)}`);
+});
+
+await check("a bad token is unauthorized", async () => {
+  const anon = createTetherClient({ baseUrl, token: "not-a-token", fetch: timedFetch });
+  const p = await expectProblem("unauthorized", () => unwrap(anon.GET("/v1/nodes/{id}", { params: { path: { id } } })));
+  expect(p.status === 401, `status ${p.status}`);
+});
+
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
+process.exit(failed > 0 ? 1 : 0);
