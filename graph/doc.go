@@ -1,6 +1,6 @@
 // Package graph is Tether's store: nodes, edges (live and retired), their
-// indexes, events, comments, queue settings, tenant records and idempotency
-// records, in one Badger DB.
+// indexes, events, comments, queue settings, worker records, tenant records
+// and idempotency records, in one Badger DB.
 // It knows nothing of HTTP or of what a lease means.
 //
 // Invariants:
