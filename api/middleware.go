@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 )
@@ -83,6 +84,8 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(principalKey, p)
+		// The store keeps tenants fair by the tenant on the context.
+		c.SetRequest(c.Request().WithContext(graph.WithTenant(c.Request().Context(), p.Tenant)))
 		return next(c)
 	}
 }

@@ -23,6 +23,9 @@ type Options struct {
 	InMemory bool
 	// MaxBatch bounds how many write closures share one fsync.
 	MaxBatch int
+	// TenantInflight bounds the writes one tenant may have queued or running
+	// at once (default 64; see fairness.go).
+	TenantInflight int
 }
 
 // Store is the graph database: one Badger DB, written by exactly one goroutine.
@@ -57,6 +60,8 @@ type Store struct {
 	broken atomic.Bool
 	stats  StoreStats
 
+	gates *gates // per-tenant limits on writes in flight
+
 	// queueSettings caches committed queue settings (tenantQueue ->
 	// QueueSettings); written through by QueueSettingsPut's commit hook.
 	queueSettings sync.Map
@@ -90,6 +95,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 512
+	}
+	if opts.TenantInflight <= 0 {
+		opts.TenantInflight = 64
 	}
 	bopts := badger.DefaultOptions(opts.Dir).
 		WithLogger(nil).
@@ -128,6 +136,7 @@ func Open(opts Options) (*Store, error) {
 		walSync:  walSyncer{dir: opts.Dir},
 		events:   newEventHub(),
 		ready:    newReadyMirror(opts.Clock),
+		gates:    &gates{size: opts.TenantInflight},
 	}
 	if err := s.rebuildReady(); err != nil {
 		db.Close()
@@ -175,6 +184,17 @@ func (s *Store) submit(ctx context.Context, lane chan *writeRequest, durable boo
 	req := &writeRequest{ctx: ctx, fn: fn, durable: durable, err: make(chan error, 1)}
 	if s.broken.Load() {
 		return fault.ErrUnavailable
+	}
+	if t := tenantOf(ctx); t != "" {
+		gate := s.gates.of(t)
+		select {
+		case gate <- struct{}{}:
+			defer func() { <-gate }()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return fault.ErrUnavailable
+		}
 	}
 	select {
 	case <-s.done:
