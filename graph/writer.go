@@ -6,6 +6,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -72,9 +73,24 @@ type outcome struct {
 // request that arrives meanwhile before the next one), each as a layer of one
 // Badger transaction, commits and syncs once, and then answers every caller.
 func (s *Store) runBatch(batch []*writeRequest) {
+	for len(batch) > 0 {
+		batch = s.runSegment(batch)
+	}
+}
+
+// maxSegment bounds how long a segment of a batch applies closures before it
+// commits and answers them: a request never waits for a commit behind more
+// than this plus one closure's own time (a claims request of 1000, say).
+const maxSegment = 10 * time.Millisecond
+
+// runSegment applies closures of the batch (taking urgent requests first)
+// until they are done or maxSegment has passed, commits them as one Badger
+// transaction, hands them to the syncer, and returns the requests left.
+func (s *Store) runSegment(batch []*writeRequest) []*writeRequest {
 	outcomes := make([]outcome, 0, len(batch))
 	needSync := false
 	b := newBatchTx(s)
+	start := time.Now()
 	run := func(r *writeRequest) {
 		o := outcome{req: r}
 		if err := r.ctx.Err(); err != nil {
@@ -87,7 +103,8 @@ func (s *Store) runBatch(batch []*writeRequest) {
 		}
 		outcomes = append(outcomes, o)
 	}
-	for _, r := range batch {
+	rest := batch
+	for len(rest) > 0 {
 	urgent:
 		for {
 			select {
@@ -97,8 +114,19 @@ func (s *Store) runBatch(batch []*writeRequest) {
 				break urgent
 			}
 		}
-		run(r)
+		run(rest[0])
+		rest = rest[1:]
+		if time.Since(start) > maxSegment {
+			break
+		}
 	}
+	s.commitSegment(b, outcomes, needSync)
+	return rest
+}
+
+// commitSegment commits a segment and answers its requests: those that need
+// no fsync now, the rest through the syncer while the writer goes on.
+func (s *Store) commitSegment(b *batchTx, outcomes []outcome, needSync bool) {
 	commitErr := b.commit()
 	b.discard()
 	s.stats.Batches.Add(1)
@@ -115,8 +143,6 @@ func (s *Store) runBatch(batch []*writeRequest) {
 		}
 		return
 	}
-	// Requests that need no fsync are answered now; the rest wait for the
-	// syncer, while this goroutine goes on with the next batch.
 	c := &committed{needSync: needSync && !s.inMem}
 	for _, o := range outcomes {
 		if o.err != nil || !o.req.durable || !c.needSync {

@@ -25,20 +25,22 @@ func benchService(b *testing.B, nodes int) *Service {
 		b.Fatal(err)
 	}
 	b.Cleanup(svc.Stop)
-	err = store.Update(context.Background(), true, func(tx *graph.Tx) error {
-		for i := 0; i < nodes; i++ {
-			if err := tx.NodeInsert(&graph.Node{
-				Tenant: "acme", ID: fmt.Sprintf("n%06d", i), Type: "task", Status: graph.StatusQueued, Queue: "q",
-				Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1 << 30,
-				Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
-			}, "head"); err != nil {
-				return err
+	for start := 0; start < nodes; start += 1000 {
+		err = store.Update(context.Background(), true, func(tx *graph.Tx) error {
+			for i := start; i < min(nodes, start+1000); i++ {
+				if err := tx.NodeInsert(&graph.Node{
+					Tenant: "acme", ID: fmt.Sprintf("n%06d", i), Type: "task", Status: graph.StatusQueued, Queue: "q",
+					Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1 << 30,
+					Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
+				}, "head"); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
 	}
 	return svc
 }
@@ -88,4 +90,30 @@ func BenchmarkRenew(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkReap: settling expired leases, one node per op, in the reaper's
+// batches of 256.
+func BenchmarkReap(b *testing.B) {
+	svc := benchService(b, b.N)
+	ctx := context.Background()
+	refs := make([]nodeRef, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("n%06d", i)
+		if _, err := svc.Claim(ctx, ClaimParams{Tenant: "acme", NodeID: id, By: "w", TTL: time.Millisecond}); err != nil {
+			b.Fatal(err)
+		}
+		refs = append(refs, nodeRef{"acme", id})
+	}
+	svc.Stop() // settle them here, not in the background
+	time.Sleep(5 * time.Millisecond)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for len(refs) > 0 {
+		n := min(reapBatch, len(refs))
+		if err := svc.reap(refs[:n]); err != nil {
+			b.Fatal(err)
+		}
+		refs = refs[n:]
+	}
 }

@@ -58,8 +58,13 @@ const reapBatch = 256
 
 // reap settles the leases of refs that have ended by now. Refs whose lease
 // was renewed meanwhile get their deadline moved instead.
+//
+// A reap is not fsynced before the next round: nobody waits on it, and if a
+// crash loses it, the lease's stored expiry is still past at restart, so it
+// is reaped again (see Start). The first durable write after it (a claim of
+// the requeued node, say) makes it durable too.
 func (s *Service) reap(refs []nodeRef) error {
-	return s.store.UpdateUrgent(context.Background(), true, func(tx *graph.Tx) error {
+	return s.store.UpdateUrgent(context.Background(), false, func(tx *graph.Tx) error {
 		now := tx.Now()
 		for _, ref := range refs {
 			n, err := tx.NodeGet(ref.tenant, ref.id)
