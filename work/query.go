@@ -20,9 +20,22 @@ func viewTx(tx *graph.Tx, n *graph.Node) (NodeView, error) {
 	return NodeView{Node: n, Readiness: r}, err
 }
 
-// Views computes the views of nodes just written, in a fresh snapshot.
+// Views computes the views of nodes just written, in a fresh snapshot. Only
+// a node at rest (open or queued) can be ready, so the answers of claims and
+// completions need no snapshot at all.
 func (s *Service) Views(nodes ...*graph.Node) ([]NodeView, error) {
 	out := make([]NodeView, len(nodes))
+	atRest := false
+	for i, n := range nodes {
+		if n.Status == graph.StatusOpen || n.Status == graph.StatusQueued {
+			atRest = true
+			break
+		}
+		out[i] = NodeView{Node: n, Readiness: Readiness{BlockedBy: []string{}}}
+	}
+	if !atRest {
+		return out, nil
+	}
 	err := s.store.View(func(tx *graph.Tx) error {
 		for i, n := range nodes {
 			v, err := viewTx(tx, n)
