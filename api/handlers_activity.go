@@ -82,18 +82,11 @@ func eventList(evs []graph.Event) list[eventJSON] {
 }
 
 func (s *Server) createComment(c echo.Context) error {
-	id, err := nodeID(c)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		Body *string `json:"body"`
 	}
-	if err := decodeStrict(body, &req, false); err != nil {
+	id, err := s.decodeFor(c, &req)
+	if err != nil {
 		return err
 	}
 	if req.Body == nil {
