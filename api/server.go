@@ -79,7 +79,9 @@ func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 func (s *Server) routes() {
 	e := s.echo
 	e.GET("/health", s.health)
+	e.HEAD("/health", s.health)
 	e.GET("/ready", s.readiness)
+	e.HEAD("/ready", s.readiness)
 	e.GET("/openapi.yaml", s.openapi)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
 	e.GET("/skill.md", s.skill)

@@ -1553,6 +1553,11 @@ type ClientInterface interface {
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// HeadHealth Liveness, for probes that send HEAD
+	//
+	// Corresponds with HEAD /health (the `HeadHealth` operationId).
+	HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMetrics Prometheus metrics
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
@@ -1569,6 +1574,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /ready (the `GetReady` operationId).
 	GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HeadReady Readiness, for probes that send HEAD
+	//
+	// Corresponds with HEAD /ready (the `HeadReady` operationId).
+	HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSkill A guide for agents on using this API
 	//
@@ -2346,6 +2356,21 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
+// HeadHealth Liveness, for probes that send HEAD
+//
+// Corresponds with HEAD /health (the `HeadHealth` operationId).
+func (c *Client) HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeadHealthRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMetrics Prometheus metrics
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
@@ -2383,6 +2408,21 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /ready (the `GetReady` operationId).
 func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HeadReady Readiness, for probes that send HEAD
+//
+// Corresponds with HEAD /ready (the `HeadReady` operationId).
+func (c *Client) HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeadReadyRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3820,6 +3860,33 @@ func NewGetHealthRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewHeadHealthRequest constructs an http.Request for the HeadHealth method
+func NewHeadHealthRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/health")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetMetricsRequest constructs an http.Request for the GetMetrics method
 func NewGetMetricsRequest(server string) (*http.Request, error) {
 	var err error
@@ -3894,6 +3961,33 @@ func NewGetReadyRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHeadReadyRequest constructs an http.Request for the HeadReady method
+func NewHeadReadyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ready")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -6153,6 +6247,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
 
+	// HeadHealthWithResponse Liveness, for probes that send HEAD
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /health (the `HeadHealth` operationId).
+	HeadHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HeadHealthResponse, error)
+
 	// GetMetricsWithResponse Prometheus metrics
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -6175,6 +6276,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /ready (the `GetReady` operationId).
 	GetReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyResponse, error)
+
+	// HeadReadyWithResponse Readiness, for probes that send HEAD
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /ready (the `HeadReady` operationId).
+	HeadReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HeadReadyResponse, error)
 
 	// GetSkillWithResponse A guide for agents on using this API
 	//
@@ -7021,6 +7129,40 @@ func (r GetHealthResponse) ContentType() string {
 	return ""
 }
 
+type HeadHealthResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r HeadHealthResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HeadHealthResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HeadHealthResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HeadHealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7159,6 +7301,40 @@ func (r GetReadyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type HeadReadyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r HeadReadyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HeadReadyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HeadReadyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HeadReadyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11443,6 +11619,19 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 	return ParseGetHealthResponse(rsp)
 }
 
+// HeadHealthWithResponse Liveness, for probes that send HEAD
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /health (the `HeadHealth` operationId).
+func (c *ClientWithResponses) HeadHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HeadHealthResponse, error) {
+	rsp, err := c.HeadHealth(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHeadHealthResponse(rsp)
+}
+
 // GetMetricsWithResponse Prometheus metrics
 //
 // Returns a wrapper object for the known response body format(s).
@@ -11482,6 +11671,19 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 		return nil, err
 	}
 	return ParseGetReadyResponse(rsp)
+}
+
+// HeadReadyWithResponse Readiness, for probes that send HEAD
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /ready (the `HeadReady` operationId).
+func (c *ClientWithResponses) HeadReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HeadReadyResponse, error) {
+	rsp, err := c.HeadReady(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHeadReadyResponse(rsp)
 }
 
 // GetSkillWithResponse A guide for agents on using this API
@@ -12697,6 +12899,22 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 	return response, nil
 }
 
+// ParseHeadHealthResponse parses an HTTP response from a HeadHealthWithResponse call
+func ParseHeadHealthResponse(rsp *http.Response) (*HeadHealthResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HeadHealthResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
 // ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
 func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12791,6 +13009,22 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseHeadReadyResponse parses an HTTP response from a HeadReadyWithResponse call
+func ParseHeadReadyResponse(rsp *http.Response) (*HeadReadyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HeadReadyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil
