@@ -7310,6 +7310,13 @@ func (r GetReadyResponse) ContentType() string {
 type HeadReadyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HeadReadyResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -13025,6 +13032,19 @@ func ParseHeadReadyResponse(rsp *http.Response) (*HeadReadyResponse, error) {
 	response := &HeadReadyResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	}
 
 	return response, nil

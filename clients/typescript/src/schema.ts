@@ -3250,13 +3250,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Opening or draining (no body). */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
+            503: components["responses"]["Unavailable"];
         };
     };
     getOpenAPI: {
