@@ -68,8 +68,9 @@ func (tx *Tx) nextSeq(tenant string) (uint64, error) {
 	return last, nil
 }
 
-// lastSeq reads the highest event seq stored for tenant (0 if none). Retired
-// edges take their seq from the same counter, so both are consulted.
+// lastSeq reads the highest event seq stored for tenant (0 if none). A
+// retired edge takes the seq of its edge_retired event, so the events alone
+// tell the last seq handed out.
 func (tx *Tx) lastSeq(tenant string) (uint64, error) {
 	var last uint64
 	err := tx.scan(newKey(tagEvent, tenant).bytes(), nil, true, false, func(key, _ []byte) (bool, error) {

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"regexp"
 	"time"
@@ -34,6 +35,19 @@ func (s Status) Terminal() bool {
 		return true
 	}
 	return false
+}
+
+// AtRest reports whether a node in s waits to run (open or queued): the only
+// statuses from which it can be ready or claimed.
+func (s Status) AtRest() bool { return s == StatusOpen || s == StatusQueued }
+
+// RestStatus is where n waits when it is not running: queued in its queue,
+// or open without one.
+func (n *Node) RestStatus() Status {
+	if n.Queue != "" {
+		return StatusQueued
+	}
+	return StatusOpen
 }
 
 // Valid reports whether s is one of the statuses.
@@ -361,10 +375,4 @@ func (tx *Tx) countQueue(old, n *Node) {
 	})
 }
 
-func uint64FromBytes(b []byte) uint64 {
-	var v uint64
-	for _, c := range b {
-		v = v<<8 | uint64(c)
-	}
-	return v
-}
+func uint64FromBytes(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

@@ -99,7 +99,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	if err := s.gate(tx, n, p.By); err != nil {
 		return nil, err
 	}
-	if lim.MaxLeasesPerIdentity > 0 && s.liveCount(n.Tenant, p.By) >= lim.MaxLeasesPerIdentity {
+	if lim.MaxLeasesPerIdentity > 0 && s.LiveCount(n.Tenant, p.By) >= lim.MaxLeasesPerIdentity {
 		return nil, &fault.RateLimited{Reason: fmt.Sprintf("identity holds %d leases, the tenant's max_leases_per_identity", lim.MaxLeasesPerIdentity), RetryAfter: time.Second}
 	}
 	if err := s.ensureIdentity(tx, n.Tenant, p.By); err != nil {

@@ -32,7 +32,7 @@ func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
 	if dead {
 		n.Status = graph.StatusDead
 	} else {
-		n.Status = restStatus(n)
+		n.Status = n.RestStatus()
 	}
 	if err := tx.NodePut(old, n); err != nil {
 		return err

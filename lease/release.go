@@ -75,7 +75,7 @@ func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*grap
 	if n.Attempts > 0 {
 		n.Attempts-- // a voluntary release gives its attempt back
 	}
-	n.Status = restStatus(n)
+	n.Status = n.RestStatus()
 	if p.To != "" {
 		n.Target = p.To
 	}

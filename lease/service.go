@@ -147,14 +147,6 @@ func timedOut(n *graph.Node, now time.Time) bool {
 	return !now.Before(t) && t.Before(n.Lease.ExpiresAt)
 }
 
-// restStatus is where a node goes when its run ends without an outcome.
-func restStatus(n *graph.Node) graph.Status {
-	if n.Queue != "" {
-		return graph.StatusQueued
-	}
-	return graph.StatusOpen
-}
-
 // afterCommit adjusts the in-memory views (deadline heap, per-identity
 // counts) once the transaction that changed n's lease commits.
 func (s *Service) afterCommit(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
@@ -205,9 +197,7 @@ func (s *Service) adjustCount(h holderRef, delta int64) {
 }
 
 // LiveCount is how many leases sub holds in tenant, as of the last commit.
-func (s *Service) LiveCount(tenant, sub string) int64 { return s.liveCount(tenant, sub) }
-
-func (s *Service) liveCount(tenant, sub string) int64 {
+func (s *Service) LiveCount(tenant, sub string) int64 {
 	s.countsMu.Lock()
 	defer s.countsMu.Unlock()
 	return s.counts[holderRef{tenant, sub}]

@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -121,7 +122,7 @@ func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, lim lease.Limits)
 		case err == nil && !res.Renewed:
 			out = append(out, res)
 			return len(out) < room
-		case errorsAs(err, &limited):
+		case errors.As(err, &limited):
 			// The caller is at its lease cap: hand out what it got so far.
 			if len(out) == 0 {
 				stop = err
@@ -159,7 +160,7 @@ func eligible(n *graph.Node, p ClaimNextParams) bool {
 func isSkippable(err error) bool {
 	var nc *fault.NotClaimable
 	var conflict *fault.Conflict
-	return errorsAs(err, &nc) || errorsAs(err, &conflict)
+	return errors.As(err, &nc) || errors.As(err, &conflict)
 }
 
 // releaseUndelivered releases claims whose answer could not be delivered.

@@ -267,10 +267,7 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	if !c.Dispatcher && n.Parent == "" {
 		return nil, &fault.Forbidden{Reason: "a worker may only create children of a node it holds"}
 	}
-	n.Status = graph.StatusOpen
-	if n.Queue != "" {
-		n.Status = graph.StatusQueued
-	}
+	n.Status = n.RestStatus()
 	return n, nil
 }
 

@@ -70,10 +70,7 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 	data := map[string]any{"fence": before.Fence, "holder": before.By, "attempt": n.Attempts, "error": msg, "requeue": requeue}
 	switch {
 	case requeue && n.Attempts < n.MaxAttempts:
-		n.Status = graph.StatusOpen
-		if n.Queue != "" {
-			n.Status = graph.StatusQueued
-		}
+		n.Status = n.RestStatus()
 		n.RunAt = nil
 		if delay := retryDelay(n, p.RetryIn); delay > 0 {
 			at := tx.Now().Add(delay).UTC()

@@ -152,11 +152,8 @@ func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
 				return nil, bad("must be 1-128 characters of [A-Za-z0-9._:-], or null")
 			}
 			n.Queue = v
-			if n.Status == graph.StatusOpen || n.Status == graph.StatusQueued {
-				n.Status = graph.StatusOpen
-				if v != "" {
-					n.Status = graph.StatusQueued
-				}
+			if n.Status.AtRest() {
+				n.Status = n.RestStatus()
 			}
 		case "priority":
 			var v int64

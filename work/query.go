@@ -27,7 +27,7 @@ func (s *Service) Views(nodes ...*graph.Node) ([]NodeView, error) {
 	out := make([]NodeView, len(nodes))
 	atRest := false
 	for i, n := range nodes {
-		if n.Status == graph.StatusOpen || n.Status == graph.StatusQueued {
+		if n.Status.AtRest() {
 			atRest = true
 			break
 		}

@@ -21,7 +21,7 @@ type Readiness struct {
 // every child terminal, and its queue not paused.
 func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 	r := Readiness{BlockedBy: []string{}}
-	if n.Status != graph.StatusOpen && n.Status != graph.StatusQueued {
+	if !n.Status.AtRest() {
 		return r, nil
 	}
 	if n.RunAt != nil && n.RunAt.After(tx.Now()) {
@@ -82,7 +82,7 @@ func finishReadiness(tx *graph.Tx, n *graph.Node, r Readiness) (Readiness, error
 // ready and not reserved for another identity. The blocker counts decide (one
 // read); the edges are walked only to say what blocks a refused claim.
 func Gate(tx *graph.Tx, n *graph.Node, by string) error {
-	if n.Status != graph.StatusOpen && n.Status != graph.StatusQueued {
+	if !n.Status.AtRest() {
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	}
 	deps, children, err := tx.Blockers(n.Tenant, n.ID)

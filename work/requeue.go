@@ -24,10 +24,7 @@ func (s *Service) Requeue(ctx context.Context, c Caller, id, reason string) (*gr
 		}
 		old := n.Clone()
 		from := n.Status
-		n.Status = graph.StatusOpen
-		if n.Queue != "" {
-			n.Status = graph.StatusQueued
-		}
+		n.Status = n.RestStatus()
 		n.Attempts = 0
 		n.Error = nil
 		n.RunAt = nil

@@ -2,7 +2,6 @@ package work
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -66,5 +65,3 @@ const (
 )
 
 func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
-
-func errorsAs(err error, target any) bool { return err != nil && errors.As(err, target) }
