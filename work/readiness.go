@@ -79,33 +79,29 @@ func finishReadiness(tx *graph.Tx, n *graph.Node, r Readiness) (Readiness, error
 }
 
 // Gate is the lease.Gate of this package: a node may be claimed when it is
-// ready and not reserved for another identity. The blocker counts decide (one
-// read); the edges are walked only to say what blocks a refused claim.
+// ready, its queue is under its max_running, and it is not reserved for
+// another identity. Readiness reads the blocker counts and walks the edges
+// only to say what blocks a refused claim.
 func Gate(tx *graph.Tx, n *graph.Node, by string) error {
 	if !n.Status.AtRest() {
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	}
-	deps, children, err := tx.Blockers(n.Tenant, n.ID)
+	r, err := ReadinessTx(tx, n)
 	if err != nil {
 		return err
 	}
-	if deps > 0 || children > 0 {
-		r, err := ReadinessTx(tx, n)
-		if err != nil {
-			return err
-		}
+	switch {
+	case len(r.BlockedBy) > 0:
 		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: r.BlockedBy}
-	}
-	if n.RunAt != nil && n.RunAt.After(tx.Now()) {
-		return &fault.NotClaimable{Reason: fault.ReasonDelayed, Status: string(n.Status), RunAt: n.RunAt}
+	case r.RunAt != nil:
+		return &fault.NotClaimable{Reason: fault.ReasonDelayed, Status: string(n.Status), RunAt: r.RunAt}
+	case r.Paused:
+		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: []string{}, Detail: "queue " + n.Queue + " is paused"}
 	}
 	if n.Queue != "" {
-		q, err := tx.QueueSettingsGet(n.Tenant, n.Queue)
+		q, err := tx.QueueSettingsGet(n.Tenant, n.Queue) // cached
 		if err != nil {
 			return err
-		}
-		if q.Paused {
-			return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: []string{}, Detail: "queue " + n.Queue + " is paused"}
 		}
 		if q.MaxRunning > 0 && tx.QueueCount(n.Tenant, n.Queue, graph.StatusRunning) >= q.MaxRunning {
 			return &fault.RateLimited{Reason: fmt.Sprintf("queue %s is at its max_running of %d", n.Queue, q.MaxRunning), RetryAfter: time.Second}
