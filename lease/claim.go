@@ -81,7 +81,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 		if err := tx.NodePutQuiet(n); err != nil {
 			return nil, err
 		}
-		s.afterCommit(tx, &before, n)
+		s.Track(tx, &before, n)
 		e, err := assignedEdge(tx, n.Tenant, n.ID, p.By)
 		if err != nil {
 			return nil, err
@@ -140,7 +140,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	}); err != nil {
 		return nil, err
 	}
-	s.afterCommit(tx, nil, n)
+	s.Track(tx, nil, n)
 	tx.OnCommit(func() { s.stats.Claims.Add(1) })
 	res.Lease, res.Edge, res.Node = n.Lease, edge, n
 	return res, nil
@@ -245,7 +245,7 @@ func (s *Service) RenewTx(tx *graph.Tx, n *graph.Node, p HolderParams) (*RenewRe
 	if err := tx.NodePutQuiet(n); err != nil {
 		return nil, err
 	}
-	s.afterCommit(tx, &before, n)
+	s.Track(tx, &before, n)
 	tx.OnCommit(func() { s.stats.Renewals.Add(1) })
 	return &RenewResult{Node: n, Lease: n.Lease}, nil
 }
@@ -311,7 +311,7 @@ func (s *Service) ExtendTx(tx *graph.Tx, n *graph.Node, p HolderParams, by time.
 	}); err != nil {
 		return nil, err
 	}
-	s.afterCommit(tx, &before, n)
+	s.Track(tx, &before, n)
 	res.Lease = n.Lease
 	return res, nil
 }

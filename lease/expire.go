@@ -45,7 +45,7 @@ func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
 			return err
 		}
 	}
-	s.afterCommit(tx, &before, n)
+	s.Track(tx, &before, n)
 	tx.OnCommit(func() { s.stats.Expiries.Add(1) })
 	if dead && s.hooks.AfterEnd != nil {
 		return s.hooks.AfterEnd(tx, n, SystemIdentity)
@@ -181,7 +181,7 @@ func (s *Service) Start(ctx context.Context) error {
 						}
 					}
 				}
-				s.afterCommit(tx, nil, n)
+				s.Track(tx, nil, n)
 			}
 			return nil
 		})

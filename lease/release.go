@@ -92,6 +92,6 @@ func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*grap
 	if err := tx.Emit(n.Tenant, graph.EventReleased, n.ID, p.By, data); err != nil {
 		return nil, err
 	}
-	s.afterCommit(tx, &before, n)
+	s.Track(tx, &before, n)
 	return n, nil
 }

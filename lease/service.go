@@ -147,9 +147,11 @@ func timedOut(n *graph.Node, now time.Time) bool {
 	return !now.Before(t) && t.Before(n.Lease.ExpiresAt)
 }
 
-// afterCommit adjusts the in-memory views (deadline heap, per-identity
-// counts) once the transaction that changed n's lease commits.
-func (s *Service) afterCommit(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
+// Track adjusts the in-memory views (deadline heap, per-identity counts)
+// once the transaction that changed n's lease from before commits. Every
+// change of a lease calls it, here and in packages that end leases through
+// EndRun.
+func (s *Service) Track(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
 	ref := nodeRef{n.Tenant, n.ID}
 	var deadline time.Time
 	if n.Lease != nil {
@@ -233,10 +235,4 @@ func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error 
 	n.Lease = nil
 	n.Progress = nil
 	return nil
-}
-
-// Track records, for the in-memory views, that n's lease changed from before
-// in tx. Packages that end leases through EndRun call it after NodePut.
-func (s *Service) Track(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
-	s.afterCommit(tx, before, n)
 }
