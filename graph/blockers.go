@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"encoding/binary"
-	"time"
 
 	"github.com/tether-run/tether/fault"
 )
@@ -193,27 +192,3 @@ func (tx *Tx) edgeBlocks(tenant string, e *Edge) (dDeps, dChildren int64, err er
 	}
 	return 0, 0, nil
 }
-
-// ReadyIDs calls fn with the ids in tenant's queue that may be claimed at
-// now, in claim order (priority high first, then oldest, then id), until fn
-// returns false. It reads the in-memory mirror of the ready index; call it on
-// the writer (inside Update) so the mirror matches what the transaction sees.
-func (tx *Tx) ReadyIDs(tenant, queue string, fn func(id string) bool) {
-	tx.store.ready.ascend(tenant, queue, tx.now, fn)
-}
-
-// ReadyStats returns how many nodes of the queue are claimable now and when
-// the oldest of them was created.
-func (s *Store) ReadyStats(tenant, queue string) (int, time.Time) {
-	return s.ready.stats(tenant, queue)
-}
-
-// ReadyChanged returns a channel closed the next time a node of the queue
-// becomes claimable (or when Kick is called for it).
-func (s *Store) ReadyChanged(tenant, queue string) <-chan struct{} {
-	return s.ready.changed(tenant, queue)
-}
-
-// Kick wakes the claimers waiting on a queue (it was resumed, or a running
-// slot freed up).
-func (s *Store) Kick(tenant, queue string) { s.ready.notify(tenant, queue) }

@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"container/heap"
-	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
@@ -310,37 +309,6 @@ func (h *delayHeap) Pop() any {
 	return e
 }
 
-// rebuildReady loads the mirror from the ready and queue indexes of every
-// tenant.
-func (s *Store) rebuildReady() error {
-	return s.View(func(tx *Tx) error {
-		err := tx.scan([]byte{tagByQueue, keySeparator}, nil, false, false, func(key, _ []byte) (bool, error) {
-			parts := bytes.SplitN(key[2:], []byte{keySeparator}, 4)
-			if len(parts) == 4 {
-				s.ready.count(string(parts[0]), string(parts[1]), "", Status(parts[2]))
-			}
-			return true, nil
-		})
-		if err != nil {
-			return err
-		}
-		return tx.scan([]byte{tagReady, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-			parts := bytes.SplitN(key[2:], []byte{keySeparator}, 3)
-			if len(parts) != 3 || len(parts[2]) < orderKeyLength {
-				return true, nil
-			}
-			it := readyItem{id: string(parts[2][orderKeyLength:])}
-			copy(it.order[:], parts[2][:orderKeyLength])
-			it.created = int64(binary.BigEndian.Uint64(it.order[8:]) ^ (1 << 63))
-			if len(val) == 8 {
-				it.runAt = int64(binary.BigEndian.Uint64(val))
-			}
-			s.ready.add(string(parts[0]), string(parts[1]), it)
-			return true, nil
-		})
-	})
-}
-
 // QueueCount returns how many nodes of the queue are in status st, as of the
 // last commit. Inside Update it is the count every earlier transaction left.
 func (tx *Tx) QueueCount(tenant, queue string, st Status) int64 {
@@ -358,3 +326,27 @@ func (s *Store) QueueCount(tenant, queue string, st Status) int64 {
 	}
 	return 0
 }
+
+// ReadyIDs calls fn with the ids in tenant's queue that may be claimed at
+// now, in claim order (priority high first, then oldest, then id), until fn
+// returns false. It reads the in-memory mirror of the ready index; call it on
+// the writer (inside Update) so the mirror matches what the transaction sees.
+func (tx *Tx) ReadyIDs(tenant, queue string, fn func(id string) bool) {
+	tx.store.ready.ascend(tenant, queue, tx.now, fn)
+}
+
+// ReadyStats returns how many nodes of the queue are claimable now and when
+// the oldest of them was created.
+func (s *Store) ReadyStats(tenant, queue string) (int, time.Time) {
+	return s.ready.stats(tenant, queue)
+}
+
+// ReadyChanged returns a channel closed the next time a node of the queue
+// becomes claimable (or when Kick is called for it).
+func (s *Store) ReadyChanged(tenant, queue string) <-chan struct{} {
+	return s.ready.changed(tenant, queue)
+}
+
+// Kick wakes the claimers waiting on a queue (it was resumed, or a running
+// slot freed up).
+func (s *Store) Kick(tenant, queue string) { s.ready.notify(tenant, queue) }
