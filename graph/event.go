@@ -2,14 +2,10 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
+		"errors"
 	"sync"
-	"time"
 )
 
-// EventType names a change.
-type EventType string
 
 // The event types.
 const (
@@ -31,16 +27,6 @@ const (
 	EventEdgeRetired EventType = "edge_retired"
 )
 
-// Event is one change, appended in the transaction that made it.
-type Event struct {
-	Tenant string         `json:"-"`
-	Seq    uint64         `json:"seq"`
-	At     time.Time      `json:"at"`
-	Type   EventType      `json:"type"`
-	NodeID string         `json:"node_id"`
-	By     string         `json:"by"`
-	Data   map[string]any `json:"data"`
-}
 
 // nextSeq reserves the next event sequence number of tenant. Only write
 // transactions (on the writer goroutine) call it, so numbers are handed out in
@@ -68,12 +54,11 @@ func (tx *Tx) nextSeq(tenant string) (uint64, error) {
 	return last, nil
 }
 
-// lastSeq reads the highest event seq stored for tenant (0 if none). A
-// retired edge takes the seq of its edge_retired event, so the events alone
-// tell the last seq handed out.
+// lastSeq reads the highest event seq stored for tenant (0 if none): the key
+// of its last event group.
 func (tx *Tx) lastSeq(tenant string) (uint64, error) {
 	var last uint64
-	err := tx.scan(newKey(tagEvent, tenant).bytes(), nil, true, false, func(key, _ []byte) (bool, error) {
+	err := tx.kv.Scan(newKey(tagEvent, tenant).bytes(), nil, true, false, func(key, _ []byte) (bool, error) {
 		last = uint64FromBytes(key[len(key)-8:])
 		return false, nil
 	})
@@ -89,21 +74,23 @@ func (tx *Tx) Emit(tenant string, typ EventType, id, by string, data map[string]
 	return tx.emitWithSeq(tenant, seq, typ, id, by, data)
 }
 
+// emitWithSeq appends an event under a seq already reserved; the events of
+// a transaction are written together when it ends (Tx.finish).
 func (tx *Tx) emitWithSeq(tenant string, seq uint64, typ EventType, id, by string, data map[string]any) error {
 	if data == nil {
 		data = map[string]any{}
 	}
-	ev := Event{Tenant: tenant, Seq: seq, At: tx.now.UTC(), Type: typ, NodeID: id, By: by, Data: data}
-	if err := tx.setJSON(eventKey(tenant, seq), ev); err != nil {
-		return err
-	}
-	if id != "" {
-		if err := tx.set(nodeEventKey(tenant, id, seq), nil); err != nil {
-			return err
-		}
-	}
-	tx.events = append(tx.events, ev)
+	tx.events = append(tx.events, Event{Tenant: tenant, Seq: seq, At: tx.now.UTC(), Type: typ, NodeID: id, By: by, Data: data})
 	return nil
+}
+
+// eventGroupAt reads the event group stored under key.
+func (tx *Tx) eventGroupAt(key, val []byte) ([]Event, error) {
+	var g eventGroup
+	if err := decode(val, &g, key); err != nil {
+		return nil, err
+	}
+	return g.Events, nil
 }
 
 // EventsAfter returns up to limit events of tenant with seq > after, oldest first.
@@ -113,13 +100,22 @@ func (tx *Tx) EventsAfter(tenant string, after uint64, limit int) ([]Event, erro
 	if after > 0 {
 		start = eventKey(tenant, after)
 	}
-	err := tx.scan(newKey(tagEvent, tenant).bytes(), start, false, true, func(_, val []byte) (bool, error) {
-		var ev Event
-		if err := json.Unmarshal(val, &ev); err != nil {
+	err := tx.kv.Scan(newKey(tagEvent, tenant).bytes(), start, false, true, func(key, val []byte) (bool, error) {
+		evs, err := tx.eventGroupAt(key, val)
+		if err != nil {
 			return false, err
 		}
-		out = append(out, ev)
-		return len(out) < limit, nil
+		for _, ev := range evs {
+			if ev.Seq <= after {
+				continue
+			}
+			ev.Tenant = tenant
+			out = append(out, ev)
+			if len(out) == limit {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 	return out, err
 }
@@ -132,17 +128,27 @@ func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]Event, e
 		start = nodeEventKey(tenant, id, after)
 	}
 	var out []Event
-	err := tx.scan(prefix, start, false, false, func(key, _ []byte) (bool, error) {
-		seq := uint64FromBytes(key[len(key)-8:])
-		var ev Event
-		ok, err := tx.getJSON(eventKey(tenant, seq), &ev)
+	err := tx.kv.Scan(prefix, start, false, false, func(key, _ []byte) (bool, error) {
+		gk := eventKey(tenant, uint64FromBytes(key[len(key)-8:]))
+		val, ok, err := tx.kv.Get(gk)
+		if err != nil || !ok {
+			return err == nil, err
+		}
+		evs, err := tx.eventGroupAt(gk, val)
 		if err != nil {
 			return false, err
 		}
-		if ok {
+		for _, ev := range evs {
+			if ev.Seq <= after || ev.NodeID != id {
+				continue
+			}
+			ev.Tenant = tenant
 			out = append(out, ev)
+			if len(out) == limit {
+				return false, nil
+			}
 		}
-		return len(out) < limit, nil
+		return true, nil
 	})
 	return out, err
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -314,47 +313,3 @@ func TestBatchedClosuresFailAlone(t *testing.T) {
 	}))
 }
 
-// TestTenantsAreServedFairly: while one tenant floods the writer, another
-// tenant's write waits behind at most TenantInflight of the flood.
-func TestTenantsAreServedFairly(t *testing.T) {
-	t.Parallel()
-	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s, err := Open(Options{Dir: t.TempDir(), Clock: clk, TenantInflight: 8})
-	require.NoError(t, err)
-	defer s.Close()
-
-	// Hold the writer so that everything below queues up behind it.
-	hold, holding := make(chan struct{}), make(chan struct{})
-	go func() {
-		_ = s.Update(context.Background(), false, func(*Tx) error { close(holding); <-hold; return nil })
-	}()
-	<-holding
-
-	var mu sync.Mutex
-	var order []string
-	write := func(tenant string, i int) error {
-		ctx := WithTenant(context.Background(), tenant)
-		return s.Update(ctx, false, func(tx *Tx) error {
-			mu.Lock()
-			order = append(order, tenant)
-			mu.Unlock()
-			return tx.NodeInsert(newNode(tenant, fmt.Sprintf("n%03d", i), 0), "x")
-		})
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < 100; i++ {
-		wg.Add(1)
-		go func(i int) { defer wg.Done(); require.NoError(t, write("flood", i)) }(i)
-	}
-	// Let the flood reach the writer's queue (8 of it) and its gate (the rest).
-	require.Eventually(t, func() bool { return len(s.reqs) == 8 }, 2*time.Second, time.Millisecond)
-	wg.Add(1)
-	go func() { defer wg.Done(); require.NoError(t, write("quiet", 0)) }()
-	require.Eventually(t, func() bool { return len(s.reqs) == 9 }, 2*time.Second, time.Millisecond)
-	close(hold)
-	wg.Wait()
-
-	require.Len(t, order, 101)
-	pos := slices.Index(order, "quiet")
-	require.LessOrEqual(t, pos, 8, "the quiet tenant waited behind %d writes of the flood", pos)
-}

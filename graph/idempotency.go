@@ -1,25 +1,15 @@
 package graph
 
 import (
-	"encoding/json"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
-// IdempotencyRecord remembers the outcome of a create made under an
-// Idempotency-Key, so a retry within the window replays it.
-type IdempotencyRecord struct {
-	Hash      string    `json:"hash"`
-	NodeIDs   []string  `json:"node_ids"`
-	CreatedAt time.Time `json:"created_at"`
-}
 
 // IdempotencyGet returns the record of key in tenant if one exists and is
 // younger than window at the transaction's instant.
 func (tx *Tx) IdempotencyGet(tenant, key string, window time.Duration) (*IdempotencyRecord, error) {
 	var r IdempotencyRecord
-	ok, err := tx.getJSON(idempotencyKey(tenant, key), &r)
+	ok, err := tx.getRecord(idempotencyKey(tenant, key), &r)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -33,11 +23,11 @@ func (tx *Tx) IdempotencyGet(tenant, key string, window time.Duration) (*Idempot
 // expired records never need a sweep of ours.
 func (tx *Tx) IdempotencyPut(tenant, key string, r *IdempotencyRecord, window time.Duration) error {
 	r.CreatedAt = tx.now.UTC()
-	b, err := json.Marshal(r)
+	b, err := encode(r)
 	if err != nil {
 		return err
 	}
 	// The TTL runs on the wall clock, a little past the window, so the record
 	// is gone only after it can no longer match.
-	return tx.setEntry(badger.NewEntry(idempotencyKey(tenant, key), b).WithTTL(window + time.Hour))
+	return tx.kv.SetTTL(idempotencyKey(tenant, key), b, window+time.Hour)
 }

@@ -8,46 +8,32 @@ import (
 // so a range over one tenant's keys can never reach another's. Variable-length
 // parts are separated by 0x00, which no id, tenant, type or queue may contain;
 // numbers are fixed-width big-endian so that byte order is numeric order.
+// Only records are stored: every index (by status, queue, parent, the ready
+// set, live leases, blocker and dependent counts, incoming live edges) is
+// rebuilt in memory at open (see state.go and rebuild.go).
 //
 //	n|t|id                          node record
 //	F|t|id                          last fence of a deleted node (fences never repeat)
-//	O|t|from|type|to                live edge, outgoing side (record)
-//	I|t|to|type|from                live edge, incoming side (record)
-//	P|t|from|type|to|seq            retired edge, outgoing side (record)
-//	Q|t|to|type|from|seq            retired edge, incoming side (record)
-//	o|t|order|id                    every node, in list order
-//	s|t|status|order|id             nodes by status
-//	q|t|queue|status|order|id       nodes by queue and status
-//	c|t|parent|order|id             nodes by parent
-//	L|t|id                          node with a live lease (server-wide scan at start)
-//	r|t|queue|order|id              ready index: queued, no unmet blocker (value: run_at ms or 0)
-//	b|t|id                          blocker counts: unmet depends_on, unfinished children
-//	D|t|id                          how many live depends_on edges point at the node
+//	E|t|from|type|to                live edge (record, with the seq of its edge_added event)
+//	R|t|from|type|to|seq            retired edge, outgoing side (record; seq: its edge_added event)
+//	S|t|to|type|from|seq            retired edge, incoming side (no value)
 //	U|t|queue                       queue settings (paused, max_running)
-//	v|t|seq                         event
-//	w|t|id|seq                      event of one node
+//	v|t|seq                         the events one transaction appended, under the seq of its last one
+//	w|t|id|seq                      the node has an event in the group v|t|seq (no value)
 //	C|t|id|created|seq              comment on a node (created: the node's creation instant, see comment.go)
 //	T|t                             tenant record
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record (expires with a Badger TTL)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
+//	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
 const (
 	tagNode        = 'n'
 	tagFence       = 'F'
-	tagEdgeOut     = 'O'
-	tagEdgeIn      = 'I'
-	tagRetiredOut  = 'P'
-	tagRetiredIn   = 'Q'
-	tagOrder       = 'o'
-	tagByStatus    = 's'
-	tagByQueue     = 'q'
-	tagByParent    = 'c'
-	tagLiveLease   = 'L'
-	tagReady       = 'r'
-	tagBlockers    = 'b'
-	tagDependents  = 'D'
+	tagEdge        = 'E'
+	tagRetiredOut  = 'R'
+	tagRetiredIn   = 'S'
 	tagQueue       = 'U'
 	tagEvent       = 'v'
 	tagNodeEvent   = 'w'
@@ -104,46 +90,10 @@ func nodeKey(tenant, id string) []byte { return newKey(tagNode, tenant).last(id)
 
 func fenceKey(tenant, id string) []byte { return newKey(tagFence, tenant).last(id) }
 
-func orderKey(tenant string, order []byte, id string) []byte {
-	k := newKey(tagOrder, tenant)
-	k.b = append(k.b, order...)
-	return k.last(id)
-}
-
-func statusKey(tenant, status string, order []byte, id string) []byte {
-	k := newKey(tagByStatus, tenant).str(status)
-	k.b = append(k.b, order...)
-	return k.last(id)
-}
-
-func queueKey(tenant, queue, status string, order []byte, id string) []byte {
-	k := newKey(tagByQueue, tenant).str(queue).str(status)
-	k.b = append(k.b, order...)
-	return k.last(id)
-}
-
-func parentKey(tenant, parent string, order []byte, id string) []byte {
-	k := newKey(tagByParent, tenant).str(parent)
-	k.b = append(k.b, order...)
-	return k.last(id)
-}
-
-func readyKey(tenant, queue string, order []byte, id string) []byte {
-	k := newKey(tagReady, tenant).str(queue)
-	k.b = append(k.b, order...)
-	return k.last(id)
-}
-
 func queueRecordKey(tenant, queue string) []byte { return newKey(tagQueue, tenant).last(queue) }
 
-func blockersKey(tenant, id string) []byte { return newKey(tagBlockers, tenant).last(id) }
-
-func dependentsKey(tenant, id string) []byte { return newKey(tagDependents, tenant).last(id) }
-
-func liveLeaseKey(tenant, id string) []byte { return newKey(tagLiveLease, tenant).last(id) }
-
-func edgeKey(tag byte, tenant, a, typ, b string) []byte {
-	return newKey(tag, tenant).str(a).str(typ).last(b)
+func liveEdgeKey(tenant, from, typ, to string) []byte {
+	return newKey(tagEdge, tenant).str(from).str(typ).last(to)
 }
 
 func retiredEdgeKey(tag byte, tenant, a, typ, b string, seq uint64) []byte {
@@ -170,8 +120,35 @@ func workerKey(tenant, by, worker string) []byte {
 	return newKey(tagWorker, tenant).str(by).last(worker)
 }
 
-// idAfterOrder returns the node id of an index key whose order bytes start at
-// offset prefixLen.
-func idAfterOrder(key []byte, prefixLen int) string {
-	return string(key[prefixLen+orderKeyLength:])
+func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func uint64FromBytes(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
+
+// splitKey splits the parts of a key after its tag: tenant, then the
+// separated parts; the last part runs to the end (it may hold fixed-width
+// numbers, which can contain the separator byte, only when n says so).
+func splitKey(key []byte, n int) [][]byte {
+	if len(key) < 2 {
+		return nil
+	}
+	var parts [][]byte
+	rest := key[2:]
+	for len(parts) < n-1 {
+		i := indexByte(rest, keySeparator)
+		if i < 0 {
+			return nil
+		}
+		parts = append(parts, rest[:i])
+		rest = rest[i+1:]
+	}
+	return append(parts, rest)
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
 }

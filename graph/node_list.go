@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"slices"
 
+	"github.com/google/btree"
+
 	"github.com/tether-run/tether/fault"
 )
 
@@ -28,54 +30,110 @@ const (
 
 // NodeList returns one page of nodes in list order (priority high first, then
 // creation old first, then id) and the cursor of the next page ("" at the end).
-// It walks the most selective index the filters allow.
+// It walks the most selective in-memory index the filters allow and reads
+// each record from the transaction's snapshot, checking the filters on it.
 func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 	status := q.Status
 	if q.Holder != "" && status == "" {
 		status = string(StatusRunning)
 	}
 	var kind byte
-	var prefix []byte
 	switch {
 	case q.Parent != "":
-		kind, prefix = cursorParent, newKey(tagByParent, tenant).str(q.Parent).bytes()
+		kind = cursorParent
 	case q.Queue != "" && status != "":
-		kind, prefix = cursorQueue, newKey(tagByQueue, tenant).str(q.Queue).str(status).bytes()
+		kind = cursorQueue
 	case status != "":
-		kind, prefix = cursorStatus, newKey(tagByStatus, tenant).str(status).bytes()
+		kind = cursorStatus
 	default:
-		kind, prefix = cursorAll, newKey(tagOrder, tenant).bytes()
+		kind = cursorAll
 	}
-	var after []byte
+	var pivot *nodeEntry
 	if q.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(q.Cursor)
 		if err != nil || len(raw) < 1+orderKeyLength || raw[0] != kind {
 			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
 		}
-		after = append(slices.Clone(prefix), raw[1:]...)
+		pivot = &nodeEntry{ref: nodeRef{tenant, string(raw[1+orderKeyLength:])}}
+		copy(pivot.st.order[:], raw[1:1+orderKeyLength])
+	}
+	tree := func(ti *tenantIndex) *btree.BTreeG[*nodeEntry] {
+		switch kind {
+		case cursorParent:
+			return ti.byParent[q.Parent]
+		case cursorQueue:
+			return ti.byQueue[queueStatus{q.Queue, Status(status)}]
+		case cursorStatus:
+			return ti.byStatus[Status(status)]
+		}
+		return ti.all
 	}
 	limit := q.Limit
 	var out []*Node
 	next := ""
-	err := tx.scan(prefix, after, false, false, func(key, _ []byte) (bool, error) {
-		id := idAfterOrder(key, len(prefix))
-		n, err := tx.NodeGet(tenant, id)
-		if err != nil {
-			return false, err
+	const chunk = 128
+	for done := false; !done; {
+		ids, last := tx.store.table.ascend(tenant, tree, pivot, chunk)
+		if len(ids) < chunk {
+			done = true
 		}
-		ok, err := matches(tx, n, q, status)
-		if err != nil || !ok {
-			return err == nil, err
+		pivot = last
+		for _, id := range ids {
+			n, err := tx.NodeGet(tenant, id)
+			if _, gone := err.(*fault.NotFound); gone {
+				continue // not durable yet, or deleted since
+			}
+			if err != nil {
+				return nil, "", err
+			}
+			ok, err := matches(tx, n, q, status)
+			if err != nil {
+				return nil, "", err
+			}
+			if !ok {
+				continue
+			}
+			if len(out) == limit {
+				// One more match exists: the page ends at the previous node.
+				next = encodeCursor(kind, out[len(out)-1].order(), out[len(out)-1].ID)
+				return out, next, nil
+			}
+			out = append(out, n)
 		}
-		if len(out) == limit {
-			// One more match exists: the page ends at the previous key.
-			next = encodeCursor(kind, out[len(out)-1].order(), out[len(out)-1].ID)
-			return false, nil
+	}
+	return out, next, nil
+}
+
+// ascend returns up to n ids of one of tenant's indexes strictly after
+// pivot (from the start when nil), and the last entry returned.
+func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nodeEntry], pivot *nodeEntry, n int) ([]string, *nodeEntry) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ti, ok := t.tenants[tenant]
+	if !ok {
+		return nil, nil
+	}
+	tr := pick(ti)
+	if tr == nil {
+		return nil, nil
+	}
+	var ids []string
+	var last *nodeEntry
+	visit := func(e *nodeEntry) bool {
+		if pivot != nil && !lessEntry(pivot, e) {
+			return true
 		}
-		out = append(out, n)
-		return true, nil
-	})
-	return out, next, err
+		ids = append(ids, e.ref.id)
+		cp := &nodeEntry{ref: e.ref, st: nodeState{order: e.st.order}}
+		last = cp
+		return len(ids) < n
+	}
+	if pivot == nil {
+		tr.Ascend(visit)
+	} else {
+		tr.AscendGreaterOrEqual(pivot, visit)
+	}
+	return ids, last
 }
 
 func encodeCursor(kind byte, order []byte, id string) string {
@@ -105,22 +163,47 @@ func matches(tx *Tx, n *Node, q NodeQuery, status string) (bool, error) {
 // lease record, in id order, starting after id `after` ("" from the start).
 // tenant "" walks every tenant (start-up only).
 func (tx *Tx) LiveLeaseIDs(tenant, after string, fn func(tenant, id string) (bool, error)) error {
-	var prefix, start []byte
+	t := tx.store.table
+	var tenants []string
+	t.mu.RLock()
 	if tenant == "" {
-		prefix = []byte{tagLiveLease, keySeparator}
+		for name := range t.tenants {
+			tenants = append(tenants, name)
+		}
+		slices.Sort(tenants)
 	} else {
-		prefix = newKey(tagLiveLease, tenant).bytes()
-		if after != "" {
-			start = liveLeaseKey(tenant, after)
+		tenants = []string{tenant}
+	}
+	t.mu.RUnlock()
+	for _, name := range tenants {
+		pivot := after
+		if tenant == "" {
+			pivot = ""
+		}
+		for {
+			var ids []string
+			t.mu.RLock()
+			if ti, ok := t.tenants[name]; ok {
+				ti.leased.AscendGreaterOrEqual(&nodeEntry{ref: nodeRef{name, pivot}}, func(e *nodeEntry) bool {
+					if e.ref.id == pivot && pivot != "" {
+						return true
+					}
+					ids = append(ids, e.ref.id)
+					return len(ids) < 128
+				})
+			}
+			t.mu.RUnlock()
+			for _, id := range ids {
+				more, err := fn(name, id)
+				if err != nil || !more {
+					return err
+				}
+			}
+			if len(ids) < 128 {
+				break
+			}
+			pivot = ids[len(ids)-1]
 		}
 	}
-	return tx.scan(prefix, start, false, false, func(key, _ []byte) (bool, error) {
-		rest := key[2:]
-		for i, c := range rest {
-			if c == keySeparator {
-				return fn(string(rest[:i]), string(rest[i+1:]))
-			}
-		}
-		return true, nil
-	})
+	return nil
 }

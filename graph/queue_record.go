@@ -1,24 +1,19 @@
 package graph
 
-// QueueSettings are the per-queue switches a dispatcher sets.
-type QueueSettings struct {
-	Paused     bool  `json:"paused"`
-	MaxRunning int64 `json:"max_running"` // 0 = no cap
-}
 
 // QueueSettingsGet returns the settings of a queue (zero when never set).
 // Settings are read on every claim, so committed ones are cached in memory;
 // a transaction that changed them reads its own write.
 func (tx *Tx) QueueSettingsGet(tenant, queue string) (QueueSettings, error) {
 	key := queueRecordKey(tenant, queue)
-	_, mine := tx.lookup(string(key))
+	_, _, mine := tx.kv.Pending(key)
 	if !mine {
 		if q, ok := tx.store.queueSettings.Load(tenantQueue{tenant, queue}); ok {
 			return q.(QueueSettings), nil
 		}
 	}
 	var q QueueSettings
-	_, err := tx.getJSON(key, &q)
+	_, err := tx.getRecord(key, &q)
 	// Only the writer fills the cache: it alone reads the latest committed
 	// state (a view's snapshot may be older than a commit hook's value).
 	if err == nil && tx.writable && !mine {
@@ -32,17 +27,17 @@ func (tx *Tx) QueueSettingsPut(tenant, queue string, q QueueSettings) error {
 	tq := tenantQueue{tenant, queue}
 	tx.OnCommit(func() { tx.store.queueSettings.Store(tq, q) })
 	if q == (QueueSettings{}) {
-		return tx.del(queueRecordKey(tenant, queue))
+		return tx.kv.Delete(queueRecordKey(tenant, queue))
 	}
-	return tx.setJSON(queueRecordKey(tenant, queue), q)
+	return tx.setRecord(queueRecordKey(tenant, queue), &q)
 }
 
 // QueueSettingsList calls fn with every queue of tenant that has settings.
 func (tx *Tx) QueueSettingsList(tenant string, fn func(queue string, q QueueSettings) error) error {
 	prefix := newKey(tagQueue, tenant).bytes()
-	return tx.scan(prefix, nil, false, true, func(key, val []byte) (bool, error) {
+	return tx.kv.Scan(prefix, nil, false, true, func(key, val []byte) (bool, error) {
 		var q QueueSettings
-		if err := jsonUnmarshal(val, &q); err != nil {
+		if err := decode(val, &q, key); err != nil {
 			return false, err
 		}
 		return true, fn(string(key[len(prefix):]), q)

@@ -58,18 +58,15 @@ func wantReady(t *testing.T, s *Store, tenant, queue string) []string {
 	return out
 }
 
-// haveReady lists the ready index as stored and as mirrored, in claim order.
-func haveReady(t *testing.T, s *Store, tenant, queue string) (stored, mirrored []string) {
+// haveReady lists the ready set as derived afresh from the records (as at
+// open) and as the store keeps it in memory, in claim order.
+func haveReady(t *testing.T, s *Store, tenant, queue string) (derived, mirrored []string) {
 	t.Helper()
-	require.NoError(t, s.View(func(tx *Tx) error {
-		prefix := newKey(tagReady, tenant).str(queue).bytes()
-		return tx.scan(prefix, nil, false, false, func(key, _ []byte) (bool, error) {
-			stored = append(stored, idAfterOrder(key, len(prefix)))
-			return true, nil
-		})
-	}))
+	fresh := newReadyMirror(s.clock)
+	require.NoError(t, s.derive(newTable(), fresh))
+	fresh.ascend(tenant, queue, s.clock.Now(), func(id string) bool { derived = append(derived, id); return true })
 	s.ready.ascend(tenant, queue, s.clock.Now(), func(id string) bool { mirrored = append(mirrored, id); return true })
-	return stored, mirrored
+	return derived, mirrored
 }
 
 func TestReadyIndexMatchesGraphUnderRandomChanges(t *testing.T) {

@@ -29,7 +29,7 @@ func (tx *Tx) APIKeyPut(tenant, id string, v any) error {
 
 // APIKeyDelete erases API key id of tenant.
 func (tx *Tx) APIKeyDelete(tenant, id string) error {
-	return tx.del(apiKeyKey(tenant, id))
+	return tx.kv.Delete(apiKeyKey(tenant, id))
 }
 
 // APIKeyList calls fn with each raw API key record of tenant in id order,
@@ -40,7 +40,7 @@ func (tx *Tx) APIKeyList(tenant, after string, fn func(id string, raw json.RawMe
 	if after != "" {
 		start = apiKeyKey(tenant, after)
 	}
-	return tx.scan(prefix, start, false, true, func(key, val []byte) (bool, error) {
+	return tx.kv.Scan(prefix, start, false, true, func(key, val []byte) (bool, error) {
 		return fn(string(key[len(prefix):]), val)
 	})
 }

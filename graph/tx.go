@@ -1,244 +1,228 @@
 package graph
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/tinylib/msgp/msgp"
+
+	"github.com/tether-run/tether/kv"
 )
 
 // Tx is one transaction: read-only from View, read-write inside Update. The
-// domain methods (NodeGet, NodeCreate, EdgeInsert, ...) are the only way other
-// packages touch keys.
+// domain methods (NodeGet, NodeInsert, EdgeInsert, ...) are the only way other
+// packages touch records.
 //
-// A write transaction is one layer of the writer's current batch: it reads its
-// own writes, then the writes of the batch's earlier transactions, then a
-// snapshot taken when the batch began; its writes stay in its layer until it
-// succeeds, when the batch folds them into the one Badger transaction it
-// commits (see batch.go). Every read is O(log n): Badger's own transactions
-// sort their pending writes each time an iterator opens, which made large
-// transactions quadratic.
+// A write transaction runs on the store's writer. It reads and changes the
+// in-memory state through its own copies (nodes, edges), which apply folds
+// into the table when it succeeds; its records go to a kv transaction.
 type Tx struct {
-	rtx      *badger.Txn // View: the read txn
-	batch    *batchTx    // Update: the batch this transaction is a layer of
+	kv       *kv.Txn
 	store    *Store
 	now      time.Time
 	writable bool
-	layer    *overlay
 
-	seqs     map[string]uint64 // next event seq per tenant, applied on success
-	events   []Event
-	onCommit []func()
+	nodes  map[nodeRef]*nodeState // changed in this transaction; nil: deleted
+	edges  map[edgeRef]*liveEdge  // live edges added (or nil: retired) here
+	fences map[nodeRef]uint64     // fences of nodes deleted here
+
+	seqs   map[string]uint64 // next event seq per tenant, applied on success
+	events []Event
 }
+
+// edgeRef names a live edge.
+type edgeRef struct{ tenant, from, typ, to string }
 
 // Now is the instant this transaction acts at.
 func (tx *Tx) Now() time.Time { return tx.now }
 
-// OnCommit registers f to run on the writer goroutine right after this
-// transaction succeeds (never if it does not).
-func (tx *Tx) OnCommit(f func()) { tx.onCommit = append(tx.onCommit, f) }
+// OnCommit registers f to run on the writer right after this transaction
+// succeeds (never if it does not), before the next transaction runs. What f
+// changes is seen by later writes at once, and by readers possibly before
+// the transaction is durable: use OnDurable for what readers must not see
+// early.
+func (tx *Tx) OnCommit(f func()) { tx.kv.OnApply(f) }
 
-var errReadOnly = errors.New("write in a read-only transaction")
+// OnDurable registers f to run once this transaction is on stable storage,
+// in commit order.
+func (tx *Tx) OnDurable(f func()) { tx.kv.OnDurable(f) }
 
-// reader is the Badger transaction reads fall through to.
-func (tx *Tx) reader() *badger.Txn {
-	if tx.batch != nil {
-		return tx.batch.snap
-	}
-	return tx.rtx
-}
+var errReadOnly = kv.ErrReadOnly
 
-// lookup finds key in this transaction's layer or the batch's overlay.
-func (tx *Tx) lookup(key string) (overlayValue, bool) {
-	if tx.layer != nil {
-		if ov, ok := tx.layer.vals[key]; ok {
-			return ov, true
+// state returns the in-memory state of a node as this transaction sees it
+// (nil when there is no such node). The result is read-only: use mut to
+// change it.
+func (tx *Tx) state(ref nodeRef) *nodeState {
+	if tx.nodes != nil {
+		if st, ok := tx.nodes[ref]; ok {
+			return st
 		}
 	}
-	if tx.batch != nil {
-		if ov, ok := tx.batch.over.vals[key]; ok {
-			return ov, true
-		}
+	t := tx.store.table
+	if !tx.writable {
+		t.mu.RLock()
+		defer t.mu.RUnlock()
 	}
-	return overlayValue{}, false
+	e, ok := t.nodes[ref]
+	if !ok {
+		return nil
+	}
+	if !tx.writable {
+		st := e.st
+		return &st
+	}
+	return &e.st
 }
 
-func (tx *Tx) get(key []byte) ([]byte, bool, error) {
-	if ov, ok := tx.lookup(string(key)); ok {
-		if ov.deleted {
-			return nil, false, nil
-		}
-		return ov.entry.Value, true, nil
+// mut returns this transaction's own copy of a node's state, to change
+// (nil when there is no such node).
+func (tx *Tx) mut(ref nodeRef) *nodeState {
+	if st, ok := tx.nodes[ref]; ok {
+		return st
 	}
-	item, err := tx.reader().Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, nil
+	cur := tx.state(ref)
+	if cur == nil {
+		return nil
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	v, err := item.ValueCopy(nil)
-	return v, err == nil, err
+	st := *cur
+	tx.setState(ref, &st)
+	return &st
 }
 
-func (tx *Tx) getJSON(key []byte, v any) (bool, error) {
-	b, ok, err := tx.get(key)
+func (tx *Tx) setState(ref nodeRef, st *nodeState) {
+	if tx.nodes == nil {
+		tx.nodes = map[nodeRef]*nodeState{}
+	}
+	tx.nodes[ref] = st
+}
+
+// apply folds this transaction's state changes into the table and the ready
+// mirror. It runs on the writer when the transaction has succeeded.
+func (tx *Tx) apply() {
+	if len(tx.nodes) == 0 && len(tx.edges) == 0 && len(tx.fences) == 0 {
+		return
+	}
+	s := tx.store
+	t := s.table
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for ref, st := range tx.nodes {
+		e, had := t.nodes[ref]
+		var old *nodeState
+		if had {
+			o := e.st
+			old = &o
+		}
+		switch {
+		case st == nil && had:
+			t.unindex(e)
+			delete(t.nodes, ref)
+		case st == nil:
+		case had:
+			if !sameIndexes(&e.st, st) {
+				t.unindex(e)
+				e.st = *st
+				t.index(e)
+			} else {
+				e.st = *st
+			}
+		default:
+			e = &nodeEntry{ref: ref, st: *st}
+			t.nodes[ref] = e
+			t.index(e)
+		}
+		s.ready.track(ref, old, st)
+	}
+	for ref, f := range tx.fences {
+		t.fences[ref] = f
+	}
+	for ref, le := range tx.edges {
+		from, to := t.nodes[nodeRef{ref.tenant, ref.from}], t.nodes[nodeRef{ref.tenant, ref.to}]
+		if le == nil {
+			if from != nil {
+				delete(from.out, edgeSlot{ref.typ, ref.to})
+			}
+			if to != nil {
+				delete(to.in, edgeSlot{ref.typ, ref.from})
+			}
+			continue
+		}
+		if from != nil {
+			if from.out == nil {
+				from.out = map[edgeSlot]*liveEdge{}
+			}
+			from.out[edgeSlot{ref.typ, ref.to}] = le
+		}
+		if to != nil {
+			if to.in == nil {
+				to.in = map[edgeSlot]*liveEdge{}
+			}
+			to.in[edgeSlot{ref.typ, ref.from}] = le
+		}
+	}
+}
+
+// finish writes the events of the transaction, grouped per tenant under the
+// seq of the last one, with one per-node pointer to the group.
+func (tx *Tx) finish() error {
+	if len(tx.events) == 0 {
+		return nil
+	}
+	groups := map[string][]Event{}
+	var order []string
+	for _, ev := range tx.events {
+		if _, ok := groups[ev.Tenant]; !ok {
+			order = append(order, ev.Tenant)
+		}
+		groups[ev.Tenant] = append(groups[ev.Tenant], ev)
+	}
+	for _, tenant := range order {
+		evs := groups[tenant]
+		last := evs[len(evs)-1].Seq
+		b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
+		if err != nil {
+			return fmt.Errorf("error encoding events: %w", err)
+		}
+		if err := tx.kv.Set(eventKey(tenant, last), b); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, ev := range evs {
+			if ev.NodeID == "" || seen[ev.NodeID] {
+				continue
+			}
+			seen[ev.NodeID] = true
+			if err := tx.kv.Set(nodeEventKey(tenant, ev.NodeID, last), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// encode and decode are the store's codec (records_gen.go).
+func encode(v msgp.Marshaler) ([]byte, error) { return v.MarshalMsg(nil) }
+
+func decode(b []byte, v msgp.Unmarshaler, what []byte) error {
+	if _, err := v.UnmarshalMsg(b); err != nil {
+		return fmt.Errorf("error decoding %q: %w", what, err)
+	}
+	return nil
+}
+
+func (tx *Tx) getRecord(key []byte, v msgp.Unmarshaler) (bool, error) {
+	b, ok, err := tx.kv.Get(key)
 	if err != nil || !ok {
 		return ok, err
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("error decoding %q: %w", key, err)
-	}
-	return true, nil
+	return true, decode(b, v, key)
 }
 
-func (tx *Tx) set(key, val []byte) error {
-	return tx.setEntry(badger.NewEntry(key, val))
-}
-
-func (tx *Tx) setEntry(e *badger.Entry) error {
-	if !tx.writable {
-		return errReadOnly
-	}
-	tx.layer.put(string(e.Key), overlayValue{entry: e})
-	return nil
-}
-
-func (tx *Tx) setJSON(key []byte, v any) error {
-	b, err := json.Marshal(v)
+func (tx *Tx) setRecord(key []byte, v msgp.Marshaler) error {
+	b, err := encode(v)
 	if err != nil {
 		return err
 	}
-	return tx.set(key, b)
+	return tx.kv.Set(key, b)
 }
 
-func (tx *Tx) del(key []byte) error {
-	if !tx.writable {
-		return errReadOnly
-	}
-	tx.layer.put(string(key), overlayValue{deleted: true})
-	return nil
-}
-
-func (tx *Tx) exists(key []byte) (bool, error) {
-	if ov, ok := tx.lookup(string(key)); ok {
-		return !ov.deleted, nil
-	}
-	_, err := tx.reader().Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// scan calls fn for each key with prefix, in order (or reverse order), starting
-// strictly after `after` when it is non-nil. fn returns false to stop. In a
-// write transaction the snapshot and the overlay are merged, the overlay
-// winning.
-func (tx *Tx) scan(prefix, after []byte, reverse, withValues bool, fn func(key, val []byte) (bool, error)) error {
-	pending := tx.pendingUnder(prefix, after, reverse)
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
-	opts.Reverse = reverse
-	opts.PrefetchValues = withValues
-	if withValues {
-		opts.PrefetchSize = 16
-	}
-	it := tx.reader().NewIterator(opts)
-	defer it.Close()
-	switch {
-	case after != nil:
-		it.Seek(after)
-		if it.ValidForPrefix(prefix) && bytes.Equal(it.Item().Key(), after) {
-			it.Next()
-		}
-	case reverse:
-		it.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 64)...))
-	default:
-		it.Seek(prefix)
-	}
-	for {
-		valid := it.ValidForPrefix(prefix)
-		if len(pending) > 0 {
-			k := pending[0]
-			cmp := 1 // the overlay key comes first unless the iterator's does
-			if valid {
-				cmp = bytes.Compare(it.Item().Key(), []byte(k))
-				if reverse {
-					cmp = -cmp
-				}
-			}
-			if cmp >= 0 {
-				pending = pending[1:]
-				if cmp == 0 {
-					it.Next() // shadowed by the overlay
-				}
-				ov, _ := tx.lookup(k)
-				if ov.deleted {
-					continue
-				}
-				more, err := fn([]byte(k), bytes.Clone(ov.entry.Value))
-				if err != nil || !more {
-					return err
-				}
-				continue
-			}
-		}
-		if !valid {
-			return nil
-		}
-		item := it.Item()
-		var val []byte
-		if withValues {
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			val = v
-		}
-		more, err := fn(item.KeyCopy(nil), val)
-		if err != nil || !more {
-			return err
-		}
-		it.Next()
-	}
-}
-
-// pendingUnder lists the keys written under prefix by this transaction and
-// the batch's earlier ones (strictly after `after`), in scan order.
-func (tx *Tx) pendingUnder(prefix, after []byte, reverse bool) []string {
-	var out []string
-	if tx.batch != nil {
-		out = tx.batch.over.under(string(prefix))
-	}
-	if tx.layer != nil {
-		if mine := tx.layer.under(string(prefix)); len(mine) > 0 {
-			out = append(out, mine...)
-			slices.Sort(out)
-			out = slices.Compact(out)
-		}
-	}
-	if after != nil {
-		a := string(after)
-		kept := out[:0]
-		for _, k := range out {
-			if (!reverse && k > a) || (reverse && k < a) {
-				kept = append(kept, k)
-			}
-		}
-		out = kept
-	}
-	if reverse {
-		slices.Reverse(out)
-	}
-	return out
-}
-
-func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -3,8 +3,6 @@ package graph
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // The worker package owns the shape of worker heartbeat records; the graph
@@ -24,7 +22,7 @@ func (tx *Tx) WorkerRecordPut(tenant, by, worker string, v any, ttl time.Duratio
 	if err != nil {
 		return err
 	}
-	return tx.setEntry(badger.NewEntry(workerKey(tenant, by, worker), b).WithTTL(ttl))
+	return tx.kv.SetTTL(workerKey(tenant, by, worker), b, ttl)
 }
 
 // WorkerRecordList calls fn with each raw worker record of tenant in (by,
@@ -36,7 +34,7 @@ func (tx *Tx) WorkerRecordList(tenant, afterBy, afterWorker string, fn func(raw 
 	if afterBy != "" {
 		start = workerKey(tenant, afterBy, afterWorker)
 	}
-	return tx.scan(prefix, start, false, true, func(_, val []byte) (bool, error) {
+	return tx.kv.Scan(prefix, start, false, true, func(_, val []byte) (bool, error) {
 		return fn(val)
 	})
 }

@@ -1,0 +1,50 @@
+package graph
+
+// track moves a node's entry in the ready mirror and its queue's status
+// counts from where old had it to where st has it (nil: no node). It runs on
+// the writer inside Tx.apply, so claim-next (also on the writer) always sees
+// what the transactions before it left.
+func (m *readyMirror) track(ref nodeRef, old, st *nodeState) {
+	wasReady, isReady := old != nil && old.ready(), st != nil && st.ready()
+	if wasReady && (!isReady || old.queue != st.queue || old.order != st.order || old.runAt != st.runAt ||
+		old.typ != st.typ || old.target != st.target || !sameLabels(old.labels, st.labels)) {
+		m.remove(ref.tenant, old.queue, ref.id)
+		wasReady = false
+	}
+	if isReady && !wasReady {
+		m.add(ref.tenant, st.queue, readyItemOf(ref.id, st))
+	}
+	var oq, nq string
+	var os, ns Status
+	if old != nil {
+		oq, os = old.queue, old.status
+	}
+	if st != nil {
+		nq, ns = st.queue, st.status
+	}
+	if oq == nq && os == ns {
+		return
+	}
+	if oq != "" {
+		m.count(ref.tenant, oq, os, "")
+	}
+	if nq != "" {
+		m.count(ref.tenant, nq, "", ns)
+	}
+}
+
+func readyItemOf(id string, st *nodeState) readyItem {
+	return readyItem{order: st.order, id: id, runAt: st.runAt, created: st.created, typ: st.typ, target: st.target, labels: st.labels}
+}
+
+func sameLabels(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

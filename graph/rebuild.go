@@ -1,0 +1,82 @@
+package graph
+
+import (
+	"github.com/tether-run/tether/kv"
+)
+
+// rebuild derives the in-memory state from the records: every node's state
+// (and its record while live), the live edges with the blocker and
+// dependent counts they imply, the fences of deleted nodes, and the ready
+// mirror with its queue counts. It runs once at open, before the writer.
+func (s *Store) rebuild() error { return s.derive(s.table, s.ready) }
+
+// derive builds the in-memory state from the records into t and m.
+func (s *Store) derive(t *table, m *readyMirror) error {
+	return s.kv.View(func(ktx *kv.Txn) error {
+		err := ktx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			var n Node
+			if err := decode(val, &n, key); err != nil {
+				return false, err
+			}
+			ref := nodeRef{n.Tenant, n.ID}
+			t.nodes[ref] = &nodeEntry{ref: ref, st: stateOf(&n, val)}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		err = ktx.Scan([]byte{tagEdge, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			parts := splitKey(key, 4) // tenant, from, type, to
+			if len(parts) != 4 {
+				return true, nil
+			}
+			var r liveEdgeRecord
+			if err := decode(val, &r, key); err != nil {
+				return false, err
+			}
+			tenant := string(parts[0])
+			from, to := t.nodes[nodeRef{tenant, r.Edge.From}], t.nodes[nodeRef{tenant, r.Edge.To}]
+			if from == nil || to == nil {
+				return true, nil // tether check reports it
+			}
+			le := &liveEdge{e: &r.Edge, seq: r.Seq, from: r.Edge.From}
+			if from.out == nil {
+				from.out = map[edgeSlot]*liveEdge{}
+			}
+			if to.in == nil {
+				to.in = map[edgeSlot]*liveEdge{}
+			}
+			from.out[edgeSlot{r.Edge.Type, r.Edge.To}] = le
+			to.in[edgeSlot{r.Edge.Type, r.Edge.From}] = le
+			switch {
+			case r.Edge.Type == EdgeDependsOn:
+				to.st.dependents++
+				if !DependencySatisfied(to.st.status, &r.Edge) {
+					from.st.deps++
+				}
+			case r.Edge.Type == EdgeParentOf && !to.st.status.Terminal():
+				from.st.children++
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		err = ktx.Scan([]byte{tagFence, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			parts := splitKey(key, 2)
+			if len(parts) == 2 && len(val) == 8 {
+				t.fences[nodeRef{string(parts[0]), string(parts[1])}] = uint64FromBytes(val)
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		for ref, e := range t.nodes {
+			t.index(e)
+			st := e.st
+			m.track(ref, nil, &st)
+		}
+		return nil
+	})
+}

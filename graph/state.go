@@ -1,0 +1,215 @@
+package graph
+
+// The in-memory state: what the store knows of every node without reading
+// its record (its place in every index, its blocker counts, its live edges)
+// and, while a node is live, the record itself. It is derived from the
+// records, rebuilt at open (rebuild.go), changed by write transactions
+// through their own copies (Tx.mut) and folded in on the writer when a
+// transaction succeeds (Tx.apply), so a failed transaction leaves nothing.
+//
+// The writer reads it without a lock (it alone changes it); readers outside
+// the writer (lists, readiness in a GET) take mu for reading.
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// nodeRef names a node across tenants.
+type nodeRef struct{ tenant, id string }
+
+// nodeState is what the store keeps in memory of one node.
+type nodeState struct {
+	order   [orderKeyLength]byte
+	created int64 // unix ns
+	status  Status
+	queue   string
+	parent  string
+	typ     string
+	target  string
+	labels  []string
+	holder  string // the live lease's identity ("" for none)
+	runAt   int64  // unix ms; 0 = none
+	// record is the encoded record while the node is live (open, queued or
+	// running), so the hot paths never read the store; nil once terminal.
+	record []byte
+
+	deps       int64 // live depends_on edges whose target is not satisfied
+	children   int64 // children not terminal
+	dependents int64 // live depends_on edges pointing at the node
+}
+
+// ready reports whether the node waits in its queue with nothing blocking it.
+func (st *nodeState) ready() bool {
+	return st.status == StatusQueued && st.queue != "" && st.deps == 0 && st.children == 0
+}
+
+// edgeSlot names a live edge from one end: its type and the node at the other.
+type edgeSlot struct{ typ, peer string }
+
+// liveEdge is a live edge in memory: its record and the seq of its
+// edge_added event.
+type liveEdge struct {
+	e    *Edge
+	seq  uint64
+	from string
+}
+
+// nodeEntry is one node in the table.
+type nodeEntry struct {
+	ref nodeRef
+	st  nodeState
+	out map[edgeSlot]*liveEdge
+	in  map[edgeSlot]*liveEdge
+}
+
+func lessEntry(a, b *nodeEntry) bool {
+	if c := bytes.Compare(a.st.order[:], b.st.order[:]); c != 0 {
+		return c < 0
+	}
+	return a.ref.id < b.ref.id
+}
+
+func lessEntryID(a, b *nodeEntry) bool { return a.ref.id < b.ref.id }
+
+type queueStatus struct {
+	queue  string
+	status Status
+}
+
+// tenantIndex holds one tenant's list indexes, in list order (priority high
+// first, then oldest, then id); leased is in id order.
+type tenantIndex struct {
+	all      *btree.BTreeG[*nodeEntry]
+	byStatus map[Status]*btree.BTreeG[*nodeEntry]
+	byQueue  map[queueStatus]*btree.BTreeG[*nodeEntry]
+	byParent map[string]*btree.BTreeG[*nodeEntry]
+	leased   *btree.BTreeG[*nodeEntry]
+}
+
+func newListTree() *btree.BTreeG[*nodeEntry] { return btree.NewG(16, lessEntry) }
+
+// table is every node of every tenant.
+type table struct {
+	mu      sync.RWMutex
+	nodes   map[nodeRef]*nodeEntry
+	tenants map[string]*tenantIndex
+	// fences keeps the last fence of each deleted node id, so a node
+	// re-created under it continues the numbers.
+	fences map[nodeRef]uint64
+}
+
+func newTable() *table {
+	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}}
+}
+
+func (t *table) tenant(name string) *tenantIndex {
+	ti, ok := t.tenants[name]
+	if !ok {
+		ti = &tenantIndex{
+			all:      newListTree(),
+			byStatus: map[Status]*btree.BTreeG[*nodeEntry]{},
+			byQueue:  map[queueStatus]*btree.BTreeG[*nodeEntry]{},
+			byParent: map[string]*btree.BTreeG[*nodeEntry]{},
+			leased:   btree.NewG(16, lessEntryID),
+		}
+		t.tenants[name] = ti
+	}
+	return ti
+}
+
+func treeOf[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K) *btree.BTreeG[*nodeEntry] {
+	tr, ok := m[k]
+	if !ok {
+		tr = newListTree()
+		m[k] = tr
+	}
+	return tr
+}
+
+// unindex takes e out of its tenant's indexes (call with mu held, before
+// changing e.st).
+func (t *table) unindex(e *nodeEntry) {
+	ti := t.tenant(e.ref.tenant)
+	ti.all.Delete(e)
+	if tr, ok := ti.byStatus[e.st.status]; ok {
+		tr.Delete(e)
+		if tr.Len() == 0 {
+			delete(ti.byStatus, e.st.status)
+		}
+	}
+	if e.st.queue != "" {
+		k := queueStatus{e.st.queue, e.st.status}
+		if tr, ok := ti.byQueue[k]; ok {
+			tr.Delete(e)
+			if tr.Len() == 0 {
+				delete(ti.byQueue, k)
+			}
+		}
+	}
+	if e.st.parent != "" {
+		if tr, ok := ti.byParent[e.st.parent]; ok {
+			tr.Delete(e)
+			if tr.Len() == 0 {
+				delete(ti.byParent, e.st.parent)
+			}
+		}
+	}
+	if e.st.holder != "" {
+		ti.leased.Delete(e)
+	}
+}
+
+// index puts e into its tenant's indexes (call with mu held).
+func (t *table) index(e *nodeEntry) {
+	ti := t.tenant(e.ref.tenant)
+	ti.all.ReplaceOrInsert(e)
+	treeOf(ti.byStatus, e.st.status).ReplaceOrInsert(e)
+	if e.st.queue != "" {
+		treeOf(ti.byQueue, queueStatus{e.st.queue, e.st.status}).ReplaceOrInsert(e)
+	}
+	if e.st.parent != "" {
+		treeOf(ti.byParent, e.st.parent).ReplaceOrInsert(e)
+	}
+	if e.st.holder != "" {
+		ti.leased.ReplaceOrInsert(e)
+	}
+}
+
+// sameIndexes reports whether a and b sit at the same place in every index.
+func sameIndexes(a, b *nodeState) bool {
+	return a.order == b.order && a.status == b.status && a.queue == b.queue && a.parent == b.parent && a.holder == b.holder
+}
+
+// stateOf fills a nodeState from a record.
+func stateOf(n *Node, record []byte) nodeState {
+	st := nodeState{
+		created: n.CreatedAt.UnixNano(),
+		status:  n.Status,
+		queue:   n.Queue,
+		parent:  n.Parent,
+		typ:     n.Type,
+		target:  n.Target,
+		labels:  n.Labels,
+	}
+	copy(st.order[:], n.order())
+	if n.Lease != nil {
+		st.holder = n.Lease.By
+	}
+	if n.RunAt != nil {
+		st.runAt = n.RunAt.UnixMilli()
+	}
+	if !n.Status.Terminal() {
+		st.record = record
+	}
+	return st
+}
+
+// withRecord returns st moved to the record n (counts kept).
+func (st nodeState) withRecord(n *Node, record []byte) nodeState {
+	next := stateOf(n, record)
+	next.deps, next.children, next.dependents = st.deps, st.children, st.dependents
+	return next
+}

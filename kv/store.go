@@ -1,0 +1,214 @@
+package kv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/tether-run/tether/fault"
+)
+
+// Options configure a Store.
+type Options struct {
+	Dir    string
+	Logger *slog.Logger
+	// InMemory keeps everything in memory (no durability); for short tests only.
+	InMemory bool
+	// MaxBatch bounds how many write closures share one commit.
+	MaxBatch int
+	// KeyInflight bounds the writes one fairness key (a tenant) may have
+	// queued or running at once (default 64; see fairness.go).
+	KeyInflight int
+}
+
+// Store is the engine: one Badger DB, written by exactly one goroutine.
+type Store struct {
+	db     *badger.DB
+	log    *slog.Logger
+	inMem  bool
+	reqs   chan *request
+	urgent chan *request // the reaper's lane: taken before any queued request
+	done   chan struct{}
+	closed chan struct{} // the writer has stopped
+	idle   chan struct{} // the completer has answered everything
+	commq  chan *inflight
+	once   sync.Once
+
+	maxBatch int
+	broken   atomic.Bool
+	stats    Stats
+	gates    *gates
+
+	pend []*inflight // segments handed to the committer, oldest first; owned by the writer
+}
+
+// Stats are running totals of the write path, for metrics and benchmarks.
+type Stats struct {
+	Batches   atomic.Int64 // commits handed to Badger
+	Closures  atomic.Int64 // write transactions applied
+	Syncs     atomic.Int64 // durable commits completed (each one fsynced by Badger)
+	SyncNanos atomic.Int64 // time from handing a commit to Badger to its completion
+	Keys      atomic.Int64 // keys written (sets and deletes)
+	Bytes     atomic.Int64 // bytes written (keys and values)
+}
+
+// Stats returns the write-path totals.
+func (s *Store) Stats() *Stats { return &s.stats }
+
+type request struct {
+	ctx     context.Context
+	fn      func(*Txn) error
+	durable bool
+	err     chan error
+}
+
+// Open opens (or creates) the store in opts.Dir and starts its writer.
+func Open(opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 512
+	}
+	if opts.KeyInflight <= 0 {
+		opts.KeyInflight = 64
+	}
+	bopts := badger.DefaultOptions(opts.Dir).
+		WithLogger(nil).
+		// Badger fsyncs its write-ahead log before a commit completes and
+		// makes a commit visible only once it has completed: durability and
+		// "nothing visible before it is durable" through the public API.
+		WithSyncWrites(true).
+		WithNumVersionsToKeep(1).
+		WithCompactL0OnClose(false).
+		// Memory: Badger's defaults (five 64 MiB memtables, a 256 MiB block
+		// cache, four compactors) let a busy store pass 2 GiB; these keep a
+		// million-node store well under 1 GiB.
+		WithMemTableSize(32 << 20).
+		WithNumMemtables(3).
+		WithBlockCacheSize(64 << 20).
+		WithIndexCacheSize(32 << 20).
+		WithNumCompactors(2)
+	if opts.InMemory {
+		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("").WithSyncWrites(false)
+	} else if err := removeEmptyMemtables(opts.Dir, opts.Logger); err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(bopts)
+	if err != nil {
+		return nil, fmt.Errorf("error opening badger in %s: %w", opts.Dir, err)
+	}
+	s := &Store{
+		db:       db,
+		log:      opts.Logger,
+		inMem:    opts.InMemory,
+		reqs:     make(chan *request, 4096),
+		urgent:   make(chan *request, 64),
+		done:     make(chan struct{}),
+		closed:   make(chan struct{}),
+		idle:     make(chan struct{}),
+		commq:    make(chan *inflight, 1024),
+		maxBatch: opts.MaxBatch,
+		gates:    &gates{size: opts.KeyInflight},
+	}
+	return s, nil
+}
+
+// Start starts the writer. Call it once the caller has rebuilt its in-memory
+// state with View, before the first Update.
+func (s *Store) Start() {
+	go s.writeLoop()
+	go s.commitLoop()
+}
+
+// Close stops accepting writes, finishes the ones queued, waits for their
+// commits and closes Badger.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.done)
+		<-s.closed
+		<-s.idle
+		err = s.db.Close()
+	})
+	return err
+}
+
+// Update runs fn in a write transaction on the writer goroutine. If fn returns
+// an error nothing it wrote is kept. When durable is true Update returns only
+// after the commit is on stable storage; otherwise as soon as fn has been
+// applied (its writes are then visible to later writes, and reach readers
+// and the disk with the batch they belong to).
+func (s *Store) Update(ctx context.Context, durable bool, fn func(*Txn) error) error {
+	return s.submit(ctx, s.reqs, durable, fn)
+}
+
+// UpdateUrgent is Update for work that must not wait behind queued requests
+// (settling expired leases): the writer takes it before the next queued one.
+func (s *Store) UpdateUrgent(ctx context.Context, durable bool, fn func(*Txn) error) error {
+	return s.submit(ctx, s.urgent, durable, fn)
+}
+
+func (s *Store) submit(ctx context.Context, lane chan *request, durable bool, fn func(*Txn) error) error {
+	if s.broken.Load() {
+		return fault.ErrUnavailable
+	}
+	req := &request{ctx: ctx, fn: fn, durable: durable, err: make(chan error, 1)}
+	if key := FairnessKey(ctx); key != "" {
+		gate := s.gates.of(key)
+		select {
+		case gate <- struct{}{}:
+			defer func() { <-gate }()
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return fault.ErrUnavailable
+		}
+	}
+	select {
+	case <-s.done:
+		return fault.ErrUnavailable
+	default:
+	}
+	select {
+	case lane <- req:
+	case <-s.done:
+		return fault.ErrUnavailable
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// The writer skips a request whose context ended before its turn; one that
+	// ends later may still commit, as with any database.
+	select {
+	case err := <-req.err:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// View runs fn in a read-only snapshot transaction. The snapshot holds every
+// commit that has completed (is durable) and nothing else.
+func (s *Store) View(fn func(*Txn) error) error {
+	return s.db.View(func(btx *badger.Txn) error {
+		return fn(&Txn{snap: btx})
+	})
+}
+
+// Healthy reports whether the store takes writes.
+func (s *Store) Healthy() bool { return !s.broken.Load() }
+
+// fail marks the store broken after a write could not be committed.
+func (s *Store) fail(err error) {
+	if s.broken.CompareAndSwap(false, true) {
+		s.log.Error("the store stopped taking writes", "err", err)
+	}
+}
+
+// errTooLarge is a single transaction larger than Badger takes at once.
+var errTooLarge = errors.New("the change is too large for one transaction")

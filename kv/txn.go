@@ -1,0 +1,247 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Txn is one transaction: read-only from View, read-write inside Update.
+//
+// A write transaction is one layer of the writer's current segment: it reads
+// its own writes, then the segment's earlier layers, then the segments handed
+// to the committer but not yet durable, then a Badger snapshot (see
+// writer.go). Every read is O(log n).
+type Txn struct {
+	snap *badger.Txn // View: the read snapshot
+	w    *segment    // Update: the segment this transaction is a layer of
+
+	layer     *overlay
+	onApply   []func()
+	onDurable []func()
+}
+
+// ErrReadOnly is a write in a read-only transaction.
+var ErrReadOnly = errors.New("write in a read-only transaction")
+
+// Writable reports whether this is a write transaction (on the writer).
+func (t *Txn) Writable() bool { return t.w != nil }
+
+// OnApply registers f to run on the writer right after this transaction
+// succeeds (never if it does not), before the next transaction runs.
+func (t *Txn) OnApply(f func()) { t.onApply = append(t.onApply, f) }
+
+// OnDurable registers f to run once this transaction is durable, after the
+// OnDurable hooks of every transaction applied before it.
+func (t *Txn) OnDurable(f func()) { t.onDurable = append(t.onDurable, f) }
+
+// Written reports how many keys this transaction has written so far.
+func (t *Txn) Written() int {
+	if t.layer == nil {
+		return 0
+	}
+	return t.layer.len()
+}
+
+// pending finds key among writes not yet in Badger's snapshot: this layer,
+// the segment's earlier layers, the segments waiting for their commit.
+func (t *Txn) pending(key string) (value, bool) {
+	if t.w == nil {
+		return value{}, false
+	}
+	if v, ok := t.layer.vals[key]; ok {
+		return v, true
+	}
+	return t.w.lookup(key)
+}
+
+// Pending returns the value key was given by a write that is not yet
+// durable (in this transaction, its segment or a commit in flight): the
+// value, whether it is deleted, and whether any such write exists. It never
+// reads Badger.
+func (t *Txn) Pending(key []byte) (val []byte, deleted, found bool) {
+	v, ok := t.pending(string(key))
+	return v.val, v.deleted, ok
+}
+
+func (t *Txn) reader() (*badger.Txn, error) {
+	if t.w != nil {
+		return t.w.snapshot()
+	}
+	return t.snap, nil
+}
+
+// Get returns the value of key; false when it does not exist.
+func (t *Txn) Get(key []byte) ([]byte, bool, error) {
+	if v, ok := t.pending(string(key)); ok {
+		if v.deleted {
+			return nil, false, nil
+		}
+		return v.val, true, nil
+	}
+	r, err := t.reader()
+	if err != nil {
+		return nil, false, err
+	}
+	item, err := r.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := item.ValueCopy(nil)
+	return v, err == nil, err
+}
+
+// Has reports whether key exists.
+func (t *Txn) Has(key []byte) (bool, error) {
+	if v, ok := t.pending(string(key)); ok {
+		return !v.deleted, nil
+	}
+	r, err := t.reader()
+	if err != nil {
+		return false, err
+	}
+	_, err = r.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Set writes key. The value must not be changed afterwards.
+func (t *Txn) Set(key, val []byte) error {
+	if t.w == nil {
+		return ErrReadOnly
+	}
+	t.layer.put(string(key), value{val: val})
+	return nil
+}
+
+// SetTTL writes key so that it disappears once ttl has passed on the wall
+// clock (unless written again).
+func (t *Txn) SetTTL(key, val []byte, ttl time.Duration) error {
+	if t.w == nil {
+		return ErrReadOnly
+	}
+	t.layer.put(string(key), value{val: val, expiresAt: uint64(time.Now().Add(ttl).Unix())})
+	return nil
+}
+
+// Delete removes key.
+func (t *Txn) Delete(key []byte) error {
+	if t.w == nil {
+		return ErrReadOnly
+	}
+	t.layer.put(string(key), value{deleted: true})
+	return nil
+}
+
+// Scan calls fn for each key with prefix, in order (or reverse order),
+// starting strictly after `after` when it is non-nil. fn returns false to
+// stop. In a write transaction the writes not yet in the snapshot are merged
+// in, the newest winning. key and val belong to fn.
+func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, val []byte) (bool, error)) error {
+	pending := t.pendingUnder(prefix, after, reverse)
+	r, err := t.reader()
+	if err != nil {
+		return err
+	}
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.Reverse = reverse
+	opts.PrefetchValues = withValues
+	if withValues {
+		opts.PrefetchSize = 16
+	}
+	it := r.NewIterator(opts)
+	defer it.Close()
+	switch {
+	case after != nil:
+		it.Seek(after)
+		if it.ValidForPrefix(prefix) && bytes.Equal(it.Item().Key(), after) {
+			it.Next()
+		}
+	case reverse:
+		it.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 64)...))
+	default:
+		it.Seek(prefix)
+	}
+	for {
+		valid := it.ValidForPrefix(prefix)
+		if len(pending) > 0 {
+			k := pending[0]
+			cmp := 1 // the pending key comes first unless the iterator's does
+			if valid {
+				cmp = bytes.Compare(it.Item().Key(), []byte(k))
+				if reverse {
+					cmp = -cmp
+				}
+			}
+			if cmp >= 0 {
+				pending = pending[1:]
+				if cmp == 0 {
+					it.Next() // shadowed by the pending write
+				}
+				v, _ := t.pending(k)
+				if v.deleted {
+					continue
+				}
+				more, err := fn([]byte(k), bytes.Clone(v.val))
+				if err != nil || !more {
+					return err
+				}
+				continue
+			}
+		}
+		if !valid {
+			return nil
+		}
+		item := it.Item()
+		var val []byte
+		if withValues {
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			val = v
+		}
+		more, err := fn(item.KeyCopy(nil), val)
+		if err != nil || !more {
+			return err
+		}
+		it.Next()
+	}
+}
+
+// pendingUnder lists the keys under prefix written and not yet in the
+// snapshot (strictly after `after`), in scan order.
+func (t *Txn) pendingUnder(prefix, after []byte, reverse bool) []string {
+	if t.w == nil {
+		return nil
+	}
+	out := t.w.under(string(prefix))
+	if mine := t.layer.under(string(prefix)); len(mine) > 0 {
+		out = append(out, mine...)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if after != nil {
+		a := string(after)
+		kept := out[:0]
+		for _, k := range out {
+			if (!reverse && k > a) || (reverse && k < a) {
+				kept = append(kept, k)
+			}
+		}
+		out = kept
+	}
+	if reverse {
+		slices.Reverse(out)
+	}
+	return out
+}
