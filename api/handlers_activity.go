@@ -28,14 +28,14 @@ const (
 )
 
 // activityRoutes registers comments and the event log.
-func (s *Server) activityRoutes(v1 *echo.Group) {
+func (s *Server) activityRoutes(v1 v1Router) {
 	reader, worker := tenant.RoleReader, tenant.RoleWorker
 	d := &drain{closing: map[*http.Server]chan struct{}{}}
 
-	v1.POST("/nodes/:id/comments", s.createComment, s.require(worker))
-	v1.GET("/nodes/:id/comments", s.listComments, s.require(reader))
-	v1.GET("/nodes/:id/events", s.listNodeEvents, s.require(reader))
-	v1.GET("/events", func(c echo.Context) error { return s.listEvents(c, d) }, s.require(reader))
+	v1.add(http.MethodPost, "/nodes/:id/comments", s.createComment, worker)
+	v1.add(http.MethodGet, "/nodes/:id/comments", s.listComments, reader)
+	v1.add(http.MethodGet, "/nodes/:id/events", s.listNodeEvents, reader)
+	v1.add(http.MethodGet, "/events", func(c echo.Context) error { return s.listEvents(c, d) }, reader)
 }
 
 type commentJSON struct {
@@ -96,7 +96,7 @@ func (s *Server) createComment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toComment(cm))
+	return writeJSON(c, http.StatusCreated, toComment(cm))
 }
 
 func (s *Server) listComments(c echo.Context) error {
@@ -116,7 +116,7 @@ func (s *Server) listComments(c echo.Context) error {
 	for i, cm := range cms {
 		items[i] = toComment(cm)
 	}
-	return c.JSON(http.StatusOK, newList(items, next))
+	return writeJSON(c, http.StatusOK, newList(items, next))
 }
 
 func (s *Server) listNodeEvents(c echo.Context) error {
@@ -136,7 +136,7 @@ func (s *Server) listNodeEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, eventList(evs))
+	return writeJSON(c, http.StatusOK, eventList(evs))
 }
 
 // listEvents answers the tenant's event log: a page, a long poll (wait_ms),
@@ -171,7 +171,7 @@ func (s *Server) listEvents(c echo.Context, d *drain) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, eventList(evs))
+		return writeJSON(c, http.StatusOK, eventList(evs))
 	}
 	ctx, cancel := d.context(r)
 	defer cancel()
@@ -186,7 +186,7 @@ func (s *Server) listEvents(c echo.Context, d *drain) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, eventList(evs))
+	return writeJSON(c, http.StatusOK, eventList(evs))
 }
 
 // streamEvents writes server-sent events: every event after `after` as

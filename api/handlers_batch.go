@@ -101,7 +101,7 @@ func (s *Server) batch(c echo.Context) error {
 		}(byNode[id])
 	}
 	wg.Wait()
-	return c.JSON(http.StatusOK, map[string]any{"results": results})
+	return writeJSON(c, http.StatusOK, map[string]any{"results": results})
 }
 
 func (s *Server) batchOps() map[string]op {

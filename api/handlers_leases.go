@@ -32,7 +32,7 @@ func (s *Server) cancel(c echo.Context, id, reason string, withStatus bool) erro
 	if withStatus {
 		out["status"] = graph.StatusCancelled
 	}
-	return c.JSON(http.StatusOK, out)
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // setNodeStatus is the status-verb form of the lease calls, for clients that
@@ -75,7 +75,7 @@ func (s *Server) setNodeStatus(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, out)
+	return writeJSON(c, status, out)
 }
 
 func (s *Server) requeueNode(c echo.Context) error {
@@ -94,7 +94,7 @@ func (s *Server) requeueNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, out)
+	return writeJSON(c, status, out)
 }
 
 func (s *Server) listLeases(c echo.Context) error {
@@ -110,5 +110,5 @@ func (s *Server) listLeases(c echo.Context) error {
 	for i, v := range views {
 		items[i] = toLease(v.NodeID, v.Lease)
 	}
-	return c.JSON(http.StatusOK, newList(items, next))
+	return writeJSON(c, http.StatusOK, newList(items, next))
 }

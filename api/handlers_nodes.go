@@ -36,7 +36,7 @@ func (s *Server) createNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toNode(views[0]))
+	return writeJSON(c, http.StatusCreated, toNode(views[0]))
 }
 
 func (s *Server) createNodesBatch(c echo.Context) error {
@@ -62,7 +62,7 @@ func (s *Server) createNodesBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"items": toNodes(views)})
+	return writeJSON(c, http.StatusCreated, map[string]any{"items": toNodes(views)})
 }
 
 func (s *Server) getNode(c echo.Context) error {
@@ -75,7 +75,7 @@ func (s *Server) getNode(c echo.Context) error {
 		return err
 	}
 	setETag(c, v.Version)
-	return c.JSON(http.StatusOK, toNode(v))
+	return writeJSON(c, http.StatusOK, toNode(v))
 }
 
 // idempotency reads the Idempotency-Key header. The request digest is taken
@@ -122,7 +122,7 @@ func (s *Server) listNodes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newList(toNodes(views), next))
+	return writeJSON(c, http.StatusOK, newList(toNodes(views), next))
 }
 
 func (s *Server) patchNode(c echo.Context) error {
@@ -157,7 +157,7 @@ func (s *Server) patchNode(c echo.Context) error {
 		return err
 	}
 	setETag(c, n.Version)
-	return c.JSON(http.StatusOK, toNode(views[0]))
+	return writeJSON(c, http.StatusOK, toNode(views[0]))
 }
 
 func (s *Server) deleteNode(c echo.Context) error {
@@ -204,7 +204,7 @@ func (s *Server) listNodeEdges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newList(toEdges(edges), next))
+	return writeJSON(c, http.StatusOK, newList(toEdges(edges), next))
 }
 
 func (s *Server) getSubgraph(c echo.Context) error {
@@ -234,7 +234,7 @@ func (s *Server) getSubgraph(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"nodes": toNodes(nodes), "edges": toEdges(edges)})
+	return writeJSON(c, http.StatusOK, map[string]any{"nodes": toNodes(nodes), "edges": toEdges(edges)})
 }
 
 func (s *Server) createEdge(c echo.Context) error {
@@ -250,7 +250,7 @@ func (s *Server) createEdge(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, toEdge(e))
+	return writeJSON(c, http.StatusCreated, toEdge(e))
 }
 
 func (s *Server) deleteEdge(c echo.Context) error {

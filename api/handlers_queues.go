@@ -36,7 +36,7 @@ func (s *Server) listQueues(c echo.Context) error {
 	for i, v := range views {
 		items[i] = toQueue(v)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items})
+	return writeJSON(c, http.StatusOK, map[string]any{"items": items})
 }
 
 func (s *Server) setQueue(c echo.Context, ch work.QueueChange) error {
@@ -44,7 +44,7 @@ func (s *Server) setQueue(c echo.Context, ch work.QueueChange) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toQueue(v))
+	return writeJSON(c, http.StatusOK, toQueue(v))
 }
 
 func (s *Server) pauseQueue(c echo.Context) error {
@@ -136,7 +136,7 @@ func (s *Server) claimNext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, out)
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // claimMany is POST /v1/queues/{queue}/claims: up to max claims at once.
@@ -157,9 +157,13 @@ func (s *Server) claimMany(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	items := make([]map[string]any, len(got))
-	for i, r := range got {
-		items[i] = map[string]any{"lease": toLease(r.Node.ID, r.Lease), "node": toNode(views[i])}
+	type claimed struct {
+		Lease leaseJSON `json:"lease"`
+		Node  nodeJSON  `json:"node"`
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items})
+	items := make([]claimed, len(got))
+	for i, r := range got {
+		items[i] = claimed{Lease: toLease(r.Node.ID, r.Lease), Node: toNode(views[i])}
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"items": items})
 }

@@ -13,7 +13,7 @@ func (s *Server) getTenant(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, t)
+	return writeJSON(c, http.StatusOK, t)
 }
 
 func (s *Server) patchPolicy(c echo.Context) error {
@@ -29,7 +29,7 @@ func (s *Server) patchPolicy(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, pol)
+	return writeJSON(c, http.StatusOK, pol)
 }
 
 type tokenJSON struct {
@@ -64,7 +64,7 @@ func (s *Server) createToken(c echo.Context) error {
 	}
 	out := toToken(k.APIKey)
 	out.Token = k.Token
-	return c.JSON(http.StatusCreated, out)
+	return writeJSON(c, http.StatusCreated, out)
 }
 
 func (s *Server) listTokens(c echo.Context) error {
@@ -80,7 +80,7 @@ func (s *Server) listTokens(c echo.Context) error {
 	for i, k := range keys {
 		items[i] = toToken(k)
 	}
-	return c.JSON(http.StatusOK, newList(items, next))
+	return writeJSON(c, http.StatusOK, newList(items, next))
 }
 
 func (s *Server) deleteToken(c echo.Context) error {

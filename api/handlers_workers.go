@@ -13,9 +13,9 @@ import (
 )
 
 // workerRoutes registers the worker registry.
-func (s *Server) workerRoutes(v1 *echo.Group) {
-	v1.POST("/workers/heartbeat", s.workerHeartbeat, s.require(tenant.RoleWorker))
-	v1.GET("/workers", s.listWorkers, s.require(tenant.RoleReader))
+func (s *Server) workerRoutes(v1 v1Router) {
+	v1.add(http.MethodPost, "/workers/heartbeat", s.workerHeartbeat, tenant.RoleWorker)
+	v1.add(http.MethodGet, "/workers", s.listWorkers, tenant.RoleReader)
 }
 
 type workerJSON struct {
@@ -79,7 +79,7 @@ func (s *Server) workerHeartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toWorker(v))
+	return writeJSON(c, http.StatusOK, toWorker(v))
 }
 
 // listWorkers is GET /v1/workers.
@@ -96,5 +96,5 @@ func (s *Server) listWorkers(c echo.Context) error {
 	for i, v := range views {
 		items[i] = toWorker(v)
 	}
-	return c.JSON(http.StatusOK, newList(items, next))
+	return writeJSON(c, http.StatusOK, newList(items, next))
 }

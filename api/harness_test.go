@@ -24,7 +24,7 @@ const testSecret = "test-secret-0123456789abcdef0123456789"
 // env is one real server on a free port with a real Badger store in a temp
 // dir and a fake clock that decides lease expiry.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	srv *server.Server
 	url string
 	clk *clocktest.Fake
@@ -32,7 +32,7 @@ type env struct {
 
 type option func(*server.Config)
 
-func start(t *testing.T, opts ...option) *env {
+func start(t testing.TB, opts ...option) *env {
 	t.Helper()
 	clk := clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
 	cfg := server.Config{
@@ -128,7 +128,7 @@ func (e *env) rawWithHeaders(method, path, tok, body string, headers map[string]
 func ptr[T any](v T) *T { return &v }
 
 // requireProblem checks a problem answer's status and code.
-func requireProblem(t *testing.T, p *client.Problem, status int, code client.ProblemCode) {
+func requireProblem(t testing.TB, p *client.Problem, status int, code client.ProblemCode) {
 	t.Helper()
 	require.NotNil(t, p, "expected a %d %s problem", status, code)
 	require.Equal(t, status, p.Status)

@@ -18,6 +18,7 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	codes    [600]string // the label of each status code, made once
 }
 
 func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
@@ -31,6 +32,9 @@ func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
 			Name: "tether_http_request_duration_seconds", Help: "HTTP request latency by route.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
 		}, []string{"method", "route"}),
+	}
+	for code := range m.codes {
+		m.codes[code] = strconv.Itoa(code)
 	}
 	reg.MustRegister(m.requests, m.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -55,7 +59,13 @@ func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
 }
 
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	var code string
+	if status >= 0 && status < len(m.codes) {
+		code = m.codes[status]
+	} else {
+		code = strconv.Itoa(status)
+	}
+	m.requests.WithLabelValues(method, route, code).Inc()
 	m.latency.WithLabelValues(method, route).Observe(d.Seconds())
 }
 

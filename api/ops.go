@@ -35,7 +35,7 @@ func (s *Server) serveOp(o op) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return c.JSON(status, out)
+		return writeJSON(c, status, out)
 	}
 }
 
@@ -91,20 +91,75 @@ func (s *Server) claim(ctx context.Context, p *tenant.Principal, id string, b cl
 	return http.StatusOK, out, err
 }
 
-func (s *Server) claimJSON(res *lease.ClaimResult) (map[string]any, error) {
+// The answers of the lease and lifecycle calls are structs rather than maps:
+// they are on every worker's path, and a struct encodes without boxing each
+// value and sorting the keys.
+
+type claimAnswer struct {
+	OK      bool         `json:"ok"`
+	Status  graph.Status `json:"status"`
+	Renewed bool         `json:"renewed"`
+	Lease   leaseJSON    `json:"lease"`
+	Edge    *edgeJSON    `json:"edge"`
+	Node    nodeJSON     `json:"node"`
+	capped
+}
+
+// capped is present when a TTL asked for was capped to the tenant's maximum.
+type capped struct {
+	CappedToMax   bool  `json:"capped_to_max,omitempty"`
+	ClaimTTLMaxMS int64 `json:"claim_ttl_max_ms,omitempty"`
+}
+
+func cappedTo(isCapped bool, max time.Duration) capped {
+	if !isCapped {
+		return capped{}
+	}
+	return capped{CappedToMax: true, ClaimTTLMaxMS: max.Milliseconds()}
+}
+
+type renewAnswer struct {
+	OK          bool         `json:"ok"`
+	Status      graph.Status `json:"status"`
+	Lease       leaseJSON    `json:"lease"`
+	InboxUnread int64        `json:"inbox_unread"`
+}
+
+type extendAnswer struct {
+	OK     bool         `json:"ok"`
+	Status graph.Status `json:"status"`
+	Lease  leaseJSON    `json:"lease"`
+	capped
+}
+
+type releaseAnswer struct {
+	OK     bool         `json:"ok"`
+	Status graph.Status `json:"status"`
+}
+
+type nodeAnswer struct {
+	OK     bool         `json:"ok"`
+	Status graph.Status `json:"status"`
+	Node   nodeJSON     `json:"node"`
+}
+
+type progressAnswer struct {
+	OK     bool         `json:"ok"`
+	Status graph.Status `json:"status"`
+	Lease  leaseJSON    `json:"lease"`
+	Node   nodeJSON     `json:"node"`
+}
+
+func (s *Server) claimJSON(res *lease.ClaimResult) (*claimAnswer, error) {
 	views, err := s.work.Views(res.Node)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{
-		"ok": true, "status": res.Node.Status, "renewed": res.Renewed,
-		"lease": toLease(res.Node.ID, res.Lease), "edge": toEdge(res.Edge), "node": toNode(views[0]),
-	}
-	if res.Capped {
-		out["capped_to_max"] = true
-		out["claim_ttl_max_ms"] = res.TTLMax.Milliseconds()
-	}
-	return out, nil
+	return &claimAnswer{
+		OK: true, Status: res.Node.Status, Renewed: res.Renewed,
+		Lease: toLease(res.Node.ID, res.Lease), Edge: toEdge(res.Edge), Node: toNode(views[0]),
+		capped: cappedTo(res.Capped, res.TTLMax),
+	}, nil
 }
 
 func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
@@ -120,9 +175,7 @@ func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, bo
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{
-		"ok": true, "status": res.Node.Status, "lease": toLease(id, res.Lease), "inbox_unread": 0,
-	}, nil
+	return http.StatusOK, &renewAnswer{OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease)}, nil
 }
 
 func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
@@ -144,12 +197,9 @@ func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, b
 	if err != nil {
 		return 0, nil, err
 	}
-	out := map[string]any{"ok": true, "status": graph.StatusRunning, "lease": toLease(id, res.Lease)}
-	if res.Capped {
-		out["capped_to_max"] = true
-		out["claim_ttl_max_ms"] = res.TTLMax.Milliseconds()
-	}
-	return http.StatusOK, out, nil
+	return http.StatusOK, &extendAnswer{
+		OK: true, Status: graph.StatusRunning, Lease: toLease(id, res.Lease), capped: cappedTo(res.Capped, res.TTLMax),
+	}, nil
 }
 
 type releaseBody struct {
@@ -176,7 +226,7 @@ func (s *Server) release(ctx context.Context, p *tenant.Principal, id string, b 
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"ok": true, "status": n.Status}, nil
+	return http.StatusOK, &releaseAnswer{OK: true, Status: n.Status}, nil
 }
 
 type completeBody struct {
@@ -212,7 +262,7 @@ func (s *Server) nodeAnswer(n *graph.Node) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"ok": true, "status": n.Status, "node": toNode(views[0])}, nil
+	return http.StatusOK, &nodeAnswer{OK: true, Status: n.Status, Node: toNode(views[0])}, nil
 }
 
 func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
@@ -270,9 +320,7 @@ func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{
-		"ok": true, "status": res.Node.Status, "lease": toLease(id, res.Lease), "node": toNode(views[0]),
-	}, nil
+	return http.StatusOK, &progressAnswer{OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease), Node: toNode(views[0])}, nil
 }
 
 // decodeFor reads the node id and the optional JSON body of a node call.

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -69,90 +68,160 @@ func newProblem(status int, code, detail string) *Problem {
 // problemFor translates any error into the problem the client sees. This is
 // the only place domain errors become HTTP; internal error text never leaves.
 func problemFor(err error) (*Problem, bool) {
-	var (
-		invalid      *fault.Invalid
-		notFound     *fault.NotFound
-		exists       *fault.AlreadyExists
-		conflict     *fault.Conflict
-		lost         *fault.LeaseLost
-		notClaimable *fault.NotClaimable
-		cycle        *fault.Cycle
-		precond      *fault.PreconditionFailed
-		forbidden    *fault.Forbidden
-		unauth       *fault.Unauthorized
-		limited      *fault.RateLimited
-		tooLarge     *fault.TooLarge
-		mismatch     *fault.IdempotencyMismatch
-		maxBytes     *http.MaxBytesError
-		httpErr      *echo.HTTPError
-	)
-	switch {
-	case errors.As(err, &invalid):
-		p := newProblem(http.StatusBadRequest, CodeBadRequest, invalid.Error())
-		p.Field = invalid.Field
+	known := knownError(err)
+	switch e := known.(type) {
+	case *fault.Invalid:
+		p := newProblem(http.StatusBadRequest, CodeBadRequest, e.Error())
+		p.Field = e.Field
 		return p, true
-	case errors.As(err, &notFound):
-		return newProblem(http.StatusNotFound, CodeNotFound, notFound.Error()), true
-	case errors.As(err, &exists):
-		return newProblem(http.StatusConflict, CodeAlreadyExists, exists.Error()), true
-	case errors.As(err, &conflict):
-		p := newProblem(http.StatusConflict, CodeConflict, conflict.Error())
-		if conflict.Holder != "" {
-			p.Holder, p.holderSet = &conflict.Holder, true
+	case *fault.NotFound:
+		return newProblem(http.StatusNotFound, CodeNotFound, e.Error()), true
+	case *fault.AlreadyExists:
+		return newProblem(http.StatusConflict, CodeAlreadyExists, e.Error()), true
+	case *fault.Conflict:
+		p := newProblem(http.StatusConflict, CodeConflict, e.Error())
+		if e.Holder != "" {
+			p.Holder, p.holderSet = &e.Holder, true
 		}
-		if !conflict.ExpiresAt.IsZero() {
-			ms := conflict.ExpiresAt.UnixMilli()
-			t := Time(conflict.ExpiresAt)
+		if !e.ExpiresAt.IsZero() {
+			ms := e.ExpiresAt.UnixMilli()
+			t := Time(e.ExpiresAt)
 			p.Expires, p.ExpiresAt = &ms, &t
 		}
 		return p, true
-	case errors.As(err, &lost):
-		p := newProblem(http.StatusConflict, CodeLeaseLost, lost.Error())
+	case *fault.LeaseLost:
+		p := newProblem(http.StatusConflict, CodeLeaseLost, e.Error())
 		p.holderSet = true
-		if lost.Holder != "" {
-			p.Holder = &lost.Holder
+		if e.Holder != "" {
+			p.Holder = &e.Holder
 		}
 		return p, true
-	case errors.As(err, &notClaimable):
-		p := newProblem(http.StatusConflict, CodeNotClaimable, notClaimable.Error())
-		p.Reason = notClaimable.Reason
-		if notClaimable.Reason == fault.ReasonBlocked {
-			p.BlockedBy = notClaimable.BlockedBy
+	case *fault.NotClaimable:
+		p := newProblem(http.StatusConflict, CodeNotClaimable, e.Error())
+		p.Reason = e.Reason
+		if e.Reason == fault.ReasonBlocked {
+			p.BlockedBy = e.BlockedBy
 		}
-		if notClaimable.RunAt != nil {
-			t := Time(*notClaimable.RunAt)
+		if e.RunAt != nil {
+			t := Time(*e.RunAt)
 			p.RunAt = &t
 		}
 		return p, true
-	case errors.As(err, &cycle):
-		return newProblem(http.StatusConflict, CodeCycle, cycle.Error()), true
-	case errors.As(err, &precond):
-		p := newProblem(http.StatusPreconditionFailed, CodePreconditionFailed, precond.Error())
-		v := precond.Current
+	case *fault.Cycle:
+		return newProblem(http.StatusConflict, CodeCycle, e.Error()), true
+	case *fault.PreconditionFailed:
+		p := newProblem(http.StatusPreconditionFailed, CodePreconditionFailed, e.Error())
+		v := e.Current
 		p.CurrentVersion = &v
 		return p, true
-	case errors.As(err, &forbidden):
-		return newProblem(http.StatusForbidden, CodeForbidden, forbidden.Error()), true
-	case errors.As(err, &unauth):
-		return newProblem(http.StatusUnauthorized, CodeUnauthorized, unauth.Error()), true
-	case errors.As(err, &limited):
-		p := newProblem(http.StatusTooManyRequests, CodeRateLimited, limited.Error())
-		p.retryAfter = max(1, int(math.Ceil(limited.RetryAfter.Seconds())))
+	case *fault.Forbidden:
+		return newProblem(http.StatusForbidden, CodeForbidden, e.Error()), true
+	case *fault.Unauthorized:
+		return newProblem(http.StatusUnauthorized, CodeUnauthorized, e.Error()), true
+	case *fault.RateLimited:
+		p := newProblem(http.StatusTooManyRequests, CodeRateLimited, e.Error())
+		p.retryAfter = max(1, int(math.Ceil(e.RetryAfter.Seconds())))
 		return p, true
-	case errors.As(err, &mismatch):
-		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyMismatch, mismatch.Error()), true
-	case errors.As(err, &tooLarge):
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, tooLarge.Error()), true
-	case errors.As(err, &maxBytes):
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: maxBytes.Limit}).Error()), true
-	case errors.Is(err, fault.ErrUnavailable):
+	case *fault.IdempotencyMismatch:
+		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyMismatch, e.Error()), true
+	case *fault.TooLarge:
+		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error()), true
+	case *http.MaxBytesError:
+		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error()), true
+	case *echo.HTTPError:
+		return echoProblem(e), true
+	}
+	switch known {
+	case fault.ErrUnavailable:
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the server cannot serve this request right now; retry"), true
-	case errors.Is(err, context.Canceled):
+	case context.Canceled:
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled"), true
-	case errors.As(err, &httpErr):
-		return echoProblem(httpErr), true
 	}
 	return newProblem(http.StatusInternalServerError, CodeInternal, "an internal error occurred; it has been logged"), false
+}
+
+// knownError finds, in err's tree of wrapped errors, the error that decides
+// the problem: the one of the kind ranked first by errorRank, and of those the
+// first that errors.As would find. It is errors.As and errors.Is for every
+// kind at once, in one walk and without allocating (a target per kind for
+// errors.As would cost an allocation each, on every error answer). None of
+// these kinds has an As or Is method, so matching on the type is all
+// errors.As would do.
+func knownError(err error) error {
+	_, e := rankedError(err)
+	return e
+}
+
+// rankedError walks err's tree depth first, as errors.As does, and returns
+// the first error of the lowest rank in it.
+func rankedError(err error) (rank int, best error) {
+	rank = noKind
+	for err != nil {
+		if r := errorRank(err); r < rank {
+			rank, best = r, err
+		}
+		switch w := err.(type) {
+		case interface{ Unwrap() error }:
+			err = w.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range w.Unwrap() {
+				if r, b := rankedError(e); r < rank {
+					rank, best = r, b
+				}
+			}
+			return rank, best
+		default:
+			return rank, best
+		}
+	}
+	return rank, best
+}
+
+// noKind is the rank of an error of no known kind: an internal error.
+const noKind = 1 << 10
+
+// errorRank orders the error kinds: when one error wraps several kinds, the
+// lowest rank decides which problem it is.
+func errorRank(err error) int {
+	switch err.(type) {
+	case *fault.Invalid:
+		return 0
+	case *fault.NotFound:
+		return 1
+	case *fault.AlreadyExists:
+		return 2
+	case *fault.Conflict:
+		return 3
+	case *fault.LeaseLost:
+		return 4
+	case *fault.NotClaimable:
+		return 5
+	case *fault.Cycle:
+		return 6
+	case *fault.PreconditionFailed:
+		return 7
+	case *fault.Forbidden:
+		return 8
+	case *fault.Unauthorized:
+		return 9
+	case *fault.RateLimited:
+		return 10
+	case *fault.IdempotencyMismatch:
+		return 11
+	case *fault.TooLarge:
+		return 12
+	case *http.MaxBytesError:
+		return 13
+	case *echo.HTTPError:
+		return 16
+	}
+	switch err {
+	case fault.ErrUnavailable:
+		return 14
+	case context.Canceled:
+		return 15
+	}
+	return noKind
 }
 
 // echoProblem maps Echo's own errors (unknown route, wrong method).
@@ -191,7 +260,8 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 }
 
 func writeProblem(c echo.Context, p *Problem) {
-	b, err := json.Marshal(p)
+	// MarshalJSON directly: json.Marshal would check and copy its output again.
+	b, err := p.MarshalJSON()
 	if err != nil {
 		b = []byte(`{"type":"urn:tether:problem:internal","title":"Internal Server Error","status":500,"code":"internal"}`)
 		p.Status = http.StatusInternalServerError

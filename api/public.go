@@ -18,15 +18,20 @@ var defaultSkillMD []byte
 // OpenAPI returns the embedded spec.
 func OpenAPI() []byte { return openapiYAML }
 
+// statusJSON is the answer of the probes.
+type statusJSON struct {
+	Status string `json:"status"`
+}
+
 func (s *Server) health(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	return writeJSON(c, http.StatusOK, statusJSON{Status: "ok"})
 }
 
 func (s *Server) readiness(c echo.Context) error {
 	if !s.ready.Load() || !s.store.Healthy() {
 		return fault.ErrUnavailable
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	return writeJSON(c, http.StatusOK, statusJSON{Status: "ready"})
 }
 
 func (s *Server) openapi(c echo.Context) error {

@@ -20,6 +20,8 @@ type Config struct {
 	MaxBodyBytes int64
 	// SkillMD replaces the built-in /skill.md guide when non-empty.
 	SkillMD []byte
+	// AccessLog says which requests are logged (the zero value: errors).
+	AccessLog AccessLog
 }
 
 // Deps are the domain services the handlers call.
@@ -47,6 +49,7 @@ type Server struct {
 	echo    *echo.Echo
 	metrics *metrics
 	ready   atomic.Bool
+	sampled atomic.Uint64 // requests below 400 seen by a sampling access log
 }
 
 // New builds the server and its routes.
@@ -65,7 +68,7 @@ func New(cfg Config, d Deps) *Server {
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.requestID, s.observe, s.recoverer)
+	e.Use(s.edge)
 	s.routes()
 	return s
 }
@@ -86,46 +89,64 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
 	e.GET("/skill.md", s.skill)
 
-	v1 := e.Group("/v1", s.authenticate, s.rateLimit)
+	v1 := s.v1Routes()
 	reader, worker, dispatcher, admin := tenant.RoleReader, tenant.RoleWorker, tenant.RoleDispatcher, tenant.RoleAdmin
 
-	v1.GET("/tenant", s.getTenant, s.require(reader))
-	v1.PATCH("/tenant/policy", s.patchPolicy, s.require(admin))
-	v1.POST("/tokens", s.createToken, s.require(admin))
-	v1.GET("/tokens", s.listTokens, s.require(admin))
-	v1.DELETE("/tokens/:id", s.deleteToken, s.require(admin))
+	v1.add(http.MethodGet, "/tenant", s.getTenant, reader)
+	v1.add(http.MethodPatch, "/tenant/policy", s.patchPolicy, admin)
+	v1.add(http.MethodPost, "/tokens", s.createToken, admin)
+	v1.add(http.MethodGet, "/tokens", s.listTokens, admin)
+	v1.add(http.MethodDelete, "/tokens/:id", s.deleteToken, admin)
 
-	v1.POST("/nodes", s.createNode, s.require(worker))
-	v1.POST("/nodes/batch", s.createNodesBatch, s.require(worker))
-	v1.GET("/nodes", s.listNodes, s.require(reader))
-	v1.GET("/nodes/:id", s.getNode, s.require(reader))
-	v1.PATCH("/nodes/:id", s.patchNode, s.require(worker))
-	v1.DELETE("/nodes/:id", s.deleteNode, s.require(dispatcher))
-	v1.GET("/nodes/:id/edges", s.listNodeEdges, s.require(reader))
-	v1.GET("/nodes/:id/subgraph", s.getSubgraph, s.require(reader))
+	v1.add(http.MethodPost, "/nodes", s.createNode, worker)
+	v1.add(http.MethodPost, "/nodes/batch", s.createNodesBatch, worker)
+	v1.add(http.MethodGet, "/nodes", s.listNodes, reader)
+	v1.add(http.MethodGet, "/nodes/:id", s.getNode, reader)
+	v1.add(http.MethodPatch, "/nodes/:id", s.patchNode, worker)
+	v1.add(http.MethodDelete, "/nodes/:id", s.deleteNode, dispatcher)
+	v1.add(http.MethodGet, "/nodes/:id/edges", s.listNodeEdges, reader)
+	v1.add(http.MethodGet, "/nodes/:id/subgraph", s.getSubgraph, reader)
 
-	v1.POST("/edges", s.createEdge, s.require(dispatcher))
-	v1.DELETE("/edges", s.deleteEdge, s.require(dispatcher))
+	v1.add(http.MethodPost, "/edges", s.createEdge, dispatcher)
+	v1.add(http.MethodDelete, "/edges", s.deleteEdge, dispatcher)
 
-	v1.POST("/nodes/:id/claim", s.serveOp(s.opClaim), s.require(worker))
-	v1.POST("/nodes/:id/renew", s.serveOp(s.opRenew), s.require(worker))
-	v1.POST("/nodes/:id/extend", s.serveOp(s.opExtend), s.require(worker))
-	v1.POST("/nodes/:id/release", s.serveOp(s.opRelease), s.require(worker))
-	v1.POST("/nodes/:id/complete", s.serveOp(s.opComplete), s.require(worker))
-	v1.POST("/nodes/:id/fail", s.serveOp(s.opFail), s.require(worker))
-	v1.POST("/nodes/:id/progress", s.serveOp(s.opProgress), s.require(worker))
-	v1.POST("/nodes/:id/status", s.setNodeStatus, s.require(worker))
-	v1.POST("/nodes/:id/cancel", s.cancelNode, s.require(dispatcher))
-	v1.POST("/nodes/:id/requeue", s.requeueNode, s.require(dispatcher))
-	v1.GET("/leases", s.listLeases, s.require(reader))
-	v1.POST("/batch", s.batch, s.require(worker))
+	v1.add(http.MethodPost, "/nodes/:id/claim", s.serveOp(s.opClaim), worker)
+	v1.add(http.MethodPost, "/nodes/:id/renew", s.serveOp(s.opRenew), worker)
+	v1.add(http.MethodPost, "/nodes/:id/extend", s.serveOp(s.opExtend), worker)
+	v1.add(http.MethodPost, "/nodes/:id/release", s.serveOp(s.opRelease), worker)
+	v1.add(http.MethodPost, "/nodes/:id/complete", s.serveOp(s.opComplete), worker)
+	v1.add(http.MethodPost, "/nodes/:id/fail", s.serveOp(s.opFail), worker)
+	v1.add(http.MethodPost, "/nodes/:id/progress", s.serveOp(s.opProgress), worker)
+	v1.add(http.MethodPost, "/nodes/:id/status", s.setNodeStatus, worker)
+	v1.add(http.MethodPost, "/nodes/:id/cancel", s.cancelNode, dispatcher)
+	v1.add(http.MethodPost, "/nodes/:id/requeue", s.requeueNode, dispatcher)
+	v1.add(http.MethodGet, "/leases", s.listLeases, reader)
+	v1.add(http.MethodPost, "/batch", s.batch, worker)
 
-	v1.GET("/queues", s.listQueues, s.require(reader))
-	v1.PATCH("/queues/:queue", s.patchQueue, s.require(dispatcher))
-	v1.POST("/queues/:queue/pause", s.pauseQueue, s.require(dispatcher))
-	v1.POST("/queues/:queue/resume", s.resumeQueue, s.require(dispatcher))
-	v1.POST("/queues/:queue/claim", s.claimNext, s.require(worker))
-	v1.POST("/queues/:queue/claims", s.claimMany, s.require(worker))
+	v1.add(http.MethodGet, "/queues", s.listQueues, reader)
+	v1.add(http.MethodPatch, "/queues/:queue", s.patchQueue, dispatcher)
+	v1.add(http.MethodPost, "/queues/:queue/pause", s.pauseQueue, dispatcher)
+	v1.add(http.MethodPost, "/queues/:queue/resume", s.resumeQueue, dispatcher)
+	v1.add(http.MethodPost, "/queues/:queue/claim", s.claimNext, worker)
+	v1.add(http.MethodPost, "/queues/:queue/claims", s.claimMany, worker)
 	s.activityRoutes(v1)
 	s.workerRoutes(v1)
+}
+
+// v1Router registers the routes under /v1: each behind authentication, the
+// tenant's rate limit and a role. A route's middleware chain is built once,
+// here, since Echo v4 would build it afresh on every request.
+type v1Router struct{ s *Server }
+
+func (s *Server) v1Routes() v1Router {
+	// An unknown path under /v1 is still authenticated first, so that only a
+	// caller learns which paths are not there.
+	notFound := s.authenticate(s.rateLimit(echo.NotFoundHandler))
+	s.echo.RouteNotFound("/v1", notFound)
+	s.echo.RouteNotFound("/v1/*", notFound)
+	return v1Router{s}
+}
+
+func (g v1Router) add(method, path string, h echo.HandlerFunc, r tenant.Role) {
+	g.s.echo.Add(method, "/v1"+path, g.s.authenticate(g.s.rateLimit(g.s.require(r)(h))))
 }

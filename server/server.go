@@ -29,6 +29,8 @@ type Config struct {
 	SkillMDPath    string
 	Clock          clock.Clock
 	Logger         *slog.Logger
+	// AccessLog says which requests Logger records (TETHER_ACCESS_LOG).
+	AccessLog api.AccessLog
 
 	// WorkerStaleAfter is TETHER_WORKER_STALE_MS (worker.DefaultStaleAfter when zero).
 	WorkerStaleAfter time.Duration
@@ -100,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
 	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
-	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill}, api.Deps{
+	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
 	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, API: a, log: cfg.Logger}

@@ -11,6 +11,11 @@
 //     secrets, and for a public key exactly the algorithm of its key type,
 //     chosen by the token's kid. "none" and every other algorithm is refused.
 //     A token without a kid is checked against the secrets only.
+//   - A JWT that passed verification is remembered, keyed by its SHA-256, until
+//     its exp and not an instant longer; a failure is never remembered. The
+//     keys, issuer and audience are read once, when the Service is made, and
+//     the cache belongs to them: a Service made with other keys starts empty,
+//     so a token signed by a removed key is refused at once.
 //   - An API key is tether.<tenant>.<keyid>.<secret>. Only the SHA-256 of the
 //     secret is stored, under the tenant's keys; it is compared in constant
 //     time and looked up on every request, so a deleted key fails at once.

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"crypto"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -36,10 +37,15 @@ type jwtVerifier struct {
 	keys     map[string]*jwtKey
 	issuer   string
 	audience string
+	clock    clock.Clock
+	cache    *tokenCache // tokens verified with these keys, issuer and audience
 }
 
 func newJWTVerifier(cfg Config, clk clock.Clock) (*jwtVerifier, error) {
-	v := &jwtVerifier{keys: map[string]*jwtKey{}, issuer: cfg.Issuer, audience: cfg.Audience}
+	v := &jwtVerifier{
+		keys: map[string]*jwtKey{}, issuer: cfg.Issuer, audience: cfg.Audience,
+		clock: clk, cache: newTokenCache(defaultTokenCacheSize),
+	}
 	parser := func(alg string) *jwt.Parser {
 		opts := []jwt.ParserOption{
 			jwt.WithValidMethods([]string{alg}),
@@ -99,8 +105,26 @@ func peekHeader(token string) (jwtHeader, bool) {
 
 func unauthorized(reason string) error { return &fault.Unauthorized{Reason: reason} }
 
-// verify checks the token's signature and claims and returns its principal.
-func (v *jwtVerifier) verify(token string) (*Principal, error) {
+// verify checks the token's signature and claims and returns its principal;
+// sum is the token's SHA-256. A token verified before is answered from the
+// cache until its exp.
+func (v *jwtVerifier) verify(token string, sum [sha256.Size]byte) (*Principal, error) {
+	if p, ok := v.cache.get(sum, v.clock.Now()); ok {
+		return p, nil
+	}
+	var c tokenClaims
+	p, err := v.check(token, &c)
+	if err != nil {
+		return nil, err
+	}
+	// The parser requires exp, so it is set.
+	v.cache.put(sum, p, c.ExpiresAt.Time, v.clock.Now())
+	return p, nil
+}
+
+// check verifies the token's signature and claims, which it decodes into c,
+// and returns its principal.
+func (v *jwtVerifier) check(token string, c *tokenClaims) (*Principal, error) {
 	h, ok := peekHeader(token)
 	if !ok || h.Alg == "" {
 		return nil, unauthorized("malformed token")
@@ -131,9 +155,8 @@ func (v *jwtVerifier) verify(token string) (*Principal, error) {
 		}
 		parser, key = v.hsParser, v.secrets
 	}
-	var c tokenClaims
-	if _, err := parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return key, nil }); err != nil {
-		return nil, unauthorized(v.reason(err, &c))
+	if _, err := parser.ParseWithClaims(token, c, func(*jwt.Token) (any, error) { return key, nil }); err != nil {
+		return nil, unauthorized(v.reason(err, c))
 	}
 	switch {
 	case c.Subject == "":

@@ -7,7 +7,9 @@ const (
 	ViaStatic = "static"
 )
 
-// Principal is an authenticated caller.
+// Principal is an authenticated caller. One Principal may serve many
+// requests at once (a static token's, or a cached JWT's), so it is never
+// changed after it is made.
 type Principal struct {
 	Tenant  string
 	Subject string

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,12 +123,15 @@ func (s *Service) Authenticate(ctx context.Context, authorizationHeader string) 
 	if err != nil {
 		return nil, err
 	}
-	p, ok := s.static.match(token)
+	// One hash serves the static tokens and the JWT cache.
+	sum := sha256.Sum256([]byte(token))
+	p, ok := s.static.match(sum)
 	if !ok {
 		if strings.HasPrefix(token, apiKeyPrefix) {
+			// Looked up on every request, never cached: a deleted key fails at once.
 			p, err = s.authenticateAPIKey(token)
 		} else {
-			p, err = s.jwt.verify(token)
+			p, err = s.jwt.verify(token, sum)
 		}
 		if err != nil {
 			return nil, err

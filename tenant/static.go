@@ -12,9 +12,9 @@ const staticTenant = "default"
 // staticToken is one token of the OpenClaw Spine environment, kept as its
 // SHA-256 so that comparing never leaks the token's length.
 type staticToken struct {
-	sum     [sha256.Size]byte
-	subject string
-	role    string
+	sum       [sha256.Size]byte
+	subject   string
+	principal *Principal // shared by every request made with the token
 }
 
 type staticTokens []staticToken
@@ -32,7 +32,8 @@ func newStaticTokens(cfg Config) (staticTokens, error) {
 					return errors.New("the same static token is configured for " + o.subject + " and " + subject)
 				}
 			}
-			out = append(out, staticToken{sum: sum, subject: subject, role: role})
+			p, _, _ := newPrincipal(staticTenant, subject, []string{role}, ViaStatic)
+			out = append(out, staticToken{sum: sum, subject: subject, principal: p})
 		}
 		return nil
 	}
@@ -48,13 +49,13 @@ func newStaticTokens(cfg Config) (staticTokens, error) {
 	return out, nil
 }
 
-// match returns the principal of token when it is a static token. Every
-// configured token is compared, in constant time, whatever matches.
-func (s staticTokens) match(token string) (*Principal, bool) {
+// match returns the principal of the token whose SHA-256 is sum when it is a
+// static token. Every configured token is compared, in constant time,
+// whatever matches.
+func (s staticTokens) match(sum [sha256.Size]byte) (*Principal, bool) {
 	if len(s) == 0 {
 		return nil, false
 	}
-	sum := sha256.Sum256([]byte(token))
 	found := -1
 	for i := range s {
 		if subtle.ConstantTimeCompare(sum[:], s[i].sum[:]) == 1 && found < 0 {
@@ -64,7 +65,5 @@ func (s staticTokens) match(token string) (*Principal, bool) {
 	if found < 0 {
 		return nil, false
 	}
-	t := s[found]
-	p, _, _ := newPrincipal(staticTenant, t.subject, []string{t.role}, ViaStatic)
-	return p, true
+	return s[found].principal, true
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,11 +21,13 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/server"
 )
 
 func serveCommand() *cobra.Command {
-	var addr, dataDir, logFormat string
+	var addr, dataDir string
+	var lo logOptions
 	var dev bool
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -34,7 +37,17 @@ func serveCommand() *cobra.Command {
 Settings come from the environment (TETHER_ADDR, TETHER_DATA_DIR,
 TETHER_JWT_SECRET, TETHER_JWT_PUBLIC_KEYS, TETHER_CLAIM_TTL_*_MS, ...; see the
 README); flags override them. With --dev the server makes (and keeps, in the
-data directory) an HS256 secret and prints a ready admin token.`,
+data directory) an HS256 secret and prints a ready admin token.
+
+Logs go to stderr. The access log (--access-log, TETHER_ACCESS_LOG) is one of
+  errors    requests answered 400 and above (the default)
+  all       every request
+  sample:N  the errors, and one in N of the other requests
+  off       none
+Its lines are at level INFO below 400, WARN for 4xx and ERROR for 5xx, and
+--log-level (TETHER_LOG_LEVEL: debug, info, warn or error; default info)
+drops every log line below it. Every answer carries an X-Request-Id, logged
+or not, and every request counts in /metrics.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := loadEnv()
 			if err != nil {
@@ -47,22 +60,47 @@ data directory) an HS256 secret and prints a ready admin token.`,
 				s.DataDir = dataDir
 			}
 			s.Dev = dev
-			return serve(cmd.Context(), s, logFormat)
+			log, err := lo.logger(os.Stderr)
+			if err != nil {
+				return err
+			}
+			if s.Server.AccessLog, err = api.ParseAccessLog(lo.access); err != nil {
+				return fmt.Errorf("TETHER_ACCESS_LOG: %w", err)
+			}
+			return serve(cmd.Context(), s, log)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (TETHER_ADDR, default 127.0.0.1:36725)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Badger directory (TETHER_DATA_DIR, default ./data)")
 	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: generate a secret and print an admin token")
-	cmd.Flags().StringVar(&logFormat, "log-format", envString("TETHER_LOG_FORMAT", "text"), "access log format: text or json")
+	cmd.Flags().StringVar(&lo.format, "log-format", envString("TETHER_LOG_FORMAT", "text"), "log format: text or json (TETHER_LOG_FORMAT)")
+	cmd.Flags().StringVar(&lo.level, "log-level", envString("TETHER_LOG_LEVEL", "info"), "lowest level logged: debug, info, warn or error (TETHER_LOG_LEVEL)")
+	cmd.Flags().StringVar(&lo.access, "access-log", envString("TETHER_ACCESS_LOG", api.AccessLogErrors), "requests logged: errors, all, sample:N or off (TETHER_ACCESS_LOG)")
 	return cmd
 }
 
-func serve(ctx context.Context, s settings, logFormat string) error {
-	var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-	if logFormat == "json" {
-		handler = slog.NewJSONHandler(os.Stderr, nil)
+// logOptions are the logging flags.
+type logOptions struct {
+	format, level, access string
+}
+
+// logger builds the server's logger, writing to w.
+func (lo logOptions) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(lo.level)); err != nil {
+		return nil, fmt.Errorf("TETHER_LOG_LEVEL: %q is not a level: want debug, info, warn or error", lo.level)
 	}
-	log := slog.New(handler)
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(lo.format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("TETHER_LOG_FORMAT: %q is not a log format: want text or json", lo.format)
+}
+
+func serve(ctx context.Context, s settings, log *slog.Logger) error {
 	s.Server.Logger = log
 	s.Server.DataDir = s.DataDir
 	var devSecret string

@@ -223,6 +223,10 @@ func TestBadEnvironmentIsRejected(t *testing.T) {
 		{"TETHER_MAX_ATTEMPTS", "0"},
 		{"TETHER_REAPER_INTERVAL_MS", "soon"},
 		{"TETHER_MAX_BODY_BYTES", "-1"},
+		{"TETHER_ACCESS_LOG", "sometimes"},
+		{"TETHER_ACCESS_LOG", "sample:0"},
+		{"TETHER_LOG_LEVEL", "loud"},
+		{"TETHER_LOG_FORMAT", "xml"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			addr := freeAddr(t)
