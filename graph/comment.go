@@ -1,7 +1,5 @@
 package graph
 
-
-
 // CommentInsert stores c on node n (the stored record) and appends its
 // commented event, whose data names the comment. It sets c.NodeID, c.Seq and
 // c.CreatedAt; the caller fills ID, By and Body.

@@ -31,7 +31,6 @@ var edgeTypePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // ValidEdgeType reports whether t is a well-formed edge type.
 func ValidEdgeType(t string) bool { return edgeTypePattern.MatchString(t) }
 
-
 // liveEdge returns the live edge (from, typ, to) as this transaction sees
 // the in-memory state, or nil.
 func (tx *Tx) liveEdge(tenant, from, typ, to string) *liveEdge {
@@ -203,4 +202,3 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 	}
 	return tx.Emit(tenant, EventEdgeRetired, e.From, by, data)
 }
-

@@ -2,10 +2,9 @@ package graph
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"sync"
 )
-
 
 // The event types.
 const (
@@ -26,7 +25,6 @@ const (
 	EventEdgeAdded   EventType = "edge_added"
 	EventEdgeRetired EventType = "edge_retired"
 )
-
 
 // nextSeq reserves the next event sequence number of tenant. Only write
 // transactions (on the writer goroutine) call it, so numbers are handed out in

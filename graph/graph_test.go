@@ -312,4 +312,3 @@ func TestBatchedClosuresFailAlone(t *testing.T) {
 		return err
 	}))
 }
-

@@ -4,7 +4,6 @@ import (
 	"time"
 )
 
-
 // IdempotencyGet returns the record of key in tenant if one exists and is
 // younger than window at the transaction's instant.
 func (tx *Tx) IdempotencyGet(tenant, key string, window time.Duration) (*IdempotencyRecord, error) {

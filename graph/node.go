@@ -1,11 +1,11 @@
 package graph
 
 import (
+	"bytes"
 	"regexp"
 
 	"github.com/tether-run/tether/fault"
 )
-
 
 // The statuses. open, queued and running are live; the rest are terminal.
 const (
@@ -54,11 +54,6 @@ func (s Status) Valid() bool {
 	}
 	return false
 }
-
-
-
-
-
 
 func (n *Node) order() []byte { return orderBytes(n.Priority, n.CreatedAt.UnixNano()) }
 
@@ -197,11 +192,15 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	return tx.Emit(n.Tenant, EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
 }
 
+// putNode encodes and writes n; the encoding, exactly sized, is what the
+// in-memory state keeps of a live node.
 func (tx *Tx) putNode(n *Node) ([]byte, error) {
-	b, err := encode(n)
+	b, err := n.MarshalMsg(tx.store.scratch[:0])
 	if err != nil {
 		return nil, err
 	}
+	tx.store.scratch = b
+	b = bytes.Clone(b)
 	return b, tx.kv.Set(nodeKey(n.Tenant, n.ID), b)
 }
 

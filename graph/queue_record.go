@@ -1,6 +1,5 @@
 package graph
 
-
 // QueueSettingsGet returns the settings of a queue (zero when never set).
 // Settings are read on every claim, so committed ones are cached in memory;
 // a transaction that changed them reads its own write.

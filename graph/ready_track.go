@@ -48,3 +48,17 @@ func sameLabels(a, b []string) bool {
 	}
 	return true
 }
+
+// readySets returns every queue's ready entries (claimable or delayed) by
+// tenant and queue, for tether check.
+func (m *readyMirror) readySets() map[tenantQueue][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[tenantQueue][]string{}
+	for tq, q := range m.queues {
+		for id := range q.present {
+			out[tq] = append(out[tq], id)
+		}
+	}
+	return out
+}

@@ -13,6 +13,7 @@ package graph
 import (
 	"bytes"
 	"sync"
+	"unique"
 
 	"github.com/google/btree"
 )
@@ -188,15 +189,15 @@ func stateOf(n *Node, record []byte) nodeState {
 	st := nodeState{
 		created: n.CreatedAt.UnixNano(),
 		status:  n.Status,
-		queue:   n.Queue,
+		queue:   intern(n.Queue),
 		parent:  n.Parent,
-		typ:     n.Type,
-		target:  n.Target,
+		typ:     intern(n.Type),
+		target:  intern(n.Target),
 		labels:  n.Labels,
 	}
 	copy(st.order[:], n.order())
 	if n.Lease != nil {
-		st.holder = n.Lease.By
+		st.holder = intern(n.Lease.By)
 	}
 	if n.RunAt != nil {
 		st.runAt = n.RunAt.UnixMilli()
@@ -212,4 +213,13 @@ func (st nodeState) withRecord(n *Node, record []byte) nodeState {
 	next := stateOf(n, record)
 	next.deps, next.children, next.dependents = st.deps, st.children, st.dependents
 	return next
+}
+
+// intern returns the one copy of a string that many nodes share (a queue, a
+// type, a holder), so a million nodes do not hold a million copies of it.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
 }

@@ -37,7 +37,8 @@ type Store struct {
 	ready  *readyMirror
 
 	// Owned by the writer goroutine.
-	seqs map[string]uint64
+	seqs    map[string]uint64
+	scratch []byte // encoding buffer
 
 	// queueSettings caches committed queue settings (tenantQueue ->
 	// QueueSettings); written through by QueueSettingsPut's commit hook.
@@ -111,9 +112,8 @@ func WithTenant(ctx context.Context, tenant string) context.Context {
 }
 
 // Update runs fn in a write transaction on the writer goroutine. If fn returns
-// an error nothing it wrote is kept. When durable is true Update returns only
-// after the commit is on stable storage (and so is every commit before it);
-// otherwise as soon as fn has been applied.
+// an error nothing it wrote is kept. Update returns once fn's writes, and
+// every write before them, are on stable storage and visible to View.
 func (s *Store) Update(ctx context.Context, durable bool, fn func(*Tx) error) error {
 	return s.kv.Update(ctx, durable, s.wrap(fn))
 }

@@ -225,4 +225,3 @@ func (tx *Tx) setRecord(key []byte, v msgp.Marshaler) error {
 	}
 	return tx.kv.Set(key, b)
 }
-

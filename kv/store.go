@@ -2,7 +2,6 @@ package kv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -40,6 +39,7 @@ type Store struct {
 	once   sync.Once
 
 	maxBatch int
+	started  atomic.Bool
 	broken   atomic.Bool
 	stats    Stats
 	gates    *gates
@@ -122,6 +122,7 @@ func Open(opts Options) (*Store, error) {
 // Start starts the writer. Call it once the caller has rebuilt its in-memory
 // state with View, before the first Update.
 func (s *Store) Start() {
+	s.started.Store(true)
 	go s.writeLoop()
 	go s.commitLoop()
 }
@@ -132,18 +133,21 @@ func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
 		close(s.done)
-		<-s.closed
-		<-s.idle
+		if s.started.Load() {
+			<-s.closed
+			<-s.idle
+		}
 		err = s.db.Close()
 	})
 	return err
 }
 
 // Update runs fn in a write transaction on the writer goroutine. If fn returns
-// an error nothing it wrote is kept. When durable is true Update returns only
-// after the commit is on stable storage; otherwise as soon as fn has been
-// applied (its writes are then visible to later writes, and reach readers
-// and the disk with the batch they belong to).
+// an error nothing it wrote is kept. Update returns once the commit holding
+// fn's writes has completed: it is on stable storage and visible to View, so
+// a caller always reads its own writes. (durable is kept for callers that
+// state their need; with SyncWrites every commit is synced, and a commit
+// that is not waited for could not be read back by its own caller.)
 func (s *Store) Update(ctx context.Context, durable bool, fn func(*Txn) error) error {
 	return s.submit(ctx, s.reqs, durable, fn)
 }
@@ -209,6 +213,3 @@ func (s *Store) fail(err error) {
 		s.log.Error("the store stopped taking writes", "err", err)
 	}
 }
-
-// errTooLarge is a single transaction larger than Badger takes at once.
-var errTooLarge = errors.New("the change is too large for one transaction")

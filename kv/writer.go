@@ -153,11 +153,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 			h()
 		}
 		f.onDurable = append(f.onDurable, t.onDurable...)
-		if r.durable {
-			f.waiting = append(f.waiting, r)
-		} else {
-			r.err <- nil
-		}
+		f.waiting = append(f.waiting, r)
 		full = int64(g.over.len()) > maxCount/2 || g.over.size > maxSize/2
 	}
 	rest := batch

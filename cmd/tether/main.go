@@ -16,7 +16,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCommand())
-	root.AddCommand(workCommand())
+	root.AddCommand(workCommand(), checkCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
 	root.AddCommand(cli.leaseCommands()...)
