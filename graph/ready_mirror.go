@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"container/heap"
 	"slices"
 	"strings"
@@ -13,22 +12,25 @@ import (
 	"github.com/tether-run/tether/internal/clock"
 )
 
-// readyItem is one entry of the ready index.
+// readyItem is one entry of the ready index, with what claim-next filters
+// on, so that a candidate that does not match is passed over without reading
+// its node. Items are never changed once added (a change replaces the item),
+// so the trees share pointers to them and a walk may keep one as its place.
 type readyItem struct {
 	order   [orderKeyLength]byte
 	id      string
 	runAt   int64 // unix ms; 0 = none
 	created int64 // unix ns
+	typ     string
+	target  string // "" = any claimer
+	labels  []string
 }
 
-func lessClaimOrder(a, b readyItem) bool {
-	if c := bytes.Compare(a.order[:], b.order[:]); c != 0 {
-		return c < 0
-	}
-	return a.id < b.id
-}
+type readyTree = btree.BTreeG[*readyItem]
 
-func lessAge(a, b readyItem) bool {
+func lessClaimOrder(a, b *readyItem) bool { return compareClaimOrder(a, b) < 0 }
+
+func lessAge(a, b *readyItem) bool {
 	if a.created != b.created {
 		return a.created < b.created
 	}
@@ -37,19 +39,25 @@ func lessAge(a, b readyItem) bool {
 
 type tenantQueue struct{ tenant, queue string }
 
-// queueMirror holds one queue's ready entries.
+// queueMirror holds one queue's ready entries. Claimable items sit in byClaim
+// and byAge and, for filtered claims, in the claim index of their target:
+// open for untargeted items, targeted[sub] for those reserved to sub, so a
+// claimer never walks past nodes reserved to someone else.
 type queueMirror struct {
-	present map[string]readyItem     // every entry, claimable or delayed
-	byClaim *btree.BTreeG[readyItem] // claimable now, in claim order
-	byAge   *btree.BTreeG[readyItem] // claimable now, oldest first
-	waiters chan struct{}            // closed when something becomes claimable
-	counts  map[Status]int64         // nodes of the queue by status
+	present  map[string]*readyItem // every entry, claimable or delayed
+	byClaim  *readyTree            // claimable now, in claim order
+	byAge    *readyTree            // claimable now, oldest first
+	open     *claimIndex           // claimable now by anyone
+	targeted map[string]*claimIndex
+	waiters  waitIndex
+	counts   map[Status]int64 // nodes of the queue by status
 }
 
-// readyMirror is the in-memory copy of the ready index, written through by
-// the commit hooks of syncReady and rebuilt from the index at start. Entries
-// whose run_at is ahead wait in a heap and are promoted by a timer. Claim-next
-// walks byClaim: O(log n) to the first claimable node.
+// readyMirror is the in-memory ready index: every queued node of a queue
+// with no blocker, kept in step on the writer by track and derived from the
+// records at open. Entries whose run_at is ahead wait in a heap and are
+// promoted by a timer. Claim-next walks the claim indexes: O(log n) to the
+// first node a filter matches, whatever the filter (see ReadyFilter).
 type readyMirror struct {
 	mu      sync.Mutex
 	clock   clock.Clock
@@ -58,6 +66,7 @@ type readyMirror struct {
 	timer   clock.Timer
 	timerAt int64
 	closed  bool
+	scratch []*readyItem // the merge buffer of walk, used under mu only
 }
 
 func newReadyMirror(clk clock.Clock) *readyMirror {
@@ -68,31 +77,69 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 	q, ok := m.queues[t]
 	if !ok {
 		q = &queueMirror{
-			present: map[string]readyItem{},
-			byClaim: btree.NewG(16, lessClaimOrder),
-			byAge:   btree.NewG(16, lessAge),
-			counts:  map[Status]int64{},
+			present:  map[string]*readyItem{},
+			byClaim:  btree.NewG(16, lessClaimOrder),
+			byAge:    btree.NewG(16, lessAge),
+			open:     newClaimIndex(),
+			targeted: map[string]*claimIndex{},
+			counts:   map[Status]int64{},
 		}
 		m.queues[t] = q
 	}
 	return q
 }
 
-func (m *readyMirror) add(tenant, queue string, it readyItem) {
+// insertClaimable puts it in every tree that serves claims.
+func (q *queueMirror) insertClaimable(it *readyItem) {
+	q.byClaim.ReplaceOrInsert(it)
+	q.byAge.ReplaceOrInsert(it)
+	ix := q.open
+	if it.target != "" {
+		if ix = q.targeted[it.target]; ix == nil {
+			ix = newClaimIndex()
+			q.targeted[it.target] = ix
+		}
+	}
+	ix.insert(it)
+}
+
+// deleteClaimable takes it out of the trees that serve claims; it need not be
+// in them (a delayed entry is not).
+func (q *queueMirror) deleteClaimable(it *readyItem) {
+	if _, ok := q.byClaim.Delete(it); !ok {
+		return
+	}
+	q.byAge.Delete(it)
+	if it.target == "" {
+		q.open.delete(it)
+		return
+	}
+	if ix := q.targeted[it.target]; ix != nil {
+		ix.delete(it)
+		if ix.all.Len() == 0 {
+			delete(q.targeted, it.target)
+		}
+	}
+}
+
+func (m *readyMirror) add(tenant, queue string, item readyItem) {
+	// The label trees find an item again by its labels when it leaves, so
+	// the item holds its own copy: a caller changing the slice in place
+	// would otherwise leave it behind in a tree it no longer names.
+	item.labels = slices.Clone(item.labels)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	it := &item
 	t := tenantQueue{tenant, queue}
 	q := m.queue(t)
 	if old, ok := q.present[it.id]; ok {
-		q.byClaim.Delete(old)
-		q.byAge.Delete(old)
+		q.deleteClaimable(old)
 	}
 	q.present[it.id] = it
 	now := m.clock.Now().UnixMilli()
 	if it.runAt <= now {
-		q.byClaim.ReplaceOrInsert(it)
-		q.byAge.ReplaceOrInsert(it)
-		m.notifyLocked(t)
+		q.insertClaimable(it)
+		q.waiters.wake(it)
 		return
 	}
 	heap.Push(&m.delayed, delayEntry{at: it.runAt, t: t, id: it.id})
@@ -107,51 +154,24 @@ func (m *readyMirror) remove(tenant, queue, id string) {
 		return
 	}
 	if old, ok := q.present[id]; ok {
-		q.byClaim.Delete(old)
-		q.byAge.Delete(old)
+		q.deleteClaimable(old)
 		delete(q.present, id)
 	}
 	// A delayed entry stays in the heap and is dropped when it comes due.
 }
 
-// ascend calls fn with the claimable ids of a queue in claim order. It copies
-// a chunk at a time under the lock and calls fn without it, so fn may use
-// the mirror (QueueCount) and the writer's hooks never wait on a caller.
+// ascend calls fn with every claimable id of a queue in claim order, whatever
+// its target; see walk.
 func (m *readyMirror) ascend(tenant, queue string, now time.Time, fn func(id string) bool) {
-	const chunk = 64
-	var buf []readyItem
-	var after *readyItem
-	for {
-		buf = buf[:0]
-		m.mu.Lock()
-		m.promoteLocked(now.UnixMilli())
-		q, ok := m.queues[tenantQueue{tenant, queue}]
-		if ok {
-			collect := func(it readyItem) bool {
-				if after != nil && !lessClaimOrder(*after, it) {
-					return true // the pivot itself
-				}
-				buf = append(buf, it)
-				return len(buf) < chunk
-			}
-			if after == nil {
-				q.byClaim.Ascend(collect)
-			} else {
-				q.byClaim.AscendGreaterOrEqual(*after, collect)
-			}
-		}
-		m.mu.Unlock()
-		for _, it := range buf {
-			if !fn(it.id) {
-				return
-			}
-		}
-		if len(buf) < chunk {
-			return
-		}
-		last := buf[len(buf)-1]
-		after = &last
-	}
+	every := func(q *queueMirror, dst []*readyTree) []*readyTree { return append(dst, q.byClaim) }
+	m.walk(tenant, queue, now, every, func(*readyItem) bool { return true }, fn)
+}
+
+// ascendFiltered calls fn with the claimable ids of a queue that f lets its
+// claimer take, in claim order; see walk.
+func (m *readyMirror) ascendFiltered(tenant, queue string, now time.Time, f ReadyFilter, fn func(id string) bool) {
+	f = f.normal()
+	m.walk(tenant, queue, now, f.sources, f.matches, fn)
 }
 
 func (m *readyMirror) stats(tenant, queue string) (int, time.Time) {
@@ -214,26 +234,12 @@ func (s *Store) QueueStats(tenant string) []QueueStat {
 	return out
 }
 
-func (m *readyMirror) changed(tenant, queue string) <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := m.queue(tenantQueue{tenant, queue})
-	if q.waiters == nil {
-		q.waiters = make(chan struct{})
-	}
-	return q.waiters
-}
-
+// notify wakes every claimer waiting on the queue.
 func (m *readyMirror) notify(tenant, queue string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.notifyLocked(tenantQueue{tenant, queue})
-}
-
-func (m *readyMirror) notifyLocked(t tenantQueue) {
-	if q, ok := m.queues[t]; ok && q.waiters != nil {
-		close(q.waiters)
-		q.waiters = nil
+	if q, ok := m.queues[tenantQueue{tenant, queue}]; ok {
+		q.waiters.wakeAll()
 	}
 }
 
@@ -250,9 +256,8 @@ func (m *readyMirror) promoteLocked(now int64) {
 		if !ok || it.runAt != e.at {
 			continue // removed or re-added since
 		}
-		q.byClaim.ReplaceOrInsert(it)
-		q.byAge.ReplaceOrInsert(it)
-		m.notifyLocked(e.t)
+		q.insertClaimable(it)
+		q.waiters.wake(it)
 	}
 }
 
@@ -327,12 +332,15 @@ func (s *Store) QueueCount(tenant, queue string, st Status) int64 {
 	return 0
 }
 
-// ReadyIDs calls fn with the ids in tenant's queue that may be claimed at
-// now, in claim order (priority high first, then oldest, then id), until fn
-// returns false. It reads the in-memory mirror of the ready index; call it on
-// the writer (inside Update) so the mirror matches what the transaction sees.
-func (tx *Tx) ReadyIDs(tenant, queue string, fn func(id string) bool) {
-	tx.store.ready.ascend(tenant, queue, tx.now, fn)
+// ReadyIDs calls fn with the ids in tenant's queue that f's claimer may take
+// at now, in claim order (priority high first, then oldest, then id), until
+// fn returns false. It reads the in-memory mirror of the ready index, whose
+// items carry type, labels and target, so the ids are those that match f as
+// of the node's last write; it never calls fn under the mirror's lock. Call
+// it on the writer (inside Update) so the mirror matches what the
+// transaction sees.
+func (tx *Tx) ReadyIDs(tenant, queue string, f ReadyFilter, fn func(id string) bool) {
+	tx.store.ready.ascendFiltered(tenant, queue, tx.now, f, fn)
 }
 
 // ReadyStats returns how many nodes of the queue are claimable now and when
@@ -341,10 +349,20 @@ func (s *Store) ReadyStats(tenant, queue string) (int, time.Time) {
 	return s.ready.stats(tenant, queue)
 }
 
-// ReadyChanged returns a channel closed the next time a node of the queue
-// becomes claimable (or when Kick is called for it).
-func (s *Store) ReadyChanged(tenant, queue string) <-chan struct{} {
-	return s.ready.changed(tenant, queue)
+// ReadyWatch files a long-polling claimer of the queue: changed is closed
+// the next time a node that f lets it take becomes claimable, or when Kick is
+// called for the queue. Call it before looking, so that a node turning ready
+// between the look and the wait is not missed, and call stop once done
+// waiting (it may be called more than once).
+func (s *Store) ReadyWatch(tenant, queue string, f ReadyFilter) (changed <-chan struct{}, stop func()) {
+	return s.ready.watch(tenant, queue, f.normal())
+}
+
+// ReadyWaiters returns how many claimers are waiting on the queue and how
+// many waits it has ended so far (by a matching node or by Kick), so tests
+// and metrics can see who was woken without waiting for a timeout.
+func (s *Store) ReadyWaiters(tenant, queue string) (waiting int, woken int64) {
+	return s.ready.waitStats(tenant, queue)
 }
 
 // Kick wakes the claimers waiting on a queue (it was resumed, or a running

@@ -49,14 +49,22 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 		defer t.Stop()
 		deadline = t.C
 	}
+	filter := graph.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
+	stop := func() {}
+	defer func() { stop() }()
 	for {
 		// Subscribe before looking, so a node that turns ready between the
-		// look and the wait still wakes us.
-		changed := s.store.ReadyChanged(p.Tenant, p.Queue)
+		// look and the wait still wakes us. Only a long poll subscribes, and
+		// only to nodes its filter matches.
+		var changed <-chan struct{}
+		if deadline != nil {
+			stop()
+			changed, stop = s.store.ReadyWatch(p.Tenant, p.Queue, filter)
+		}
 		var got []*lease.ClaimResult
 		err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
 			var err error
-			got, err = s.claimNextTx(tx, p, lim)
+			got, err = s.claimNextTx(tx, p, filter, lim)
 			return err
 		})
 		if err != nil {
@@ -81,7 +89,7 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 	}
 }
 
-func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, lim lease.Limits) ([]*lease.ClaimResult, error) {
+func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, f graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
 	q, err := tx.QueueSettingsGet(p.Tenant, p.Queue)
 	if err != nil || q.Paused {
 		return nil, err
@@ -105,7 +113,9 @@ func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, lim lease.Limits)
 	}
 	var out []*lease.ClaimResult
 	var stop error
-	tx.ReadyIDs(p.Tenant, p.Queue, func(id string) bool {
+	// The mirror offers only nodes whose type, labels and target match, as
+	// of their last write; eligible checks them again on the record.
+	tx.ReadyIDs(p.Tenant, p.Queue, f, func(id string) bool {
 		n, err := tx.NodeGet(p.Tenant, id)
 		if err != nil {
 			stop = err
@@ -137,7 +147,8 @@ func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, lim lease.Limits)
 	return out, stop
 }
 
-// eligible applies the caller's filters and the node's target.
+// eligible applies the caller's filters and the node's target to the node as
+// read in the transaction, the last word on what the mirror offered.
 func eligible(n *graph.Node, p ClaimNextParams) bool {
 	switch {
 	case n.Status != graph.StatusQueued, n.Lease != nil:
