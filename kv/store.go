@@ -89,7 +89,7 @@ func Open(opts Options) (*Store, error) {
 		// Memory: Badger's defaults (five 64 MiB memtables, a 256 MiB block
 		// cache, four compactors) let a busy store pass 2 GiB; these keep a
 		// million-node store well under 1 GiB.
-		WithMemTableSize(32 << 20).
+		WithMemTableSize(8 << 20).
 		WithNumMemtables(3).
 		WithBlockCacheSize(64 << 20).
 		WithIndexCacheSize(32 << 20).

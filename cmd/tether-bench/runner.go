@@ -142,8 +142,9 @@ func (w *worker) call(kind, method, path string, body []byte) (status int, resp 
 
 // driven is what a drive measured besides the workers' own records.
 type driven struct {
-	win window
-	cpu usage // inside the window
+	win   window
+	cpu   usage      // inside the window
+	store storeUsage // the server's write path inside the window
 }
 
 // usage is CPU seconds spent by the server, by this harness, and by every
@@ -187,6 +188,7 @@ func (s *stage) drive(ws []*worker, warmup, d time.Duration, fn func(w *worker))
 	time.Sleep(time.Until(win.start))
 	s.srv.mon.reset()
 	meter := startCPU(s.srv)
+	before := s.srv.storeCounters()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -194,8 +196,9 @@ func (s *stage) drive(ws []*worker, warmup, d time.Duration, fn func(w *worker))
 	case <-time.After(time.Until(win.end)):
 	}
 	cpu := meter.read()
+	st := s.srv.storeCounters().minus(before)
 	<-done
-	return driven{win: win, cpu: cpu}
+	return driven{win: win, cpu: cpu, store: st}
 }
 
 // selfCPU is this process's user+system CPU time.

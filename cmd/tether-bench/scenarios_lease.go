@@ -71,6 +71,7 @@ func (b *bench) scenarioC() ([]*result, error) {
 	r.fill(ops, b.cfg.duration, rec)
 	r.note("ops are claim+renew+release cycles; %d open nodes per client, taken in turn", cycleNodes)
 	cpuNote(r, dr.cpu)
+	storeNote(r, dr.store, ops)
 	return []*result{r}, s.close()
 }
 
@@ -122,5 +123,6 @@ func (b *bench) scenarioD() ([]*result, error) {
 	r.fill(ops, b.cfg.duration, rec)
 	r.note("ops are renewals; each client renews its %d leases round-robin", renewNodes)
 	cpuNote(r, dr.cpu)
+	storeNote(r, dr.store, ops)
 	return []*result{r}, s.close()
 }

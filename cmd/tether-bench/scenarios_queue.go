@@ -90,6 +90,7 @@ func (b *bench) runA(s *stage, withHealth bool) ([]*result, error) {
 	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
 	preloadNote(r, n, took)
 	cpuNote(r, dr.cpu)
+	storeNote(r, dr.store, ops)
 	out := []*result{r}
 	if withHealth {
 		s.began = time.Now()
@@ -123,6 +124,7 @@ func (b *bench) runHealth(s *stage) *result {
 	r := s.result("h", dr.cpu.server)
 	r.fill(ops, b.cfg.duration, rec)
 	cpuNote(r, dr.cpu)
+	storeNote(r, dr.store, ops)
 	return r
 }
 
@@ -191,6 +193,7 @@ func (b *bench) scenarioB() ([]*result, error) {
 	preloadNote(r, n, took)
 	r.note("ops are jobs completed; %d jobs per claims request and per batch", batchMax)
 	cpuNote(r, dr.cpu)
+	storeNote(r, dr.store, ops)
 	return []*result{r}, s.close()
 }
 
@@ -254,6 +257,7 @@ func (b *bench) runGBig() (*result, error) {
 	r.note("SIGTERM drain %.2fs; restart on the loaded store: ready in %.2fs, RSS at ready %.1f MB", drain.Seconds(), srv.startup.Seconds(), rssReady)
 	r.note("server_rss_peak_mb is the restarted server's")
 	cpuNote(r, dr.cpu)
+	storeNote(r, dr.store, ops)
 	return r, s.close()
 }
 

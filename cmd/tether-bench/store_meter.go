@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// storeUsage is what the server's write path did: from its tether_store_*
+// counters on /metrics.
+type storeUsage struct {
+	writes, commits, keys, bytes float64
+	commitSeconds                float64
+}
+
+func (u storeUsage) minus(v storeUsage) storeUsage {
+	return storeUsage{u.writes - v.writes, u.commits - v.commits, u.keys - v.keys, u.bytes - v.bytes, u.commitSeconds - v.commitSeconds}
+}
+
+// storeCounters reads the server's write-path counters (zero when it cannot).
+func (p *serverProc) storeCounters() storeUsage {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(p.url + "/metrics")
+	if err != nil {
+		return storeUsage{}
+	}
+	defer resp.Body.Close()
+	var u storeUsage
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "tether_store_writes_total":
+			u.writes = v
+		case "tether_store_fsyncs_total":
+			u.commits = v
+		case "tether_store_keys_written_total":
+			u.keys = v
+		case "tether_store_bytes_written_total":
+			u.bytes = v
+		case "tether_store_fsync_seconds_total":
+			u.commitSeconds = v
+		}
+	}
+	return u
+}
+
+// storeNote reports the write path in the window, per op (per job where an
+// op is a job).
+func storeNote(r *result, u storeUsage, ops int64) {
+	if u.commits <= 0 || ops <= 0 {
+		return
+	}
+	r.note("store in the window: %.0f writes in %.0f commits (%.1f writes/commit, mean commit %.0f µs); per op %.1f keys, %.0f bytes written",
+		u.writes, u.commits, u.writes/u.commits, u.commitSeconds/u.commits*1e6, u.keys/float64(ops), u.bytes/float64(ops))
+}
+
