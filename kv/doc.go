@@ -1,30 +1,42 @@
 // Package kv is Tether's storage engine: an ordered, transactional key-value
-// store with one writer goroutine, group commit and durability. Badger is its
-// engine. It knows nothing of nodes, edges or tenants beyond the fairness key
-// a request carries (see fairness.go); the graph model lives above it.
+// store with one writer goroutine, group commit and durability. Badger holds
+// the data; a write-ahead log of our own (wal.go) makes writes durable. It
+// knows nothing of nodes, edges or tenants beyond the fairness key a request
+// carries (fairness.go); the graph model lives above it.
+//
+// A write goes through three goroutines, each in commit order:
+//
+//	writer   applies closures, each a layer of the current segment; hands
+//	         the segment on without waiting (writer.go)
+//	logger   appends every waiting segment to the log, one fdatasync for the
+//	         group; then makes them visible to View, runs their OnDurable
+//	         hooks and answers their callers
+//	applier  writes durable segments into Badger (SyncWrites: each Badger
+//	         commit is synced when it completes), then drops them from the
+//	         readers' view and lets the log remove them
 //
 // Invariants:
-//   - Exactly one goroutine writes (Store.writeLoop). Each Update closure is a
-//     layer of the writer's current batch: it reads its own writes, then the
-//     batch's earlier layers, then a Badger snapshot; a closure that fails
-//     leaves nothing behind, closures never conflict, and they apply in the
-//     order the writer takes them.
-//   - Durability goes through Badger's public API only: the store runs with
-//     SyncWrites, so Badger fsyncs its write-ahead log before a commit
-//     completes, and a commit becomes visible to readers (View) only once it
-//     has completed. Nothing a reader sees can be lost by a power failure.
-//   - Batch N is handed to Badger with CommitWith and the writer goes on with
-//     batch N+1 at once (pipelined group commit). A snapshot for batch N+1 is
-//     opened only when one of its closures reads a key that no layer holds,
-//     and opening it waits for every earlier commit, so reads never miss a
-//     write. Hot paths of the model above read from memory and never wait.
-//   - Completions are processed in commit order (Store.completeLoop): a
-//     request is answered, and its OnDurable hooks run, only after its own
-//     batch and every earlier one are durable. OnApply hooks run on the writer
-//     right after the closure succeeds, so the next closure sees their effect.
-//   - A commit that fails stops the store from taking writes (Healthy is
-//     false); a restart rebuilds everything from what is on disk.
+//   - Exactly one goroutine applies closures. A closure reads its own writes,
+//     then the segment's earlier layers, then the segments not yet in Badger,
+//     then a Badger snapshot; a closure that fails leaves nothing behind, and
+//     closures never conflict.
+//   - An Update returns only when its writes, and every write before them,
+//     are durable in the log and visible to View: nothing a reader sees can
+//     be lost by a power failure, and a caller always reads its own writes.
+//   - Durability uses no knowledge of Badger's files: the log is ours (one
+//     write and one fdatasync of a preallocated segment per group), and a
+//     log segment is removed only after Badger's synced commits hold every
+//     record in it. At open, what is left of the log is applied to Badger
+//     again, in order, up to the first torn record.
+//   - The writer applies segment N+1 while N is logged and applied; a Badger
+//     snapshot is opened only when a closure reads a key no layer or segment
+//     in flight holds, and opening it waits for the commits already handed
+//     to Badger, so reads never miss a write. The model's hot paths read from
+//     memory and never wait.
+//   - A log or Badger write that fails stops the store from taking writes
+//     (Healthy is false); a restart recovers from the log.
 //   - Opening removes zero-length *.mem files before Badger sees them: a crash
 //     between a memtable rotation and the new file's first sync can leave one,
-//     it can hold no data, and Badger refuses to open with it present.
+//     it can hold no data, and Badger refuses to open with it present. This
+//     is the one place Tether looks at Badger's files.
 package kv

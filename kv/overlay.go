@@ -1,15 +1,15 @@
 package kv
 
 import (
+	"slices"
 	"strings"
-
-	"github.com/google/btree"
 )
 
-// overlay is an ordered set of written keys with their values (or deletions).
+// overlay is a set of written keys with their values (or deletions). Once
+// handed to the logger it is never written again, so readers on other
+// goroutines may read it.
 type overlay struct {
 	vals map[string]value
-	keys *btree.BTreeG[string]
 	size int64 // estimated bytes, for Badger's transaction limits
 }
 
@@ -20,14 +20,11 @@ type value struct {
 	expiresAt uint64 // unix seconds; 0 = never (Badger's TTL)
 }
 
-func newOverlay() *overlay {
-	return &overlay{vals: map[string]value{}, keys: btree.NewG(32, func(a, b string) bool { return a < b })}
-}
+func newOverlay() *overlay { return &overlay{vals: map[string]value{}} }
 
 func (o *overlay) put(k string, v value) {
 	old, ok := o.vals[k]
 	if !ok {
-		o.keys.ReplaceOrInsert(k)
 		o.size += int64(len(k)) + 24 // key, meta and version overhead
 	} else {
 		o.size -= int64(len(old.val))
@@ -38,19 +35,17 @@ func (o *overlay) put(k string, v value) {
 
 func (o *overlay) len() int { return len(o.vals) }
 
-// under lists the keys with prefix p in order.
+// under lists the keys with prefix p in order. It walks every key: scans
+// inside a write or over writes in flight are rare and small, and keeping
+// the keys ordered on every write cost more than these walks.
 func (o *overlay) under(p string) []string {
-	if o.keys.Len() == 0 {
-		return nil
-	}
 	var out []string
-	o.keys.AscendGreaterOrEqual(p, func(k string) bool {
-		if !strings.HasPrefix(k, p) {
-			return false
+	for k := range o.vals {
+		if strings.HasPrefix(k, p) {
+			out = append(out, k)
 		}
-		out = append(out, k)
-		return true
-	})
+	}
+	slices.Sort(out)
 	return out
 }
 

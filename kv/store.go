@@ -2,7 +2,10 @@ package kv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -35,8 +38,15 @@ type Store struct {
 	done   chan struct{}
 	closed chan struct{} // the writer has stopped
 	idle   chan struct{} // the completer has answered everything
-	commq  chan *inflight
+	commq  chan *inflight   // writer -> logger
+	applyq chan []*inflight // logger -> applier
 	once   sync.Once
+
+	wal     *wal          // nil in memory
+	applied atomic.Uint64 // the last log record Badger holds
+
+	visMu   sync.Mutex
+	visible []*inflight // durable, not yet in Badger: what View reads besides its snapshot
 
 	maxBatch int
 	started  atomic.Bool
@@ -80,9 +90,9 @@ func Open(opts Options) (*Store, error) {
 	}
 	bopts := badger.DefaultOptions(opts.Dir).
 		WithLogger(nil).
-		// Badger fsyncs its write-ahead log before a commit completes and
-		// makes a commit visible only once it has completed: durability and
-		// "nothing visible before it is durable" through the public API.
+		// Acknowledged writes are durable in our own log (wal.go); Badger
+		// syncs each of its commits too, through its public API, so the log
+		// can drop what Badger holds.
 		WithSyncWrites(true).
 		WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(false).
@@ -103,7 +113,15 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error opening badger in %s: %w", opts.Dir, err)
 	}
+	var w *wal
+	if !opts.InMemory {
+		if w, err = recoverLog(db, filepath.Join(opts.Dir, "wal")); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	s := &Store{
+		wal:      w,
 		db:       db,
 		log:      opts.Logger,
 		inMem:    opts.InMemory,
@@ -113,6 +131,7 @@ func Open(opts Options) (*Store, error) {
 		closed:   make(chan struct{}),
 		idle:     make(chan struct{}),
 		commq:    make(chan *inflight, 1024),
+		applyq:   make(chan []*inflight, 64),
 		maxBatch: opts.MaxBatch,
 		gates:    &gates{size: opts.KeyInflight},
 	}
@@ -124,7 +143,8 @@ func Open(opts Options) (*Store, error) {
 func (s *Store) Start() {
 	s.started.Store(true)
 	go s.writeLoop()
-	go s.commitLoop()
+	go s.logLoop()
+	go s.applyLoop()
 }
 
 // Close stops accepting writes, finishes the ones queued, waits for their
@@ -137,7 +157,15 @@ func (s *Store) Close() error {
 			<-s.closed
 			<-s.idle
 		}
-		err = s.db.Close()
+		if s.wal != nil {
+			err = s.wal.close()
+			if s.Healthy() {
+				// Everything is in Badger, and Badger's commits are synced:
+				// the log has nothing left to give.
+				err = errors.Join(err, s.wal.removeAll())
+			}
+		}
+		err = errors.Join(err, s.db.Close())
 	})
 	return err
 }
@@ -196,11 +224,20 @@ func (s *Store) submit(ctx context.Context, lane chan *request, durable bool, fn
 	}
 }
 
-// View runs fn in a read-only snapshot transaction. The snapshot holds every
-// commit that has completed (is durable) and nothing else.
+// View runs fn in a read-only transaction: a Badger snapshot, plus the
+// writes that are durable in the log and not yet in Badger. It holds every
+// write acknowledged before it began, and nothing that is not durable.
 func (s *Store) View(fn func(*Txn) error) error {
+	// Before the snapshot: a segment leaves visible only after Badger holds
+	// it, so one that left before this copy is in the snapshot taken after.
+	// A key may then be newer in the snapshot than in the copy only through
+	// a write acknowledged after the copy; reads take the copy's (older,
+	// durable) value, which was current when the View began.
+	s.visMu.Lock()
+	vis := slices.Clone(s.visible)
+	s.visMu.Unlock()
 	return s.db.View(func(btx *badger.Txn) error {
-		return fn(&Txn{snap: btx})
+		return fn(&Txn{snap: btx, vis: vis})
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 // writer.go). Every read is O(log n).
 type Txn struct {
 	snap *badger.Txn // View: the read snapshot
+	vis  []*inflight // View: durable writes not yet in the snapshot, oldest first
 	w    *segment    // Update: the segment this transaction is a layer of
 
 	layer     *overlay
@@ -46,10 +47,16 @@ func (t *Txn) Written() int {
 	return t.layer.len()
 }
 
-// pending finds key among writes not yet in Badger's snapshot: this layer,
-// the segment's earlier layers, the segments waiting for their commit.
+// pending finds key among writes not yet in Badger's snapshot: in a write,
+// this layer, the segment's earlier layers and the segments in flight; in a
+// View, the durable segments Badger does not hold yet.
 func (t *Txn) pending(key string) (value, bool) {
 	if t.w == nil {
+		for i := len(t.vis) - 1; i >= 0; i-- {
+			if v, ok := t.vis[i].over.vals[key]; ok {
+				return v, true
+			}
+		}
 		return value{}, false
 	}
 	if v, ok := t.layer.vals[key]; ok {
@@ -221,12 +228,17 @@ func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 // pendingUnder lists the keys under prefix written and not yet in the
 // snapshot (strictly after `after`), in scan order.
 func (t *Txn) pendingUnder(prefix, after []byte, reverse bool) []string {
+	var out []string
 	if t.w == nil {
-		return nil
+		for _, f := range t.vis {
+			out = append(out, f.over.under(string(prefix))...)
+		}
+	} else {
+		out = t.w.under(string(prefix))
+		out = append(out, t.layer.under(string(prefix))...)
 	}
-	out := t.w.under(string(prefix))
-	if mine := t.layer.under(string(prefix)); len(mine) > 0 {
-		out = append(out, mine...)
+	if len(out) == 0 {
+		return nil
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)

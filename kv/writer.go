@@ -19,9 +19,10 @@ import (
 // requests and hooks that wait for them to be durable.
 type inflight struct {
 	over      *overlay
+	seq       uint64 // its log record (0: none)
 	waiting   []*request // answered once durable
 	onDurable []func()
-	done      atomic.Bool // set by the committer once durable
+	done      atomic.Bool // set by the applier once Badger holds it
 }
 
 // segment is the writer's current unit of work: the layers applied so far,
@@ -198,12 +199,13 @@ func (s *Store) dropDurable() {
 	}
 }
 
-// commitLoop commits the segments the writer hands over, in order: every
-// segment waiting when a commit starts shares that commit (and its fsync),
-// and its callers are answered and its OnDurable hooks run only after it.
-func (s *Store) commitLoop() {
-	defer close(s.idle)
-	maxCount, maxSize := s.db.MaxBatchCount()*8/10, s.db.MaxBatchSize()*8/10
+// logLoop makes the segments the writer hands over durable, in order: every
+// segment waiting when a round starts shares one append and one fdatasync of
+// the log. Once durable, a segment becomes visible to readers (View), its
+// callers are answered and its OnDurable hooks run; then it goes to the
+// applier, which writes it into Badger.
+func (s *Store) logLoop() {
+	defer close(s.applyq)
 	for f := range s.commq {
 		group := []*inflight{f}
 	gather:
@@ -218,28 +220,20 @@ func (s *Store) commitLoop() {
 				break gather
 			}
 		}
-		// Commit in runs that fit one Badger transaction; a segment is never
-		// split across two, so each stays atomic.
-		var err error
-		for i := 0; i < len(group) && err == nil; {
-			j, count, size := i, int64(0), int64(0)
-			for j < len(group) && (j == i || (count+int64(group[j].over.len()) <= maxCount && size+group[j].over.size <= maxSize)) {
-				count += int64(group[j].over.len())
-				size += group[j].over.size
-				j++
-			}
-			err = s.commit(group[i:j])
-			i = j
-		}
-		for _, f := range group {
-			if err != nil {
-				s.fail(err)
+		err := s.logGroup(group)
+		if err != nil {
+			s.fail(err)
+			for _, f := range group {
 				for _, r := range f.waiting {
 					r.err <- fault.ErrUnavailable
 				}
-				continue
 			}
-			f.done.Store(true)
+			continue
+		}
+		s.visMu.Lock()
+		s.visible = append(s.visible, group...)
+		s.visMu.Unlock()
+		for _, f := range group {
 			for _, h := range f.onDurable {
 				h()
 			}
@@ -247,11 +241,104 @@ func (s *Store) commitLoop() {
 				r.err <- nil
 			}
 		}
+		s.applyq <- group
 	}
 }
 
+// logGroup appends a record per segment of the group and syncs them once.
+// Without a log (in memory) it writes the group into Badger instead.
+func (s *Store) logGroup(group []*inflight) error {
+	if s.broken.Load() {
+		return errors.New("the store is broken")
+	}
+	if s.wal == nil {
+		return s.apply(group)
+	}
+	var keys, bytes int64
+	for _, f := range group {
+		if f.over.len() == 0 {
+			continue
+		}
+		f.seq = s.wal.add(f.over)
+		keys += int64(f.over.len())
+		for k, v := range f.over.vals {
+			bytes += int64(len(k) + len(v.val))
+		}
+	}
+	start := time.Now()
+	if err := s.wal.flush(); err != nil {
+		return fmt.Errorf("error writing the log: %w", err)
+	}
+	s.stats.Syncs.Add(1)
+	s.stats.SyncNanos.Add(time.Since(start).Nanoseconds())
+	s.stats.Keys.Add(keys)
+	s.stats.Bytes.Add(bytes)
+	if err := s.wal.removeApplied(s.applied.Load()); err != nil {
+		s.log.Warn("error removing applied log segments", "err", err)
+	}
+	return nil
+}
+
+// applyLoop writes durable segments into Badger, in order, as few commits as
+// Badger's limits allow; each one is then dropped from the readers' view
+// (Badger now holds it) and from the log (once its whole segment is in).
+func (s *Store) applyLoop() {
+	defer close(s.idle)
+	for group := range s.applyq {
+	gather:
+		for {
+			select {
+			case more, ok := <-s.applyq:
+				if !ok {
+					break gather
+				}
+				group = append(group, more...)
+			default:
+				break gather
+			}
+		}
+		if s.wal == nil {
+			s.applied.Store(0)
+		} else if err := s.apply(group); err != nil {
+			// The log holds it: a restart applies it again.
+			s.fail(err)
+			continue
+		}
+		s.visMu.Lock()
+		clear(s.visible[:len(group)])
+		s.visible = s.visible[len(group):]
+		s.visMu.Unlock()
+	}
+}
+
+// apply writes segments into Badger in runs that fit one Badger transaction
+// (a segment is never split across two, so each stays atomic), and marks
+// them done.
+func (s *Store) apply(group []*inflight) error {
+	maxCount, maxSize := s.db.MaxBatchCount()*8/10, s.db.MaxBatchSize()*8/10
+	for i := 0; i < len(group); {
+		j, count, size := i, int64(0), int64(0)
+		for j < len(group) && (j == i || (count+int64(group[j].over.len()) <= maxCount && size+group[j].over.size <= maxSize)) {
+			count += int64(group[j].over.len())
+			size += group[j].over.size
+			j++
+		}
+		if err := s.commit(group[i:j]); err != nil {
+			return err
+		}
+		for _, f := range group[i:j] {
+			f.done.Store(true)
+			if f.seq > 0 {
+				s.applied.Store(f.seq)
+			}
+		}
+		i = j
+	}
+	return nil
+}
+
 // commit writes segments as one Badger transaction; with SyncWrites, Commit
-// returns once it is on stable storage.
+// returns once Badger has it on stable storage too, so the log may drop it.
 func (s *Store) commit(segs []*inflight) error {
 	if s.broken.Load() {
 		return errors.New("the store is broken")
@@ -266,10 +353,8 @@ func (s *Store) commit(segs []*inflight) error {
 	if merged.len() == 0 {
 		return nil
 	}
-	start := time.Now()
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	var bytes int64
 	for k, v := range merged.vals {
 		var err error
 		if v.deleted {
@@ -282,15 +367,10 @@ func (s *Store) commit(segs []*inflight) error {
 		if err != nil {
 			return fmt.Errorf("error staging a commit: %w", err)
 		}
-		bytes += int64(len(k) + len(v.val))
 	}
 	if err := txn.Commit(); err != nil {
 		return fmt.Errorf("error committing: %w", err)
 	}
 	s.stats.Batches.Add(1)
-	s.stats.Syncs.Add(1)
-	s.stats.SyncNanos.Add(time.Since(start).Nanoseconds())
-	s.stats.Keys.Add(int64(merged.len()))
-	s.stats.Bytes.Add(bytes)
 	return nil
 }

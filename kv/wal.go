@@ -1,0 +1,348 @@
+package kv
+
+// The write-ahead log: Tether's own, so an acknowledged write costs one
+// write(2) and one fdatasync(2) of a file that is already allocated, and
+// durability never depends on how Badger lays out its files.
+//
+// The log is a series of segment files in DIR/wal, each named by the seq of
+// its first record and filled with zeros before use (so a later fdatasync
+// has no block allocation to journal). A record is
+//
+//	length u32 | crc32c(payload) u32 | payload
+//	payload: seq u64, then entries: op u8 (1 set, 2 delete), key, value
+//	(each a uvarint length and bytes) and expiresAt uvarint
+//
+// Records are appended in commit order with strictly increasing seqs. A
+// record whose length is zero, whose checksum fails or that runs past the
+// end is the end of the log: only the last write before a crash can be torn,
+// and it was never acknowledged. A segment is removed once every record in
+// it has been applied to Badger (whose commits, with SyncWrites, are durable
+// when they complete); at open, every record left is applied again, in
+// order, which leaves the same state whatever was applied before.
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const (
+	walSegmentSize = 64 << 20
+	walHeader      = 8
+	opSet          = 1
+	opDelete       = 2
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// wal appends records to the current segment. Only the logger goroutine
+// uses it.
+type wal struct {
+	dir  string
+	f    *os.File
+	base uint64 // seq of the segment's first record
+	off  int64
+	next uint64 // seq of the next record
+	buf  []byte
+
+	segments []uint64 // the first seq of every segment on disk, oldest first
+}
+
+func segmentName(dir string, first uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%016d.log", first))
+}
+
+// listSegments returns the first seqs of the segments in dir, oldest first.
+func listSegments(dir string) ([]uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// walRecord is one record read back.
+type walRecord struct {
+	seq     uint64
+	entries []walEntry
+}
+
+type walEntry struct {
+	key       []byte
+	val       []byte
+	deleted   bool
+	expiresAt uint64
+}
+
+// readWAL returns every intact record in dir, in order, and the seq that
+// follows the last one (1 for an empty log).
+func readWAL(dir string) ([]walRecord, uint64, error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	next := uint64(1)
+	if len(segs) > 0 {
+		next = segs[0]
+	}
+	var out []walRecord
+	for i, first := range segs {
+		if first != next {
+			break // a gap: nothing after it was acknowledged in order
+		}
+		recs, end, err := readSegment(segmentName(dir, first), first)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, recs...)
+		next = end
+		if i+1 < len(segs) && segs[i+1] != end {
+			break // this segment ends early: the log ends here
+		}
+	}
+	return out, next, nil
+}
+
+func readSegment(path string, first uint64) ([]walRecord, uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var out []walRecord
+	want := first
+	var hdr [walHeader]byte
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			break
+		}
+		n := binary.LittleEndian.Uint32(hdr[:4])
+		if n == 0 || n > walSegmentSize {
+			break
+		}
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			break
+		}
+		if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(hdr[4:]) {
+			break
+		}
+		rec, err := decodeRecord(payload)
+		if err != nil || rec.seq != want {
+			break
+		}
+		out = append(out, rec)
+		want++
+	}
+	return out, want, nil
+}
+
+func decodeRecord(p []byte) (walRecord, error) {
+	if len(p) < 8 {
+		return walRecord{}, errors.New("short record")
+	}
+	rec := walRecord{seq: binary.LittleEndian.Uint64(p)}
+	p = p[8:]
+	bytesOf := func() ([]byte, bool) {
+		n, k := binary.Uvarint(p)
+		if k <= 0 || uint64(len(p)-k) < n {
+			return nil, false
+		}
+		b := p[k : k+int(n)]
+		p = p[k+int(n):]
+		return b, true
+	}
+	for len(p) > 0 {
+		op := p[0]
+		p = p[1:]
+		key, ok := bytesOf()
+		if !ok {
+			return walRecord{}, errors.New("bad key")
+		}
+		val, ok := bytesOf()
+		if !ok {
+			return walRecord{}, errors.New("bad value")
+		}
+		exp, k := binary.Uvarint(p)
+		if k <= 0 || (op != opSet && op != opDelete) {
+			return walRecord{}, errors.New("bad entry")
+		}
+		p = p[k:]
+		rec.entries = append(rec.entries, walEntry{key: key, val: val, deleted: op == opDelete, expiresAt: exp})
+	}
+	return rec, nil
+}
+
+// openWAL starts a new segment at seq next in dir (made if missing).
+func openWAL(dir string, next uint64) (*wal, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	w := &wal{dir: dir, next: next}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	w.segments = segs
+	if err := w.startSegment(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// startSegment makes a zero-filled segment for the next record, and makes
+// its name durable before any record in it is acknowledged.
+func (w *wal) startSegment() error {
+	path := segmentName(w.dir, w.next)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, 1<<20)
+	for written := 0; written < walSegmentSize; written += len(zeros) {
+		if _, err := f.Write(zeros); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := syncDir(w.dir); err != nil {
+		f.Close()
+		return err
+	}
+	if w.f != nil {
+		w.f.Close()
+	}
+	w.f, w.base, w.off = f, w.next, 0
+	w.segments = append(w.segments, w.next)
+	return nil
+}
+
+// add encodes one record of the overlay into the pending buffer and returns
+// its seq.
+func (w *wal) add(o *overlay) uint64 {
+	start := len(w.buf)
+	w.buf = append(w.buf, make([]byte, walHeader)...)
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, w.next)
+	for k, v := range o.vals {
+		op := byte(opSet)
+		if v.deleted {
+			op = opDelete
+		}
+		w.buf = append(w.buf, op)
+		w.buf = binary.AppendUvarint(w.buf, uint64(len(k)))
+		w.buf = append(w.buf, k...)
+		w.buf = binary.AppendUvarint(w.buf, uint64(len(v.val)))
+		w.buf = append(w.buf, v.val...)
+		w.buf = binary.AppendUvarint(w.buf, v.expiresAt)
+	}
+	payload := w.buf[start+walHeader:]
+	binary.LittleEndian.PutUint32(w.buf[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(w.buf[start+4:], crc32.Checksum(payload, crcTable))
+	seq := w.next
+	w.next++
+	return seq
+}
+
+// flush writes the pending records and fdatasyncs them. A batch that does
+// not fit the segment's room starts a new segment (records never span two).
+func (w *wal) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	if w.off+int64(len(w.buf)) > walSegmentSize-walHeader {
+		if len(w.buf) > walSegmentSize-walHeader {
+			return fmt.Errorf("a commit of %d bytes is larger than a log segment", len(w.buf))
+		}
+		// The records in buf carry seqs from w.next-k; the new segment is
+		// named after the first of them.
+		first := binary.LittleEndian.Uint64(w.buf[walHeader:])
+		next := w.next
+		w.next = first
+		err := w.startSegment()
+		w.next = next
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := w.f.WriteAt(w.buf, w.off); err != nil {
+		return err
+	}
+	if err := fdatasync(w.f); err != nil {
+		return err
+	}
+	w.off += int64(len(w.buf))
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// removeApplied deletes the segments whose records all have seq <= applied
+// (never the current one: a later segment exists for each one removed).
+func (w *wal) removeApplied(applied uint64) error {
+	removed := false
+	for len(w.segments) > 1 && w.segments[1] <= applied+1 {
+		if err := os.Remove(segmentName(w.dir, w.segments[0])); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		w.segments = w.segments[1:]
+		removed = true
+	}
+	if removed {
+		return syncDir(w.dir)
+	}
+	return nil
+}
+
+// removeAll deletes every segment (after close, when Badger holds all).
+func (w *wal) removeAll() error {
+	for _, first := range w.segments {
+		if err := os.Remove(segmentName(w.dir, first)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	w.segments = nil
+	return syncDir(w.dir)
+}
+
+func (w *wal) close() error {
+	if w.f == nil {
+		return nil
+	}
+	return w.f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
