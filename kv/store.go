@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -36,8 +36,8 @@ type Store struct {
 	reqs   chan *request
 	urgent chan *request // the reaper's lane: taken before any queued request
 	done   chan struct{}
-	closed chan struct{} // the writer has stopped
-	idle   chan struct{} // the completer has answered everything
+	closed chan struct{}    // the writer has stopped
+	idle   chan struct{}    // the completer has answered everything
 	commq  chan *inflight   // writer -> logger
 	applyq chan []*inflight // logger -> applier
 	once   sync.Once

@@ -19,7 +19,7 @@ import (
 // requests and hooks that wait for them to be durable.
 type inflight struct {
 	over      *overlay
-	seq       uint64 // its log record (0: none)
+	seq       uint64     // its log record (0: none)
 	waiting   []*request // answered once durable
 	onDurable []func()
 	done      atomic.Bool // set by the applier once Badger holds it
