@@ -1,39 +1,55 @@
-// Package graph is Tether's store: nodes, edges (live and retired), their
-// indexes, events, comments, queue settings, worker records, tenant records
-// and idempotency records, in one Badger DB.
-// It knows nothing of HTTP or of what a lease means.
+// Package graph is Tether's model: nodes, edges (live and retired), events,
+// comments, queue settings, and the records other packages own (tenants, API
+// keys, workers, idempotency), stored in a kv.Store (the storage engine). It
+// knows nothing of HTTP or of what a lease means.
+//
+// What is stored, and only that (keys.go): node records, live and retired
+// edges, deleted nodes' last fences, event groups with per-node pointers,
+// comments and the small records. Records use a generated MessagePack codec
+// (records.go, records_gen.go) under a format version (format.go): a data
+// directory of another version is refused with both versions named.
+//
+// What lives in memory, derived from the records (state.go, rebuild.go):
+//   - every node's state: its place in the list indexes (by tenant in list
+//     order, by status, by queue and status, by parent, live leases by id),
+//     its blocker counts (unmet depends_on targets, unfinished children), how
+//     many live depends_on edges point at it, and, while it is live (open,
+//     queued or running), its encoded record, so the writer's hot paths
+//     never read the store;
+//   - every live edge, from both ends;
+//   - the fences of deleted nodes;
+//   - the ready mirror (ready_mirror.go, ready_filter*.go): exactly the
+//     queued nodes with no blocker, per tenant-queue in claim order, indexed
+//     by target, type and label so a filtered claim-next finds its first
+//     match in O(log n); delayed ones wait in a heap for a timer;
+//   - each tenant's last event seq (read from the store on first use).
+//
+// Rebuilding: Open scans the node records, then the live edges (counting
+// blockers and dependents), then the kept fences, and indexes every node;
+// tether check (check.go) derives the same state and compares it with a
+// recount from the records.
 //
 // Invariants:
 //   - Every record of a tenant lives under a key that carries the tenant id
-//     right after the record tag (see keys.go), so no range over one tenant's
-//     keys can reach another's. Only start-up machinery (the live-lease scan)
-//     ranges across tenants.
-//   - Exactly one goroutine writes (Store.writeLoop). Each Update closure runs
-//     in its own Badger transaction: a failed closure leaves nothing behind,
-//     closures never conflict with each other, and event sequence numbers are
-//     handed out in commit order, so seq strictly increases per tenant.
-//   - A durable Update is acknowledged only after an fsync that covers its
-//     commit: db.Sync for the active memtable's WAL, and an fsync of every WAL
-//     file of a memtable that rotated out since (walSyncer). Concurrent writers
-//     share that fsync (group commit).
-//   - A node's index entries (list order, by status, by queue, by parent, live
-//     lease) are rewritten by NodeInsert, NodePut and NodeDelete in the same
-//     transaction as the record; NodePutQuiet changes lease bookkeeping only
-//     and touches no index.
-//   - At most one live edge per (from, type, to); retiring an edge moves it to
-//     history under the seq of its edge_retired event, never erasing it.
+//     right after the record tag (keys.go), so no range over one tenant's
+//     keys can reach another's. Only start-up ranges across tenants.
+//   - Writes run on kv's single writer goroutine. A transaction changes the
+//     in-memory state through its own copies (Tx.mut, Tx.edges); Tx.apply
+//     folds them into the table and the ready mirror only when it succeeds,
+//     before any other hook and before the next transaction runs, so the
+//     writer always sees exactly what committed before it.
+//   - Readers (View) read records from a snapshot that holds what is durable
+//     and acknowledged; the in-memory indexes they walk may be a few commits
+//     ahead, so every list re-reads each record and checks its filters on it.
+//     Nothing not yet durable reaches a reader: event long polls are woken by
+//     OnDurable hooks.
+//   - Event seqs are handed out on the writer in commit order, so seq
+//     strictly increases per tenant; a transaction's events are stored as one
+//     group under the seq of its last event, with one pointer per node.
+//   - At most one live edge per (from, type, to); retiring moves it to
+//     history under the seq of its edge_added event, never erasing it.
 //   - A depends_on or parent_of edge that would close a cycle through either
 //     type is refused.
-//   - The ready index holds exactly the queued nodes with no unmet depends_on
-//     target and no unfinished child; blocker counts live in their own key and
-//     move in the same transaction as the status or edge change that causes
-//     them. The in-memory mirror (claim order per tenant-queue, run_at delays
-//     promoted by a timer) is rebuilt from the index at open and updated by
-//     commit hooks on the writer, so claim-next running on the writer always
-//     sees what the transaction sees.
 //   - A deleted node's last fence is kept, so a node re-created under its id
 //     continues the fence numbers.
-//
-// The store needs only ordered keys, prefix range scans and serializable
-// transactions, so a distributed ordered KV could stand in for Badger.
 package graph
