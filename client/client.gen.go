@@ -2307,7 +2307,7 @@ type ClientInterface interface {
 	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
-	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// Heartbeats are not events. A worker's record is dropped
 	// 24 hours after its last heartbeat.
 	//
 	// Takes any type of body and a specified content type.
@@ -2332,7 +2332,7 @@ type ClientInterface interface {
 	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
-	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// Heartbeats are not events. A worker's record is dropped
 	// 24 hours after its last heartbeat.
 	//
 	// Takes a body of the `application/json` content type.
@@ -3780,7 +3780,7 @@ func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, req
 //   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 //     the worker's meta; null clears it; absent keeps the last one.
 //
-// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// Heartbeats are not events. A worker's record is dropped
 // 24 hours after its last heartbeat.
 //
 // Takes any type of body and a specified content type.
@@ -3815,7 +3815,7 @@ func (c *Client) HeartbeatWorkerWithBody(ctx context.Context, contentType string
 //   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 //     the worker's meta; null clears it; absent keeps the last one.
 //
-// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// Heartbeats are not events. A worker's record is dropped
 // 24 hours after its last heartbeat.
 //
 // Takes a body of the `application/json` content type.
@@ -7047,7 +7047,7 @@ type ClientWithResponsesInterface interface {
 	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
-	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// Heartbeats are not events. A worker's record is dropped
 	// 24 hours after its last heartbeat.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -7072,7 +7072,7 @@ type ClientWithResponsesInterface interface {
 	// - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
-	// Heartbeats are not events and are not fsynced. A worker's record is dropped
+	// Heartbeats are not events. A worker's record is dropped
 	// 24 hours after its last heartbeat.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -12828,7 +12828,7 @@ func (c *ClientWithResponses) ListWorkersWithResponse(ctx context.Context, param
 //   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 //     the worker's meta; null clears it; absent keeps the last one.
 //
-// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// Heartbeats are not events. A worker's record is dropped
 // 24 hours after its last heartbeat.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -12859,7 +12859,7 @@ func (c *ClientWithResponses) HeartbeatWorkerWithBodyWithResponse(ctx context.Co
 //   - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
 //     the worker's meta; null clears it; absent keeps the last one.
 //
-// Heartbeats are not events and are not fsynced. A worker's record is dropped
+// Heartbeats are not events. A worker's record is dropped
 // 24 hours after its last heartbeat.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).

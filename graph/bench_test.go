@@ -28,7 +28,7 @@ func BenchmarkNodeInsertDurable(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := fmt.Sprintf("n%09d", n.Add(1))
-			if err := s.Update(context.Background(), true, func(tx *Tx) error {
+			if err := s.Update(context.Background(), func(tx *Tx) error {
 				return tx.NodeInsert(newNode("acme", id, 0), "head")
 			}); err != nil {
 				b.Fatal(err)
@@ -43,7 +43,7 @@ func BenchmarkNodeGet(b *testing.B) {
 	s := benchStore(b)
 	for i := 0; i < 1000; i++ {
 		id := fmt.Sprintf("n%04d", i)
-		if err := s.Update(context.Background(), false, func(tx *Tx) error { return tx.NodeInsert(newNode("acme", id, 0), "head") }); err != nil {
+		if err := s.Update(context.Background(), func(tx *Tx) error { return tx.NodeInsert(newNode("acme", id, 0), "head") }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,7 +67,7 @@ func BenchmarkBigTransaction(b *testing.B) {
 	s := benchStore(b)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		err := s.Update(context.Background(), false, func(tx *Tx) error {
+		err := s.Update(context.Background(), func(tx *Tx) error {
 			for j := 0; j < 1000; j++ {
 				n := newNode("acme", fmt.Sprintf("b%d-%04d", i, j), 0)
 				if err := tx.NodeInsert(n, "head"); err != nil {

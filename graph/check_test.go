@@ -18,7 +18,7 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 	for _, id := range []string{"a", "b", "c", "p"} {
 		insert(t, s, newNode("acme", id, 0))
 	}
-	require.NoError(t, s.Update(ctx, true, func(tx *Tx) error {
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		if err := tx.EdgeInsert("acme", &Edge{From: "a", Type: EdgeDependsOn, To: "b"}); err != nil {
 			return err
 		}
@@ -33,7 +33,7 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 		}
 		return tx.EdgeInsert("acme", &Edge{From: "p", Type: EdgeParentOf, To: "c"})
 	}))
-	require.NoError(t, s.Update(ctx, true, func(tx *Tx) error {
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		e, err := tx.EdgeGet("acme", "a", EdgeDependsOn, "b")
 		if err != nil {
 			return err
@@ -60,7 +60,7 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 	// A live edge whose node is gone: what a torn write would leave.
 	s, err = Open(Options{Dir: dir})
 	require.NoError(t, err)
-	require.NoError(t, s.kv.Update(ctx, true, func(tx *kv.Txn) error {
+	require.NoError(t, s.kv.Update(ctx, func(tx *kv.Txn) error {
 		return tx.Delete(nodeKey("acme", "c"))
 	}))
 	require.NoError(t, s.Close())

@@ -13,7 +13,7 @@ import (
 func comment(t *testing.T, s *Store, tenant, id, body string) *Comment {
 	t.Helper()
 	c := &Comment{ID: "c-" + body, By: "alice", Body: body}
-	require.NoError(t, s.Update(context.Background(), true, func(tx *Tx) error {
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		n, err := tx.NodeGet(tenant, id)
 		if err != nil {
 			return err
@@ -78,7 +78,7 @@ func TestCommentAppendsItsEventInTheSameTransaction(t *testing.T) {
 	}))
 
 	boom := errors.New("boom")
-	err := s.Update(context.Background(), true, func(tx *Tx) error {
+	err := s.Update(context.Background(), func(tx *Tx) error {
 		n, err := tx.NodeGet("acme", "a")
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func TestCommentsStayWithTheirTenantAndIncarnation(t *testing.T) {
 	comment(t, s, "acme", "a", "acme's")
 	require.Empty(t, comments(t, s, "other", "a", 0, 10), "the same id in another tenant has none")
 
-	require.NoError(t, s.Update(context.Background(), true, func(tx *Tx) error {
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		n, err := tx.NodeGet("acme", "a")
 		if err != nil {
 			return err

@@ -49,7 +49,7 @@ func (s *Store) checkFormat(dir string) (fresh bool, err error) {
 }
 
 func (s *Store) writeFormat() error {
-	return s.kv.Update(context.Background(), true, func(tx *kv.Txn) error {
+	return s.kv.Update(context.Background(), func(tx *kv.Txn) error {
 		return tx.Set(formatKey, []byte(strconv.Itoa(FormatVersion)))
 	})
 }

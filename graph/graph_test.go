@@ -34,7 +34,7 @@ func newNode(tenant, id string, priority int64) *Node {
 
 func insert(t *testing.T, s *Store, n *Node) {
 	t.Helper()
-	require.NoError(t, s.Update(context.Background(), true, func(tx *Tx) error { return tx.NodeInsert(n, "head") }))
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error { return tx.NodeInsert(n, "head") }))
 }
 
 func TestOrderBytesSortLikeListOrder(t *testing.T) {
@@ -88,7 +88,7 @@ func TestInsertTakenIDIsAlreadyExists(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
 	insert(t, s, newNode("acme", "a", 0))
-	err := s.Update(context.Background(), true, func(tx *Tx) error { return tx.NodeInsert(newNode("acme", "a", 0), "head") })
+	err := s.Update(context.Background(), func(tx *Tx) error { return tx.NodeInsert(newNode("acme", "a", 0), "head") })
 	var exists *fault.AlreadyExists
 	require.ErrorAs(t, err, &exists)
 	insert(t, s, newNode("other", "a", 0)) // the same id in another tenant is another node
@@ -97,7 +97,7 @@ func TestInsertTakenIDIsAlreadyExists(t *testing.T) {
 func TestFailedUpdateLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	s, _ := setup(t)
-	err := s.Update(context.Background(), true, func(tx *Tx) error {
+	err := s.Update(context.Background(), func(tx *Tx) error {
 		if err := tx.NodeInsert(newNode("acme", "half", 0), "head"); err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func TestEdgesLiveRetiredAndCycles(t *testing.T) {
 		insert(t, s, newNode("acme", id, 0))
 	}
 	add := func(from, typ, to string) error {
-		return s.Update(context.Background(), true, func(tx *Tx) error {
+		return s.Update(context.Background(), func(tx *Tx) error {
 			return tx.EdgeInsert("acme", &Edge{From: from, Type: typ, To: to, CreatedBy: "head"})
 		})
 	}
@@ -193,7 +193,7 @@ func TestEdgesLiveRetiredAndCycles(t *testing.T) {
 	var nf *fault.NotFound
 	require.ErrorAs(t, add("a", "mentions", "zzz"), &nf)
 
-	require.NoError(t, s.Update(context.Background(), true, func(tx *Tx) error {
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		e, err := tx.EdgeGet("acme", "a", EdgeDependsOn, "b")
 		if err != nil {
 			return err
@@ -255,7 +255,7 @@ func TestDeletedNodeKeepsFenceForReuse(t *testing.T) {
 	n := newNode("acme", "a", 0)
 	n.LastFence = 41
 	insert(t, s, n)
-	require.NoError(t, s.Update(context.Background(), true, func(tx *Tx) error {
+	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		got, err := tx.NodeGet("acme", "a")
 		if err != nil {
 			return err
@@ -280,7 +280,7 @@ func TestBatchedClosuresFailAlone(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			results[i] = s.Update(ctx, true, func(tx *Tx) error {
+			results[i] = s.Update(ctx, func(tx *Tx) error {
 				if err := tx.NodeInsert(newNode("acme", fmt.Sprintf("n%03d", i), 0), "head"); err != nil {
 					return err
 				}

@@ -229,7 +229,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 		insert(t, s, n)
 	}
 	for i := range 100 {
-		require.NoError(t, s.Update(ctx, true, func(tx *Tx) error {
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 			n, err := tx.NodeGet("acme", fmt.Sprintf("n%03d", rng.IntN(200)))
 			if err != nil {
 				return err
@@ -249,7 +249,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 			{Labels: []string{"gpu"}, Sub: "alice"}, {Types: []string{"test", "build"}, Labels: []string{"x", "y"}, Sub: "bob"},
 		} {
 			var want, got []string
-			require.NoError(t, s.Update(ctx, false, func(tx *Tx) error {
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 				nodes, _, err := tx.NodeList("acme", NodeQuery{Queue: "q", Status: string(StatusQueued), Limit: 1000})
 				if err != nil {
 					return err

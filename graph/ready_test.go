@@ -82,7 +82,7 @@ func TestReadyIndexMatchesGraphUnderRandomChanges(t *testing.T) {
 	}
 	for step := 0; step < 600; step++ {
 		a, b := id(rng.IntN(n)), id(rng.IntN(n))
-		err := s.Update(ctx, true, func(tx *Tx) error {
+		err := s.Update(ctx, func(tx *Tx) error {
 			switch op := rng.IntN(6); op {
 			case 0, 1: // add an edge
 				typ := EdgeDependsOn

@@ -114,14 +114,14 @@ func WithTenant(ctx context.Context, tenant string) context.Context {
 // Update runs fn in a write transaction on the writer goroutine. If fn returns
 // an error nothing it wrote is kept. Update returns once fn's writes, and
 // every write before them, are on stable storage and visible to View.
-func (s *Store) Update(ctx context.Context, durable bool, fn func(*Tx) error) error {
-	return s.kv.Update(ctx, durable, s.wrap(fn))
+func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	return s.kv.Update(ctx, s.wrap(fn))
 }
 
 // UpdateUrgent is Update for work that must not wait behind queued requests
 // (settling expired leases): the writer takes it before the next queued one.
-func (s *Store) UpdateUrgent(ctx context.Context, durable bool, fn func(*Tx) error) error {
-	return s.kv.UpdateUrgent(ctx, durable, s.wrap(fn))
+func (s *Store) UpdateUrgent(ctx context.Context, fn func(*Tx) error) error {
+	return s.kv.UpdateUrgent(ctx, s.wrap(fn))
 }
 
 func (s *Store) wrap(fn func(*Tx) error) func(*kv.Txn) error {

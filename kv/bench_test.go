@@ -32,7 +32,7 @@ func BenchmarkConcurrentUpdates(b *testing.B) {
 				if i > int64(b.N) {
 					return
 				}
-				err := s.Update(context.Background(), true, func(tx *Txn) error {
+				err := s.Update(context.Background(), func(tx *Txn) error {
 					for k := range 5 {
 						if err := tx.Set(fmt.Appendf(nil, "k/%d/%d/%d", w, i, k), val); err != nil {
 							return err

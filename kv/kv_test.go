@@ -46,7 +46,7 @@ func TestDurableWritesSurviveReopenAndFailedOnesLeaveNothing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.Update(ctx, true, func(tx *Txn) error {
+			err := s.Update(ctx, func(tx *Txn) error {
 				if err := tx.Set(fmt.Appendf(nil, "k%03d", i), []byte("v")); err != nil {
 					return err
 				}
@@ -90,7 +90,7 @@ func TestLaterWritesReadEarlierOnesInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.Update(ctx, false, func(tx *Txn) error {
+			errs <- s.Update(ctx, func(tx *Txn) error {
 				v, _, err := tx.Get([]byte("counter"))
 				if err != nil {
 					return err
@@ -106,7 +106,7 @@ func TestLaterWritesReadEarlierOnesInFlight(t *testing.T) {
 	}
 	// A durable write after them all: once it returns, every earlier one is
 	// durable and visible to readers.
-	require.NoError(t, s.Update(ctx, true, func(tx *Txn) error { return tx.Set([]byte("fence"), nil) }))
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("fence"), nil) }))
 	v, ok := get(t, s, "counter")
 	require.True(t, ok)
 	require.Len(t, v, n, "every write saw the one before it")
@@ -119,7 +119,7 @@ func TestScanMergesSnapshotAndPendingWrites(t *testing.T) {
 	s := open(t, t.TempDir(), Options{})
 	defer s.Close()
 	ctx := context.Background()
-	require.NoError(t, s.Update(ctx, true, func(tx *Txn) error {
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error {
 		for _, k := range []string{"p/a", "p/c", "p/e", "q/x"} {
 			if err := tx.Set([]byte(k), []byte("old")); err != nil {
 				return err
@@ -127,7 +127,7 @@ func TestScanMergesSnapshotAndPendingWrites(t *testing.T) {
 		}
 		return nil
 	}))
-	require.NoError(t, s.Update(ctx, true, func(tx *Txn) error {
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error {
 		require.NoError(t, tx.Set([]byte("p/b"), []byte("new")))
 		require.NoError(t, tx.Set([]byte("p/c"), []byte("new")))
 		require.NoError(t, tx.Delete([]byte("p/e")))
@@ -151,7 +151,7 @@ func TestAnEmptyMemtableFileDoesNotBlockOpening(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{})
-	require.NoError(t, s.Update(context.Background(), true, func(tx *Txn) error { return tx.Set([]byte("k"), []byte("v")) }))
+	require.NoError(t, s.Update(context.Background(), func(tx *Txn) error { return tx.Set([]byte("k"), []byte("v")) }))
 	require.NoError(t, s.Close())
 	// What a power failure right after a memtable rotation leaves behind.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "00099.mem"), nil, 0o644))
@@ -174,7 +174,7 @@ func TestKeysAreServedFairly(t *testing.T) {
 	// Hold the writer so that everything below queues up behind it.
 	hold, holding := make(chan struct{}), make(chan struct{})
 	go func() {
-		_ = s.Update(context.Background(), false, func(*Txn) error { close(holding); <-hold; return nil })
+		_ = s.Update(context.Background(), func(*Txn) error { close(holding); <-hold; return nil })
 	}()
 	<-holding
 
@@ -182,7 +182,7 @@ func TestKeysAreServedFairly(t *testing.T) {
 	var order []string
 	write := func(tenant string, i int) error {
 		ctx := WithFairnessKey(context.Background(), tenant)
-		return s.Update(ctx, false, func(tx *Txn) error {
+		return s.Update(ctx, func(tx *Txn) error {
 			mu.Lock()
 			order = append(order, tenant)
 			mu.Unlock()

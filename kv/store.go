@@ -73,7 +73,6 @@ func (s *Store) Stats() *Stats { return &s.stats }
 type request struct {
 	ctx     context.Context
 	fn      func(*Txn) error
-	durable bool
 	err     chan error
 }
 
@@ -171,26 +170,24 @@ func (s *Store) Close() error {
 }
 
 // Update runs fn in a write transaction on the writer goroutine. If fn returns
-// an error nothing it wrote is kept. Update returns once the commit holding
-// fn's writes has completed: it is on stable storage and visible to View, so
-// a caller always reads its own writes. (durable is kept for callers that
-// state their need; with SyncWrites every commit is synced, and a commit
-// that is not waited for could not be read back by its own caller.)
-func (s *Store) Update(ctx context.Context, durable bool, fn func(*Txn) error) error {
-	return s.submit(ctx, s.reqs, durable, fn)
+// an error nothing it wrote is kept. Update returns once fn's writes, and
+// every write before them, are durable and visible to View, so a caller
+// always reads its own writes.
+func (s *Store) Update(ctx context.Context, fn func(*Txn) error) error {
+	return s.submit(ctx, s.reqs, fn)
 }
 
 // UpdateUrgent is Update for work that must not wait behind queued requests
 // (settling expired leases): the writer takes it before the next queued one.
-func (s *Store) UpdateUrgent(ctx context.Context, durable bool, fn func(*Txn) error) error {
-	return s.submit(ctx, s.urgent, durable, fn)
+func (s *Store) UpdateUrgent(ctx context.Context, fn func(*Txn) error) error {
+	return s.submit(ctx, s.urgent, fn)
 }
 
-func (s *Store) submit(ctx context.Context, lane chan *request, durable bool, fn func(*Txn) error) error {
+func (s *Store) submit(ctx context.Context, lane chan *request, fn func(*Txn) error) error {
 	if s.broken.Load() {
 		return fault.ErrUnavailable
 	}
-	req := &request{ctx: ctx, fn: fn, durable: durable, err: make(chan error, 1)}
+	req := &request{ctx: ctx, fn: fn, err: make(chan error, 1)}
 	if key := FairnessKey(ctx); key != "" {
 		gate := s.gates.of(key)
 		select {

@@ -28,7 +28,7 @@ func TestRecoveryAppliesTheLogAndStopsAtATornRecord(t *testing.T) {
 	dir := t.TempDir()
 	// A store that has "a" in Badger.
 	s := open(t, dir, Options{})
-	require.NoError(t, s.Update(t.Context(), true, func(tx *Txn) error { return tx.Set([]byte("a"), []byte("0")) }))
+	require.NoError(t, s.Update(t.Context(), func(tx *Txn) error { return tx.Set([]byte("a"), []byte("0")) }))
 	require.NoError(t, s.Close())
 
 	// Then a log with three records, as a crash leaves it: applied to
@@ -77,13 +77,13 @@ func TestLogSegmentsRollAndAreRemovedOnceApplied(t *testing.T) {
 	s := open(t, dir, Options{})
 	big := make([]byte, 256<<10)
 	for i := range 600 { // 150 MiB: more than two segments
-		require.NoError(t, s.Update(t.Context(), true, func(tx *Txn) error {
+		require.NoError(t, s.Update(t.Context(), func(tx *Txn) error {
 			return tx.Set([]byte{byte(i >> 8), byte(i)}, big)
 		}))
 	}
 	// One more write runs the removal after the applier caught up.
 	require.Eventually(t, func() bool {
-		require.NoError(t, s.Update(t.Context(), true, func(tx *Txn) error { return tx.Set([]byte("x"), nil) }))
+		require.NoError(t, s.Update(t.Context(), func(tx *Txn) error { return tx.Set([]byte("x"), nil) }))
 		segs, err := listSegments(filepath.Join(dir, "wal"))
 		require.NoError(t, err)
 		return len(segs) == 1

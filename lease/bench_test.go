@@ -26,7 +26,7 @@ func benchService(b *testing.B, nodes int) *Service {
 	}
 	b.Cleanup(svc.Stop)
 	for start := 0; start < nodes; start += 1000 {
-		err = store.Update(context.Background(), true, func(tx *graph.Tx) error {
+		err = store.Update(context.Background(), func(tx *graph.Tx) error {
 			for i := start; i < min(nodes, start+1000); i++ {
 				if err := tx.NodeInsert(&graph.Node{
 					Tenant: "acme", ID: fmt.Sprintf("n%06d", i), Type: "task", Status: graph.StatusQueued, Queue: "q",

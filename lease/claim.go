@@ -37,7 +37,7 @@ func (s *Service) Claim(ctx context.Context, p ClaimParams) (*ClaimResult, error
 		return nil, err
 	}
 	var res *ClaimResult
-	err = s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err
@@ -211,11 +211,11 @@ type RenewResult struct {
 }
 
 // Renew pushes the lease expiry to now + its TTL. It is no graph change beyond
-// the lease, emits no event and is not fsynced: on restart every persisted
-// live lease gets its full TTL afresh (see Start).
+// the lease and emits no event; like every write it shares the group commit
+// of the writes around it (see kv), so it costs one small record.
 func (s *Service) Renew(ctx context.Context, p HolderParams) (*RenewResult, error) {
 	var res *RenewResult
-	err := s.store.Update(ctx, false, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err
@@ -268,7 +268,7 @@ func (s *Service) Extend(ctx context.Context, p HolderParams, by time.Duration) 
 		return nil, err
 	}
 	var res *ExtendResult
-	err = s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err

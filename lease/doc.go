@@ -28,9 +28,10 @@
 //     in the node record (and past deletion), so it survives restarts.
 //   - A node never runs more than max_attempts times: a claim counts one; a
 //     voluntary release gives it back; an expiry keeps it.
-//   - Renewals are not fsynced. On Start, every lease whose stored expiry is
-//     still ahead gets its full TTL afresh (never taking a lease from a live
-//     holder); one whose expiry has passed stays dead and is reaped at once.
+//   - On Start, every lease whose stored expiry is still ahead gets its full
+//     TTL afresh (its holder could not renew while the server was down, and
+//     a restart never takes a lease from a live holder); one whose expiry
+//     has passed stays dead and is reaped at once.
 //   - The deadline heap is a hint for the reaper, kept in step after each
 //     commit; the node record is the authority.
 package lease

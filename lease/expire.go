@@ -59,12 +59,10 @@ const reapBatch = 256
 // reap settles the leases of refs that have ended by now. Refs whose lease
 // was renewed meanwhile get their deadline moved instead.
 //
-// A reap is not fsynced before the next round: nobody waits on it, and if a
-// crash loses it, the lease's stored expiry is still past at restart, so it
-// is reaped again (see Start). The first durable write after it (a claim of
-// the requeued node, say) makes it durable too.
+// A reap that a crash loses before it is durable leaves the lease's stored
+// expiry in the past, so it is reaped again at restart (see Start).
 func (s *Service) reap(refs []nodeRef) error {
-	return s.store.UpdateUrgent(context.Background(), false, func(tx *graph.Tx) error {
+	return s.store.UpdateUrgent(context.Background(), func(tx *graph.Tx) error {
 		now := tx.Now()
 		for _, ref := range refs {
 			n, err := tx.NodeGet(ref.tenant, ref.id)
@@ -146,10 +144,10 @@ func (r *reaper) run() {
 }
 
 // Start rebuilds the in-memory views from the store and starts the reaper.
-// Every lease that is still live gets its full TTL afresh from now (renewals
-// are not fsynced, so the stored expiry may be older than the holder's last
-// renewal; a restart must never take a lease from a live holder). A lease
-// whose stored expiry has passed stays dead and is reaped at once.
+// Every lease that is still live gets its full TTL afresh from now (its
+// holder could not renew while the server was down; a restart must never
+// take a lease from a live holder). A lease whose stored expiry has passed
+// stays dead and is reaped at once.
 func (s *Service) Start(ctx context.Context) error {
 	var refs []nodeRef
 	if err := s.store.View(func(tx *graph.Tx) error {
@@ -163,7 +161,7 @@ func (s *Service) Start(ctx context.Context) error {
 	for len(refs) > 0 {
 		chunk := refs[:min(len(refs), 1000)]
 		refs = refs[len(chunk):]
-		err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+		err := s.store.Update(ctx, func(tx *graph.Tx) error {
 			now := tx.Now()
 			for _, ref := range chunk {
 				n, err := tx.NodeGet(ref.tenant, ref.id)

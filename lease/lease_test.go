@@ -61,7 +61,7 @@ func (b *bundle) restart(t *testing.T) {
 
 func (b *bundle) createNode(t *testing.T, id string, maxAttempts int64) {
 	t.Helper()
-	err := b.store.Update(context.Background(), true, func(tx *graph.Tx) error {
+	err := b.store.Update(context.Background(), func(tx *graph.Tx) error {
 		return tx.NodeInsert(&graph.Node{
 			Tenant: "acme", ID: id, Type: "task", Status: graph.StatusQueued, Queue: "q",
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: maxAttempts,
@@ -187,7 +187,7 @@ func TestTimeoutEndsRunDespiteRenewals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.createNode(t, "n1", 5)
-	require.NoError(t, b.store.Update(context.Background(), true, func(tx *graph.Tx) error {
+	require.NoError(t, b.store.Update(context.Background(), func(tx *graph.Tx) error {
 		n, err := tx.NodeGet("acme", "n1")
 		if err != nil {
 			return err

@@ -26,7 +26,7 @@ func (s *Service) Release(ctx context.Context, p ReleaseParams) (*graph.Node, er
 		return nil, fault.Invalidf("to", "is not a valid identity")
 	}
 	var out *graph.Node
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err

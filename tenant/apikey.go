@@ -155,7 +155,7 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, sub string, roles
 		},
 		SecretSHA256: hex.EncodeToString(sum[:]),
 	}
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		exists, err := tx.APIKeyGet(p.Tenant, id, &apiKeyRecord{})
 		if err != nil {
 			return err
@@ -223,7 +223,7 @@ func (s *Service) DeleteKey(ctx context.Context, tenant, id string) error {
 	if !validKeyID(id) {
 		return &fault.NotFound{What: "token", ID: truncate(id, 64)}
 	}
-	return s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	return s.store.Update(ctx, func(tx *graph.Tx) error {
 		found, err := tx.APIKeyGet(tenant, id, &apiKeyRecord{})
 		if err != nil {
 			return fmt.Errorf("error reading API key: %w", err)

@@ -79,7 +79,7 @@ func (s *Service) PatchPolicy(ctx context.Context, tenant string, patch PolicyPa
 		return Policy{}, invalidTenant(tenant)
 	}
 	var eff Policy
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		var rec tenantRecord
 		found, err := tx.TenantRecordGet(tenant, &rec)
 		if err != nil {
@@ -130,7 +130,7 @@ func (s *Service) ensureTenant(ctx context.Context, tenant string) error {
 		s.cachePolicy(tenant, rec.Policy.over(s.defaults))
 		return nil
 	}
-	err = s.store.Update(ctx, false, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graph.Tx) error {
 		var rec tenantRecord
 		found, err := tx.TenantRecordGet(tenant, &rec)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 // It returns the ids it cancelled, in the order it reached them.
 func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) ([]string, error) {
 	var cancelled []string
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		root, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
 			return err

@@ -62,7 +62,7 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 			changed, stop = s.store.ReadyWatch(p.Tenant, p.Queue, filter)
 		}
 		var got []*lease.ClaimResult
-		err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+		err := s.store.Update(ctx, func(tx *graph.Tx) error {
 			var err error
 			got, err = s.claimNextTx(tx, p, filter, lim)
 			return err

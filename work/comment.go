@@ -28,7 +28,7 @@ func (s *Service) AddComment(ctx context.Context, c Caller, id, body string) (*g
 		return nil, err
 	}
 	cm := &graph.Comment{ID: uid.String(), By: c.Sub, Body: body}
-	err = s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
 			return err

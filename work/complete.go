@@ -26,7 +26,7 @@ func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graph.Node, 
 		return nil, err
 	}
 	var out *graph.Node
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err

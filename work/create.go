@@ -98,7 +98,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		prepared[i] = n
 	}
 	var out []*graph.Node
-	err = s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graph.Tx) error {
 		if idem != nil {
 			rec, err := tx.IdempotencyGet(c.Tenant, idem.Key, IdempotencyWindow)
 			if err != nil {

@@ -13,7 +13,7 @@ import (
 // outcome cancelled). Its edges are retired, never erased, so the history of
 // who carried it stays answerable.
 func (s *Service) Delete(ctx context.Context, c Caller, id string, force bool) error {
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
 			return err

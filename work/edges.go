@@ -40,7 +40,7 @@ func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.
 		return nil, &fault.Cycle{From: spec.From, Type: spec.Type, To: spec.To}
 	}
 	e := &graph.Edge{From: spec.From, Type: spec.Type, To: spec.To, Props: props, CreatedBy: c.Sub}
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		if spec.Type != graph.EdgeParentOf {
 			return tx.EdgeInsert(c.Tenant, e)
 		}
@@ -88,7 +88,7 @@ func (s *Service) RetireEdge(ctx context.Context, c Caller, from, typ, to string
 	if err := validEdgeKey(from, typ, to); err != nil {
 		return err
 	}
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		e, err := tx.EdgeGet(c.Tenant, from, typ, to)
 		if err != nil {
 			return err

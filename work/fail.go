@@ -40,7 +40,7 @@ func (s *Service) Fail(ctx context.Context, p FailParams) (*graph.Node, error) {
 		return nil, fault.Invalidf("retry_in_ms", "must not be negative")
 	}
 	var out *graph.Node
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err

@@ -84,7 +84,7 @@ type PatchParams struct {
 // the holder of the node's live lease only title, body, props and labels.
 func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error) {
 	var out *graph.Node
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err

@@ -37,7 +37,7 @@ func (s *Service) Progress(ctx context.Context, p ProgressParams) (*ProgressResu
 		return nil, err
 	}
 	var out *ProgressResult
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err

@@ -89,7 +89,7 @@ func (s *Service) SetQueue(ctx context.Context, c Caller, queue string, ch Queue
 	if ch.MaxRunning != nil && *ch.MaxRunning < 0 {
 		return QueueView{}, fault.Invalidf("max_running", "must be 0 (no cap) or more")
 	}
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		q, err := tx.QueueSettingsGet(c.Tenant, queue)
 		if err != nil {
 			return err

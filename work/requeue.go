@@ -12,7 +12,7 @@ import (
 // without a queue) with attempts = 0, a clear error and no delay.
 func (s *Service) Requeue(ctx context.Context, c Caller, id, reason string) (*graph.Node, error) {
 	var out *graph.Node
-	err := s.store.Update(ctx, true, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
 			return err

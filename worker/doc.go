@@ -30,8 +30,8 @@
 //     (TETHER_WORKER_STALE_MS), decided with the store's clock at read time.
 //   - Only a working worker names a node; meta is a JSON object of at most
 //     MaxMetaBytes, kept until a heartbeat replaces or clears it.
-//   - Heartbeats are not fsynced and emit no event: each is superseded by the
-//     next within seconds, like a lease renewal.
+//   - Heartbeats emit no event: each is superseded by the next within
+//     seconds, like a lease renewal.
 //   - A record disappears Retention after its last heartbeat (wall clock), so
 //     workers that went away for good do not pile up.
 package worker

@@ -146,7 +146,7 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 	// so an fsync per heartbeat would buy nothing. A crash can lose only the
 	// last few, which makes the worker look older than it is; after a crash
 	// that is the truth anyway, and its next heartbeat sets it right.
-	err := r.store.Update(ctx, false, func(tx *graph.Tx) error {
+	err := r.store.Update(ctx, func(tx *graph.Tx) error {
 		now := tx.Now().UTC()
 		var prev Record
 		found, err := tx.WorkerRecordGet(p.Tenant, p.By, p.Worker, &prev)
