@@ -233,9 +233,15 @@ func (s *Store) View(fn func(*Txn) error) error {
 	s.visMu.Lock()
 	vis := slices.Clone(s.visible)
 	s.visMu.Unlock()
-	return s.db.View(func(btx *badger.Txn) error {
-		return fn(&Txn{snap: btx, vis: vis})
-	})
+	// The snapshot is opened on the first read that needs Badger (a View
+	// that finds what it needs in memory never waits for Badger's commits).
+	t := &Txn{db: s.db, vis: vis}
+	defer func() {
+		if t.snap != nil {
+			t.snap.Discard()
+		}
+	}()
+	return fn(t)
 }
 
 // Healthy reports whether the store takes writes.

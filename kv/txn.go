@@ -16,7 +16,8 @@ import (
 // to the committer but not yet durable, then a Badger snapshot (see
 // writer.go). Every read is O(log n).
 type Txn struct {
-	snap *badger.Txn // View: the read snapshot
+	db   *badger.DB  // View: where its snapshot comes from
+	snap *badger.Txn // View: the read snapshot, opened on first use
 	vis  []*inflight // View: durable writes not yet in the snapshot, oldest first
 	w    *segment    // Update: the segment this transaction is a layer of
 
@@ -77,6 +78,9 @@ func (t *Txn) Pending(key []byte) (val []byte, deleted, found bool) {
 func (t *Txn) reader() (*badger.Txn, error) {
 	if t.w != nil {
 		return t.w.snapshot()
+	}
+	if t.snap == nil {
+		t.snap = t.db.NewTransaction(false)
 	}
 	return t.snap, nil
 }
