@@ -849,7 +849,7 @@ export interface paths {
          *     - `meta` (a JSON object of at most 16 KiB: host, version, pid, ...) replaces
          *       the worker's meta; null clears it; absent keeps the last one.
          *
-         *     Heartbeats are not events and are not fsynced. A worker's record is dropped
+         *     Heartbeats are not events. A worker's record is dropped
          *     24 hours after its last heartbeat.
          */
         post: operations["heartbeatWorker"];
