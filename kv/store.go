@@ -71,9 +71,9 @@ type Stats struct {
 func (s *Store) Stats() *Stats { return &s.stats }
 
 type request struct {
-	ctx     context.Context
-	fn      func(*Txn) error
-	err     chan error
+	ctx context.Context
+	fn  func(*Txn) error
+	err chan error
 }
 
 // Open opens (or creates) the store in opts.Dir and starts its writer.

@@ -63,4 +63,3 @@ func storeNote(r *result, u storeUsage, ops int64) {
 	r.note("store in the window: %.0f writes in %.0f commits (%.1f writes/commit, mean commit %.0f µs); per op %.1f keys, %.0f bytes written",
 		u.writes, u.commits, u.writes/u.commits, u.commitSeconds/u.commits*1e6, u.keys/float64(ops), u.bytes/float64(ops))
 }
-
