@@ -66,7 +66,7 @@ func Check(dir string) (*CheckReport, error) {
 	}
 	err = db.View(func(tx *kv.Txn) error {
 		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*Node{}, edgeAdded: map[string]map[uint64]string{}}
-		for _, step := range []func() error{c.nodes_, c.edges, c.retired, c.fences, c.events, c.leases} {
+		for _, step := range []func() error{c.nodes_, c.assignedEnds, c.edges, c.retired, c.fences, c.events, c.leases} {
 			if err := step(); err != nil {
 				return err
 			}
@@ -101,9 +101,28 @@ func (c *checker) nodes_() error {
 			c.r.problem("node %s/%s has status %q", n.Tenant, n.ID, n.Status)
 		}
 		c.nodes[nodeRef{n.Tenant, n.ID}] = &n
+		if a := n.Assigned; a != nil {
+			if a.Edge.From != n.ID || a.Edge.Type != EdgeAssigned || a.Edge.RetiredAt != nil {
+				c.r.problem("node %s/%s holds a live assigned edge %s %s %s", n.Tenant, n.ID, a.Edge.From, a.Edge.Type, a.Edge.To)
+			}
+			c.live = append(c.live, *a)
+			c.liveTen = append(c.liveTen, n.Tenant)
+			c.r.LiveEdges++
+		}
 		c.r.Nodes++
 		return true, nil
 	})
+}
+
+// assignedEnds checks that each assigned edge kept in a node record points
+// at an existing identity node.
+func (c *checker) assignedEnds() error {
+	for i, le := range c.live {
+		if c.nodes[nodeRef{c.liveTen[i], le.Edge.To}] == nil {
+			c.r.problem("live edge %s %s %s of %s: node %s does not exist", le.Edge.From, le.Edge.Type, le.Edge.To, c.liveTen[i], le.Edge.To)
+		}
+	}
+	return nil
 }
 
 func (c *checker) edges() error {

@@ -3,8 +3,9 @@
 // keys, workers, idempotency), stored in a kv.Store (the storage engine). It
 // knows nothing of HTTP or of what a lease means.
 //
-// What is stored, and only that (keys.go): node records, live and retired
-// edges, deleted nodes' last fences, event groups with per-node pointers,
+// What is stored, and only that (keys.go): node records (each with its live
+// assigned edge, so a claim and a completion write no edge key), live and
+// retired edges, deleted nodes' last fences, event groups with per-node pointers,
 // comments and the small records. Records use a generated MessagePack codec
 // (records.go, records_gen.go) under a format version (format.go): a data
 // directory of another version is refused with both versions named.

@@ -60,15 +60,59 @@ func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*Edge, error) {
 		}
 		return le.e.clone(), nil
 	}
-	var r liveEdgeRecord
-	ok, err := tx.getRecord(liveEdgeKey(tenant, from, typ, to), &r)
+	r, err := tx.storedLiveEdge(tenant, from, typ, to)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	if r == nil {
 		return nil, notFound
 	}
 	return &r.Edge, nil
+}
+
+// storeLiveEdge writes a live edge (r.Seq > 0) or its removal (r.Seq == 0).
+// An assigned edge lives in its node's record (Node.Assigned): the change
+// is noted here and written with the record (putNode, or finish when the
+// transaction did not write the node after it).
+func (tx *Tx) storeLiveEdge(tenant string, r *liveEdgeRecord) error {
+	e := &r.Edge
+	if e.Type != EdgeAssigned {
+		if r.Seq == 0 {
+			return tx.kv.Delete(liveEdgeKey(tenant, e.From, e.Type, e.To))
+		}
+		return tx.setRecord(liveEdgeKey(tenant, e.From, e.Type, e.To), r)
+	}
+	if tx.assigned == nil {
+		tx.assigned = map[nodeRef]*liveEdgeRecord{}
+	}
+	if r.Seq == 0 {
+		r = nil
+	}
+	tx.assigned[nodeRef{tenant, e.From}] = r
+	return nil
+}
+
+// storedLiveEdge reads a live edge from the store (nil when there is none).
+func (tx *Tx) storedLiveEdge(tenant, from, typ, to string) (*liveEdgeRecord, error) {
+	if typ == EdgeAssigned {
+		n, err := tx.NodeGet(tenant, from)
+		if _, gone := err.(*fault.NotFound); gone {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n.Assigned == nil || n.Assigned.Edge.To != to {
+			return nil, nil
+		}
+		return n.Assigned, nil
+	}
+	var r liveEdgeRecord
+	ok, err := tx.getRecord(liveEdgeKey(tenant, from, typ, to), &r)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &r, nil
 }
 
 func (e *Edge) clone() *Edge {
@@ -124,7 +168,7 @@ func (tx *Tx) edgeInsert(tenant string, e *Edge, nodesKnown bool) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.setRecord(liveEdgeKey(tenant, e.From, e.Type, e.To), &liveEdgeRecord{Edge: *e, Seq: seq}); err != nil {
+	if err := tx.storeLiveEdge(tenant, &liveEdgeRecord{Edge: *e, Seq: seq}); err != nil {
 		return err
 	}
 	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: e.clone(), seq: seq, from: e.From})
@@ -146,20 +190,6 @@ func (tx *Tx) setEdge(ref edgeRef, le *liveEdge) {
 	tx.edges[ref] = le
 }
 
-// EdgePutProps rewrites the props of a live edge in place (no event: the
-// caller's event names the change).
-func (tx *Tx) EdgePutProps(tenant string, e *Edge) error {
-	le := tx.liveEdge(tenant, e.From, e.Type, e.To)
-	if le == nil {
-		return &fault.NotFound{What: "edge", ID: e.From + " " + e.Type + " " + e.To}
-	}
-	if err := tx.setRecord(liveEdgeKey(tenant, e.From, e.Type, e.To), &liveEdgeRecord{Edge: *e, Seq: le.seq}); err != nil {
-		return err
-	}
-	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: e.clone(), seq: le.seq, from: e.From})
-	return nil
-}
-
 // EdgeRetire moves a live edge to history with retired_at = now, merging
 // extraProps into its props, and emits edge_retired.
 func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[string]any) error {
@@ -178,7 +208,7 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 			st.dependents = max(0, st.dependents-1)
 		}
 	}
-	if err := tx.kv.Delete(liveEdgeKey(tenant, e.From, e.Type, e.To)); err != nil {
+	if err := tx.storeLiveEdge(tenant, &liveEdgeRecord{Edge: Edge{From: e.From, Type: e.Type, To: e.To}}); err != nil {
 		return err
 	}
 	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, nil)

@@ -112,12 +112,11 @@ func (tx *Tx) walkLive(tenant, id, typ string, phase byte, after []byte, fn func
 		e := le.e.clone()
 		if !tx.writable {
 			// Only what is durable: the stored record, if there is one yet.
-			var r liveEdgeRecord
-			ok, err := tx.getRecord(liveEdgeKey(tenant, le.e.From, le.e.Type, le.e.To), &r)
+			r, err := tx.storedLiveEdge(tenant, le.e.From, le.e.Type, le.e.To)
 			if err != nil {
 				return false, err
 			}
-			if !ok || r.Seq != le.seq {
+			if r == nil || r.Seq != le.seq {
 				continue
 			}
 			e = &r.Edge

@@ -14,7 +14,8 @@ import (
 //
 //	n|t|id                          node record
 //	F|t|id                          last fence of a deleted node (fences never repeat)
-//	E|t|from|type|to                live edge (record, with the seq of its edge_added event)
+//	E|t|from|type|to                live edge (record, with the seq of its edge_added event);
+//	                                a live assigned edge is kept in its node's record instead
 //	R|t|from|type|to|seq            retired edge, outgoing side (record; seq: its edge_added event)
 //	S|t|to|type|from|seq            retired edge, incoming side (no value)
 //	U|t|queue                       queue settings (paused, max_running)

@@ -5,13 +5,18 @@ import (
 )
 
 // rebuild derives the in-memory state from the records: every node's state
-// (and its record while live), the live edges with the blocker and
-// dependent counts they imply, the fences of deleted nodes, and the ready
+// (and its record while live), the live edges (assigned ones from their
+// nodes' records) with the blocker and dependent counts they imply, the fences of deleted nodes, and the ready
 // mirror with its queue counts. It runs once at open, before the writer.
 func (s *Store) rebuild() error { return s.derive(s.table, s.ready) }
 
 // derive builds the in-memory state from the records into t and m.
 func (s *Store) derive(t *table, m *readyMirror) error {
+	type assignedEdge struct {
+		tenant string
+		r      *liveEdgeRecord
+	}
+	var assigned []assignedEdge
 	return s.kv.View(func(ktx *kv.Txn) error {
 		err := ktx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			var n Node
@@ -20,10 +25,16 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			}
 			ref := nodeRef{n.Tenant, n.ID}
 			t.nodes[ref] = &nodeEntry{ref: ref, st: stateOf(&n, val)}
+			if n.Assigned != nil {
+				assigned = append(assigned, assignedEdge{n.Tenant, n.Assigned})
+			}
 			return true, nil
 		})
 		if err != nil {
 			return err
+		}
+		for _, a := range assigned {
+			t.addLive(a.tenant, a.r)
 		}
 		err = ktx.Scan([]byte{tagEdge, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			parts := splitKey(key, 4) // tenant, from, type, to
@@ -34,29 +45,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			if err := decode(val, &r, key); err != nil {
 				return false, err
 			}
-			tenant := string(parts[0])
-			from, to := t.nodes[nodeRef{tenant, r.Edge.From}], t.nodes[nodeRef{tenant, r.Edge.To}]
-			if from == nil || to == nil {
-				return true, nil // tether check reports it
-			}
-			le := &liveEdge{e: &r.Edge, seq: r.Seq, from: r.Edge.From}
-			if from.out == nil {
-				from.out = map[edgeSlot]*liveEdge{}
-			}
-			if to.in == nil {
-				to.in = map[edgeSlot]*liveEdge{}
-			}
-			from.out[edgeSlot{r.Edge.Type, r.Edge.To}] = le
-			to.in[edgeSlot{r.Edge.Type, r.Edge.From}] = le
-			switch {
-			case r.Edge.Type == EdgeDependsOn:
-				to.st.dependents++
-				if !DependencySatisfied(to.st.status, &r.Edge) {
-					from.st.deps++
-				}
-			case r.Edge.Type == EdgeParentOf && !to.st.status.Terminal():
-				from.st.children++
-			}
+			t.addLive(string(parts[0]), &r)
 			return true, nil
 		})
 		if err != nil {
@@ -79,4 +68,32 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		}
 		return nil
 	})
+}
+
+// addLive puts a stored live edge into both of its nodes' maps and counts
+// what it blocks (rebuild only; an edge whose node is missing is left for
+// tether check to report).
+func (t *table) addLive(tenant string, r *liveEdgeRecord) {
+	from, to := t.nodes[nodeRef{tenant, r.Edge.From}], t.nodes[nodeRef{tenant, r.Edge.To}]
+	if from == nil || to == nil {
+		return
+	}
+	le := &liveEdge{e: &r.Edge, seq: r.Seq, from: r.Edge.From}
+	if from.out == nil {
+		from.out = map[edgeSlot]*liveEdge{}
+	}
+	if to.in == nil {
+		to.in = map[edgeSlot]*liveEdge{}
+	}
+	from.out[edgeSlot{r.Edge.Type, r.Edge.To}] = le
+	to.in[edgeSlot{r.Edge.Type, r.Edge.From}] = le
+	switch {
+	case r.Edge.Type == EdgeDependsOn:
+		to.st.dependents++
+		if !DependencySatisfied(to.st.status, &r.Edge) {
+			from.st.deps++
+		}
+	case r.Edge.Type == EdgeParentOf && !to.st.status.Terminal():
+		from.st.children++
+	}
 }

@@ -88,6 +88,10 @@ type Node struct {
 	CreatedBy   string             `json:"created_by"`
 	CreatedAt   time.Time          `json:"created_at"`
 	UpdatedAt   time.Time          `json:"updated_at"`
+	// Assigned is the node's live assigned edge, kept in its record: a claim
+	// and the end of a run rewrite the record anyway, so the edge costs no
+	// key of its own.
+	Assigned *liveEdgeRecord `json:"-"`
 }
 
 // Edge is a typed link between two nodes of one tenant.

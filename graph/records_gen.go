@@ -533,8 +533,8 @@ func (z *Lease) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 30
-	o = append(o, 0xdc, 0x0, 0x1e)
+	// array header, size 31
+	o = append(o, 0xdc, 0x0, 0x1f)
 	o = msgp.AppendString(o, z.Tenant)
 	o = msgp.AppendString(o, z.ID)
 	o = msgp.AppendString(o, z.Type)
@@ -628,6 +628,18 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.AppendString(o, z.CreatedBy)
 	o = msgp.AppendTime(o, z.CreatedAt)
 	o = msgp.AppendTime(o, z.UpdatedAt)
+	if z.Assigned == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		// array header, size 2
+		o = append(o, 0x92)
+		o, err = z.Assigned.Edge.MarshalMsg(o)
+		if err != nil {
+			err = msgp.WrapError(err, "Assigned", "Edge")
+			return
+		}
+		o = msgp.AppendUint64(o, z.Assigned.Seq)
+	}
 	return
 }
 
@@ -639,8 +651,8 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 30 {
-		err = msgp.ArrayError{Wanted: 30, Got: zb0001}
+	if zb0001 != 31 {
+		err = msgp.ArrayError{Wanted: 31, Got: zb0001}
 		return
 	}
 	z.Tenant, bts, err = msgp.ReadStringBytes(bts)
@@ -979,6 +991,37 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err, "UpdatedAt")
 		return
 	}
+	if msgp.IsNil(bts) {
+		bts, err = msgp.ReadNilBytes(bts)
+		if err != nil {
+			return
+		}
+		z.Assigned = nil
+	} else {
+		if z.Assigned == nil {
+			z.Assigned = new(liveEdgeRecord)
+		}
+		var zb0009 uint32
+		zb0009, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Assigned")
+			return
+		}
+		if zb0009 != 2 {
+			err = msgp.ArrayError{Wanted: 2, Got: zb0009}
+			return
+		}
+		bts, err = z.Assigned.Edge.UnmarshalMsg(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Assigned", "Edge")
+			return
+		}
+		z.Assigned.Seq, bts, err = msgp.ReadUint64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Assigned", "Seq")
+			return
+		}
+	}
 	o = bts
 	return
 }
@@ -1049,6 +1092,11 @@ func (z *Node) Msgsize() (s int) {
 		}
 	}
 	s += msgp.Int64Size + msgp.StringPrefixSize + len(z.CreatedBy) + msgp.TimeSize + msgp.TimeSize
+	if z.Assigned == nil {
+		s += msgp.NilSize
+	} else {
+		s += 1 + z.Assigned.Edge.Msgsize() + msgp.Uint64Size
+	}
 	return
 }
 

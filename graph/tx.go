@@ -25,6 +25,9 @@ type Tx struct {
 	nodes  map[nodeRef]*nodeState // changed in this transaction; nil: deleted
 	edges  map[edgeRef]*liveEdge  // live edges added (or nil: retired) here
 	fences map[nodeRef]uint64     // fences of nodes deleted here
+	// assigned holds the assigned edges added (or nil: retired) here, to be
+	// written into their nodes' records.
+	assigned map[nodeRef]*liveEdgeRecord
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
 	events []Event
@@ -165,6 +168,9 @@ func (tx *Tx) apply() {
 // finish writes the events of the transaction, grouped per tenant under the
 // seq of the last one, with one per-node pointer to the group.
 func (tx *Tx) finish() error {
+	if err := tx.flushAssigned(); err != nil {
+		return err
+	}
 	if len(tx.events) == 0 {
 		return nil
 	}
@@ -198,6 +204,35 @@ func (tx *Tx) finish() error {
 		}
 	}
 	return nil
+}
+
+// flushAssigned rewrites the record of each node whose assigned edge changed
+// after the transaction last wrote it.
+func (tx *Tx) flushAssigned() error {
+	for ref, a := range tx.assigned {
+		st := tx.state(ref)
+		if st == nil {
+			continue // deleted
+		}
+		n, err := tx.NodeGet(ref.tenant, ref.id)
+		if err != nil {
+			return err
+		}
+		if sameAssigned(n.Assigned, a) {
+			continue
+		}
+		if err := tx.NodePutQuiet(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameAssigned(a, b *liveEdgeRecord) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Seq == b.Seq && a.Edge.To == b.Edge.To
 }
 
 // encode and decode are the store's codec (records_gen.go).
