@@ -155,6 +155,7 @@ const (
 	// commit hooks for long.
 	walkChunk = 64
 	walkLook  = 512
+	walkFirst = 8 // items looked at in the first hold
 )
 
 // walk calls fn, in claim order, with the ids of the claimable items of a
@@ -172,15 +173,19 @@ func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queue
 		after *readyItem
 		done  bool
 	)
+	// Most callers take the first match (claim-next): look at a few items
+	// first, and more each round after that.
+	look := walkFirst
 	for !done {
 		ids, done = ids[:0], true
 		m.mu.Lock()
 		m.promoteLocked(now.UnixMilli())
 		if q, ok := m.queues[tenantQueue{tenant, queue}]; ok {
 			srcs = plan(q, srcs[:0])
-			ids, after, done = m.mergeLocked(srcs, after, match, ids)
+			ids, after, done = m.mergeLocked(srcs, after, match, ids, look)
 		}
 		m.mu.Unlock()
+		look = min(look*4, walkLook)
 		for _, id := range ids {
 			if !fn(id) {
 				return
@@ -193,15 +198,15 @@ func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queue
 // the start when nil) and appends to ids those of up to walkChunk items that
 // match. It returns the last item it looked at and whether none is left.
 //
-// Each source gives up to its share of walkLook items; where a source had
+// Each source gives up to its share of look items; where a source had
 // more, the items of the others beyond its last one are not yet in order
 // with the ones it still holds, so the merge stops at the least such last
 // item (the horizon) and the next call resumes from there.
-func (m *readyMirror) mergeLocked(srcs []*readyTree, after *readyItem, match func(*readyItem) bool, ids []string) ([]string, *readyItem, bool) {
+func (m *readyMirror) mergeLocked(srcs []*readyTree, after *readyItem, match func(*readyItem) bool, ids []string, look int) ([]string, *readyItem, bool) {
 	if len(srcs) == 0 {
 		return ids, after, true
 	}
-	share := max(walkLook/len(srcs), walkChunk)
+	share := max(look/len(srcs), min(look, walkChunk))
 	buf := m.scratch[:0]
 	var horizon *readyItem
 	for _, t := range srcs {
