@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,6 +173,13 @@ func TestKill9LosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	if t.Failed() {
 		t.FailNow()
+	}
+	// The records the kill left agree with each other (and the open that
+	// check does recovers the log, as a restart would).
+	if out, err := exec.Command(tetherBin, "check", dir).CombinedOutput(); err != nil {
+		t.Fatalf("tether check after kill -9: %v\n%s", err, out)
+	} else {
+		t.Logf("tether check after kill -9: %s", strings.TrimSpace(string(out)))
 	}
 
 	restartAt := time.Now()
