@@ -59,10 +59,10 @@ type Store struct {
 
 // Stats are running totals of the write path, for metrics and benchmarks.
 type Stats struct {
-	Batches   atomic.Int64 // commits handed to Badger
+	Batches   atomic.Int64 // Badger commits made behind the log
 	Closures  atomic.Int64 // write transactions applied
-	Syncs     atomic.Int64 // durable commits completed (each one fsynced by Badger)
-	SyncNanos atomic.Int64 // time from handing a commit to Badger to its completion
+	Syncs     atomic.Int64 // log appends, each with one fdatasync (group commit)
+	SyncNanos atomic.Int64 // time spent in them
 	Keys      atomic.Int64 // keys written (sets and deletes)
 	Bytes     atomic.Int64 // bytes written (keys and values)
 }
