@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -44,6 +45,11 @@ func (r *CheckReport) problem(format string, args ...any) {
 // ready set, derived the way the server derives them at open, agree with a
 // recount from the edges. The server must not be running on dir.
 func Check(dir string) (*CheckReport, error) {
+	if entries, err := os.ReadDir(dir); err != nil {
+		return nil, err
+	} else if len(entries) == 0 {
+		return nil, fmt.Errorf("%s holds no store", dir)
+	}
 	db, err := kv.Open(kv.Options{Dir: dir})
 	if err != nil {
 		return nil, err

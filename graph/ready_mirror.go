@@ -50,7 +50,8 @@ type queueMirror struct {
 	open     *claimIndex           // claimable now by anyone
 	targeted map[string]*claimIndex
 	waiters  waitIndex
-	counts   map[Status]int64 // nodes of the queue by status
+	counts   map[Status]int64 // nodes of the queue by status, as the writer sees them
+	shown    map[Status]int64 // the same, as durable: what readers are shown
 }
 
 // readyMirror is the in-memory ready index: every queued node of a queue
@@ -83,6 +84,7 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 			open:     newClaimIndex(),
 			targeted: map[string]*claimIndex{},
 			counts:   map[Status]int64{},
+			shown:    map[Status]int64{},
 		}
 		m.queues[t] = q
 	}
@@ -218,11 +220,11 @@ func (s *Store) QueueStats(tenant string) []QueueStat {
 	m.promoteLocked(m.clock.Now().UnixMilli())
 	var out []QueueStat
 	for t, q := range m.queues {
-		if t.tenant != tenant || len(q.counts) == 0 {
+		if t.tenant != tenant || len(q.shown) == 0 {
 			continue
 		}
 		st := QueueStat{Queue: t.queue, Counts: map[Status]int64{}, Ready: q.byClaim.Len()}
-		for k, v := range q.counts {
+		for k, v := range q.shown {
 			st.Counts[k] = v
 		}
 		if oldest, ok := q.byAge.Min(); ok {

@@ -61,11 +61,13 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		if err != nil {
 			return err
 		}
+		var moves []countMove
 		for ref, e := range t.nodes {
 			t.index(e)
 			st := e.st
-			m.track(ref, nil, &st)
+			m.track(ref, nil, &st, &moves)
 		}
+		m.showCounts(moves)
 		return nil
 	})
 }

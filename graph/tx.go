@@ -109,6 +109,7 @@ func (tx *Tx) apply() {
 	t := s.table
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var moves []countMove
 	for ref, st := range tx.nodes {
 		e, had := t.nodes[ref]
 		var old *nodeState
@@ -134,7 +135,10 @@ func (tx *Tx) apply() {
 			t.nodes[ref] = e
 			t.index(e)
 		}
-		s.ready.track(ref, old, st)
+		s.ready.track(ref, old, st, &moves)
+	}
+	if len(moves) > 0 {
+		tx.OnDurable(func() { s.ready.showCounts(moves) })
 	}
 	for ref, f := range tx.fences {
 		t.fences[ref] = f

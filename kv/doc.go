@@ -33,6 +33,15 @@
 //     in flight holds, and opening it waits for the commits already handed
 //     to Badger, so reads never miss a write. The model's hot paths read from
 //     memory and never wait.
+//   - Which crash rule is guaranteed: the lenient one, where a file's new
+//     name is durable once the file or its directory is fsynced (what ext4
+//     and xfs give). Tether's own files also meet the strict one (a name is
+//     durable only once its directory is fsynced): the log fsyncs its
+//     directory when it makes or removes a segment, and the data directory
+//     when it makes the log's. Badger does not fsync the directory after a
+//     memtable flush, so under the strict rule a crash just after one can
+//     leave a store Badger will not open; syncDirLoop narrows that window to
+//     100 ms (docs/upstream/badger-flush-dirsync.md, with the reproduction).
 //   - A log or Badger write that fails stops the store from taking writes
 //     (Healthy is false); a restart recovers from the log.
 //   - Opening removes zero-length *.mem files before Badger sees them: a crash

@@ -31,6 +31,7 @@ type Options struct {
 // Store is the engine: one Badger DB, written by exactly one goroutine.
 type Store struct {
 	db     *badger.DB
+	dir    string // Badger's directory ("" in memory)
 	log    *slog.Logger
 	inMem  bool
 	reqs   chan *request
@@ -122,6 +123,7 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{
+		dir:      dirOf(opts),
 		wal:      w,
 		db:       db,
 		log:      opts.Logger,
@@ -146,6 +148,9 @@ func (s *Store) Start() {
 	go s.writeLoop()
 	go s.logLoop()
 	go s.applyLoop()
+	if s.dir != "" {
+		go s.syncDirLoop()
+	}
 }
 
 // Close stops accepting writes, finishes the ones queued, waits for their
@@ -254,4 +259,11 @@ func (s *Store) fail(err error) {
 	if s.broken.CompareAndSwap(false, true) {
 		s.log.Error("the store stopped taking writes", "err", err)
 	}
+}
+
+func dirOf(opts Options) string {
+	if opts.InMemory {
+		return ""
+	}
+	return opts.Dir
 }

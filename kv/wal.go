@@ -197,8 +197,15 @@ func decodeRecord(p []byte) (walRecord, error) {
 
 // openWAL starts a new segment at seq next in dir (made if missing).
 func openWAL(dir string, next uint64) (*wal, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		// The log's directory must outlive a crash before anything in it
+		// is acknowledged: its name lives in the parent.
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return nil, err
+		}
 	}
 	w := &wal{dir: dir, next: next}
 	segs, err := listSegments(dir)
