@@ -284,7 +284,18 @@ func (s *Store) logGroup(group []*inflight) error {
 // (Badger now holds it) and from the log (once its whole segment is in).
 func (s *Store) applyLoop() {
 	defer close(s.idle)
+	var last time.Time
 	for group := range s.applyq {
+		// Each Badger commit is synced (msync of its memtable), and readers
+		// see what is durable in the log anyway: commit at most every
+		// applyEvery, gathering everything logged meanwhile.
+		if wait := applyEvery - time.Since(last); wait > 0 && s.wal != nil {
+			select {
+			case <-time.After(wait):
+			case <-s.done:
+			}
+		}
+		last = time.Now()
 	gather:
 		for {
 			select {
@@ -310,6 +321,9 @@ func (s *Store) applyLoop() {
 		s.visMu.Unlock()
 	}
 }
+
+// applyEvery is the least time between two of the applier's Badger commits.
+const applyEvery = 5 * time.Millisecond
 
 // apply writes segments into Badger in runs that fit one Badger transaction
 // (a segment is never split across two, so each stays atomic), and marks
