@@ -135,28 +135,12 @@ func treeOf[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K) *btree.BTreeG[
 func (t *table) unindex(e *nodeEntry) {
 	ti := t.tenant(e.ref.tenant)
 	ti.all.Delete(e)
-	if tr, ok := ti.byStatus[e.st.status]; ok {
-		tr.Delete(e)
-		if tr.Len() == 0 {
-			delete(ti.byStatus, e.st.status)
-		}
-	}
+	dropFrom(ti.byStatus, e.st.status, e)
 	if e.st.queue != "" {
-		k := queueStatus{e.st.queue, e.st.status}
-		if tr, ok := ti.byQueue[k]; ok {
-			tr.Delete(e)
-			if tr.Len() == 0 {
-				delete(ti.byQueue, k)
-			}
-		}
+		dropFrom(ti.byQueue, queueStatus{e.st.queue, e.st.status}, e)
 	}
 	if e.st.parent != "" {
-		if tr, ok := ti.byParent[e.st.parent]; ok {
-			tr.Delete(e)
-			if tr.Len() == 0 {
-				delete(ti.byParent, e.st.parent)
-			}
-		}
+		dropFrom(ti.byParent, e.st.parent, e)
 	}
 	if e.st.holder != "" {
 		ti.leased.Delete(e)
@@ -179,9 +163,59 @@ func (t *table) index(e *nodeEntry) {
 	}
 }
 
-// sameIndexes reports whether a and b sit at the same place in every index.
-func sameIndexes(a, b *nodeState) bool {
-	return a.order == b.order && a.status == b.status && a.queue == b.queue && a.parent == b.parent && a.holder == b.holder
+// move gives e the state st, moving it only in the indexes whose place
+// changed (call with mu held): a status change touches the status and queue
+// indexes, not the list of every node.
+func (t *table) move(e *nodeEntry, st *nodeState) {
+	old := &e.st
+	ti := t.tenant(e.ref.tenant)
+	sameOrder := old.order == st.order
+	moveAll := !sameOrder
+	moveStatus := !sameOrder || old.status != st.status
+	moveQueue := !sameOrder || old.status != st.status || old.queue != st.queue
+	moveParent := !sameOrder || old.parent != st.parent
+	moveLeased := old.holder != st.holder
+	if moveAll {
+		ti.all.Delete(e)
+	}
+	if moveStatus {
+		dropFrom(ti.byStatus, old.status, e)
+	}
+	if moveQueue && old.queue != "" {
+		dropFrom(ti.byQueue, queueStatus{old.queue, old.status}, e)
+	}
+	if moveParent && old.parent != "" {
+		dropFrom(ti.byParent, old.parent, e)
+	}
+	if moveLeased && old.holder != "" {
+		ti.leased.Delete(e)
+	}
+	e.st = *st
+	if moveAll {
+		ti.all.ReplaceOrInsert(e)
+	}
+	if moveStatus {
+		treeOf(ti.byStatus, st.status).ReplaceOrInsert(e)
+	}
+	if moveQueue && st.queue != "" {
+		treeOf(ti.byQueue, queueStatus{st.queue, st.status}).ReplaceOrInsert(e)
+	}
+	if moveParent && st.parent != "" {
+		treeOf(ti.byParent, st.parent).ReplaceOrInsert(e)
+	}
+	if moveLeased && st.holder != "" {
+		ti.leased.ReplaceOrInsert(e)
+	}
+}
+
+// dropFrom deletes e from the tree m[k], and the tree once it is empty.
+func dropFrom[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K, e *nodeEntry) {
+	if tr, ok := m[k]; ok {
+		tr.Delete(e)
+		if tr.Len() == 0 {
+			delete(m, k)
+		}
+	}
 }
 
 // stateOf fills a nodeState from a record.

@@ -123,13 +123,7 @@ func (tx *Tx) apply() {
 			delete(t.nodes, ref)
 		case st == nil:
 		case had:
-			if !sameIndexes(&e.st, st) {
-				t.unindex(e)
-				e.st = *st
-				t.index(e)
-			} else {
-				e.st = *st
-			}
+			t.move(e, st)
 		default:
 			e = &nodeEntry{ref: ref, st: *st}
 			t.nodes[ref] = e
