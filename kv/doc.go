@@ -6,7 +6,8 @@
 //
 // A write goes through three goroutines, each in commit order:
 //
-//	writer   applies closures, each a layer of the current segment; hands
+//	writer   applies closures into the current segment (a failed one is taken
+//	         back out by its undo log); hands
 //	         the segment on without waiting (writer.go)
 //	logger   appends every waiting segment to the log, one fdatasync for the
 //	         group; then makes them visible to View, runs their OnDurable
@@ -16,10 +17,10 @@
 //	         readers' view and lets the log remove them
 //
 // Invariants:
-//   - Exactly one goroutine applies closures. A closure reads its own writes,
-//     then the segment's earlier layers, then the segments not yet in Badger,
-//     then a Badger snapshot; a closure that fails leaves nothing behind, and
-//     closures never conflict.
+//   - Exactly one goroutine applies closures. A closure reads the segment
+//     (its own writes and its predecessors'), then the segments not yet in
+//     Badger, then a Badger snapshot; a closure that fails leaves nothing
+//     behind, and closures never conflict.
 //   - An Update returns only when its writes, and every write before them,
 //     are durable in the log and visible to View: nothing a reader sees can
 //     be lost by a power failure, and a caller always reads its own writes.
@@ -29,7 +30,7 @@
 //     record in it. At open, what is left of the log is applied to Badger
 //     again, in order, up to the first torn record.
 //   - The writer applies segment N+1 while N is logged and applied; a Badger
-//     snapshot is opened only when a closure reads a key no layer or segment
+//     snapshot is opened only when a closure reads a key no segment
 //     in flight holds, and opening it waits for the commits already handed
 //     to Badger, so reads never miss a write. The model's hot paths read from
 //     memory and never wait.

@@ -33,6 +33,14 @@ func (o *overlay) put(k string, v value) {
 	o.vals[k] = v
 }
 
+// remove takes k out (undoing a write that added it).
+func (o *overlay) remove(k string) {
+	if old, ok := o.vals[k]; ok {
+		o.size -= int64(len(k)) + 24 + int64(len(old.val))
+		delete(o.vals, k)
+	}
+}
+
 func (o *overlay) len() int { return len(o.vals) }
 
 // under lists the keys with prefix p in order. It walks every key: scans
@@ -49,7 +57,7 @@ func (o *overlay) under(p string) []string {
 	return out
 }
 
-// absorb folds the writes of o2 (a later layer) into o.
+// absorb folds the writes of o2 (a later segment) into o.
 func (o *overlay) absorb(o2 *overlay) {
 	for k, v := range o2.vals {
 		o.put(k, v)

@@ -11,17 +11,20 @@ import (
 
 // Txn is one transaction: read-only from View, read-write inside Update.
 //
-// A write transaction is one layer of the writer's current segment: it reads
-// its own writes, then the segment's earlier layers, then the segments handed
-// to the committer but not yet durable, then a Badger snapshot (see
-// writer.go). Every read is O(log n).
+// A write transaction writes straight into the writer's current segment,
+// keeping an undo log to take its writes back out if it fails; it reads the
+// segment (its own writes and those of the transactions before it in the
+// segment), then the segments in flight, then a Badger snapshot (see
+// writer.go).
 type Txn struct {
 	db   *badger.DB  // View: where its snapshot comes from
 	snap *badger.Txn // View: the read snapshot, opened on first use
 	vis  []*inflight // View: durable writes not yet in the snapshot, oldest first
-	w    *segment    // Update: the segment this transaction is a layer of
+	w    *segment    // Update: the segment this transaction writes into
 
-	layer     *overlay
+	undo      []undoEntry // Update: how to take this transaction's writes back out
+	written   map[string]struct{}
+	size      int64 // bytes this transaction wrote (estimated)
 	onApply   []func()
 	onDurable []func()
 }
@@ -40,16 +43,47 @@ func (t *Txn) OnApply(f func()) { t.onApply = append(t.onApply, f) }
 // OnDurable hooks of every transaction applied before it.
 func (t *Txn) OnDurable(f func()) { t.onDurable = append(t.onDurable, f) }
 
+// undoEntry is what a key held in the segment before this transaction
+// wrote it.
+type undoEntry struct {
+	key  string
+	prev value
+	had  bool
+}
+
 // Written reports how many keys this transaction has written so far.
-func (t *Txn) Written() int {
-	if t.layer == nil {
-		return 0
+func (t *Txn) Written() int { return len(t.written) }
+
+// write puts a key into the segment, remembering what it replaced the first
+// time this transaction writes it.
+func (t *Txn) write(key string, v value) {
+	if _, ok := t.written[key]; !ok {
+		if t.written == nil {
+			t.written = map[string]struct{}{}
+		}
+		t.written[key] = struct{}{}
+		prev, had := t.w.over.vals[key]
+		t.undo = append(t.undo, undoEntry{key: key, prev: prev, had: had})
 	}
-	return t.layer.len()
+	t.size += int64(len(key)+len(v.val)) + 24
+	t.w.over.put(key, v)
+}
+
+// rollback takes this transaction's writes back out of the segment.
+func (t *Txn) rollback() {
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		u := t.undo[i]
+		if u.had {
+			t.w.over.put(u.key, u.prev)
+		} else {
+			t.w.over.remove(u.key)
+		}
+	}
+	t.undo, t.written = nil, nil
 }
 
 // pending finds key among writes not yet in Badger's snapshot: in a write,
-// this layer, the segment's earlier layers and the segments in flight; in a
+// the segment and the segments in flight; in a
 // View, the durable segments Badger does not hold yet.
 func (t *Txn) pending(key string) (value, bool) {
 	if t.w == nil {
@@ -59,9 +93,6 @@ func (t *Txn) pending(key string) (value, bool) {
 			}
 		}
 		return value{}, false
-	}
-	if v, ok := t.layer.vals[key]; ok {
-		return v, true
 	}
 	return t.w.lookup(key)
 }
@@ -129,7 +160,7 @@ func (t *Txn) Set(key, val []byte) error {
 	if t.w == nil {
 		return ErrReadOnly
 	}
-	t.layer.put(string(key), value{val: val})
+	t.write(string(key), value{val: val})
 	return nil
 }
 
@@ -139,7 +170,7 @@ func (t *Txn) SetTTL(key, val []byte, ttl time.Duration) error {
 	if t.w == nil {
 		return ErrReadOnly
 	}
-	t.layer.put(string(key), value{val: val, expiresAt: uint64(time.Now().Add(ttl).Unix())})
+	t.write(string(key), value{val: val, expiresAt: uint64(time.Now().Add(ttl).Unix())})
 	return nil
 }
 
@@ -148,7 +179,7 @@ func (t *Txn) Delete(key []byte) error {
 	if t.w == nil {
 		return ErrReadOnly
 	}
-	t.layer.put(string(key), value{deleted: true})
+	t.write(string(key), value{deleted: true})
 	return nil
 }
 
@@ -239,7 +270,6 @@ func (t *Txn) pendingUnder(prefix, after []byte, reverse bool) []string {
 		}
 	} else {
 		out = t.w.under(string(prefix))
-		out = append(out, t.layer.under(string(prefix))...)
 	}
 	if len(out) == 0 {
 		return nil

@@ -1,7 +1,7 @@
 package kv
 
 // The writer: one goroutine applies every write, a segment at a time, each
-// closure as a layer of the segment's overlay, and hands each segment to the
+// closure writing into the segment's overlay, and hands each segment to the
 // committer without waiting for it.
 
 import (
@@ -25,7 +25,7 @@ type inflight struct {
 	done      atomic.Bool // set by the applier once Badger holds it
 }
 
-// segment is the writer's current unit of work: the layers applied so far,
+// segment is the writer's current unit of work: the writes applied so far,
 // and the committed-but-not-durable segments before it.
 type segment struct {
 	s    *Store
@@ -139,16 +139,16 @@ func (s *Store) runSegment(batch []*request) []*request {
 			r.err <- err
 			return
 		}
-		t := &Txn{w: g, layer: newOverlay()}
+		t := &Txn{w: g}
 		err := r.fn(t)
-		if err == nil && (int64(t.layer.len()) > maxCount || t.layer.size > maxSize) {
+		if err == nil && (int64(len(t.written)) > maxCount || t.size > maxSize) {
 			err = fault.Invalidf("", "the change is too large for one transaction")
 		}
 		if err != nil {
+			t.rollback()
 			r.err <- err
 			return
 		}
-		g.over.absorb(t.layer)
 		s.stats.Closures.Add(1)
 		for _, h := range t.onApply {
 			h()
