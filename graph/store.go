@@ -118,8 +118,16 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	return s.kv.Update(ctx, s.wrap(fn))
 }
 
+// UpdateEager is Update for a write its caller need not see durable (a
+// renewal, a heartbeat): it returns once fn is applied, and its writes reach
+// readers only once durable, like any other.
+func (s *Store) UpdateEager(ctx context.Context, fn func(*Tx) error) error {
+	return s.kv.UpdateEager(ctx, s.wrap(fn))
+}
+
 // UpdateUrgent is Update for work that must not wait behind queued requests
 // (settling expired leases): the writer takes it before the next queued one.
+// It is eager: a settlement a crash loses is made again at restart.
 func (s *Store) UpdateUrgent(ctx context.Context, fn func(*Tx) error) error {
 	return s.kv.UpdateUrgent(ctx, s.wrap(fn))
 }

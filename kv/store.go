@@ -73,9 +73,10 @@ type Stats struct {
 func (s *Store) Stats() *Stats { return &s.stats }
 
 type request struct {
-	ctx context.Context
-	fn  func(*Txn) error
-	err chan error
+	ctx   context.Context
+	fn    func(*Txn) error
+	err   chan error
+	eager bool // answered once applied, not once durable
 }
 
 // Open opens (or creates) the store in opts.Dir and starts its writer.
@@ -185,20 +186,30 @@ func (s *Store) Close() error {
 // every write before them, are durable and visible to View, so a caller
 // always reads its own writes.
 func (s *Store) Update(ctx context.Context, fn func(*Txn) error) error {
-	return s.submit(ctx, s.reqs, fn)
+	return s.submit(ctx, s.reqs, false, fn)
+}
+
+// UpdateEager is Update for a write that need not be durable when its caller
+// is answered (a lease renewal: on restart every live lease gets its full TTL
+// afresh anyway). It returns once fn has been applied; its writes are logged
+// with their segment and reach readers only once durable, like any other.
+func (s *Store) UpdateEager(ctx context.Context, fn func(*Txn) error) error {
+	return s.submit(ctx, s.reqs, true, fn)
 }
 
 // UpdateUrgent is Update for work that must not wait behind queued requests
 // (settling expired leases): the writer takes it before the next queued one.
+// It is eager (see UpdateEager): a settlement a crash loses is made again at
+// restart.
 func (s *Store) UpdateUrgent(ctx context.Context, fn func(*Txn) error) error {
-	return s.submit(ctx, s.urgent, fn)
+	return s.submit(ctx, s.urgent, true, fn)
 }
 
-func (s *Store) submit(ctx context.Context, lane chan *request, fn func(*Txn) error) error {
+func (s *Store) submit(ctx context.Context, lane chan *request, eager bool, fn func(*Txn) error) error {
 	if s.broken.Load() {
 		return fault.ErrUnavailable
 	}
-	req := &request{ctx: ctx, fn: fn, err: make(chan error, 1)}
+	req := &request{ctx: ctx, fn: fn, err: make(chan error, 1), eager: eager}
 	if key := FairnessKey(ctx); key != "" {
 		gate := s.gates.of(key)
 		select {

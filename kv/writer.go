@@ -154,7 +154,11 @@ func (s *Store) runSegment(batch []*request) []*request {
 			h()
 		}
 		f.onDurable = append(f.onDurable, t.onDurable...)
-		f.waiting = append(f.waiting, r)
+		if r.eager {
+			r.err <- nil
+		} else {
+			f.waiting = append(f.waiting, r)
+		}
 		full = int64(g.over.len()) > maxCount/2 || g.over.size > maxSize/2
 	}
 	rest := batch

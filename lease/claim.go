@@ -211,11 +211,13 @@ type RenewResult struct {
 }
 
 // Renew pushes the lease expiry to now + its TTL. It is no graph change beyond
-// the lease and emits no event; like every write it shares the group commit
-// of the writes around it (see kv), so it costs one small record.
+// the lease and emits no event. It is answered once applied, before its
+// record is durable (UpdateEager): a restart gives every live lease its full
+// TTL afresh anyway, so a lost renewal takes nothing from its holder. A read
+// right after it may show the previous expiry until its group commit lands.
 func (s *Service) Renew(ctx context.Context, p HolderParams) (*RenewResult, error) {
 	var res *RenewResult
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.UpdateEager(ctx, func(tx *graph.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err

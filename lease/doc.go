@@ -28,6 +28,8 @@
 //     in the node record (and past deletion), so it survives restarts.
 //   - A node never runs more than max_attempts times: a claim counts one; a
 //     voluntary release gives it back; an expiry keeps it.
+//   - Renewals are answered before they are durable (graph.UpdateEager); the
+//     rule below is what makes that safe.
 //   - On Start, every lease whose stored expiry is still ahead gets its full
 //     TTL afresh (its holder could not renew while the server was down, and
 //     a restart never takes a lease from a live holder); one whose expiry
