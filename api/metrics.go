@@ -48,6 +48,8 @@ func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
 			func() float64 { return float64(stats.Live.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_batches_total", Help: "Badger commits made behind the log (each holds many writes)."},
 			func() float64 { return float64(store.Batches.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_writer_snapshots_total", Help: "Badger snapshots the writer had to open (a read of something not in memory)."},
+			func() float64 { return float64(store.Snapshots.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_keys_written_total", Help: "Keys written (set or deleted) to the log."},
 			func() float64 { return float64(store.Keys.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_bytes_written_total", Help: "Bytes of keys and values written to the log."},

@@ -65,6 +65,7 @@ type Stats struct {
 	Closures  atomic.Int64 // write transactions applied
 	Syncs     atomic.Int64 // log appends, each with one fdatasync (group commit)
 	SyncNanos atomic.Int64 // time spent in them
+	Snapshots atomic.Int64 // Badger snapshots the writer opened (each waits for Badger's commits in flight)
 	Keys      atomic.Int64 // keys written (sets and deletes)
 	Bytes     atomic.Int64 // bytes written (keys and values)
 }

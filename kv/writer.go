@@ -61,6 +61,7 @@ func (g *segment) under(prefix string) []string {
 // (and, harmlessly, some of what is).
 func (g *segment) snapshot() (*badger.Txn, error) {
 	if g.snap == nil {
+		g.s.stats.Snapshots.Add(1)
 		g.snap = g.s.db.NewTransaction(false)
 	}
 	return g.snap, nil
