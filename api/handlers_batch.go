@@ -84,6 +84,9 @@ func (s *Server) batch(c echo.Context) error {
 		byNode[o.id] = append(byNode[o.id], i)
 	}
 	ctx, p := c.Request().Context(), principal(c)
+	// Every op is answered once applied; the batch answers once all of them
+	// are durable, with one wait for the log instead of one per op.
+	ctx, durable := graph.WithBarrier(ctx)
 	// Read once here: the response's header map is not safe to touch from
 	// the goroutines below.
 	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
@@ -101,6 +104,9 @@ func (s *Server) batch(c echo.Context) error {
 		}(byNode[id])
 	}
 	wg.Wait()
+	if err := durable.Wait(); err != nil {
+		return err
+	}
 	return writeJSON(c, http.StatusOK, map[string]any{"results": results})
 }
 

@@ -118,6 +118,13 @@ func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
 	return s.kv.Update(ctx, s.wrap(fn))
 }
 
+// WithBarrier returns a context whose Updates return once applied, and a
+// barrier whose Wait returns once all of them are durable (see kv.Barrier):
+// a batch of writes then shares one wait for the log.
+func WithBarrier(ctx context.Context) (context.Context, *kv.Barrier) {
+	return kv.WithBarrier(ctx)
+}
+
 // UpdateEager is Update for a write its caller need not see durable (a
 // renewal, a heartbeat): it returns once fn is applied, and its writes reach
 // readers only once durable, like any other.

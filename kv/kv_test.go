@@ -206,3 +206,36 @@ func TestKeysAreServedFairly(t *testing.T) {
 	pos := slices.Index(order, "quiet")
 	require.LessOrEqual(t, pos, 8, "the quiet tenant waited behind %d writes of the flood", pos)
 }
+
+// TestBarrierWaitsOnceForManyWrites: writes made under a barrier return
+// once applied (a failed one too), and Wait returns once every applied one
+// is durable and visible.
+func TestBarrierWaitsOnceForManyWrites(t *testing.T) {
+	t.Parallel()
+	s := open(t, t.TempDir(), Options{})
+	defer s.Close()
+	ctx, b := WithBarrier(context.Background())
+	errBoom := errors.New("boom")
+	for i := range 50 {
+		err := s.Update(ctx, func(tx *Txn) error {
+			if err := tx.Set(fmt.Appendf(nil, "b/%02d", i), []byte("v")); err != nil {
+				return err
+			}
+			if i == 7 {
+				return errBoom
+			}
+			return nil
+		})
+		if i == 7 {
+			require.ErrorIs(t, err, errBoom)
+		} else {
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, b.Wait())
+	for i := range 50 {
+		_, ok := get(t, s, fmt.Sprintf("b/%02d", i))
+		require.Equal(t, i != 7, ok, "key %d", i)
+	}
+	require.NoError(t, b.Wait(), "a second wait has nothing left to wait for")
+}

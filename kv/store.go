@@ -78,6 +78,9 @@ type request struct {
 	fn    func(*Txn) error
 	err   chan error
 	eager bool // answered once applied, not once durable
+	// durable, for a write that joined a Barrier, hears once it is durable
+	// (nil also when it was not applied at all).
+	durable chan error
 }
 
 // Open opens (or creates) the store in opts.Dir and starts its writer.
@@ -211,6 +214,10 @@ func (s *Store) submit(ctx context.Context, lane chan *request, eager bool, fn f
 		return fault.ErrUnavailable
 	}
 	req := &request{ctx: ctx, fn: fn, err: make(chan error, 1), eager: eager}
+	b := barrierOf(ctx)
+	if b != nil {
+		req.eager = true
+	}
 	if key := FairnessKey(ctx); key != "" {
 		gate := s.gates.of(key)
 		select {
@@ -227,11 +234,17 @@ func (s *Store) submit(ctx context.Context, lane chan *request, eager bool, fn f
 		return fault.ErrUnavailable
 	default:
 	}
+	if b != nil {
+		// Joined before it is queued: the writer answers it exactly once.
+		req.durable = b.join()
+	}
 	select {
 	case lane <- req:
 	case <-s.done:
+		req.settle(nil)
 		return fault.ErrUnavailable
 	case <-ctx.Done():
+		req.settle(nil)
 		return ctx.Err()
 	}
 	// The writer skips a request whose context ended before its turn; one that
@@ -282,4 +295,12 @@ func dirOf(opts Options) string {
 		return ""
 	}
 	return opts.Dir
+}
+
+// settle tells a Barrier that this write will not become durable (it was
+// never applied, or it failed).
+func (r *request) settle(err error) {
+	if r.durable != nil {
+		r.durable <- err
+	}
 }

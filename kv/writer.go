@@ -138,6 +138,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 	run := func(r *request) {
 		if err := r.ctx.Err(); err != nil {
 			r.err <- err
+			r.settle(nil)
 			return
 		}
 		t := &Txn{w: g}
@@ -148,6 +149,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 		if err != nil {
 			t.rollback()
 			r.err <- err
+			r.settle(nil)
 			return
 		}
 		s.stats.Closures.Add(1)
@@ -157,6 +159,9 @@ func (s *Store) runSegment(batch []*request) []*request {
 		f.onDurable = append(f.onDurable, t.onDurable...)
 		if r.eager {
 			r.err <- nil
+			if r.durable != nil {
+				f.waiting = append(f.waiting, &request{err: r.durable})
+			}
 		} else {
 			f.waiting = append(f.waiting, r)
 		}
