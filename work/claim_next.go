@@ -61,12 +61,7 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 			stop()
 			changed, stop = s.store.ReadyWatch(p.Tenant, p.Queue, filter)
 		}
-		var got []*lease.ClaimResult
-		err := s.store.Update(ctx, func(tx *graph.Tx) error {
-			var err error
-			got, err = s.claimNextTx(tx, p, filter, lim)
-			return err
-		})
+		got, err := s.claimChunks(ctx, p, filter, lim)
 		if err != nil {
 			return nil, fmt.Errorf("error claiming from queue: %w", err)
 		}
@@ -87,6 +82,47 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// claimChunk bounds the claims one transaction makes. A claims request of a
+// thousand runs as several transactions, so the reaper's urgent work and
+// other callers' writes run between them instead of waiting behind one long
+// transaction; the chunks share one wait for the log (a barrier).
+const claimChunk = 64
+
+// claimChunks claims up to p.Max ready nodes, claimChunk per transaction, and
+// returns once all of them are durable.
+func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
+	bctx, durable := graph.WithBarrier(ctx)
+	var out []*lease.ClaimResult
+	for len(out) < p.Max {
+		q := p
+		q.Max = min(claimChunk, p.Max-len(out))
+		var got []*lease.ClaimResult
+		err := s.store.Update(bctx, func(tx *graph.Tx) error {
+			var err error
+			got, err = s.claimNextTx(tx, q, filter, lim)
+			return err
+		})
+		var limited *fault.RateLimited
+		switch {
+		case err != nil && len(out) > 0 && errors.As(err, &limited):
+			// At the identity's lease cap: hand out what it got so far.
+		case err != nil:
+			if werr := durable.Wait(); werr == nil && len(out) > 0 {
+				s.releaseUndelivered(p, out)
+			}
+			return nil, err
+		}
+		out = append(out, got...)
+		if err != nil || len(got) < q.Max {
+			break
+		}
+	}
+	if err := durable.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, f graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
