@@ -103,19 +103,28 @@ func (tx *Tx) EventsAfter(tenant string, after uint64, limit int) ([]Event, erro
 		if err != nil {
 			return false, err
 		}
-		for _, ev := range evs {
-			if ev.Seq <= after {
-				continue
-			}
-			ev.Tenant = tenant
-			out = append(out, ev)
-			if len(out) == limit {
-				return false, nil
-			}
-		}
-		return true, nil
+		var more bool
+		out, more = takeEvents(out, evs, tenant, "", after, limit)
+		return more, nil
 	})
 	return out, err
+}
+
+// takeEvents appends to out the events of a group with seq > after (and of
+// node id, when id is set), up to limit in all; more is false once out is
+// full.
+func takeEvents(out, evs []Event, tenant, id string, after uint64, limit int) (_ []Event, more bool) {
+	for _, ev := range evs {
+		if ev.Seq <= after || (id != "" && ev.NodeID != id) {
+			continue
+		}
+		ev.Tenant = tenant
+		out = append(out, ev)
+		if len(out) == limit {
+			return out, false
+		}
+	}
+	return out, true
 }
 
 // NodeEvents returns up to limit events of node id with seq > after, oldest first.
@@ -136,17 +145,9 @@ func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]Event, e
 		if err != nil {
 			return false, err
 		}
-		for _, ev := range evs {
-			if ev.Seq <= after || ev.NodeID != id {
-				continue
-			}
-			ev.Tenant = tenant
-			out = append(out, ev)
-			if len(out) == limit {
-				return false, nil
-			}
-		}
-		return true, nil
+		var more bool
+		out, more = takeEvents(out, evs, tenant, id, after, limit)
+		return more, nil
 	})
 	return out, err
 }

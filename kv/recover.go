@@ -22,26 +22,13 @@ func recoverLog(db *badger.DB, dir string) (*wal, error) {
 	defer func() { txn.Discard() }()
 	for _, rec := range recs {
 		for _, e := range rec.entries {
-			var err error
-			if e.deleted {
-				err = txn.Delete(e.key)
-			} else {
-				en := badger.NewEntry(e.key, e.val)
-				en.ExpiresAt = e.expiresAt
-				err = txn.SetEntry(en)
-			}
+			err := e.stage(txn)
 			if err == badger.ErrTxnTooBig {
 				if err = txn.Commit(); err != nil {
 					return nil, fmt.Errorf("error applying the log: %w", err)
 				}
 				txn = db.NewTransaction(true)
-				if e.deleted {
-					err = txn.Delete(e.key)
-				} else {
-					en := badger.NewEntry(e.key, e.val)
-					en.ExpiresAt = e.expiresAt
-					err = txn.SetEntry(en)
-				}
+				err = e.stage(txn)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("error applying the log: %w", err)
@@ -61,4 +48,14 @@ func recoverLog(db *badger.DB, dir string) (*wal, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// stage writes the entry into a Badger transaction.
+func (e walEntry) stage(txn *badger.Txn) error {
+	if e.deleted {
+		return txn.Delete(e.key)
+	}
+	en := badger.NewEntry(e.key, e.val)
+	en.ExpiresAt = e.expiresAt
+	return txn.SetEntry(en)
 }
