@@ -84,11 +84,13 @@ func (tx *Tx) storeLiveEdge(tenant string, r *liveEdgeRecord) error {
 	}
 	if tx.assigned == nil {
 		tx.assigned = map[nodeRef]*liveEdgeRecord{}
+		tx.assignedOut = map[nodeRef]bool{}
 	}
 	if r.Seq == 0 {
 		r = nil
 	}
 	tx.assigned[nodeRef{tenant, e.From}] = r
+	delete(tx.assignedOut, nodeRef{tenant, e.From})
 	return nil
 }
 

@@ -197,6 +197,7 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 func (tx *Tx) putNode(n *Node) ([]byte, error) {
 	if a, ok := tx.assigned[nodeRef{n.Tenant, n.ID}]; ok {
 		n.Assigned = a
+		tx.assignedOut[nodeRef{n.Tenant, n.ID}] = true
 	}
 	b, err := n.MarshalMsg(tx.store.scratch[:0])
 	if err != nil {

@@ -26,8 +26,10 @@ type Tx struct {
 	edges  map[edgeRef]*liveEdge  // live edges added (or nil: retired) here
 	fences map[nodeRef]uint64     // fences of nodes deleted here
 	// assigned holds the assigned edges added (or nil: retired) here, to be
-	// written into their nodes' records.
-	assigned map[nodeRef]*liveEdgeRecord
+	// written into their nodes' records; assignedOut marks the nodes whose
+	// record was written since their edge changed.
+	assigned    map[nodeRef]*liveEdgeRecord
+	assignedOut map[nodeRef]bool
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
 	events []Event
@@ -208,6 +210,9 @@ func (tx *Tx) finish() error {
 // after the transaction last wrote it.
 func (tx *Tx) flushAssigned() error {
 	for ref, a := range tx.assigned {
+		if tx.assignedOut[ref] {
+			continue // written with it
+		}
 		st := tx.state(ref)
 		if st == nil {
 			continue // deleted

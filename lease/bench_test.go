@@ -96,6 +96,9 @@ func BenchmarkRenew(b *testing.B) {
 // batches of 256.
 func BenchmarkReap(b *testing.B) {
 	svc := benchService(b, b.N)
+	// Settle them here, not in the background: the reaper would otherwise
+	// reap these 1 ms leases while they are still being claimed.
+	svc.Stop()
 	ctx := context.Background()
 	refs := make([]nodeRef, 0, b.N)
 	for i := 0; i < b.N; i++ {
@@ -105,8 +108,10 @@ func BenchmarkReap(b *testing.B) {
 		}
 		refs = append(refs, nodeRef{"acme", id})
 	}
-	svc.Stop() // settle them here, not in the background
-	time.Sleep(5 * time.Millisecond)
+	time.Sleep(5 * time.Millisecond) // the last lease has expired
+	if got := len(svc.deadlines.due(time.Now(), b.N)); got != b.N {
+		b.Fatalf("%d of %d leases due", got, b.N)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for len(refs) > 0 {
