@@ -56,7 +56,7 @@ type Store struct {
 	stats    Stats
 	gates    *gates
 
-	pend []*inflight // segments handed to the committer, oldest first; owned by the writer
+	pend []*inflight // segments handed to the logger and not yet in Badger, oldest first; owned by the writer
 }
 
 // Stats are running totals of the write path, for metrics and benchmarks.

@@ -2,7 +2,8 @@ package kv
 
 // The writer: one goroutine applies every write, a segment at a time, each
 // closure writing into the segment's overlay, and hands each segment to the
-// committer without waiting for it.
+// logger without waiting for it; the logger makes it durable and the applier
+// writes it into Badger.
 
 import (
 	"errors"
@@ -15,8 +16,8 @@ import (
 	"github.com/tether-run/tether/fault"
 )
 
-// inflight is a segment handed to the committer: its writes, and the
-// requests and hooks that wait for them to be durable.
+// inflight is a segment handed to the logger: its writes, and the requests
+// and hooks that wait for them to be durable.
 type inflight struct {
 	over      *overlay
 	seq       uint64     // its log record (0: none)
@@ -25,8 +26,9 @@ type inflight struct {
 	done      atomic.Bool // set by the applier once Badger holds it
 }
 
-// segment is the writer's current unit of work: the writes applied so far,
-// and the committed-but-not-durable segments before it.
+// segment is the writer's current unit of work: the writes applied so far.
+// Reads fall through to the segments handed on but not yet in Badger
+// (Store.pend), then to a Badger snapshot.
 type segment struct {
 	s    *Store
 	over *overlay
@@ -120,13 +122,13 @@ func (s *Store) drain() {
 }
 
 // maxSegment bounds how long a segment applies closures before it is handed
-// to the committer: a request never waits for its commit behind more than
+// to the logger: a request never waits for its commit behind more than
 // this plus one closure's own time (a claims request of 1000, say).
 const maxSegment = 10 * time.Millisecond
 
 // runSegment applies closures of the batch (taking urgent requests first)
 // until they are done, maxSegment has passed or the segment is as large as
-// one Badger transaction takes, hands the segment to the committer and
+// one Badger transaction takes, hands the segment to the logger and
 // returns the requests left.
 func (s *Store) runSegment(batch []*request) []*request {
 	s.dropDurable()
