@@ -123,7 +123,7 @@ func (s *Store) drain() {
 
 // maxSegment bounds how long a segment applies closures before it is handed
 // to the logger: a request never waits for its commit behind more than
-// this plus one closure's own time (a claims request of 1000, say).
+// this plus one closure's own time (a batch create of 1000 nodes, say).
 const maxSegment = 10 * time.Millisecond
 
 // runSegment applies closures of the batch (taking urgent requests first)
