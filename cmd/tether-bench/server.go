@@ -119,10 +119,12 @@ func (l *launcher) start(name, dataDir string, extra ...string) (*serverProc, er
 	if v := os.Getenv("TETHER_PPROF_ADDR"); v != "" {
 		env = append(env, "TETHER_PPROF_ADDR="+v)
 	}
-	// GOMEMLIMIT (the Go runtime's soft memory limit) reaches the server too,
-	// so a run can show the effect of capping the GC's headroom.
-	if v := os.Getenv("GOMEMLIMIT"); v != "" {
-		env = append(env, "GOMEMLIMIT="+v)
+	// GOMEMLIMIT and GOGC (the Go runtime's soft memory limit and GC
+	// target) reach the server too, so a run can show their effect.
+	for _, k := range []string{"GOMEMLIMIT", "GOGC"} {
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
 	}
 	p := &serverProc{
 		name: name, dataDir: dataDir, url: "http://" + addr, logPath: logPath,
