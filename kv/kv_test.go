@@ -239,3 +239,56 @@ func TestBarrierWaitsOnceForManyWrites(t *testing.T) {
 	}
 	require.NoError(t, b.Wait(), "a second wait has nothing left to wait for")
 }
+
+// TestASegmentLargerThanOneBadgerTransaction: two writes, each within
+// Badger's limit, that share a segment larger than one Badger transaction
+// takes are both kept (the applier commits the segment in parts).
+func TestASegmentLargerThanOneBadgerTransaction(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	const valueSize = 64 << 10
+	perTxn := int(s.db.MaxBatchSize()*8/10) / valueSize // values that fill one write's limit
+	hold, holding := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.Update(context.Background(), func(*Txn) error { close(holding); <-hold; return nil })
+	}()
+	<-holding
+	value := make([]byte, valueSize)
+	write := func(prefix string, n int) chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Update(context.Background(), func(tx *Txn) error {
+				for i := range n {
+					if err := tx.Set(fmt.Appendf(nil, "%s/%04d", prefix, i), value); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}()
+		return done
+	}
+	a := write("a", perTxn*45/100)
+	require.Eventually(t, func() bool { return len(s.reqs) == 1 }, 2*time.Second, time.Millisecond)
+	b := write("b", perTxn*90/100)
+	require.Eventually(t, func() bool { return len(s.reqs) == 2 }, 2*time.Second, time.Millisecond)
+	close(hold)
+	require.NoError(t, <-a)
+	require.NoError(t, <-b)
+	// Wait for the applier to have written both into Badger (or failed).
+	require.Eventually(t, func() bool {
+		s.visMu.Lock()
+		defer s.visMu.Unlock()
+		return len(s.visible) == 0 || !s.Healthy()
+	}, 10*time.Second, time.Millisecond)
+	require.True(t, s.Healthy(), "the applier could not write the segment into Badger")
+	require.NoError(t, s.Close())
+	s = open(t, dir, Options{})
+	defer s.Close()
+	for _, k := range []string{"a/0000", fmt.Sprintf("b/%04d", perTxn*90/100-1)} {
+		v, ok := get(t, s, k)
+		require.True(t, ok, k)
+		require.Len(t, v, valueSize)
+	}
+}

@@ -83,7 +83,8 @@ type request struct {
 	durable chan error
 }
 
-// Open opens (or creates) the store in opts.Dir and starts its writer.
+// Open opens (or creates) the store in opts.Dir and applies what its log
+// holds; Start starts the writer.
 func Open(opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

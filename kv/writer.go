@@ -337,9 +337,10 @@ func (s *Store) applyLoop() {
 // applyEvery is the least time between two of the applier's Badger commits.
 const applyEvery = 5 * time.Millisecond
 
-// apply writes segments into Badger in runs that fit one Badger transaction
-// (a segment is never split across two, so each stays atomic), and marks
-// them done.
+// apply writes segments into Badger, as few commits as Badger's limits
+// allow (commit splits a run that does not fit), and marks them done. Badger
+// need not take a segment atomically: until all of it is in, readers and the
+// writer see it in the log's segments, and a crash replays it from the log.
 func (s *Store) apply(group []*inflight) error {
 	maxCount, maxSize := s.db.MaxBatchCount()*8/10, s.db.MaxBatchSize()*8/10
 	for i := 0; i < len(group); {
@@ -380,15 +381,21 @@ func (s *Store) commit(segs []*inflight) error {
 		return nil
 	}
 	txn := s.db.NewTransaction(true)
-	defer txn.Discard()
+	defer func() { txn.Discard() }()
 	for k, v := range merged.vals {
-		var err error
-		if v.deleted {
-			err = txn.Delete([]byte(k))
-		} else {
-			e := badger.NewEntry([]byte(k), v.val)
-			e.ExpiresAt = v.expiresAt
-			err = txn.SetEntry(e)
+		e := walEntry{key: []byte(k), val: v.val, deleted: v.deleted, expiresAt: v.expiresAt}
+		err := e.stage(txn)
+		if err == badger.ErrTxnTooBig {
+			// More than one Badger transaction holds: commit what is staged
+			// and go on. Nothing reads Badger's half-way state: readers and
+			// the writer see these writes in the log's segments until all
+			// are in, and a crash in between replays the whole log record.
+			if err = txn.Commit(); err != nil {
+				return fmt.Errorf("error committing: %w", err)
+			}
+			s.stats.Batches.Add(1)
+			txn = s.db.NewTransaction(true)
+			err = e.stage(txn)
 		}
 		if err != nil {
 			return fmt.Errorf("error staging a commit: %w", err)
