@@ -272,6 +272,13 @@ func (s *Store) logGroup(group []*inflight) error {
 			continue
 		}
 		f.seq = s.wal.add(f.over)
+		if len(s.wal.buf) > walSegmentSize/4 {
+			// A group this large is written in parts, so that no write is
+			// larger than a segment.
+			if err := s.wal.flush(); err != nil {
+				return fmt.Errorf("error writing the log: %w", err)
+			}
+		}
 		keys += int64(f.over.len())
 		for k, v := range f.over.vals {
 			bytes += int64(len(k) + len(v.val))
