@@ -7,14 +7,15 @@
 // A write goes through three goroutines, each in commit order:
 //
 //	writer   applies closures into the current segment (a failed one is taken
-//	         back out by its undo log); hands
-//	         the segment on without waiting (writer.go)
+//	         back out by its undo log); hands the segment on without waiting
+//	         (writer.go)
 //	logger   appends every waiting segment to the log, one fdatasync for the
 //	         group; then makes them visible to View, runs their OnDurable
 //	         hooks and answers their callers
-//	applier  writes durable segments into Badger (SyncWrites: each Badger
-//	         commit is synced when it completes), then drops them from the
-//	         readers' view and lets the log remove them
+//	applier  writes durable segments into Badger at most every 5 ms
+//	         (SyncWrites: each Badger commit is synced when it completes; a
+//	         segment too large for one is committed in parts), then drops them
+//	         from the readers' view and lets the log remove them
 //
 // Invariants:
 //   - Exactly one goroutine applies closures. A closure reads the segment
@@ -24,6 +25,10 @@
 //   - An Update returns only when its writes, and every write before them,
 //     are durable in the log and visible to View: nothing a reader sees can
 //     be lost by a power failure, and a caller always reads its own writes.
+//     Two exceptions return once applied: UpdateEager and UpdateUrgent
+//     (renewals and reaps, which a restart makes good), and writes made
+//     under a Barrier, whose caller waits once for all of them (barrier.go).
+//     Their writes still reach readers only once durable.
 //   - Durability uses no knowledge of Badger's files: the log is ours (one
 //     write and one fdatasync of a preallocated segment per group), and a
 //     log segment is removed only after Badger's synced commits hold every
