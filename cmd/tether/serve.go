@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -133,6 +134,9 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		ln.Close()
 		return err
 	}
+	// Rebuilding the in-memory state decodes every record once; hand the
+	// heap that decoding left behind back to the OS before serving.
+	debug.FreeOSMemory()
 	url := "http://" + ln.Addr().String()
 	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir)
 	if s.PprofAddr != "" {
