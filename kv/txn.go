@@ -51,9 +51,6 @@ type undoEntry struct {
 	had  bool
 }
 
-// Written reports how many keys this transaction has written so far.
-func (t *Txn) Written() int { return len(t.written) }
-
 // write puts a key into the segment, remembering what it replaced the first
 // time this transaction writes it.
 func (t *Txn) write(key string, v value) {
