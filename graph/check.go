@@ -72,7 +72,7 @@ func Check(dir string) (*CheckReport, error) {
 	}
 	err = db.View(func(tx *kv.Txn) error {
 		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*Node{}, edgeAdded: map[string]map[uint64]string{}}
-		for _, step := range []func() error{c.nodes_, c.assignedEnds, c.edges, c.retired, c.fences, c.events, c.leases} {
+		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases} {
 			if err := step(); err != nil {
 				return err
 			}
@@ -120,12 +120,14 @@ func (c *checker) nodes_() error {
 	})
 }
 
-// assignedEnds checks that each assigned edge kept in a node record points
-// at an existing identity node.
-func (c *checker) assignedEnds() error {
+// ends checks that both ends of every live edge (stored, or kept in a node
+// record) exist.
+func (c *checker) ends() error {
 	for i, le := range c.live {
-		if c.nodes[nodeRef{c.liveTen[i], le.Edge.To}] == nil {
-			c.r.problem("live edge %s %s %s of %s: node %s does not exist", le.Edge.From, le.Edge.Type, le.Edge.To, c.liveTen[i], le.Edge.To)
+		for _, id := range []string{le.Edge.From, le.Edge.To} {
+			if c.nodes[nodeRef{c.liveTen[i], id}] == nil {
+				c.r.problem("live edge %s %s %s of %s: node %s does not exist", le.Edge.From, le.Edge.Type, le.Edge.To, c.liveTen[i], id)
+			}
 		}
 	}
 	return nil
@@ -145,11 +147,6 @@ func (c *checker) edges() error {
 		}
 		if e.RetiredAt != nil {
 			c.r.problem("live edge %s %s %s of %s has retired_at", e.From, e.Type, e.To, tenant)
-		}
-		for _, id := range []string{e.From, e.To} {
-			if c.nodes[nodeRef{tenant, id}] == nil {
-				c.r.problem("live edge %s %s %s of %s: node %s does not exist", e.From, e.Type, e.To, tenant, id)
-			}
 		}
 		c.live = append(c.live, le)
 		c.liveTen = append(c.liveTen, tenant)

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"encoding/binary"
 )
 
@@ -135,7 +136,7 @@ func splitKey(key []byte, n int) [][]byte {
 	var parts [][]byte
 	rest := key[2:]
 	for len(parts) < n-1 {
-		i := indexByte(rest, keySeparator)
+		i := bytes.IndexByte(rest, keySeparator)
 		if i < 0 {
 			return nil
 		}
@@ -143,13 +144,4 @@ func splitKey(key []byte, n int) [][]byte {
 		rest = rest[i+1:]
 	}
 	return append(parts, rest)
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }

@@ -1,5 +1,7 @@
 package graph
 
+import "slices"
+
 // countMove is one node moving between statuses of a queue ("" for none).
 type countMove struct {
 	tenant, queue string
@@ -15,7 +17,7 @@ type countMove struct {
 func (m *readyMirror) track(ref nodeRef, old, st *nodeState, shown *[]countMove) {
 	wasReady, isReady := old != nil && old.ready(), st != nil && st.ready()
 	if wasReady && (!isReady || old.queue != st.queue || old.order != st.order || old.runAt != st.runAt ||
-		old.typ != st.typ || old.target != st.target || !sameLabels(old.labels, st.labels)) {
+		old.typ != st.typ || old.target != st.target || !slices.Equal(old.labels, st.labels)) {
 		m.remove(ref.tenant, old.queue, ref.id)
 		wasReady = false
 	}
@@ -63,18 +65,6 @@ func (m *readyMirror) showCounts(moves []countMove) {
 
 func readyItemOf(id string, st *nodeState) readyItem {
 	return readyItem{order: st.order, id: id, runAt: st.runAt, created: st.created, typ: st.typ, target: st.target, labels: st.labels}
-}
-
-func sameLabels(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // readySets returns every queue's ready entries (claimable or delayed) by

@@ -76,11 +76,8 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			entries = append(entries, e)
 		}
 		slices.SortFunc(entries, func(a, b *nodeEntry) int {
-			if lessEntry(a, b) {
-				return -1
-			}
-			if lessEntry(b, a) {
-				return 1
+			if c := compareEntry(a, b); c != 0 {
+				return c
 			}
 			return strings.Compare(a.ref.tenant, b.ref.tenant)
 		})

@@ -12,6 +12,7 @@ package graph
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"unique"
 
@@ -66,12 +67,15 @@ type nodeEntry struct {
 	in  map[edgeSlot]*liveEdge
 }
 
-func lessEntry(a, b *nodeEntry) bool {
+// compareEntry orders a tenant's nodes in list order: by order bytes, then id.
+func compareEntry(a, b *nodeEntry) int {
 	if c := bytes.Compare(a.st.order[:], b.st.order[:]); c != 0 {
-		return c < 0
+		return c
 	}
-	return a.ref.id < b.ref.id
+	return strings.Compare(a.ref.id, b.ref.id)
 }
+
+func lessEntry(a, b *nodeEntry) bool { return compareEntry(a, b) < 0 }
 
 func lessEntryID(a, b *nodeEntry) bool { return a.ref.id < b.ref.id }
 

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -12,7 +13,7 @@ import (
 // follow it are applied again too.
 func recoverLog(db *badger.DB, dir string) (*wal, error) {
 	recs, next, err := readWAL(dir)
-	if err != nil && !isNotExist(err) {
+	if err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("error reading the log in %s: %w", dir, err)
 	}
 	if next == 0 {

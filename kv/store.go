@@ -34,14 +34,13 @@ type Store struct {
 	db     *badger.DB
 	dir    string // Badger's directory ("" in memory)
 	log    *slog.Logger
-	inMem  bool
 	reqs   chan *request
 	urgent chan *request // the reaper's lane: taken before any queued request
 	done   chan struct{}
-	closed chan struct{}    // the writer has stopped
-	idle   chan struct{}    // the completer has answered everything
-	commq  chan *inflight   // writer -> logger
-	applyq chan []*inflight // logger -> applier
+	closed chan struct{}  // the writer has stopped
+	idle   chan struct{}  // the completer has answered everything
+	commq  chan *inflight // writer -> logger
+	applyq chan *inflight // logger -> applier
 	once   sync.Once
 
 	wal     *wal          // nil in memory
@@ -138,14 +137,13 @@ func Open(opts Options) (*Store, error) {
 		wal:      w,
 		db:       db,
 		log:      opts.Logger,
-		inMem:    opts.InMemory,
 		reqs:     make(chan *request, 4096),
 		urgent:   make(chan *request, 64),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
 		idle:     make(chan struct{}),
 		commq:    make(chan *inflight, 1024),
-		applyq:   make(chan []*inflight, 64),
+		applyq:   make(chan *inflight, 1024),
 		maxBatch: opts.MaxBatch,
 		gates:    &gates{size: opts.KeyInflight},
 	}

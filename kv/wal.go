@@ -6,7 +6,9 @@ package kv
 //
 // The log is a series of segment files in DIR/wal, each named by the seq of
 // its first record and filled with zeros before use (so a later fdatasync
-// has no block allocation to journal). A record is
+// has no block allocation to journal); the zero-filling of the next one runs
+// in the background, off the commit path and, after the first run, off
+// start-up. A record is
 //
 //	length u32 | crc32c(payload) u32 | payload
 //	payload: seq u64, then entries: op u8 (1 set, 2 delete), key, value
@@ -54,6 +56,32 @@ type wal struct {
 	buf  []byte
 
 	segments []uint64 // the first seq of every segment on disk, oldest first
+
+	// spare, when set, reports the end of the background preparation of the
+	// next segment's file (spareName): zero-filling 64 MiB is kept off the
+	// commit path.
+	spare chan error
+}
+
+// spareName is the zero-filled file the next segment is made from. It is
+// never read as a segment (listSegments takes only *.log files), and holds
+// only zeros, so one left by a crash is as good as a fresh one.
+func spareName(dir string) string { return filepath.Join(dir, "spare.tmp") }
+
+// zeroFill makes path a file of walSegmentSize zero bytes on stable storage.
+func zeroFill(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, 1<<20)
+	for written := 0; written < walSegmentSize; written += len(zeros) {
+		if _, err := f.Write(zeros); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 func segmentName(dir string, first uint64) string {
@@ -219,27 +247,32 @@ func openWAL(dir string, next uint64) (*wal, error) {
 	return w, nil
 }
 
-// startSegment makes a zero-filled segment for the next record, and makes
-// its name durable before any record in it is acknowledged.
+// startSegment makes the segment for the next record from the spare file
+// (zero-filling one now only when there is none), makes its name durable
+// before any record in it is acknowledged, and starts preparing the next
+// spare in the background.
 func (w *wal) startSegment() error {
-	path := segmentName(w.dir, w.next)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
+	spare, path := spareName(w.dir), segmentName(w.dir, w.next)
+	ready := false
+	if w.spare != nil {
+		ready = <-w.spare == nil // prepared a whole segment ago: long done
+		w.spare = nil
+	} else if info, err := os.Stat(spare); err == nil && info.Size() == walSegmentSize {
+		ready = true // left by the last run
 	}
-	zeros := make([]byte, 1<<20)
-	for written := 0; written < walSegmentSize; written += len(zeros) {
-		if _, err := f.Write(zeros); err != nil {
-			f.Close()
+	if !ready {
+		if err := zeroFill(spare); err != nil {
 			return err
 		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if err := os.Rename(spare, path); err != nil {
 		return err
 	}
 	if err := syncDir(w.dir); err != nil {
-		f.Close()
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
 		return err
 	}
 	if w.f != nil {
@@ -247,6 +280,9 @@ func (w *wal) startSegment() error {
 	}
 	w.f, w.base, w.off = f, w.next, 0
 	w.segments = append(w.segments, w.next)
+	done := make(chan error, 1)
+	w.spare = done
+	go func() { done <- zeroFill(spare) }()
 	return nil
 }
 
@@ -337,6 +373,10 @@ func (w *wal) removeAll() error {
 }
 
 func (w *wal) close() error {
+	if w.spare != nil {
+		<-w.spare // the next run starts from it
+		w.spare = nil
+	}
 	if w.f == nil {
 		return nil
 	}
@@ -351,5 +391,3 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
-
-func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

@@ -219,19 +219,7 @@ func (s *Store) dropDurable() {
 func (s *Store) logLoop() {
 	defer close(s.applyq)
 	for f := range s.commq {
-		group := []*inflight{f}
-	gather:
-		for {
-			select {
-			case more, ok := <-s.commq:
-				if !ok {
-					break gather
-				}
-				group = append(group, more)
-			default:
-				break gather
-			}
-		}
+		group := drain(s.commq, []*inflight{f})
 		err := s.logGroup(group)
 		if err != nil {
 			s.fail(err)
@@ -253,7 +241,9 @@ func (s *Store) logLoop() {
 				r.err <- nil
 			}
 		}
-		s.applyq <- group
+		for _, f := range group {
+			s.applyq <- f
+		}
 	}
 }
 
@@ -304,7 +294,7 @@ func (s *Store) logGroup(group []*inflight) error {
 func (s *Store) applyLoop() {
 	defer close(s.idle)
 	var last time.Time
-	for group := range s.applyq {
+	for f := range s.applyq {
 		// Each Badger commit is synced (msync of its memtable), and readers
 		// see what is durable in the log anyway: commit at most every
 		// applyEvery, gathering everything logged meanwhile.
@@ -315,24 +305,14 @@ func (s *Store) applyLoop() {
 			}
 		}
 		last = time.Now()
-	gather:
-		for {
-			select {
-			case more, ok := <-s.applyq:
-				if !ok {
-					break gather
-				}
-				group = append(group, more...)
-			default:
-				break gather
+		group := drain(s.applyq, []*inflight{f})
+		// Without a log (in memory) the logger wrote the group into Badger.
+		if s.wal != nil {
+			if err := s.apply(group); err != nil {
+				// The log holds it: a restart applies it again.
+				s.fail(err)
+				continue
 			}
-		}
-		if s.wal == nil {
-			s.applied.Store(0)
-		} else if err := s.apply(group); err != nil {
-			// The log holds it: a restart applies it again.
-			s.fail(err)
-			continue
 		}
 		s.visMu.Lock()
 		clear(s.visible[:len(group)])
@@ -413,4 +393,19 @@ func (s *Store) commit(segs []*inflight) error {
 	}
 	s.stats.Batches.Add(1)
 	return nil
+}
+
+// drain appends to batch everything waiting on ch, without blocking.
+func drain[T any](ch <-chan T, batch []T) []T {
+	for {
+		select {
+		case v, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, v)
+		default:
+			return batch
+		}
+	}
 }
