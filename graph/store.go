@@ -150,9 +150,6 @@ func (s *Store) wrap(fn func(*Tx) error) func(*kv.Txn) error {
 		if err := tx.finish(); err != nil {
 			return err
 		}
-		for tenant, seq := range tx.seqs {
-			ktx.OnApply(func() { s.seqs[tenant] = seq })
-		}
 		if evs := tx.events; len(evs) > 0 {
 			ktx.OnDurable(func() { s.events.publish(evs) })
 		}

@@ -102,12 +102,16 @@ func (tx *Tx) setState(ref nodeRef, st *nodeState) {
 }
 
 // apply folds this transaction's state changes into the table and the ready
-// mirror. It runs on the writer when the transaction has succeeded.
+// mirror, and its last event seqs into the store's. It runs on the writer
+// when the transaction has succeeded.
 func (tx *Tx) apply() {
+	s := tx.store
+	for tenant, seq := range tx.seqs {
+		s.seqs[tenant] = seq
+	}
 	if len(tx.nodes) == 0 && len(tx.edges) == 0 && len(tx.fences) == 0 {
 		return
 	}
-	s := tx.store
 	t := s.table
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -323,6 +323,14 @@ func body(r interface{ StatusCode() int }) string {
 		if v != nil {
 			return fmt.Sprintf("%d %s", v.StatusCode(), v.Body)
 		}
+	case *client.ListEventsResponse:
+		if v != nil {
+			return fmt.Sprintf("%d %s", v.StatusCode(), v.Body)
+		}
+	case *client.ListNodesResponse:
+		if v != nil {
+			return fmt.Sprintf("%d %s", v.StatusCode(), v.Body)
+		}
 	}
 	return ""
 }

@@ -237,6 +237,23 @@ func plRunLoad(t *testing.T, p *proc, hc *http.Client, led *plLedger, cycle int,
 		return true
 	}
 
+	// claimThenComplete claims n for holder and, when done is set, completes
+	// it with the fence it got; it reports whether the server was killed on
+	// the way (the worker then stops).
+	claimThenComplete := func(c *client.ClientWithResponses, n *plNode, holder string, done bool) (killedNow bool) {
+		if !claim(c, n, holder) {
+			return killed.Load()
+		}
+		if done {
+			var fence int64
+			led.do(func() { fence = n.state.fence })
+			if !complete(c, n, holder, fence) && killed.Load() {
+				return true
+			}
+		}
+		return false
+	}
+
 	stop := make(chan struct{})
 	stopped := func() bool {
 		select {
@@ -279,18 +296,8 @@ func plRunLoad(t *testing.T, p *proc, hc *http.Client, led *plLedger, cycle int,
 					led.cycle.creates++
 					led.total.creates++
 				})
-				if !claim(c, n, sub) {
-					if killed.Load() {
-						return
-					}
-					continue
-				}
-				if j%2 == 0 {
-					var fence int64
-					led.do(func() { fence = n.state.fence })
-					if !complete(c, n, sub, fence) && killed.Load() {
-						return
-					}
+				if claimThenComplete(c, n, sub, j%2 == 0) {
+					return
 				}
 			}
 		}()
@@ -349,18 +356,8 @@ func plRunLoad(t *testing.T, p *proc, hc *http.Client, led *plLedger, cycle int,
 						led.total.releases++
 					})
 				}
-				if !claim(c, n, sub) {
-					if killed.Load() {
-						return
-					}
-					continue
-				}
-				if i%2 == 0 {
-					var fence int64
-					led.do(func() { fence = n.state.fence })
-					if !complete(c, n, sub, fence) && killed.Load() {
-						return
-					}
+				if claimThenComplete(c, n, sub, i%2 == 0) {
+					return
 				}
 			}
 		}()
@@ -443,7 +440,7 @@ func plVerify(t *testing.T, p *proc, hc *http.Client, led *plLedger, cycle int) 
 	for {
 		res, err := c.ListEventsWithResponse(ctx, &client.ListEventsParams{After: ptr(after), Limit: ptr(1000)})
 		if err != nil || res.StatusCode() != http.StatusOK || res.JSON200 == nil {
-			t.Fatalf("cycle %d: reading the event log after the restart: %v %s", cycle, err, bodyOf(res))
+			t.Fatalf("cycle %d: reading the event log after the restart: %v %s", cycle, err, body(res))
 		}
 		if len(res.JSON200.Items) == 0 {
 			break
@@ -481,7 +478,7 @@ func plVerify(t *testing.T, p *proc, hc *http.Client, led *plLedger, cycle int) 
 	for {
 		res, err := c.ListNodesWithResponse(ctx, &client.ListNodesParams{Queue: ptr(plQueue), Limit: ptr(1000), Cursor: cursor})
 		if err != nil || res.StatusCode() != http.StatusOK || res.JSON200 == nil {
-			t.Fatalf("cycle %d: listing nodes after the restart: %v %s", cycle, err, bodyOf(res))
+			t.Fatalf("cycle %d: listing nodes after the restart: %v %s", cycle, err, body(res))
 		}
 		for _, n := range res.JSON200.Items {
 			nodes[n.ID] = n
@@ -618,21 +615,4 @@ func plAllowed(n *plNode, obs plState) bool {
 		return obs.status == client.NodeStatusQueued
 	}
 	return false
-}
-
-// bodyOf is a response's status and body for messages.
-func bodyOf(r interface {
-	StatusCode() int
-}) string {
-	switch v := r.(type) {
-	case *client.ListEventsResponse:
-		if v != nil {
-			return fmt.Sprintf("%d %s", v.StatusCode(), v.Body)
-		}
-	case *client.ListNodesResponse:
-		if v != nil {
-			return fmt.Sprintf("%d %s", v.StatusCode(), v.Body)
-		}
-	}
-	return ""
 }
