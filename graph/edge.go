@@ -173,7 +173,7 @@ func (tx *Tx) edgeInsert(tenant string, e *Edge, nodesKnown bool) error {
 	if err := tx.storeLiveEdge(tenant, &liveEdgeRecord{Edge: *e, Seq: seq}); err != nil {
 		return err
 	}
-	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: e.clone(), seq: seq, from: e.From})
+	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: e.clone(), seq: seq})
 	if dDeps, dChildren := tx.edgeBlocks(tenant, e); dDeps != 0 || dChildren != 0 {
 		tx.addBlockers(tenant, e.From, dDeps, dChildren)
 	}

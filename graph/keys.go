@@ -88,6 +88,11 @@ func orderBytes(priority int64, createdNanos int64) []byte {
 	return b[:]
 }
 
+// createdOf returns the creation instant (unix ns) that orderBytes encoded.
+func createdOf(order [orderKeyLength]byte) int64 {
+	return int64(binary.BigEndian.Uint64(order[8:]) ^ (1 << 63))
+}
+
 func nodeKey(tenant, id string) []byte { return newKey(tagNode, tenant).last(id) }
 
 func fenceKey(tenant, id string) []byte { return newKey(tagFence, tenant).last(id) }

@@ -64,7 +64,7 @@ func (m *readyMirror) showCounts(moves []countMove) {
 }
 
 func readyItemOf(id string, st *nodeState) readyItem {
-	return readyItem{order: st.order, id: id, runAt: st.runAt, created: st.created, typ: st.typ, target: st.target, labels: st.labels}
+	return readyItem{order: st.order, id: id, runAt: st.runAt, created: createdOf(st.order), typ: st.typ, target: st.target, labels: st.labels}
 }
 
 // readySets returns every queue's ready entries (claimable or delayed) by

@@ -100,7 +100,7 @@ func (t *table) addLive(tenant string, r *liveEdgeRecord) {
 	if from == nil || to == nil {
 		return
 	}
-	le := &liveEdge{e: &r.Edge, seq: r.Seq, from: r.Edge.From}
+	le := &liveEdge{e: &r.Edge, seq: r.Seq}
 	if from.out == nil {
 		from.out = map[edgeSlot]*liveEdge{}
 	}

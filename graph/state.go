@@ -24,16 +24,15 @@ type nodeRef struct{ tenant, id string }
 
 // nodeState is what the store keeps in memory of one node.
 type nodeState struct {
-	order   [orderKeyLength]byte
-	created int64 // unix ns
-	status  Status
-	queue   string
-	parent  string
-	typ     string
-	target  string
-	labels  []string
-	holder  string // the live lease's identity ("" for none)
-	runAt   int64  // unix ms; 0 = none
+	order  [orderKeyLength]byte
+	status Status
+	queue  string
+	parent string
+	typ    string
+	target string
+	labels []string
+	holder string // the live lease's identity ("" for none)
+	runAt  int64  // unix ms; 0 = none
 	// record is the encoded record while the node is live (open, queued or
 	// running), so the hot paths never read the store; nil once terminal.
 	record []byte
@@ -54,9 +53,8 @@ type edgeSlot struct{ typ, peer string }
 // liveEdge is a live edge in memory: its record and the seq of its
 // edge_added event.
 type liveEdge struct {
-	e    *Edge
-	seq  uint64
-	from string
+	e   *Edge
+	seq uint64
 }
 
 // nodeEntry is one node in the table.
@@ -225,13 +223,12 @@ func dropFrom[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K, e *nodeEntry
 // stateOf fills a nodeState from a record.
 func stateOf(n *Node, record []byte) nodeState {
 	st := nodeState{
-		created: n.CreatedAt.UnixNano(),
-		status:  n.Status,
-		queue:   intern(n.Queue),
-		parent:  n.Parent,
-		typ:     intern(n.Type),
-		target:  intern(n.Target),
-		labels:  n.Labels,
+		status: n.Status,
+		queue:  intern(n.Queue),
+		parent: n.Parent,
+		typ:    intern(n.Type),
+		target: intern(n.Target),
+		labels: n.Labels,
 	}
 	copy(st.order[:], n.order())
 	if n.Lease != nil {
