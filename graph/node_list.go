@@ -124,8 +124,7 @@ func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nod
 			return true
 		}
 		ids = append(ids, e.ref.id)
-		cp := &nodeEntry{ref: e.ref, st: nodeState{order: e.st.order}}
-		last = cp
+		last = e
 		return len(ids) < n
 	}
 	if pivot == nil {
@@ -133,7 +132,11 @@ func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nod
 	} else {
 		tr.AscendGreaterOrEqual(pivot, visit)
 	}
-	return ids, last
+	if last == nil {
+		return ids, nil
+	}
+	// A copy: the entry itself may move once the lock is released.
+	return ids, &nodeEntry{ref: last.ref, st: nodeState{order: last.st.order}}
 }
 
 func encodeCursor(kind byte, order []byte, id string) string {
