@@ -5,7 +5,7 @@ package graph
 // a transaction that changed them reads its own write.
 func (tx *Tx) QueueSettingsGet(tenant, queue string) (QueueSettings, error) {
 	key := queueRecordKey(tenant, queue)
-	_, _, mine := tx.kv.Pending(key)
+	mine := tx.kv.Wrote(key)
 	if !mine {
 		if q, ok := tx.store.queueSettings.Load(tenantQueue{tenant, queue}); ok {
 			return q.(QueueSettings), nil

@@ -94,13 +94,10 @@ func (t *Txn) pending(key string) (value, bool) {
 	return t.w.lookup(key)
 }
 
-// Pending returns the value key was given by a write that is not yet
-// durable (in this transaction, its segment or a commit in flight): the
-// value, whether it is deleted, and whether any such write exists. It never
-// reads Badger.
-func (t *Txn) Pending(key []byte) (val []byte, deleted, found bool) {
-	v, ok := t.pending(string(key))
-	return v.val, v.deleted, ok
+// Wrote reports whether this transaction has written key.
+func (t *Txn) Wrote(key []byte) bool {
+	_, ok := t.written[string(key)]
+	return ok
 }
 
 func (t *Txn) reader() (*badger.Txn, error) {
