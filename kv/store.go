@@ -254,7 +254,28 @@ func (s *Store) submit(ctx context.Context, lane chan *request, eager bool, fn f
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.stopped():
+		// A request can reach the lane after the writer's last drain (the
+		// send above may win over done in the select). Once the pipeline
+		// has stopped, every request the writer took has been answered:
+		// an unanswered one was never taken.
+		select {
+		case err := <-req.err:
+			return err
+		default:
+			req.settle(nil)
+			return fault.ErrUnavailable
+		}
 	}
+}
+
+// stopped is closed once the store is closing and the pipeline has answered
+// every request it took; nil (never ready) before Start.
+func (s *Store) stopped() <-chan struct{} {
+	if !s.started.Load() {
+		return nil
+	}
+	return s.idle
 }
 
 // View runs fn in a read-only transaction: a Badger snapshot, plus the

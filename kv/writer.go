@@ -8,6 +8,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -144,7 +145,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 			return
 		}
 		t := &Txn{w: g}
-		err := r.fn(t)
+		err := s.call(r.fn, t)
 		if err == nil && (int64(len(t.written)) > maxCount || t.size > maxSize) {
 			err = fault.Invalidf("", "the change is too large for one transaction")
 		}
@@ -195,6 +196,19 @@ func (s *Store) runSegment(batch []*request) []*request {
 	s.pend = append(s.pend, f)
 	s.commq <- f
 	return rest
+}
+
+// call runs fn on t, turning a panic into an error: the transaction is then
+// rolled back like any failed one, and the writer goes on serving others
+// instead of taking the process down.
+func (s *Store) call(fn func(*Txn) error, t *Txn) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in a write transaction (rolled back)", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error: panic in a write transaction: %v", r)
+		}
+	}()
+	return fn(t)
 }
 
 // dropDurable forgets the in-flight segments that have become durable; a
