@@ -36,14 +36,14 @@ func (tx *Tx) addBlockers(tenant, id string, dDeps, dChildren int64) {
 
 // propagateStatus adjusts the blockers of n's dependents and parent when n's
 // status change satisfies or unsatisfies them.
-func (tx *Tx) propagateStatus(old, n *Node) error {
-	if old.Status == n.Status {
+func (tx *Tx) propagateStatus(was Status, n *Node) error {
+	if was == n.Status {
 		return nil
 	}
 	// Most nodes have no dependents: the counter spares the edge walk.
 	if st := tx.state(nodeRef{n.Tenant, n.ID}); st != nil && st.dependents > 0 {
 		for _, le := range tx.liveEdges(n.Tenant, n.ID, EdgeDependsOn, DirIn) {
-			before, after := DependencySatisfied(old.Status, le.e), DependencySatisfied(n.Status, le.e)
+			before, after := DependencySatisfied(was, le.e), DependencySatisfied(n.Status, le.e)
 			if before == after {
 				continue
 			}
@@ -54,7 +54,7 @@ func (tx *Tx) propagateStatus(old, n *Node) error {
 			tx.addBlockers(n.Tenant, le.e.From, delta, 0)
 		}
 	}
-	if n.Parent != "" && old.Status.Terminal() != n.Status.Terminal() {
+	if n.Parent != "" && was.Terminal() != n.Status.Terminal() {
 		delta := int64(1)
 		if n.Status.Terminal() {
 			delta = -1

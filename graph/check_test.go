@@ -26,9 +26,8 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		old := c.Clone()
 		c.Parent = "p"
-		if err := tx.NodePut(old, c); err != nil {
+		if err := tx.NodePut(c); err != nil {
 			return err
 		}
 		return tx.EdgeInsert("acme", &Edge{From: "p", Type: EdgeParentOf, To: "c"})

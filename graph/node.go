@@ -208,19 +208,27 @@ func (tx *Tx) putNode(n *Node) ([]byte, error) {
 	return b, tx.kv.Set(nodeKey(n.Tenant, n.ID), b)
 }
 
-// NodePut stores a changed node: bumps Version and UpdatedAt and moves it in
-// the indexes. old must be the stored record n was derived from. It emits no
-// event: the caller emits the one that names the change.
-func (tx *Tx) NodePut(old, n *Node) error {
+// NodePut stores a changed node: n is a node this transaction read (NodeGet
+// decodes a private copy, so changing it changes nothing stored) and then
+// changed. It bumps Version (from the version n was read at) and UpdatedAt,
+// moves the node in the indexes and, when its status changed from the
+// stored one, updates the blocker counts of its dependents and parent. It
+// emits no event: the caller emits the one that names the change.
+func (tx *Tx) NodePut(n *Node) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	n.Version = old.Version + 1
+	st := tx.state(nodeRef{n.Tenant, n.ID})
+	if st == nil {
+		return &fault.NotFound{What: "node", ID: n.ID}
+	}
+	was := st.status
+	n.Version++
 	n.UpdatedAt = tx.now.UTC()
 	if err := tx.NodePutQuiet(n); err != nil {
 		return err
 	}
-	return tx.propagateStatus(old, n)
+	return tx.propagateStatus(was, n)
 }
 
 // NodePutQuiet stores a node whose change is lease bookkeeping only (a

@@ -234,12 +234,11 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			old := n.Clone()
 			shape(n)
 			if i%10 == 0 {
 				n.Status = StatusDone
 			}
-			return tx.NodePut(old, n)
+			return tx.NodePut(n)
 		}))
 	}
 	check := func(s *Store, when string) {

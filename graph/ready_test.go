@@ -100,9 +100,8 @@ func TestReadyIndexMatchesGraphUnderRandomChanges(t *testing.T) {
 					if err := tx.EdgeInsert("acme", &Edge{From: a, Type: typ, To: b, Props: props}); err != nil {
 						return err
 					}
-					old := child.Clone()
 					child.Parent = a
-					return tx.NodePut(old, child)
+					return tx.NodePut(child)
 				}
 				return tx.EdgeInsert("acme", &Edge{From: a, Type: typ, To: b, Props: props})
 			case 2: // retire an edge
@@ -119,9 +118,8 @@ func TestReadyIndexMatchesGraphUnderRandomChanges(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						old := child.Clone()
 						child.Parent = ""
-						return tx.NodePut(old, child)
+						return tx.NodePut(child)
 					}
 				}
 				return nil
@@ -130,20 +128,18 @@ func TestReadyIndexMatchesGraphUnderRandomChanges(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				old := node.Clone()
 				node.Status = statuses[rng.IntN(len(statuses))]
-				return tx.NodePut(old, node)
+				return tx.NodePut(node)
 			default: // reprioritise or move queue
 				node, err := tx.NodeGet("acme", a)
 				if err != nil {
 					return err
 				}
-				old := node.Clone()
 				node.Priority = int64(rng.IntN(3))
 				if rng.IntN(5) == 0 {
 					node.Queue = []string{"q", "q2"}[rng.IntN(2)]
 				}
-				return tx.NodePut(old, node)
+				return tx.NodePut(node)
 			}
 		})
 		var cycle *fault.Cycle

@@ -81,7 +81,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 		if err := tx.NodePutQuiet(n); err != nil {
 			return nil, err
 		}
-		s.Track(tx, &before, n)
+		s.track(tx, &before, n)
 		e, err := assignedEdge(tx, n.Tenant, n.ID, p.By)
 		if err != nil {
 			return nil, err
@@ -106,7 +106,6 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 		return nil, err
 	}
 	// A node reserved by handoff is handed over once claimed.
-	old := n.Clone()
 	n.Attempts++
 	n.LastFence++
 	n.Status = graph.StatusRunning
@@ -132,7 +131,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	if err := tx.EdgeInsertKnownNodes(n.Tenant, edge); err != nil {
 		return nil, err
 	}
-	if err := tx.NodePut(old, n); err != nil {
+	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
 	if err := tx.Emit(n.Tenant, graph.EventClaimed, n.ID, p.By, map[string]any{
@@ -140,7 +139,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	}); err != nil {
 		return nil, err
 	}
-	s.Track(tx, nil, n)
+	s.track(tx, nil, n)
 	tx.OnCommit(func() { s.stats.Claims.Add(1) })
 	res.Lease, res.Edge, res.Node = n.Lease, edge, n
 	return res, nil
@@ -247,7 +246,7 @@ func (s *Service) RenewTx(tx *graph.Tx, n *graph.Node, p HolderParams) (*RenewRe
 	if err := tx.NodePutQuiet(n); err != nil {
 		return nil, err
 	}
-	s.Track(tx, &before, n)
+	s.track(tx, &before, n)
 	tx.OnCommit(func() { s.stats.Renewals.Add(1) })
 	return &RenewResult{Node: n, Lease: n.Lease}, nil
 }
@@ -313,7 +312,7 @@ func (s *Service) ExtendTx(tx *graph.Tx, n *graph.Node, p HolderParams, by time.
 	}); err != nil {
 		return nil, err
 	}
-	s.Track(tx, &before, n)
+	s.track(tx, &before, n)
 	res.Lease = n.Lease
 	return res, nil
 }

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/tether-run/tether/fault"
@@ -17,7 +18,6 @@ const SystemIdentity = "system"
 func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
 	now := tx.Now()
 	timeout := timedOut(n, now)
-	old := n.Clone()
 	before := *n.Lease
 	if err := s.EndRun(tx, n, OutcomeExpired, SystemIdentity); err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
 	} else {
 		n.Status = n.RestStatus()
 	}
-	if err := tx.NodePut(old, n); err != nil {
+	if err := tx.NodePut(n); err != nil {
 		return err
 	}
 	if err := tx.Emit(n.Tenant, graph.EventExpired, n.ID, SystemIdentity, data); err != nil {
@@ -45,7 +45,6 @@ func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
 			return err
 		}
 	}
-	s.Track(tx, &before, n)
 	tx.OnCommit(func() { s.stats.Expiries.Add(1) })
 	if dead && s.hooks.AfterEnd != nil {
 		return s.hooks.AfterEnd(tx, n, SystemIdentity)
@@ -95,7 +94,8 @@ type reaper struct {
 	s        *Service
 	interval time.Duration
 	wake     chan struct{}
-	stop     chan struct{}
+	stop     chan struct{} // closed once, by Stop
+	stopOnce sync.Once
 	stopped  chan struct{}
 }
 
@@ -179,7 +179,7 @@ func (s *Service) Start(ctx context.Context) error {
 						}
 					}
 				}
-				s.Track(tx, nil, n)
+				s.track(tx, nil, n)
 			}
 			return nil
 		})
@@ -197,10 +197,6 @@ func (s *Service) Stop() {
 	if !s.started.Load() {
 		return
 	}
-	select {
-	case <-s.reaper.stop:
-	default:
-		close(s.reaper.stop)
-	}
+	s.reaper.stopOnce.Do(func() { close(s.reaper.stop) })
 	<-s.reaper.stopped
 }

@@ -89,17 +89,41 @@ func (d *deadlines) next() (time.Time, bool) {
 func (d *deadlines) due(now time.Time, max int) []nodeRef {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Best-first over the heap array: a frontier of positions, earliest
+	// deadline first, starting at the root; taking a position offers its
+	// two children. So the k refs come out earliest first in O(k log k).
 	var out []nodeRef
-	// Walk the heap array breadth-first, pruning subtrees that are not due.
-	stack := []int{0}
-	for len(stack) > 0 && len(out) < max {
-		i := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if i >= len(d.items) || d.items[i].at.After(now) {
-			continue
+	frontier := positions{items: d.items}
+	if len(d.items) > 0 {
+		frontier.idx = append(frontier.idx, 0)
+	}
+	for frontier.Len() > 0 && len(out) < max {
+		i := heap.Pop(&frontier).(int)
+		if d.items[i].at.After(now) {
+			break // the earliest left is not due, so nothing is
 		}
 		out = append(out, d.items[i].ref)
-		stack = append(stack, 2*i+1, 2*i+2)
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(d.items) {
+				heap.Push(&frontier, c)
+			}
+		}
 	}
 	return out
+}
+
+// positions is a min-heap of positions in a deadlineHeap, by deadline.
+type positions struct {
+	items deadlineHeap
+	idx   []int
+}
+
+func (p positions) Len() int           { return len(p.idx) }
+func (p positions) Less(i, j int) bool { return p.items[p.idx[i]].at.Before(p.items[p.idx[j]].at) }
+func (p positions) Swap(i, j int)      { p.idx[i], p.idx[j] = p.idx[j], p.idx[i] }
+func (p *positions) Push(x any)        { p.idx = append(p.idx, x.(int)) }
+func (p *positions) Pop() any {
+	x := p.idx[len(p.idx)-1]
+	p.idx = p.idx[:len(p.idx)-1]
+	return x
 }

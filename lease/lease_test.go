@@ -192,10 +192,9 @@ func TestTimeoutEndsRunDespiteRenewals(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		old := n.Clone()
 		timeout := int64(8000)
 		n.TimeoutMS = &timeout
-		return tx.NodePut(old, n)
+		return tx.NodePut(n)
 	}))
 	_, err := b.claim("alice", "n1", 5*time.Second)
 	require.NoError(t, err)

@@ -66,7 +66,6 @@ func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*grap
 	if n.Lease.By != p.By {
 		outcome = OutcomeTakenOver
 	}
-	old := n.Clone()
 	before := *n.Lease
 	fence := n.Lease.Fence
 	if err := s.EndRun(tx, n, outcome, p.By); err != nil {
@@ -79,7 +78,7 @@ func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*grap
 	if p.To != "" {
 		n.Target = p.To
 	}
-	if err := tx.NodePut(old, n); err != nil {
+	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
 	data := map[string]any{"fence": fence, "holder": before.By, "status": n.Status}
@@ -92,6 +91,5 @@ func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*grap
 	if err := tx.Emit(n.Tenant, graph.EventReleased, n.ID, p.By, data); err != nil {
 		return nil, err
 	}
-	s.Track(tx, &before, n)
 	return n, nil
 }

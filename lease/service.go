@@ -147,11 +147,11 @@ func timedOut(n *graph.Node, now time.Time) bool {
 	return !now.Before(t) && t.Before(n.Lease.ExpiresAt)
 }
 
-// Track adjusts the in-memory views (deadline heap, per-identity counts)
+// track adjusts the in-memory views (deadline heap, per-identity counts)
 // once the transaction that changed n's lease from before commits. Every
-// change of a lease calls it, here and in packages that end leases through
-// EndRun.
-func (s *Service) Track(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
+// change of a lease in this package calls it; EndRun calls it for every
+// lease it ends (track), so callers in other packages never do.
+func (s *Service) track(tx *graph.Tx, before *graph.Lease, n *graph.Node) {
 	ref := nodeRef{n.Tenant, n.ID}
 	var deadline time.Time
 	if n.Lease != nil {
@@ -215,8 +215,10 @@ func assignedEdge(tx *graph.Tx, tenant, id, sub string) (*graph.Edge, error) {
 }
 
 // EndRun ends the current lease of n inside tx: the holder's assigned edge is
-// retired with outcome, the lease dropped, and n's LastRun set. n is modified
-// in place; the caller sets the new status and stores n with NodePut.
+// retired with outcome, the lease dropped, n's LastRun set, and the
+// in-memory views (deadline heap, the holder's lease count) told, once tx
+// commits (track). n is modified in place; the caller sets the new status
+// and stores n with NodePut. It does nothing when n holds no lease.
 func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error {
 	l := n.Lease
 	if l == nil {
@@ -234,5 +236,6 @@ func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error 
 	n.LastRun = &graph.RunEnd{By: l.By, Fence: l.Fence, Outcome: outcome, At: tx.Now().UTC()}
 	n.Lease = nil
 	n.Progress = nil
+	s.track(tx, l, n)
 	return nil
 }

@@ -94,21 +94,12 @@ func cascadeTargets(tx *graph.Tx, n *graph.Node) ([]string, error) {
 }
 
 func (s *Service) cancelOne(tx *graph.Tx, c Caller, n *graph.Node, root, reason string) ([]string, error) {
-	old := n.Clone()
-	var before *graph.Lease
-	if n.Lease != nil {
-		l := *n.Lease
-		before = &l
-		if err := s.leases.EndRun(tx, n, lease.OutcomeCancelled, c.Sub); err != nil {
-			return nil, err
-		}
-	}
-	n.Status = graph.StatusCancelled
-	if err := tx.NodePut(old, n); err != nil {
+	if err := s.leases.EndRun(tx, n, lease.OutcomeCancelled, c.Sub); err != nil {
 		return nil, err
 	}
-	if before != nil {
-		s.leases.Track(tx, before, n)
+	n.Status = graph.StatusCancelled
+	if err := tx.NodePut(n); err != nil {
+		return nil, err
 	}
 	data := map[string]any{"root": root}
 	if reason != "" {

@@ -49,7 +49,6 @@ func (s *Service) CompleteTx(tx *graph.Tx, n *graph.Node, p CompleteParams) (*gr
 	if err := lease.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
 		return nil, err
 	}
-	old := n.Clone()
 	before := *n.Lease
 	outcome := lease.OutcomeDone
 	if err := s.leases.EndRun(tx, n, outcome, p.By); err != nil {
@@ -60,10 +59,9 @@ func (s *Service) CompleteTx(tx *graph.Tx, n *graph.Node, p CompleteParams) (*gr
 	n.Error = nil
 	n.Target = ""
 	addUsage(n, p.Usage)
-	if err := tx.NodePut(old, n); err != nil {
+	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
-	s.leases.Track(tx, &before, n)
 	if err := tx.Emit(n.Tenant, graph.EventCompleted, n.ID, p.By, map[string]any{
 		"fence": before.Fence, "holder": before.By, "attempt": n.Attempts,
 	}); err != nil {
@@ -107,11 +105,10 @@ func rollUp(tx *graph.Tx, n *graph.Node, u map[string]float64) error {
 		if err != nil {
 			return err
 		}
-		old := p.Clone()
 		for k, v := range u {
 			p.UsageTotal[k] += v
 		}
-		if err := tx.NodePut(old, p); err != nil {
+		if err := tx.NodePut(p); err != nil {
 			return err
 		}
 		id = p.Parent

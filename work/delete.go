@@ -24,12 +24,8 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string, force bool) e
 		if lease.Live(n, tx.Now()) && !force {
 			return &fault.Conflict{Reason: "node is running; delete with force=true to end its lease", Holder: n.Lease.By, ExpiresAt: n.Lease.ExpiresAt}
 		}
-		if n.Lease != nil {
-			before := *n.Lease
-			if err := s.leases.EndRun(tx, n, lease.OutcomeCancelled, c.Sub); err != nil {
-				return err
-			}
-			s.leases.Track(tx, &before, n)
+		if err := s.leases.EndRun(tx, n, lease.OutcomeCancelled, c.Sub); err != nil {
+			return err
 		}
 		var edges []*graph.Edge
 		if err := tx.EdgesOf(c.Tenant, id, graph.EdgeQuery{Dir: graph.DirBoth}, func(e *graph.Edge, _ []byte) (bool, error) {

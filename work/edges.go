@@ -57,9 +57,8 @@ func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.
 		if err := tx.EdgeInsert(c.Tenant, e); err != nil {
 			return err
 		}
-		old := child.Clone()
 		child.Parent = spec.From
-		return tx.NodePut(old, child)
+		return tx.NodePut(child)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error adding edge: %w", err)
@@ -119,7 +118,6 @@ func (s *Service) retireEdgeTx(tx *graph.Tx, c Caller, e *graph.Edge) error {
 	if child.Parent != e.From {
 		return nil
 	}
-	old := child.Clone()
 	child.Parent = ""
-	return tx.NodePut(old, child)
+	return tx.NodePut(child)
 }

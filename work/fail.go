@@ -59,7 +59,6 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 	if err := lease.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
 		return nil, err
 	}
-	old := n.Clone()
 	before := *n.Lease
 	if err := s.leases.EndRun(tx, n, lease.OutcomeFailed, p.By); err != nil {
 		return nil, err
@@ -82,10 +81,9 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 	default:
 		n.Status = graph.StatusFailed
 	}
-	if err := tx.NodePut(old, n); err != nil {
+	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
-	s.leases.Track(tx, &before, n)
 	if err := tx.Emit(n.Tenant, graph.EventFailed, n.ID, p.By, data); err != nil {
 		return nil, err
 	}
@@ -140,23 +138,14 @@ func (s *Service) childEnded(tx *graph.Tx, child *graph.Node, by string) ([]stri
 	if parent.Status.Terminal() || parent.OnChildFail != OnChildFailFail {
 		return nil, nil
 	}
-	old := parent.Clone()
-	var before *graph.Lease
-	if parent.Lease != nil {
-		l := *parent.Lease
-		before = &l
-		if err := s.leases.EndRun(tx, parent, lease.OutcomeFailed, by); err != nil {
-			return nil, err
-		}
+	if err := s.leases.EndRun(tx, parent, lease.OutcomeFailed, by); err != nil {
+		return nil, err
 	}
 	msg := fmt.Sprintf("child %s ended %s", child.ID, child.Status)
 	parent.Error = &msg
 	parent.Status = graph.StatusFailed
-	if err := tx.NodePut(old, parent); err != nil {
+	if err := tx.NodePut(parent); err != nil {
 		return nil, err
-	}
-	if before != nil {
-		s.leases.Track(tx, before, parent)
 	}
 	if err := tx.Emit(parent.Tenant, graph.EventFailed, parent.ID, by, map[string]any{
 		"error": msg, "child": child.ID, "requeue": false,

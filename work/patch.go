@@ -103,7 +103,6 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error)
 		if p.IfMatch != nil && *p.IfMatch != n.Version {
 			return &fault.PreconditionFailed{Current: n.Version}
 		}
-		old := n.Clone()
 		changed, err := applyPatch(n, p.Patch)
 		if err != nil {
 			return err
@@ -112,7 +111,7 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error)
 			out = n
 			return nil
 		}
-		if err := tx.NodePut(old, n); err != nil {
+		if err := tx.NodePut(n); err != nil {
 			return err
 		}
 		out = n

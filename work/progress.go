@@ -57,7 +57,6 @@ func (s *Service) ProgressTx(tx *graph.Tx, n *graph.Node, p ProgressParams) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	old := n.Clone()
 	prog := &graph.Progress{UpdatedAt: tx.Now().UTC()}
 	if n.Progress != nil {
 		*prog = *n.Progress
@@ -71,7 +70,7 @@ func (s *Service) ProgressTx(tx *graph.Tx, n *graph.Node, p ProgressParams) (*Pr
 	}
 	n.Progress = prog
 	addUsage(n, p.Usage)
-	if err := tx.NodePut(old, n); err != nil {
+	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
 	data := map[string]any{"fence": n.Lease.Fence}

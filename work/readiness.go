@@ -45,7 +45,7 @@ func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 		if err != nil {
 			return r, err
 		}
-		if dep.Status == graph.StatusDone || (dep.Status.Terminal() && e.Props["on_fail"] == OnFailIgnore) {
+		if graph.DependencySatisfied(dep.Status, e) {
 			continue
 		}
 		r.BlockedBy = append(r.BlockedBy, dep.ID)

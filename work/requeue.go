@@ -22,13 +22,12 @@ func (s *Service) Requeue(ctx context.Context, c Caller, id, reason string) (*gr
 		default:
 			return &fault.Conflict{Reason: fmt.Sprintf("only a failed, dead or cancelled node can be requeued; this one is %s", n.Status)}
 		}
-		old := n.Clone()
 		from := n.Status
 		n.Status = n.RestStatus()
 		n.Attempts = 0
 		n.Error = nil
 		n.RunAt = nil
-		if err := tx.NodePut(old, n); err != nil {
+		if err := tx.NodePut(n); err != nil {
 			return err
 		}
 		data := map[string]any{"from": from, "status": n.Status}
