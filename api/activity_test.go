@@ -440,7 +440,24 @@ func TestShutdownEndsStreamsAndLongPolls(t *testing.T) {
 		}
 		poll <- res
 	}()
-	time.Sleep(100 * time.Millisecond) // let the poll reach the server
+	w := e.user("w1")
+	claimPoll := make(chan *client.ClaimNextResponse, 1)
+	go func() {
+		res, err := w.ClaimNextWithResponse(context.Background(), "empty", client.ClaimNextRequest{WaitMS: ptr(int64(60000))})
+		if err != nil {
+			t.Error(err)
+		}
+		claimPoll <- res
+	}()
+	claimsPoll := make(chan *client.ClaimNextManyResponse, 1)
+	go func() {
+		res, err := w.ClaimNextManyWithResponse(context.Background(), "empty", client.ClaimManyRequest{Max: ptr(10), WaitMS: ptr(int64(60000))})
+		if err != nil {
+			t.Error(err)
+		}
+		claimsPoll <- res
+	}()
+	time.Sleep(100 * time.Millisecond) // let the polls reach the server
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -456,6 +473,11 @@ func TestShutdownEndsStreamsAndLongPolls(t *testing.T) {
 	res := <-poll
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 	require.Empty(t, res.JSON200.Items)
+	one := <-claimPoll
+	require.Equal(t, http.StatusNoContent, one.StatusCode(), "a claim-next long poll answers nothing claimed: %s", one.Body)
+	many := <-claimsPoll
+	require.Equal(t, http.StatusOK, many.StatusCode(), string(many.Body))
+	require.Empty(t, many.JSON200.Items)
 }
 
 func eventTypes(evs []client.Event) []client.EventType {

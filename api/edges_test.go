@@ -620,7 +620,7 @@ func TestCancelALeafCancelsOnlyItAndItsDependents(t *testing.T) {
 	ctx := context.Background()
 	d := e.dispatcher()
 	// on_child_fail ignore: what a cancelled child does to a parent that
-	// fails with it is the lifecycle's business (API.md §7), not the cascade's.
+	// fails with it is the lifecycle's business (the lifecycle rules in api/openapi.yaml), not the cascade's.
 	e.mustCreate(client.NodeCreate{ID: ptr("parent"), Type: "task", Queue: ptr("default"), OnChildFail: ptr(client.OnChildFailIgnore)})
 	e.mustCreate(client.NodeCreate{ID: ptr("leaf"), Type: "task", Queue: ptr("default"), Parent: ptr("parent")})
 	e.mustCreate(client.NodeCreate{ID: ptr("sibling"), Type: "task", Queue: ptr("default"), Parent: ptr("parent")})

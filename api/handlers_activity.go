@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,12 +29,11 @@ const (
 // activityRoutes registers comments and the event log.
 func (s *Server) activityRoutes(v1 v1Router) {
 	reader, worker := tenant.RoleReader, tenant.RoleWorker
-	d := &drain{closing: map[*http.Server]chan struct{}{}}
 
 	v1.add(http.MethodPost, "/nodes/:id/comments", s.createComment, worker)
 	v1.add(http.MethodGet, "/nodes/:id/comments", s.listComments, reader)
 	v1.add(http.MethodGet, "/nodes/:id/events", s.listNodeEvents, reader)
-	v1.add(http.MethodGet, "/events", func(c echo.Context) error { return s.listEvents(c, d) }, reader)
+	v1.add(http.MethodGet, "/events", s.listEvents, reader)
 }
 
 type commentJSON struct {
@@ -141,7 +139,7 @@ func (s *Server) listNodeEvents(c echo.Context) error {
 
 // listEvents answers the tenant's event log: a page, a long poll (wait_ms),
 // or, for Accept: text/event-stream, a stream of events as they commit.
-func (s *Server) listEvents(c echo.Context, d *drain) error {
+func (s *Server) listEvents(c echo.Context) error {
 	r := c.Request()
 	after, err := seqParam("after", c.QueryParam("after"))
 	if err != nil {
@@ -164,7 +162,7 @@ func (s *Server) listEvents(c echo.Context, d *drain) error {
 				return err
 			}
 		}
-		return s.streamEvents(c, d, t, after, limit)
+		return s.streamEvents(c, t, after, limit)
 	}
 	if wait == 0 {
 		evs, err := s.work.Events(t, after, limit)
@@ -173,7 +171,7 @@ func (s *Server) listEvents(c echo.Context, d *drain) error {
 		}
 		return writeJSON(c, http.StatusOK, eventList(evs))
 	}
-	ctx, cancel := d.context(r)
+	ctx, cancel := s.waitContext(r)
 	defer cancel()
 	ctx, stop := context.WithTimeout(ctx, wait)
 	defer stop()
@@ -193,8 +191,8 @@ func (s *Server) listEvents(c echo.Context, d *drain) error {
 // "id: <seq>", "event: <type>", "data: <event JSON>", then each new one as it
 // commits, with a keep-alive comment after keepAliveEvery of silence. It ends
 // when the client goes away or the server shuts down.
-func (s *Server) streamEvents(c echo.Context, d *drain, t string, after uint64, limit int) error {
-	ctx, cancel := d.context(c.Request())
+func (s *Server) streamEvents(c echo.Context, t string, after uint64, limit int) error {
+	ctx, cancel := s.waitContext(c.Request())
 	defer cancel()
 	w := c.Response()
 	// The server's write timeout bounds ordinary responses; a stream has none.
@@ -279,38 +277,4 @@ func waitParam(v string) (time.Duration, error) {
 		return 0, fault.Invalidf("wait_ms", "must be an integer from 0 to %d", maxWait.Milliseconds())
 	}
 	return time.Duration(n) * time.Millisecond, nil
-}
-
-// drain ends long-lived responses (long polls, event streams) when the
-// http.Server they run on shuts down: Shutdown stops accepting and waits for
-// handlers to return, but never cancels their contexts.
-type drain struct {
-	mu      sync.Mutex
-	closing map[*http.Server]chan struct{} // closed when that server shuts down
-}
-
-// context returns a context of r that also ends when r's server shuts down.
-func (d *drain) context(r *http.Request) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(r.Context())
-	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
-	if srv == nil {
-		return ctx, cancel
-	}
-	d.mu.Lock()
-	ch, ok := d.closing[srv]
-	if !ok {
-		ch = make(chan struct{})
-		d.closing[srv] = ch
-		// Shutdown runs these on every call, and may be called again.
-		srv.RegisterOnShutdown(sync.OnceFunc(func() { close(ch) }))
-	}
-	d.mu.Unlock()
-	go func() {
-		select {
-		case <-ch:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }

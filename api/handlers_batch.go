@@ -118,7 +118,7 @@ func (s *Server) batchOps() map[string]op {
 }
 
 func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string, run op, body []byte, requestID string) batchResult {
-	status, out, err := run(ctx, p, id, body)
+	status, out, err := runRecovered(ctx, p, id, body, run)
 	if err == nil {
 		return batchResult{ID: id, Status: status, Body: out}
 	}
@@ -128,4 +128,16 @@ func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string,
 		s.log.Error("internal error in batch op", "err", err, "node", id, "request_id", prob.RequestID)
 	}
 	return batchResult{ID: id, Status: prob.Status, Body: prob}
+}
+
+// runRecovered runs one batch op, turning a panic into an error (a 500 for
+// that op): ops run on goroutines of their own, outside the middleware that
+// recovers a handler's panic, where one would end the process.
+func runRecovered(ctx context.Context, p *tenant.Principal, id string, body []byte, run op) (status int, out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in a batch op: %v", r)
+		}
+	}()
+	return run(ctx, p, id, body)
 }

@@ -105,7 +105,7 @@ func (s *Server) claimNextParams(c echo.Context, many bool) (work.ClaimNextParam
 	}
 	p := work.ClaimNextParams{
 		Caller: caller(c), Queue: c.Param("queue"), Session: b.Session, TTL: ttl, Wait: wait,
-		Types: b.Types, Labels: b.Labels, Max: 1,
+		WaitEnd: s.stopped(), Types: b.Types, Labels: b.Labels, Max: 1,
 	}
 	switch {
 	case b.Max != nil && !many:

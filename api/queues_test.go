@@ -631,8 +631,8 @@ func TestQueueMaxRunning(t *testing.T) {
 	require.Less(t, lat, promptly)
 	requireNothing(t, dave, "mr", client.ClaimNextRequest{})
 
-	// The cap holds for claims by id too (API.md §8: "at most n live leases in
-	// that queue at once"): 429 rate_limited, and nothing changes.
+	// The cap holds for claims by id too (max_running: "at most n live
+	// leases in that queue at once"): 429 rate_limited, and nothing changes.
 	byID, err := dave.ClaimNodeWithResponse(ctx, "mr5", client.ClaimRequest{})
 	require.NoError(t, err)
 	requireProblem(t, byID.ApplicationProblemJSON429, http.StatusTooManyRequests, client.ProblemCodeRateLimited)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -50,6 +51,10 @@ type Server struct {
 	metrics *metrics
 	ready   atomic.Bool
 	sampled atomic.Uint64 // requests below 400 seen by a sampling access log
+	// stopping ends when the server begins to stop (Stop): every long poll
+	// and stream waits on it, so none holds up a shutdown.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // New builds the server and its routes.
@@ -64,6 +69,7 @@ func New(cfg Config, d Deps) *Server {
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
 	}
+	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -78,6 +84,23 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // SetReady flips what /ready answers (false while starting and draining).
 func (s *Server) SetReady(v bool) { s.ready.Store(v) }
+
+// Stop ends every long poll and stream, now and from now on: a waiting poll
+// answers at once with what there is, as if its wait_ms had run out, and a
+// stream ends. Other requests are not touched (http.Server.Shutdown drains
+// them). Call it before Shutdown; calling it again does nothing.
+func (s *Server) Stop() { s.stop() }
+
+// waitContext returns a context of r that also ends when the server stops:
+// what a long poll or a stream waits on.
+func (s *Server) waitContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	unhook := context.AfterFunc(s.stopping, cancel)
+	return ctx, func() { unhook(); cancel() }
+}
+
+// stopped is closed once the server stops (Stop).
+func (s *Server) stopped() <-chan struct{} { return s.stopping.Done() }
 
 func (s *Server) routes() {
 	e := s.echo

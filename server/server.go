@@ -128,10 +128,11 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
-// Shutdown stops taking requests, waits for in-flight ones (until ctx ends),
-// stops the reaper and closes the store.
+// Shutdown stops taking requests, ends long polls and streams, waits for
+// in-flight requests (until ctx ends), stops the reaper and closes the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
+	s.API.Stop() // long polls and streams answer now instead of holding Shutdown
 	err := s.http.Shutdown(ctx)
 	s.Leases.Stop()
 	return errors.Join(err, s.Store.Close())

@@ -188,9 +188,10 @@ func (o policyOverrides) over(d Policy) Policy {
 	return d
 }
 
-// validate checks an effective policy against the rules of API.md §3 and the
-// server's TTL ceiling. When default and max disagree, the field blamed is the
-// one the patch changed (the default when it changed both or neither).
+// validate checks an effective policy against the rules the Policy schema of
+// api/openapi.yaml states and the server's TTL ceiling. When default and max
+// disagree, the field blamed is the one the patch changed (the default when
+// it changed both or neither).
 func (p Policy) validate(ceilingMS int64, patch PolicyPatch) error {
 	switch {
 	case p.ClaimTTLDefaultMS < minClaimTTLMS:

@@ -29,7 +29,8 @@ type Config struct {
 	TTLCeilingMS int64
 }
 
-// Documented defaults (API.md §3 and §10).
+// Documented defaults: the Policy schema in api/openapi.yaml and the server
+// settings table in README.md.
 const (
 	defaultClaimTTLDefaultMS = 300_000
 	defaultClaimTTLMaxMS     = 7_200_000

@@ -19,6 +19,9 @@ type ClaimNextParams struct {
 	Session string
 	TTL     time.Duration
 	Wait    time.Duration // long poll: answer as soon as a node is ready, or after Wait
+	// WaitEnd, when it closes, ends a long poll early with nothing claimed,
+	// as if Wait had passed (the server is stopping).
+	WaitEnd <-chan struct{}
 	Types   []string      // when set, only nodes of these types
 	Labels  []string      // when set, only nodes carrying every one of these labels
 	Max     int           // how many nodes at most (1 for claim-next)
@@ -77,6 +80,8 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 		select {
 		case <-changed:
 		case <-deadline:
+			return nil, nil
+		case <-p.WaitEnd:
 			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()

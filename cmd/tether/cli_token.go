@@ -17,7 +17,7 @@ func (c *cli) tokenCommand() *cobra.Command {
 	return groupCommand("token", "Make tokens (for operators)", c.tokenMintCommand())
 }
 
-// tenantID is API.md's tenant id: the `tid` claim.
+// tenantID is the tenant id a token carries: its `tid` claim.
 var tenantID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 func (c *cli) tokenMintCommand() *cobra.Command {

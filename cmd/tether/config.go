@@ -52,7 +52,7 @@ func csv(names ...string) []string {
 	return out
 }
 
-// loadEnv reads every TETHER_* setting of API.md §10 and the Spine tokens.
+// loadEnv reads every TETHER_* setting (the table in README.md) and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
 		Addr:      envString("TETHER_ADDR", "127.0.0.1:36725"),
