@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -23,6 +24,10 @@ type Config struct {
 	SkillMD []byte
 	// AccessLog says which requests are logged (the zero value: errors).
 	AccessLog AccessLog
+	// OperatorTokens may call the server-wide operator endpoints (backup),
+	// which reach every tenant's records (TETHER_OPERATOR_TOKENS). None: the
+	// operator endpoints refuse every caller.
+	OperatorTokens []string
 }
 
 // Deps are the domain services the handlers call.
@@ -55,6 +60,9 @@ type Server struct {
 	// and stream waits on it, so none holds up a shutdown.
 	stopping context.Context
 	stop     context.CancelFunc
+	// operatorSums are the SHA-256 of the operator tokens, so comparing
+	// never leaks a token's length.
+	operatorSums [][sha256.Size]byte
 }
 
 // New builds the server and its routes.
@@ -70,6 +78,11 @@ func New(cfg Config, d Deps) *Server {
 		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
+	for _, t := range cfg.OperatorTokens {
+		if t != "" {
+			s.operatorSums = append(s.operatorSums, sha256.Sum256([]byte(t)))
+		}
+	}
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -111,6 +124,7 @@ func (s *Server) routes() {
 	e.GET("/openapi.yaml", s.openapi)
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
 	e.GET("/skill.md", s.skill)
+	e.GET("/admin/backup", s.backup)
 
 	v1 := s.v1Routes()
 	reader, worker, dispatcher, admin := tenant.RoleReader, tenant.RoleWorker, tenant.RoleDispatcher, tenant.RoleAdmin

@@ -1548,6 +1548,22 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetBackup An online backup of every tenant's records
+	//
+	// Streams every record of the store, as of one instant, in Tether's
+	// backup format (`TETHERBK`, version 1; see package `backup`), while the
+	// server keeps serving: the state after some durable commit, all of it
+	// and nothing later. Writes that commit meanwhile are not in it. The
+	// stream ends with a record count and a SHA-256; a stream cut short has
+	// no trailer, and `tether restore` refuses it. Restore it with
+	// `tether restore FILE DATA_DIR` into a new directory, then start a
+	// server on that directory. Needs an operator token
+	// (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
+	// holds every tenant.
+	//
+	// Corresponds with GET /admin/backup (the `GetBackup` operationId).
+	GetBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetHealth Liveness
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
@@ -2339,6 +2355,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
 	HeartbeatWorker(ctx context.Context, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetBackup An online backup of every tenant's records
+//
+// Streams every record of the store, as of one instant, in Tether's
+// backup format (`TETHERBK`, version 1; see package `backup`), while the
+// server keeps serving: the state after some durable commit, all of it
+// and nothing later. Writes that commit meanwhile are not in it. The
+// stream ends with a record count and a SHA-256; a stream cut short has
+// no trailer, and `tether restore` refuses it. Restore it with
+// `tether restore FILE DATA_DIR` into a new directory, then start a
+// server on that directory. Needs an operator token
+// (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
+// holds every tenant.
+//
+// Corresponds with GET /admin/backup (the `GetBackup` operationId).
+func (c *Client) GetBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBackupRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetHealth Liveness
@@ -3831,6 +3873,33 @@ func (c *Client) HeartbeatWorker(ctx context.Context, body HeartbeatWorkerJSONRe
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetBackupRequest constructs an http.Request for the GetBackup method
+func NewGetBackupRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/admin/backup")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetHealthRequest constructs an http.Request for the GetHealth method
@@ -6240,6 +6309,24 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetBackupWithResponse An online backup of every tenant's records
+	//
+	// Streams every record of the store, as of one instant, in Tether's
+	// backup format (`TETHERBK`, version 1; see package `backup`), while the
+	// server keeps serving: the state after some durable commit, all of it
+	// and nothing later. Writes that commit meanwhile are not in it. The
+	// stream ends with a record count and a SHA-256; a stream cut short has
+	// no trailer, and `tether restore` refuses it. Restore it with
+	// `tether restore FILE DATA_DIR` into a new directory, then start a
+	// server on that directory. Needs an operator token
+	// (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
+	// holds every tenant.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /admin/backup (the `GetBackup` operationId).
+	GetBackupWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBackupResponse, error)
+
 	// GetHealthWithResponse Liveness
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7079,6 +7166,68 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/workers/heartbeat (the `HeartbeatWorker` operationId).
 	HeartbeatWorkerWithResponse(ctx context.Context, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error)
+}
+
+// GetBackupResponse200Headers the declared response headers of an HTTP 200 response for GetBackup
+type GetBackupResponse200Headers struct {
+	ContentDisposition *string
+}
+
+// GetBackupResponse401Headers the declared response headers of an HTTP 401 response for GetBackup
+type GetBackupResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetBackupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetBackupResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBackupResponse401Headers
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetBackupResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetBackupResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBackupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBackupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBackupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBackupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type GetHealthResponse struct {
@@ -11613,6 +11762,30 @@ func (r HeartbeatWorkerResponse) ContentType() string {
 	return ""
 }
 
+// GetBackupWithResponse An online backup of every tenant's records
+//
+// Streams every record of the store, as of one instant, in Tether's
+// backup format (`TETHERBK`, version 1; see package `backup`), while the
+// server keeps serving: the state after some durable commit, all of it
+// and nothing later. Writes that commit meanwhile are not in it. The
+// stream ends with a record count and a SHA-256; a stream cut short has
+// no trailer, and `tether restore` refuses it. Restore it with
+// `tether restore FILE DATA_DIR` into a new directory, then start a
+// server on that directory. Needs an operator token
+// (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
+// holds every tenant.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /admin/backup (the `GetBackup` operationId).
+func (c *ClientWithResponses) GetBackupWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBackupResponse, error) {
+	rsp, err := c.GetBackup(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBackupResponse(rsp)
+}
+
 // GetHealthWithResponse Liveness
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12871,6 +13044,62 @@ func (c *ClientWithResponses) HeartbeatWorkerWithResponse(ctx context.Context, b
 		return nil, err
 	}
 	return ParseHeartbeatWorkerResponse(rsp)
+}
+
+// ParseGetBackupResponse parses an HTTP response from a GetBackupWithResponse call
+func ParseGetBackupResponse(rsp *http.Response) (*GetBackupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBackupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetBackupResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetBackupResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call

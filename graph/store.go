@@ -102,6 +102,10 @@ func (s *Store) Close() error {
 	return err
 }
 
+// KV is the storage engine under the graph, for what works on every record
+// alike (a backup).
+func (s *Store) KV() *kv.Store { return s.kv }
+
 // Clock is the store's clock.
 func (s *Store) Clock() clock.Clock { return s.clock }
 

@@ -22,9 +22,9 @@ type ClaimNextParams struct {
 	// WaitEnd, when it closes, ends a long poll early with nothing claimed,
 	// as if Wait had passed (the server is stopping).
 	WaitEnd <-chan struct{}
-	Types   []string      // when set, only nodes of these types
-	Labels  []string      // when set, only nodes carrying every one of these labels
-	Max     int           // how many nodes at most (1 for claim-next)
+	Types   []string // when set, only nodes of these types
+	Labels  []string // when set, only nodes carrying every one of these labels
+	Max     int      // how many nodes at most (1 for claim-next)
 }
 
 // MaxWait bounds a long poll.

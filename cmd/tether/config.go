@@ -103,6 +103,7 @@ func loadEnv() (settings, error) {
 		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
 		MaxBodyBytes:     maxBody,
 		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
+		OperatorTokens:   csv("TETHER_OPERATOR_TOKENS"),
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
 			PublicKeys:      keys,

@@ -16,12 +16,12 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCommand())
-	root.AddCommand(workCommand(), checkCommand())
+	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
 	root.AddCommand(cli.leaseCommands()...)
 	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
-	root.AddCommand(cli.tokenCommand(), cli.tenantCommand())
+	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.backupCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether:", err)
 		os.Exit(exitCode(err)) // 2 for a usage error

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -115,6 +116,7 @@ func serve(ctx context.Context, s settings, log *slog.Logger) error {
 		}
 		devSecret = secret
 		s.Server.Tenant.JWTSecrets = append(s.Server.Tenant.JWTSecrets, secret)
+		s.Server.OperatorTokens = append(s.Server.OperatorTokens, devOperatorToken(secret))
 	}
 	if !s.Server.Tenant.HasCredentials() {
 		return errors.New(`no credentials are configured, so nobody could call this server.
@@ -236,6 +238,17 @@ Try it:
        -d '{"id": "hello", "type": "task", "queue": "default"}'
   curl -s -X POST $TETHER_URL/v1/nodes/hello/claim -H "Authorization: Bearer $TETHER_TOKEN"
 
-`, url, tok)
+An operator token, for tether backup:
+
+  export TETHER_OPERATOR_TOKEN=%[3]s
+
+`, url, tok, devOperatorToken(secret))
 	return nil
+}
+
+// devOperatorToken is dev mode's operator token, derived from the dev
+// secret so that it survives restarts with it.
+func devOperatorToken(secret string) string {
+	sum := sha256.Sum256([]byte("tether dev operator token\x00" + secret))
+	return "op_" + hex.EncodeToString(sum[:])
 }
