@@ -130,11 +130,29 @@ func (s *Server) listNodeEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	evs, err := s.work.NodeEvents(principal(c).Tenant, id, after, limit)
+	t := principal(c).Tenant
+	if err := s.behindRetention(t, after); err != nil {
+		return err
+	}
+	evs, err := s.work.NodeEvents(t, id, after, limit)
+	if err == nil {
+		err = s.behindRetention(t, after)
+	}
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, eventList(evs))
+}
+
+// behindRetention is a fault.Gone when the cursor after (a seq the caller
+// has read up to; 0 for none) is behind tenant's retention horizon, so that
+// reading on would skip events removed since. No cursor starts at the
+// oldest event kept.
+func (s *Server) behindRetention(tenant string, after uint64) error {
+	if h := s.store.EventHorizon(tenant); after > 0 && after < h {
+		return &fault.Gone{After: after, OldestSeq: h + 1}
+	}
+	return nil
 }
 
 // listEvents answers the tenant's event log: a page, a long poll (wait_ms),
@@ -162,10 +180,19 @@ func (s *Server) listEvents(c echo.Context) error {
 				return err
 			}
 		}
+		if err := s.behindRetention(t, after); err != nil {
+			return err
+		}
 		return s.streamEvents(c, t, after, limit)
+	}
+	if err := s.behindRetention(t, after); err != nil {
+		return err
 	}
 	if wait == 0 {
 		evs, err := s.work.Events(t, after, limit)
+		if err == nil {
+			err = s.behindRetention(t, after) // a removal may have raced the read
+		}
 		if err != nil {
 			return err
 		}
@@ -180,6 +207,9 @@ func (s *Server) listEvents(c echo.Context) error {
 		// The server is shutting down: answer what there is (nothing), as
 		// if the wait had run out, so the poller simply polls again.
 		err = nil
+	}
+	if err == nil {
+		err = s.behindRetention(t, after)
 	}
 	if err != nil {
 		return err
@@ -212,6 +242,11 @@ func (s *Server) streamEvents(c echo.Context, t string, after uint64, limit int)
 		evs, err := s.work.WaitEvents(waitCtx, t, after, limit)
 		stop()
 		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil && s.behindRetention(t, after) != nil {
+			// The stream fell behind retention: end it, and the client's
+			// reconnect (Last-Event-ID) gets the 410 that says so.
 			return nil
 		}
 		if err != nil {

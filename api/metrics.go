@@ -11,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/retention"
 )
 
 // metrics is one registry per server: no package-level state.
@@ -19,6 +20,18 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	codes    [600]string // the label of each status code, made once
+}
+
+// retention registers the retention cleaner's totals.
+func (m *metrics) retention(st *retention.Stats) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_retention_nodes_removed_total", Help: "Finished nodes removed by retention."},
+			func() float64 { return float64(st.Nodes.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_retention_event_groups_removed_total", Help: "Event groups (the events of one transaction) removed by retention."},
+			func() float64 { return float64(st.Groups.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_retention_passes_total", Help: "Passes of the retention cleaner."},
+			func() float64 { return float64(st.Passes.Load()) }),
+	)
 }
 
 func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {

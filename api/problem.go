@@ -28,6 +28,7 @@ type Problem struct {
 	RunAt          *Time    `json:"run_at,omitempty"`
 	Field          string   `json:"field,omitempty"`
 	CurrentVersion *int64   `json:"current_version,omitempty"`
+	OldestSeq      *uint64  `json:"oldest_seq,omitempty"`
 	RequestID      string   `json:"request_id,omitempty"`
 	retryAfter     int      // seconds, for 429
 }
@@ -59,6 +60,7 @@ const (
 	CodeRateLimited         = "rate_limited"
 	CodeInternal            = "internal"
 	CodeUnavailable         = "unavailable"
+	CodeGone                = "gone"
 )
 
 func newProblem(status int, code, detail string) *Problem {
@@ -128,6 +130,11 @@ func problemFor(err error) (*Problem, bool) {
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error()), true
 	case *http.MaxBytesError:
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error()), true
+	case *fault.Gone:
+		p := newProblem(http.StatusGone, CodeGone, e.Error())
+		oldest := e.OldestSeq
+		p.OldestSeq = &oldest
+		return p, true
 	case *echo.HTTPError:
 		return echoProblem(e), true
 	}
@@ -214,6 +221,8 @@ func errorRank(err error) int {
 		return 13
 	case *echo.HTTPError:
 		return 16
+	case *fault.Gone:
+		return 17
 	}
 	switch err {
 	case fault.ErrUnavailable:

@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -37,8 +38,10 @@ type Deps struct {
 	Leases  *lease.Service
 	Work    *work.Service
 	Workers *worker.Registry
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Retention are the cleaner's totals, for /metrics (none when nil).
+	Retention *retention.Stats
+	Clock     clock.Clock
+	Logger    *slog.Logger
 }
 
 // Server is the HTTP face of Tether: thin handlers that decode, call a domain
@@ -84,6 +87,9 @@ func New(cfg Config, d Deps) *Server {
 		}
 	}
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
+	if d.Retention != nil {
+		s.metrics.retention(d.Retention)
+	}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler

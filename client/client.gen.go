@@ -202,6 +202,7 @@ const (
 	ProblemCodeConflict            ProblemCode = "conflict"
 	ProblemCodeCycle               ProblemCode = "cycle"
 	ProblemCodeForbidden           ProblemCode = "forbidden"
+	ProblemCodeGone                ProblemCode = "gone"
 	ProblemCodeIdempotencyMismatch ProblemCode = "idempotency_mismatch"
 	ProblemCodeInternal            ProblemCode = "internal"
 	ProblemCodeLeaseLost           ProblemCode = "lease_lost"
@@ -226,6 +227,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeCycle:
 		return true
 	case ProblemCodeForbidden:
+		return true
+	case ProblemCodeGone:
 		return true
 	case ProblemCodeIdempotencyMismatch:
 		return true
@@ -851,6 +854,16 @@ type Policy struct {
 
 	// RequestsPerSecond Per identity, with a burst of twice the rate; 0 = no cap.
 	RequestsPerSecond float64 `json:"requests_per_second"`
+
+	// RetentionMS How long a finished node (done, failed, dead, cancelled), with its
+	// comments and retired edges, is kept after it last changed, and an
+	// event after it happened; 0 = keep forever; otherwise 1000 to
+	// 315360000000 (ten years). Server default `TETHER_RETENTION_MS`
+	// (604800000, a week). A finished node still linked by a live edge
+	// to a node that is not finished is kept a retention period longer.
+	// A cursor behind what was removed gets 410 `gone` from the event
+	// endpoints.
+	RetentionMS int64 `json:"retention_ms"`
 }
 
 // PolicyPatch A JSON merge patch of the policy; `null` restores the server default.
@@ -860,6 +873,9 @@ type PolicyPatch struct {
 	MaxAttemptsDefault   Nullable[int64]   `json:"max_attempts_default,omitzero"`
 	MaxLeasesPerIdentity Nullable[int64]   `json:"max_leases_per_identity,omitzero"`
 	RequestsPerSecond    Nullable[float64] `json:"requests_per_second,omitzero"`
+
+	// RetentionMS 0 (keep forever) or 1000 to 315360000000.
+	RetentionMS Nullable[int64] `json:"retention_ms,omitzero"`
 }
 
 // ProblemCode The stable error code clients switch on.
@@ -1157,6 +1173,9 @@ type Conflict = Problem
 // Forbidden An RFC 9457 problem document with Tether's extension members.
 type Forbidden = Problem
 
+// Gone An RFC 9457 problem document with Tether's extension members.
+type Gone = Problem
+
 // IdempotencyMismatch An RFC 9457 problem document with Tether's extension members.
 type IdempotencyMismatch = Problem
 
@@ -1190,7 +1209,7 @@ type DeleteEdgeParams struct {
 
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
-	// After Only events with a greater `seq` (default 0, from the start).
+	// After Only events with a greater `seq` (default 0: from the oldest event kept; a cursor behind the retention horizon is 410).
 	After *int64 `form:"after,omitempty" json:"after,omitempty"`
 
 	// Limit Page size.
@@ -1290,7 +1309,7 @@ type ListNodeEdgesParams struct {
 
 // ListNodeEventsParams defines parameters for ListNodeEvents.
 type ListNodeEventsParams struct {
-	// After Only events with a greater `seq` (default 0, from the start).
+	// After Only events with a greater `seq` (default 0: from the oldest event kept; a cursor behind the retention horizon is 410).
 	After *int64 `form:"after,omitempty" json:"after,omitempty"`
 
 	// Limit Page size.
@@ -7878,6 +7897,8 @@ type ListEventsResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -7908,6 +7929,11 @@ func (r ListEventsResponse) GetApplicationProblemJSON401() *Unauthorized {
 // GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r ListEventsResponse) GetApplicationProblemJSON403() *Forbidden {
 	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r ListEventsResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -9441,6 +9467,8 @@ type ListNodeEventsResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *Gone
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -9476,6 +9504,11 @@ func (r ListNodeEventsResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListNodeEventsResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r ListNodeEventsResponse) GetApplicationProblemJSON410() *Gone {
+	return r.ApplicationProblemJSON410
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -13651,6 +13684,13 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 		}
 		response.ApplicationProblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15146,6 +15186,13 @@ func ParseListNodeEventsResponse(rsp *http.Response) (*ListNodeEventsResponse, e
 			return nil, err
 		}
 		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Gone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -38,6 +38,8 @@ type Problem struct {
 	Field string `json:"field,omitempty"`
 	// CurrentVersion is the node's version on precondition_failed.
 	CurrentVersion *int64 `json:"current_version,omitempty"`
+	// OldestSeq is, on gone, the oldest event seq still kept.
+	OldestSeq *int64 `json:"oldest_seq,omitempty"`
 	// RequestID identifies the request in the server's logs.
 	RequestID string `json:"request_id,omitempty"`
 }

@@ -128,6 +128,17 @@ type RateLimited struct {
 
 func (e *RateLimited) Error() string { return e.Reason }
 
+// Gone is a cursor behind what retention kept: events after it were
+// removed, so reading on from it would skip them.
+type Gone struct {
+	After     uint64 // the cursor asked for
+	OldestSeq uint64 // the oldest event seq that may still be read
+}
+
+func (e *Gone) Error() string {
+	return fmt.Sprintf("events after seq %d were removed by retention; the oldest still kept is after seq %d (start again from there, or from the beginning without after)", e.After, e.OldestSeq-1)
+}
+
 // TooLarge is a body or blob over its limit.
 type TooLarge struct {
 	Limit int64

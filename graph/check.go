@@ -70,8 +70,13 @@ func Check(dir string) (*CheckReport, error) {
 		r.problem("the in-memory state cannot be derived: %v", err)
 		return r, nil
 	}
+	s.marks = newMarks()
+	if err := s.loadMarks(); err != nil {
+		r.problem("%v", err)
+		return r, nil
+	}
 	err = db.View(func(tx *kv.Txn) error {
-		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*Node{}, edgeAdded: map[string]map[uint64]string{}}
+		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
 		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases} {
 			if err := step(); err != nil {
 				return err
@@ -90,7 +95,11 @@ type checker struct {
 	live      []liveEdgeRecord
 	liveTen   []string
 	edgeAdded map[string]map[uint64]string // tenant -> seq -> "from type to"
+	marks     *marks
 }
+
+// horizon is the highest event seq retention removed from tenant.
+func (c *checker) horizon(tenant string) uint64 { return c.marks.horizon[tenant] }
 
 func (c *checker) nodes_() error {
 	return c.tx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
@@ -215,6 +224,9 @@ func (c *checker) events() error {
 			return true, nil
 		}
 		tenant, at := string(parts[0]), uint64FromBytes(parts[1])
+		if h := c.horizon(tenant); g.Events[0].Seq <= h {
+			c.r.problem("event group %d of %s holds seq %d, behind its retention horizon %d", at, tenant, g.Events[0].Seq, h)
+		}
 		if g.Events[len(g.Events)-1].Seq != at {
 			c.r.problem("event group %d of %s ends at seq %d", at, tenant, g.Events[len(g.Events)-1].Seq)
 		}
@@ -268,6 +280,9 @@ func (c *checker) events() error {
 	}
 	for i, le := range c.live {
 		e := le.Edge
+		if le.Seq <= c.horizon(c.liveTen[i]) {
+			continue // its edge_added event is past retention
+		}
 		if got, ok := c.edgeAdded[c.liveTen[i]][le.Seq]; !ok || got != e.From+" "+e.Type+" "+e.To {
 			c.r.problem("live edge %s %s %s of %s: seq %d is not its edge_added event", e.From, e.Type, e.To, c.liveTen[i], le.Seq)
 		}

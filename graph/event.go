@@ -46,6 +46,8 @@ func (tx *Tx) nextSeq(tenant string) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		// Retention may have removed every group: never reuse its seqs.
+		last = max(last, tx.mark(tenant).horizon)
 	}
 	last++
 	tx.seqs[tenant] = last

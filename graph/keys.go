@@ -27,6 +27,7 @@ import (
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record (expires with a Badger TTL)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
+//	X|t                             retention mark: highest event seq removed, fence floor (retention.go)
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.

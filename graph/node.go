@@ -181,6 +181,9 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	} else if f, ok := tx.store.table.fences[ref]; ok {
 		n.LastFence = f
 	}
+	// Retention removed nodes whose ids left no fence record: start above
+	// every fence they issued.
+	n.LastFence = max(n.LastFence, tx.mark(n.Tenant).fenceFloor)
 	n.Version = 1
 	n.CreatedAt, n.UpdatedAt = tx.now.UTC(), tx.now.UTC()
 	b, err := tx.putNode(n)

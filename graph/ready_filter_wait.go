@@ -136,6 +136,7 @@ func (m *readyMirror) watch(tenant, queue string, f ReadyFilter) (<-chan struct{
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		q.waiters.unfile(r)
+		m.dropIfIdle(tenantQueue{tenant, queue}, q)
 	}
 	return r.ch, stop
 }

@@ -160,6 +160,18 @@ func (m *readyMirror) remove(tenant, queue, id string) {
 		delete(q.present, id)
 	}
 	// A delayed entry stays in the heap and is dropped when it comes due.
+	m.dropIfIdle(tenantQueue{tenant, queue}, q)
+}
+
+// dropIfIdle forgets a queue that holds nothing: no entry, no waiter, no
+// node counted. Queue names are the clients' to choose; without this every
+// name ever polled would stay in memory (call with mu held).
+func (m *readyMirror) dropIfIdle(t tenantQueue, q *queueMirror) {
+	if len(q.present) == 0 && q.waiters.waiting == 0 && len(q.counts) == 0 && len(q.shown) == 0 {
+		if m.queues[t] == q {
+			delete(m.queues, t)
+		}
+	}
 }
 
 // ascend calls fn with every claimable id of a queue in claim order, whatever
@@ -202,6 +214,7 @@ func (m *readyMirror) count(tenant, queue string, from, to Status) {
 	if to != "" {
 		q.counts[to]++
 	}
+	m.dropIfIdle(tenantQueue{tenant, queue}, q)
 }
 
 // QueueStat is what the store knows of one queue.

@@ -60,6 +60,7 @@ func (m *readyMirror) showCounts(moves []countMove) {
 		if mv.to != "" {
 			q.shown[mv.to]++
 		}
+		m.dropIfIdle(tenantQueue{mv.tenant, mv.queue}, q)
 	}
 }
 

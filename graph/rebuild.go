@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -11,7 +12,29 @@ import (
 // (and its record while live), the live edges (assigned ones from their
 // nodes' records) with the blocker and dependent counts they imply, the fences of deleted nodes, and the ready
 // mirror with its queue counts. It runs once at open, before the writer.
-func (s *Store) rebuild() error { return s.derive(s.table, s.ready) }
+func (s *Store) rebuild() error {
+	if err := s.derive(s.table, s.ready); err != nil {
+		return err
+	}
+	s.table.fillFinished()
+	return s.loadMarks()
+}
+
+// loadMarks reads every tenant's retention mark (retention.go).
+func (s *Store) loadMarks() error {
+	return s.kv.View(func(ktx *kv.Txn) error {
+		return ktx.Scan([]byte{tagRetention, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			parts := splitKey(key, 2) // tenant, ""
+			m, err := decodeMark(val)
+			if len(parts) != 2 || err != nil {
+				return false, fmt.Errorf("retention mark %q is malformed: %v", key, err)
+			}
+			tenant := string(parts[0])
+			s.marks.writer[tenant], s.marks.horizon[tenant] = m, m.horizon
+			return true, nil
+		})
+	})
+}
 
 // derive builds the in-memory state from the records into t and m.
 func (s *Store) derive(t *table, m *readyMirror) error {

@@ -33,6 +33,9 @@ type nodeState struct {
 	labels []string
 	holder string // the live lease's identity ("" for none)
 	runAt  int64  // unix ms; 0 = none
+	// changed is when a finished node last changed (unix ns), for
+	// retention; 0 while the node is not finished.
+	changed int64
 	// record is the encoded record while the node is live (open, queued or
 	// running), so the hot paths never read the store; nil once terminal.
 	record []byte
@@ -102,10 +105,13 @@ type table struct {
 	// fences keeps the last fence of each deleted node id, so a node
 	// re-created under it continues the numbers.
 	fences map[nodeRef]uint64
+	// finished queues each tenant's finished nodes for retention
+	// (finished.go); only the writer touches it.
+	finished map[string]*finishedQueue
 }
 
 func newTable() *table {
-	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}}
+	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}, finished: map[string]*finishedQueue{}}
 }
 
 func (t *table) tenant(name string) *tenantIndex {
@@ -239,6 +245,8 @@ func stateOf(n *Node, record []byte) nodeState {
 	}
 	if !n.Status.Terminal() {
 		st.record = record
+	} else {
+		st.changed = n.UpdatedAt.UnixNano()
 	}
 	return st
 }

@@ -35,6 +35,7 @@ type Store struct {
 	table  *table
 	events *eventHub
 	ready  *readyMirror
+	marks  *marks // retention marks (retention.go)
 
 	// Owned by the writer goroutine.
 	seqs    map[string]uint64
@@ -74,6 +75,7 @@ func Open(opts Options) (*Store, error) {
 		table:  newTable(),
 		events: newEventHub(),
 		ready:  newReadyMirror(opts.Clock),
+		marks:  newMarks(),
 		seqs:   map[string]uint64{},
 	}
 	fresh, err := s.checkFormat(opts.Dir)

@@ -33,6 +33,7 @@ type Tx struct {
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
 	events []Event
+	marks  map[string]retentionMark // retention marks changed here (retention.go)
 }
 
 // edgeRef names a live edge.
@@ -136,6 +137,7 @@ func (tx *Tx) apply() {
 			t.index(e)
 		}
 		s.ready.track(ref, old, st, &moves)
+		t.noteFinished(ref, old, st)
 	}
 	if len(moves) > 0 {
 		tx.OnDurable(func() { s.ready.showCounts(moves) })

@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -36,6 +37,9 @@ type Config struct {
 	WorkerStaleAfter time.Duration
 	// OperatorTokens may take backups (TETHER_OPERATOR_TOKENS).
 	OperatorTokens []string
+	// CleanerInterval is how often retention runs (retention.DefaultInterval
+	// when zero).
+	CleanerInterval time.Duration
 }
 
 // Server is a running Tether.
@@ -45,6 +49,7 @@ type Server struct {
 	Leases  *lease.Service
 	Work    *work.Service
 	Workers *worker.Registry
+	Cleaner *retention.Cleaner
 	API     *api.Server
 	http    *http.Server
 	log     *slog.Logger
@@ -104,10 +109,19 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
 	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
-	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, OperatorTokens: cfg.OperatorTokens}, api.Deps{
-		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Clock: cfg.Clock, Logger: cfg.Logger,
+	cleaner := retention.New(retention.Config{
+		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Interval: cfg.CleanerInterval,
+		Retention: func(ctx context.Context, t string) (time.Duration, error) {
+			p, err := tenants.Policy(ctx, t)
+			return time.Duration(p.RetentionMS) * time.Millisecond, err
+		},
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, API: a, log: cfg.Logger}
+	cleaner.Start()
+	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, OperatorTokens: cfg.OperatorTokens}, api.Deps{
+		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
+		Clock: cfg.Clock, Logger: cfg.Logger,
+	})
+	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -136,6 +150,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
 	s.API.Stop() // long polls and streams answer now instead of holding Shutdown
 	err := s.http.Shutdown(ctx)
+	s.Cleaner.Stop()
 	s.Leases.Stop()
 	return errors.Join(err, s.Store.Close())
 }

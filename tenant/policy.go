@@ -19,6 +19,10 @@ type Policy struct {
 	MaxAttemptsDefault   int64   `json:"max_attempts_default"`
 	MaxLeasesPerIdentity int64   `json:"max_leases_per_identity"` // 0: no cap
 	RequestsPerSecond    float64 `json:"requests_per_second"`     // 0: no cap
+	// RetentionMS is how long finished nodes (with their comments and
+	// retired edges) are kept after they last changed, and events after
+	// they happened; 0 keeps them forever.
+	RetentionMS int64 `json:"retention_ms"`
 }
 
 // Policy field names, as in JSON and in *fault.Invalid.
@@ -28,6 +32,13 @@ const (
 	fieldMaxAttempts     = "max_attempts_default"
 	fieldMaxLeases       = "max_leases_per_identity"
 	fieldRPS             = "requests_per_second"
+	fieldRetention       = "retention_ms"
+)
+
+// The range of retention_ms besides 0 (forever): a second to ten years.
+const (
+	MinRetentionMS = 1000
+	MaxRetentionMS = 10 * 365 * 24 * 3600 * 1000
 )
 
 // minClaimTTLMS is the shortest lease TTL a policy may set.
@@ -48,6 +59,7 @@ type PolicyPatch struct {
 	MaxAttemptsDefault   Change[int64]
 	MaxLeasesPerIdentity Change[int64]
 	RequestsPerSecond    Change[float64]
+	RetentionMS          Change[int64]
 }
 
 // DecodePolicyPatch decodes a merge patch from a JSON object. Unknown or
@@ -88,6 +100,8 @@ func DecodePolicyPatch(raw []byte) (PolicyPatch, error) {
 			p.MaxLeasesPerIdentity, err = decodeIntChange(name, val)
 		case fieldRPS:
 			p.RequestsPerSecond, err = decodeFloatChange(name, val)
+		case fieldRetention:
+			p.RetentionMS, err = decodeIntChange(name, val)
 		default:
 			err = fault.Invalidf(truncate(name, 64), "unknown field")
 		}
@@ -149,6 +163,7 @@ type policyOverrides struct {
 	MaxAttemptsDefault   *int64   `json:"max_attempts_default,omitempty"`
 	MaxLeasesPerIdentity *int64   `json:"max_leases_per_identity,omitempty"`
 	RequestsPerSecond    *float64 `json:"requests_per_second,omitempty"`
+	RetentionMS          *int64   `json:"retention_ms,omitempty"`
 }
 
 func applyChange[T int64 | float64](dst **T, c Change[T]) {
@@ -169,6 +184,7 @@ func (o policyOverrides) apply(p PolicyPatch) policyOverrides {
 	applyChange(&o.MaxAttemptsDefault, p.MaxAttemptsDefault)
 	applyChange(&o.MaxLeasesPerIdentity, p.MaxLeasesPerIdentity)
 	applyChange(&o.RequestsPerSecond, p.RequestsPerSecond)
+	applyChange(&o.RetentionMS, p.RetentionMS)
 	return o
 }
 
@@ -185,6 +201,7 @@ func (o policyOverrides) over(d Policy) Policy {
 	overlay(&d.MaxAttemptsDefault, o.MaxAttemptsDefault)
 	overlay(&d.MaxLeasesPerIdentity, o.MaxLeasesPerIdentity)
 	overlay(&d.RequestsPerSecond, o.RequestsPerSecond)
+	overlay(&d.RetentionMS, o.RetentionMS)
 	return d
 }
 
@@ -211,6 +228,8 @@ func (p Policy) validate(ceilingMS int64, patch PolicyPatch) error {
 		return fault.Invalidf(fieldMaxLeases, "must not be negative")
 	case p.RequestsPerSecond < 0 || math.IsNaN(p.RequestsPerSecond) || math.IsInf(p.RequestsPerSecond, 0):
 		return fault.Invalidf(fieldRPS, "must be a non-negative number")
+	case p.RetentionMS != 0 && (p.RetentionMS < MinRetentionMS || p.RetentionMS > MaxRetentionMS):
+		return fault.Invalidf(fieldRetention, "must be 0 (keep forever) or from %d to %d", MinRetentionMS, MaxRetentionMS)
 	}
 	return nil
 }

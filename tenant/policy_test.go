@@ -27,6 +27,7 @@ var documentedDefaults = Policy{
 	ClaimTTLDefaultMS:  300000,
 	ClaimTTLMaxMS:      7200000,
 	MaxAttemptsDefault: 5,
+	RetentionMS:        604800000,
 }
 
 func TestPolicyDefaults(t *testing.T) {
@@ -38,7 +39,7 @@ func TestPolicyDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Tenant{ID: "acme", Policy: documentedDefaults}, got)
 
-	custom := Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 600000, MaxAttemptsDefault: 3, MaxLeasesPerIdentity: 10, RequestsPerSecond: 50}
+	custom := Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 600000, MaxAttemptsDefault: 3, MaxLeasesPerIdentity: 10, RequestsPerSecond: 50, RetentionMS: 3600000}
 	b = setup(t, Config{Defaults: custom})
 	p, err := b.svc.Policy(ctx, "acme")
 	require.NoError(t, err)
@@ -47,7 +48,7 @@ func TestPolicyDefaults(t *testing.T) {
 	raw, err := json.Marshal(Tenant{ID: "acme", Policy: custom})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"acme","policy":{"claim_ttl_default_ms":60000,"claim_ttl_max_ms":600000,
-		"max_attempts_default":3,"max_leases_per_identity":10,"requests_per_second":50}}`, string(raw))
+		"max_attempts_default":3,"max_leases_per_identity":10,"requests_per_second":50,"retention_ms":3600000}}`, string(raw))
 
 	_, err = b.svc.Policy(ctx, "Not A Tenant")
 	requireInvalid(t, err, "tenant")
@@ -126,7 +127,7 @@ func TestPolicyNullResetsToServerDefault(t *testing.T) {
 	newDefaults := Policy{ClaimTTLDefaultMS: 120000, MaxAttemptsDefault: 8, RequestsPerSecond: 3}
 	got, err = b.restart(t, Config{Defaults: newDefaults}).Policy(ctx, "acme")
 	require.NoError(t, err)
-	require.Equal(t, Policy{ClaimTTLDefaultMS: 120000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2, RequestsPerSecond: 3}, got)
+	require.Equal(t, Policy{ClaimTTLDefaultMS: 120000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2, RequestsPerSecond: 3, RetentionMS: 604800000}, got)
 }
 
 func TestPolicyPatchValidation(t *testing.T) {
@@ -160,7 +161,7 @@ func TestPolicyPatchValidation(t *testing.T) {
 	// Values that are fine: the limits themselves, and zero caps.
 	got, err := b.svc.PatchPolicy(ctx, "acme", patch(t, `{"claim_ttl_default_ms": 1000, "claim_ttl_max_ms": 3600000, "max_attempts_default": 1, "max_leases_per_identity": 0, "requests_per_second": 0}`))
 	require.NoError(t, err)
-	require.Equal(t, Policy{ClaimTTLDefaultMS: 1000, ClaimTTLMaxMS: 3600000, MaxAttemptsDefault: 1}, got)
+	require.Equal(t, Policy{ClaimTTLDefaultMS: 1000, ClaimTTLMaxMS: 3600000, MaxAttemptsDefault: 1, RetentionMS: 604800000}, got)
 
 	// Patches built in Go are checked too.
 	neg := int64(-1)
@@ -308,4 +309,32 @@ func FuzzDecodePolicyPatch(f *testing.F) {
 		}
 		require.Equal(t, p, again)
 	})
+}
+
+// retention_ms is 0 (keep forever) or a second to ten years; null goes back
+// to the server default (a week unless the server says otherwise).
+func TestRetentionPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, Config{})
+	for _, ok := range []int64{0, MinRetentionMS, MaxRetentionMS, 86400000} {
+		got, err := b.svc.PatchPolicy(ctx, "acme", patch(t, fmt.Sprintf(`{"retention_ms": %d}`, ok)))
+		require.NoError(t, err, ok)
+		require.Equal(t, ok, got.RetentionMS)
+	}
+	for _, bad := range []string{"1", "999", fmt.Sprint(MaxRetentionMS + 1), "-1", "9223372036854775807", `"1d"`} {
+		p, err := DecodePolicyPatch([]byte(`{"retention_ms": ` + bad + `}`))
+		if err == nil {
+			_, err = b.svc.PatchPolicy(ctx, "acme", p)
+		}
+		requireInvalid(t, err, "retention_ms")
+	}
+	got, err := b.svc.PatchPolicy(ctx, "acme", patch(t, `{"retention_ms": null}`))
+	require.NoError(t, err)
+	require.EqualValues(t, 604800000, got.RetentionMS)
+
+	forever := setup(t, Config{Defaults: Policy{RetentionMS: -1}})
+	p, err := forever.svc.Policy(ctx, "acme")
+	require.NoError(t, err)
+	require.Zero(t, p.RetentionMS, "a negative server default keeps forever")
 }

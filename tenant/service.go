@@ -23,7 +23,8 @@ type Config struct {
 	// head is a dispatcher, left_claw and right_claw are workers.
 	HeadTokens, LeftClawTokens, RightClawTokens []string
 	// Defaults are the server defaults of every policy field. A zero TTL or
-	// attempts field takes the documented default (300000, 7200000, 5).
+	// attempts field takes the documented default (300000, 7200000, 5); a
+	// zero RetentionMS takes a week, a negative one keeps forever.
 	Defaults Policy
 	// TTLCeilingMS is the most claim_ttl_max_ms may be; 0 means 86400000.
 	TTLCeilingMS int64
@@ -36,6 +37,7 @@ const (
 	defaultClaimTTLMaxMS     = 7_200_000
 	defaultMaxAttempts       = 5
 	defaultTTLCeilingMS      = 86_400_000
+	defaultRetentionMS       = 7 * 24 * 3600 * 1000 // a week
 )
 
 // HasCredentials reports whether any secret, public key or static token is
@@ -88,6 +90,12 @@ func NewService(cfg Config, store *graph.Store, clk clock.Clock) (*Service, erro
 	}
 	if defaults.MaxAttemptsDefault == 0 {
 		defaults.MaxAttemptsDefault = defaultMaxAttempts
+	}
+	switch {
+	case defaults.RetentionMS == 0:
+		defaults.RetentionMS = defaultRetentionMS
+	case defaults.RetentionMS < 0:
+		defaults.RetentionMS = 0 // keep forever
 	}
 	ceiling := cfg.TTLCeilingMS
 	if ceiling == 0 {

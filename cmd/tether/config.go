@@ -59,7 +59,7 @@ func loadEnv() (settings, error) {
 		DataDir:   envString("TETHER_DATA_DIR", "./data"),
 		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
 	}
-	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS int64
+	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS, retentionMS, cleanerMS int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -71,6 +71,8 @@ func loadEnv() (settings, error) {
 		"TETHER_REAPER_INTERVAL_MS":   {&reaperMS, 1000},
 		"TETHER_MAX_BODY_BYTES":       {&maxBody, 1 << 20},
 		"TETHER_WORKER_STALE_MS":      {&workerStaleMS, 90000},
+		"TETHER_RETENTION_MS":         {&retentionMS, 604800000},
+		"TETHER_CLEANER_INTERVAL_MS":  {&cleanerMS, 1000},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -93,6 +95,13 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
 	case workerStaleMS < 1:
 		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
+	case retentionMS != 0 && (retentionMS < tenant.MinRetentionMS || retentionMS > tenant.MaxRetentionMS):
+		return s, fmt.Errorf("TETHER_RETENTION_MS must be 0 (keep forever) or from %d to %d", tenant.MinRetentionMS, int64(tenant.MaxRetentionMS))
+	case cleanerMS < 1:
+		return s, fmt.Errorf("TETHER_CLEANER_INTERVAL_MS must be at least 1")
+	}
+	if retentionMS == 0 {
+		retentionMS = -1 // the tenant package's "keep forever"
 	}
 	keys, err := tenant.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
 	if err != nil {
@@ -104,6 +113,7 @@ func loadEnv() (settings, error) {
 		MaxBodyBytes:     maxBody,
 		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
 		OperatorTokens:   csv("TETHER_OPERATOR_TOKENS"),
+		CleanerInterval:  time.Duration(cleanerMS) * time.Millisecond,
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
 			PublicKeys:      keys,
@@ -117,6 +127,7 @@ func loadEnv() (settings, error) {
 				ClaimTTLDefaultMS:  ttlDefault,
 				ClaimTTLMaxMS:      ttlMax,
 				MaxAttemptsDefault: maxAttempts,
+				RetentionMS:        retentionMS,
 			},
 		},
 	}
