@@ -36,6 +36,10 @@ ts-e2e: ## TypeScript client: regenerate-and-diff its types, type check, run its
 bench: ## Benchmark a real server process over HTTP (all scenarios, ~3 min); see BENCHMARKS.md
 	$(GO) run ./cmd/tether-bench -c 32 -d 10s
 
+.PHONY: soak
+soak: ## An hour at a constant rate with retention on: disk, RSS and claim latency must level off
+	TETHER_SOAK_DURATION=1h $(GO) test ./cmd/tether -run TestSoakLevelsOff -count=1 -v -timeout 2h
+
 .PHONY: bench-quick
 bench-quick: ## A few-second smoke run of every benchmark scenario (CI runs this)
 	$(GO) run ./cmd/tether-bench -quick
