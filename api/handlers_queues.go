@@ -92,19 +92,8 @@ func (s *Server) claimNextParams(c echo.Context, many bool) (work.ClaimNextParam
 	if err := decodeStrict(body, &b, true); err != nil {
 		return work.ClaimNextParams{}, err
 	}
-	ttl, err := msParam("ttl_ms", b.TTLMS, false)
-	if err != nil {
-		return work.ClaimNextParams{}, err
-	}
-	wait, err := msParam("wait_ms", b.WaitMS, true)
-	if err != nil {
-		return work.ClaimNextParams{}, err
-	}
-	if wait > work.MaxWait {
-		return work.ClaimNextParams{}, fault.Invalidf("wait_ms", "must be at most %d", work.MaxWait.Milliseconds())
-	}
 	p := work.ClaimNextParams{
-		Caller: caller(c), Queue: c.Param("queue"), Session: b.Session, TTL: ttl, Wait: wait,
+		Caller: caller(c), Queue: c.Param("queue"), Session: b.Session, TTL: msOf(b.TTLMS), Wait: msOf(b.WaitMS),
 		Types: b.Types, Labels: b.Labels, Max: 1,
 	}
 	switch {

@@ -55,6 +55,7 @@ const (
 	CodeCycle               = "cycle"
 	CodePreconditionFailed  = "precondition_failed"
 	CodePayloadTooLarge     = "payload_too_large"
+	CodeUnsupportedMedia    = "unsupported_media_type"
 	CodeIdempotencyMismatch = "idempotency_mismatch"
 	CodeRateLimited         = "rate_limited"
 	CodeInternal            = "internal"
@@ -126,6 +127,8 @@ func problemFor(err error) (*Problem, bool) {
 		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyMismatch, e.Error()), true
 	case *fault.TooLarge:
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error()), true
+	case *fault.UnsupportedMediaType:
+		return newProblem(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, e.Error()), true
 	case *http.MaxBytesError:
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error()), true
 	case *echo.HTTPError:
@@ -214,6 +217,8 @@ func errorRank(err error) int {
 		return 13
 	case *echo.HTTPError:
 		return 16
+	case *fault.UnsupportedMediaType:
+		return 17
 	}
 	switch err {
 	case fault.ErrUnavailable:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/server"
 	"github.com/tether-run/tether/tenant"
 )
@@ -85,6 +86,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_CLAIM_TTL_DEFAULT_MS (%d) is above TETHER_CLAIM_TTL_MAX_MS (%d)", ttlDefault, ttlMax)
 	case ttlMax > ttlCeiling:
 		return s, fmt.Errorf("TETHER_CLAIM_TTL_MAX_MS (%d) is above TETHER_CLAIM_TTL_CEILING_MS (%d)", ttlMax, ttlCeiling)
+	case ttlCeiling > duration.MaxMS:
+		return s, fmt.Errorf("TETHER_CLAIM_TTL_CEILING_MS (%d) is above the longest duration, %d", ttlCeiling, duration.MaxMS)
 	case maxAttempts < 1:
 		return s, fmt.Errorf("TETHER_MAX_ATTEMPTS must be at least 1")
 	case reaperMS < 1:
