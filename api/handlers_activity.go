@@ -153,6 +153,13 @@ func (s *Server) listEvents(c echo.Context, d *drain) error {
 		return err
 	}
 	t := principal(c).Tenant
+	if wantsStream(r) || wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	if wantsStream(r) {
 		// A reconnecting EventSource repeats the URL it was opened with and
 		// says where it got to in Last-Event-ID, which therefore wins.

@@ -114,6 +114,13 @@ func (s *Server) claimNext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if p.Wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	got, err := s.work.ClaimNext(c.Request().Context(), p)
 	if err != nil {
 		return err
@@ -133,6 +140,13 @@ func (s *Server) claimMany(c echo.Context) error {
 	p, err := s.claimNextParams(c, true)
 	if err != nil {
 		return err
+	}
+	if p.Wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	got, err := s.work.ClaimNext(c.Request().Context(), p)
 	if err != nil {

@@ -22,6 +22,8 @@ type Config struct {
 	SkillMD []byte
 	// AccessLog says which requests are logged (the zero value: errors).
 	AccessLog AccessLog
+	// Waits cap the long polls and event streams open at once.
+	Waits WaitLimits
 }
 
 // Deps are the domain services the handlers call.
@@ -50,6 +52,7 @@ type Server struct {
 	metrics *metrics
 	ready   atomic.Bool
 	sampled atomic.Uint64 // requests below 400 seen by a sampling access log
+	waiters *waiters
 }
 
 // New builds the server and its routes.
@@ -63,6 +66,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
+		waiters: newWaiters(cfg.Waits),
 	}
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo

@@ -799,12 +799,14 @@ type NodeCreate struct {
 	Props    *map[string]interface{} `json:"props,omitempty"`
 
 	// Queue With a queue the node starts `queued`, without it starts `open`.
-	Queue     *string    `json:"queue,omitempty"`
-	RunAt     *time.Time `json:"run_at,omitempty"`
-	Target    *string    `json:"target,omitempty"`
-	TimeoutMS *int64     `json:"timeout_ms,omitempty"`
-	Title     *string    `json:"title,omitempty"`
-	Type      string     `json:"type"`
+	Queue *string    `json:"queue,omitempty"`
+	RunAt *time.Time `json:"run_at,omitempty"`
+
+	// Target The only identity (`sub`) that may claim the node.
+	Target    *string `json:"target,omitempty"`
+	TimeoutMS *int64  `json:"timeout_ms,omitempty"`
+	Title     *string `json:"title,omitempty"`
+	Type      string  `json:"type"`
 }
 
 // NodeList defines model for NodeList.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/server"
 	"github.com/tether-run/tether/tenant"
@@ -61,6 +62,7 @@ func loadEnv() (settings, error) {
 		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
 	}
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS int64
+	var waitsIdentity, waitsTenant int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -72,6 +74,9 @@ func loadEnv() (settings, error) {
 		"TETHER_REAPER_INTERVAL_MS":   {&reaperMS, 1000},
 		"TETHER_MAX_BODY_BYTES":       {&maxBody, 1 << 20},
 		"TETHER_WORKER_STALE_MS":      {&workerStaleMS, 90000},
+		// 0: no cap.
+		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, api.DefaultWaitsPerIdentity},
+		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -96,6 +101,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
 	case workerStaleMS < 1:
 		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
+	case waitsIdentity < 0 || waitsTenant < 0 || waitsIdentity > 1<<20 || waitsTenant > 1<<20:
+		return s, fmt.Errorf("TETHER_MAX_WAITS_PER_IDENTITY and TETHER_MAX_WAITS_PER_TENANT must be from 0 (no cap) to %d", 1<<20)
 	}
 	keys, err := tenant.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
 	if err != nil {
@@ -105,6 +112,7 @@ func loadEnv() (settings, error) {
 		ReaperInterval:   time.Duration(reaperMS) * time.Millisecond,
 		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
 		MaxBodyBytes:     maxBody,
+		Waits:            api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
 		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
@@ -123,4 +131,12 @@ func loadEnv() (settings, error) {
 		},
 	}
 	return s, nil
+}
+
+// noCapIfZero maps a setting's 0 ("no cap") to api.WaitLimits' negative.
+func noCapIfZero(v int64) int {
+	if v == 0 {
+		return -1
+	}
+	return int(v)
 }
