@@ -5,17 +5,28 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/internal/duration"
 )
 
-// readBody reads the request body within the server's limit.
+// readBody reads a JSON request body within the server's limit. What it
+// returns is empty, or one JSON value that checkJSON has passed: valid
+// UTF-8, no key twice in an object, nested at most maxJSONDepth deep. A
+// body in another media type is a *fault.UnsupportedMediaType (415); a
+// body without a Content-Type is read as JSON. Endpoints that take other
+// media types (uploads) read their bodies themselves.
 func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	r := c.Request()
+	ct := r.Header.Get(echo.HeaderContentType)
+	if r.ContentLength > 0 && !jsonMediaType(ct) {
+		return nil, &fault.UnsupportedMediaType{Got: ct}
+	}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		return nil, &fault.TooLarge{Limit: s.cfg.MaxBodyBytes}
 	}
@@ -27,11 +38,34 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fault.Invalidf("", "the request body could not be read")
 	}
+	if len(b) > 0 && !jsonMediaType(ct) {
+		return nil, &fault.UnsupportedMediaType{Got: ct}
+	}
+	if err := checkJSON(b); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
+// jsonMediaType reports whether a request's Content-Type is JSON: absent,
+// application/json or any application/*+json (a merge patch), in UTF-8.
+func jsonMediaType(ct string) bool {
+	if ct == "" || ct == echo.MIMEApplicationJSON {
+		return true
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return false
+	}
+	return mt == echo.MIMEApplicationJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
 // decodeStrict decodes a JSON object body into v, rejecting unknown fields and
-// trailing data. An empty body decodes as {} when optional is set.
+// trailing data, and holds every millisecond field of v to its range
+// (checkDurations). An empty body decodes as {} when optional is set.
 func decodeStrict(b []byte, v any, optional bool) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		if optional {
@@ -42,15 +76,16 @@ func decodeStrict(b []byte, v any, optional bool) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		return decodeError(b, err)
 	}
 	if dec.More() {
 		return fault.Invalidf("", "the body must hold exactly one JSON value")
 	}
-	return nil
+	return checkDurations(v)
 }
 
-func decodeError(err error) error {
+// decodeError words an error of encoding/json decoding b.
+func decodeError(b []byte, err error) error {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
@@ -59,7 +94,11 @@ func decodeError(err error) error {
 		if field == "" {
 			return fault.Invalidf("", "the body must be a JSON object")
 		}
-		return fault.Invalidf(field, "must be of type %s", jsonTypeName(typeErr.Type.Kind().String()))
+		// The decoder's path has no array indices; the body's has.
+		if p := pathAt(b, int(typeErr.Offset)); p != "" {
+			field = p
+		}
+		return typeError(field, typeErr)
 	case errors.As(err, &syntaxErr):
 		return fault.Invalidf("", "malformed JSON at byte %d", syntaxErr.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -70,6 +109,27 @@ func decodeError(err error) error {
 	}
 	// time.Time and other decoders report their own parse errors.
 	return fault.Invalidf("", "invalid value: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// typeError words a value that does not fit its field. A millisecond field
+// states its range; a number too large for an integer field says so, rather
+// than that it is of the wrong type.
+func typeError(field string, e *json.UnmarshalTypeError) error {
+	name := field
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	kind := jsonTypeName(e.Type.Kind().String())
+	if duration.IsField(name) && kind == "integer" {
+		return duration.Of(name).Invalid(field)
+	}
+	if kind == "integer" && strings.HasPrefix(e.Value, "number ") {
+		if strings.ContainsAny(e.Value, ".eE") {
+			return fault.Invalidf(field, "must be an integer (no fraction or exponent)")
+		}
+		return fault.Invalidf(field, "is out of range of a 64-bit integer")
+	}
+	return fault.Invalidf(field, "must be of type %s", kind)
 }
 
 func jsonTypeName(kind string) string {

@@ -9,6 +9,25 @@
 //     text never reaches a client.
 //   - Request bodies are decoded strictly: unknown fields and trailing data are
 //     400, bodies over the limit 413, and a rejected request changes nothing.
+//   - A handler that takes a JSON body reads it with Server.readBody and
+//     decodes it with decodeStrict; a handler added later gets every rule
+//     below by doing the same, and must not read the body another way.
+//     readBody answers 415 for a body that is not JSON (a missing
+//     Content-Type is read as JSON; an empty body needs none) and refuses,
+//     for the whole body at any depth (free-form props, result, meta and
+//     batch ops included), invalid UTF-8 and unpaired surrogate escapes,
+//     nesting deeper than maxJSONDepth (64), and a key twice in one object.
+//     Domain decoders of merge patches run on what readBody returned.
+//   - decodeStrict holds every millisecond field (a member named ms or
+//     ending in _ms, at any depth of the struct it fills) to its one range
+//     in internal/duration, so a handler never range-checks a duration
+//     itself and converts with duration.FromMS (msOf), which cannot wrap.
+//     A new _ms field needs no code: it gets its name's range, or [0,
+//     duration.MaxMS]; a query parameter in milliseconds uses
+//     duration.Check (see waitParam).
+//   - Requests that wait (wait_ms > 0, event streams) hold a place counted
+//     per identity and per tenant (WaitLimits) for as long as they wait; a
+//     new waiting endpoint takes one with s.waiters.acquire.
 //   - The caller's identity is the authenticated principal, never a request
 //     argument, and every query is confined to the principal's tenant.
 //   - openapi.yaml describes every route and response; the API tests validate

@@ -15,16 +15,13 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/tenant"
 )
 
-// Limits of the event endpoints.
-const (
-	maxWait = 60 * time.Second
-	// keepAliveEvery is how long an event stream may stay silent before a
-	// comment line keeps proxies from closing it.
-	keepAliveEvery = 15 * time.Second
-)
+// keepAliveEvery is how long an event stream may stay silent before a
+// comment line keeps proxies from closing it.
+const keepAliveEvery = 15 * time.Second
 
 // activityRoutes registers comments and the event log.
 func (s *Server) activityRoutes(v1 v1Router) {
@@ -172,6 +169,13 @@ func (s *Server) listEvents(c echo.Context) error {
 		return err
 	}
 	t := principal(c).Tenant
+	if wantsStream(r) || wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	if wantsStream(r) {
 		// A reconnecting EventSource repeats the URL it was opened with and
 		// says where it got to in Last-Event-ID, which therefore wins.
@@ -303,13 +307,18 @@ func seqParam(name, v string) (uint64, error) {
 	return uint64(n), nil
 }
 
+// waitParam reads the wait_ms query parameter, held to the same range as
+// the wait_ms of a body.
 func waitParam(v string) (time.Duration, error) {
 	if v == "" {
 		return 0, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 || time.Duration(n)*time.Millisecond > maxWait {
-		return 0, fault.Invalidf("wait_ms", "must be an integer from 0 to %d", maxWait.Milliseconds())
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err == nil {
+		err = duration.Check("wait_ms", n)
 	}
-	return time.Duration(n) * time.Millisecond, nil
+	if err != nil {
+		return 0, duration.Of("wait_ms").Invalid("wait_ms")
+	}
+	return duration.FromMS(n), nil
 }

@@ -92,19 +92,8 @@ func (s *Server) claimNextParams(c echo.Context, many bool) (work.ClaimNextParam
 	if err := decodeStrict(body, &b, true); err != nil {
 		return work.ClaimNextParams{}, err
 	}
-	ttl, err := msParam("ttl_ms", b.TTLMS, false)
-	if err != nil {
-		return work.ClaimNextParams{}, err
-	}
-	wait, err := msParam("wait_ms", b.WaitMS, true)
-	if err != nil {
-		return work.ClaimNextParams{}, err
-	}
-	if wait > work.MaxWait {
-		return work.ClaimNextParams{}, fault.Invalidf("wait_ms", "must be at most %d", work.MaxWait.Milliseconds())
-	}
 	p := work.ClaimNextParams{
-		Caller: caller(c), Queue: c.Param("queue"), Session: b.Session, TTL: ttl, Wait: wait,
+		Caller: caller(c), Queue: c.Param("queue"), Session: b.Session, TTL: msOf(b.TTLMS), Wait: msOf(b.WaitMS),
 		WaitEnd: s.stopped(), Types: b.Types, Labels: b.Labels, Max: 1,
 	}
 	switch {
@@ -125,6 +114,13 @@ func (s *Server) claimNext(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if p.Wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	got, err := s.work.ClaimNext(c.Request().Context(), p)
 	if err != nil {
 		return err
@@ -144,6 +140,13 @@ func (s *Server) claimMany(c echo.Context) error {
 	p, err := s.claimNextParams(c, true)
 	if err != nil {
 		return err
+	}
+	if p.Wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	got, err := s.work.ClaimNext(c.Request().Context(), p)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
@@ -55,14 +56,13 @@ func (b holderBody) params(p *tenant.Principal, id string) (lease.HolderParams, 
 	return hp, nil
 }
 
-func msParam(field string, ms *int64, allowZero bool) (time.Duration, error) {
+// msOf is a millisecond field as a duration, 0 when absent. decodeStrict
+// has held the field to its range already.
+func msOf(ms *int64) time.Duration {
 	if ms == nil {
-		return 0, nil
+		return 0
 	}
-	if *ms < 0 || (*ms == 0 && !allowZero) {
-		return 0, fault.Invalidf(field, "must be a positive integer")
-	}
-	return time.Duration(*ms) * time.Millisecond, nil
+	return duration.FromMS(*ms)
 }
 
 type claimBody struct {
@@ -79,11 +79,7 @@ func (s *Server) opClaim(ctx context.Context, p *tenant.Principal, id string, bo
 }
 
 func (s *Server) claim(ctx context.Context, p *tenant.Principal, id string, b claimBody) (int, any, error) {
-	ttl, err := msParam("ttl_ms", b.TTLMS, false)
-	if err != nil {
-		return 0, nil, err
-	}
-	res, err := s.leases.Claim(ctx, lease.ClaimParams{Tenant: p.Tenant, NodeID: id, By: p.Subject, Session: b.Session, TTL: ttl})
+	res, err := s.leases.Claim(ctx, lease.ClaimParams{Tenant: p.Tenant, NodeID: id, By: p.Subject, Session: b.Session, TTL: msOf(b.TTLMS)})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -186,14 +182,14 @@ func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, b
 	if err := decodeStrict(body, &b, true); err != nil {
 		return 0, nil, err
 	}
-	if b.MS == nil || *b.MS < 1 {
-		return 0, nil, fault.Invalidf("ms", "must be a positive integer")
+	if b.MS == nil {
+		return 0, nil, fault.Invalidf("ms", "is required")
 	}
 	hp, err := b.params(p, id)
 	if err != nil {
 		return 0, nil, err
 	}
-	res, err := s.leases.Extend(ctx, hp, time.Duration(*b.MS)*time.Millisecond)
+	res, err := s.leases.Extend(ctx, hp, msOf(b.MS))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -285,10 +281,7 @@ func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, bod
 	hp.Override = p.Allows(tenant.RoleDispatcher)
 	fp := work.FailParams{HolderParams: hp, Error: *b.Error, Requeue: b.Requeue}
 	if b.RetryInMS != nil {
-		d, err := msParam("retry_in_ms", b.RetryInMS, true)
-		if err != nil {
-			return 0, nil, err
-		}
+		d := msOf(b.RetryInMS)
 		fp.RetryIn = &d
 	}
 	n, err := s.work.Fail(ctx, fp)

@@ -56,6 +56,7 @@ const (
 	CodeCycle               = "cycle"
 	CodePreconditionFailed  = "precondition_failed"
 	CodePayloadTooLarge     = "payload_too_large"
+	CodeUnsupportedMedia    = "unsupported_media_type"
 	CodeIdempotencyMismatch = "idempotency_mismatch"
 	CodeRateLimited         = "rate_limited"
 	CodeInternal            = "internal"
@@ -128,6 +129,8 @@ func problemFor(err error) (*Problem, bool) {
 		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyMismatch, e.Error()), true
 	case *fault.TooLarge:
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error()), true
+	case *fault.UnsupportedMediaType:
+		return newProblem(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, e.Error()), true
 	case *http.MaxBytesError:
 		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error()), true
 	case *fault.Gone:
@@ -223,6 +226,8 @@ func errorRank(err error) int {
 		return 16
 	case *fault.Gone:
 		return 17
+	case *fault.UnsupportedMediaType:
+		return 18
 	}
 	switch err {
 	case fault.ErrUnavailable:

@@ -29,6 +29,8 @@ type Config struct {
 	// which reach every tenant's records (TETHER_OPERATOR_TOKENS). None: the
 	// operator endpoints refuse every caller.
 	OperatorTokens []string
+	// Waits cap the long polls and event streams open at once.
+	Waits WaitLimits
 }
 
 // Deps are the domain services the handlers call.
@@ -66,6 +68,7 @@ type Server struct {
 	// operatorSums are the SHA-256 of the operator tokens, so comparing
 	// never leaks a token's length.
 	operatorSums [][sha256.Size]byte
+	waiters      *waiters
 }
 
 // New builds the server and its routes.
@@ -79,6 +82,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
+		waiters: newWaiters(cfg.Waits),
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	for _, t := range cfg.OperatorTokens {

@@ -148,6 +148,16 @@ func (e *TooLarge) Error() string {
 	return fmt.Sprintf("payload exceeds the limit of %d bytes", e.Limit)
 }
 
+// UnsupportedMediaType is a request body in a media type the endpoint does
+// not take. Got is the Content-Type sent.
+type UnsupportedMediaType struct {
+	Got string
+}
+
+func (e *UnsupportedMediaType) Error() string {
+	return fmt.Sprintf("this endpoint takes a JSON body (Content-Type: application/json), not %q", e.Got)
+}
+
 // IdempotencyMismatch is an Idempotency-Key reused with a different request.
 type IdempotencyMismatch struct {
 	Key string

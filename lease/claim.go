@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 )
 
 // ClaimParams ask for a lease on one node.
@@ -239,7 +240,7 @@ func (s *Service) RenewTx(tx *graph.Tx, n *graph.Node, p HolderParams) (*RenewRe
 	before := *n.Lease
 	now := tx.Now()
 	n.Lease.RenewedAt = now.UTC()
-	n.Lease.ExpiresAt = now.Add(time.Duration(n.Lease.TTLMS) * time.Millisecond).UTC()
+	n.Lease.ExpiresAt = now.Add(duration.FromMS(n.Lease.TTLMS)).UTC()
 	if p.Session != "" {
 		n.Lease.Session = p.Session
 	}

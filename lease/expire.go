@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 )
 
 // SystemIdentity is the `by` of changes the server makes on its own.
@@ -172,7 +173,7 @@ func (s *Service) Start(ctx context.Context) error {
 					continue
 				}
 				if now.Before(n.Lease.ExpiresAt) {
-					if fresh := now.Add(time.Duration(n.Lease.TTLMS) * time.Millisecond); fresh.After(n.Lease.ExpiresAt) {
+					if fresh := now.Add(duration.FromMS(n.Lease.TTLMS)); fresh.After(n.Lease.ExpiresAt) {
 						n.Lease.ExpiresAt = fresh.UTC()
 						if err := tx.NodePutQuiet(n); err != nil {
 							return err

@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/duration"
 )
 
 // Limits are the tenant policy values a lease decision needs.
@@ -126,7 +127,7 @@ func Deadline(n *graph.Node) time.Time {
 	}
 	d := l.ExpiresAt
 	if n.TimeoutMS != nil {
-		if t := l.ClaimedAt.Add(time.Duration(*n.TimeoutMS) * time.Millisecond); t.Before(d) {
+		if t := l.ClaimedAt.Add(duration.FromMS(*n.TimeoutMS)); t.Before(d) {
 			d = t
 		}
 	}
@@ -143,7 +144,7 @@ func timedOut(n *graph.Node, now time.Time) bool {
 	if n.Lease == nil || n.TimeoutMS == nil {
 		return false
 	}
-	t := n.Lease.ClaimedAt.Add(time.Duration(*n.TimeoutMS) * time.Millisecond)
+	t := n.Lease.ClaimedAt.Add(duration.FromMS(*n.TimeoutMS))
 	return !now.Before(t) && t.Before(n.Lease.ExpiresAt)
 }
 

@@ -40,6 +40,9 @@ type Config struct {
 	// CleanerInterval is how often retention runs (retention.DefaultInterval
 	// when zero).
 	CleanerInterval time.Duration
+	// Waits cap the long polls and event streams open at once
+	// (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
+	Waits api.WaitLimits
 }
 
 // Server is a running Tether.
@@ -117,7 +120,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		},
 	})
 	cleaner.Start()
-	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, OperatorTokens: cfg.OperatorTokens}, api.Deps{
+	a := api.New(api.Config{
+		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
+	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger,
 	})

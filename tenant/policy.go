@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/internal/duration"
 )
 
 // Policy is a tenant's effective policy: the server defaults overlaid by the
@@ -124,6 +125,16 @@ func decodeIntChange(field string, val json.RawMessage) (Change[int64], error) {
 		return Change[int64]{Set: true}, nil
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
+	if duration.IsField(field) {
+		// A millisecond field has the one range the duration package gives it.
+		if err == nil {
+			err = duration.Check(field, v)
+		}
+		if err != nil {
+			return Change[int64]{}, duration.Of(field).Invalid(field)
+		}
+		return Change[int64]{Set: true, Value: &v}, nil
+	}
 	switch {
 	case errors.Is(err, strconv.ErrRange):
 		return Change[int64]{}, fault.Invalidf(field, "is out of range")

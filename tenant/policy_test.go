@@ -140,17 +140,21 @@ func TestPolicyPatchValidation(t *testing.T) {
 	for _, tc := range []struct {
 		raw, field, reason string
 	}{
-		{`{"claim_ttl_default_ms": 999}`, "claim_ttl_default_ms", "at least 1000"},
-		{`{"claim_ttl_default_ms": 0}`, "claim_ttl_default_ms", "at least 1000"},
-		{`{"claim_ttl_max_ms": 999, "claim_ttl_default_ms": 999}`, "claim_ttl_default_ms", "at least 1000"},
-		{`{"claim_ttl_max_ms": 999}`, "claim_ttl_max_ms", "at least 1000"},
+		// A TTL below 1000 is outside the field's range, refused at decode.
+		{`{"claim_ttl_default_ms": 999}`, "claim_ttl_default_ms", "from 1000 to"},
+		{`{"claim_ttl_default_ms": 0}`, "claim_ttl_default_ms", "from 1000 to"},
+		{`{"claim_ttl_default_ms": 999, "claim_ttl_max_ms": 999}`, "claim_ttl_default_ms", "from 1000 to"},
+		{`{"claim_ttl_max_ms": 999}`, "claim_ttl_max_ms", "from 1000 to"},
 		{`{"claim_ttl_max_ms": 3600001}`, "claim_ttl_max_ms", "server ceiling of 3600000"},
 		{`{"claim_ttl_default_ms": 600001}`, "claim_ttl_default_ms", "must not exceed claim_ttl_max_ms (600000)"},
 		{`{"claim_ttl_max_ms": 200000}`, "claim_ttl_max_ms", "must not be below claim_ttl_default_ms (300000)"},
 		{`{"claim_ttl_max_ms": 200000, "claim_ttl_default_ms": 250000}`, "claim_ttl_default_ms", "must not exceed claim_ttl_max_ms (200000)"},
 		{`{"max_attempts_default": 0}`, "max_attempts_default", "at least 1"},
 	} {
-		_, err := b.svc.PatchPolicy(ctx, "acme", patch(t, tc.raw))
+		p, err := DecodePolicyPatch([]byte(tc.raw))
+		if err == nil {
+			_, err = b.svc.PatchPolicy(ctx, "acme", p)
+		}
 		inv := requireInvalid(t, err, tc.field)
 		require.Contains(t, inv.Reason, tc.reason, tc.raw)
 	}

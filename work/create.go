@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
 )
 
@@ -33,6 +34,9 @@ type NodeSpec struct {
 	OnChildFail *string        `json:"on_child_fail,omitempty"`
 	DependsOn   []string       `json:"depends_on,omitempty"`
 }
+
+// MaxBackoffFactor is the largest backoff factor.
+const MaxBackoffFactor = 100
 
 // MaxBatch is the most nodes one batch create may hold.
 const MaxBatch = 1000
@@ -213,28 +217,38 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		t := spec.RunAt.UTC()
 		n.RunAt = &t
 	}
-	if spec.DelayMS != nil {
-		if *spec.DelayMS < 0 {
-			return nil, bad("delay_ms", "must not be negative")
+	// The ranges of the millisecond fields are the duration package's, held
+	// at decode; checking them again here keeps a spec built in code honest.
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"delay_ms", spec.DelayMS}, {"timeout_ms", spec.TimeoutMS}} {
+		if f.v != nil {
+			if err := duration.Check(prefix+f.name, *f.v); err != nil {
+				return nil, err
+			}
 		}
+	}
+	if spec.DelayMS != nil {
 		t := now.Add(ms(*spec.DelayMS))
 		n.RunAt = &t
 	}
 	if spec.TimeoutMS != nil {
-		if *spec.TimeoutMS < 1 {
-			return nil, bad("timeout_ms", "must be at least 1")
-		}
 		n.TimeoutMS = spec.TimeoutMS
 	}
 	if spec.Backoff != nil {
 		b := *spec.Backoff
+		if err := duration.Check(prefix+"backoff.initial_ms", b.InitialMS); err != nil {
+			return nil, err
+		}
+		if err := duration.Check(prefix+"backoff.max_ms", b.MaxMS); err != nil {
+			return nil, err
+		}
 		switch {
-		case b.InitialMS < 0:
-			return nil, bad("backoff.initial_ms", "must not be negative")
 		case b.MaxMS < b.InitialMS:
 			return nil, bad("backoff.max_ms", "must be at least initial_ms")
-		case b.Factor < 1:
-			return nil, bad("backoff.factor", "must be at least 1")
+		case !(b.Factor >= 1 && b.Factor <= MaxBackoffFactor):
+			return nil, bad("backoff.factor", "must be a number from 1 to %d", MaxBackoffFactor)
 		}
 		n.Backoff = &b
 	}

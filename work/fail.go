@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
 )
 
@@ -117,7 +118,9 @@ func retryDelay(n *graph.Node, asked *time.Duration) time.Duration {
 	if b.MaxMS > 0 && ms > float64(b.MaxMS) {
 		ms = float64(b.MaxMS)
 	}
-	return time.Duration(ms) * time.Millisecond
+	// The growth is capped before the conversion: a float beyond int64 has
+	// no defined conversion.
+	return duration.FromMS(int64(min(ms, float64(duration.MaxMS))))
 }
 
 // childEnded applies the parent's on_child_fail when child has ended failed,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
 )
 
@@ -212,8 +213,9 @@ func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
 				break
 			}
 			var v int64
-			if json.Unmarshal(raw, &v) != nil || v < 1 {
-				return nil, bad("must be an integer of at least 1, or null")
+			if json.Unmarshal(raw, &v) != nil || duration.Check(k, v) != nil {
+				r := duration.Of(k)
+				return nil, bad(fmt.Sprintf("must be an integer from %d to %d (milliseconds), or null", r.Min, r.Max))
 			}
 			n.TimeoutMS = &v
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
 )
 
@@ -64,4 +65,4 @@ const (
 	OnChildFailIgnore = "ignore"
 )
 
-func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
+func ms(d int64) time.Duration { return duration.FromMS(d) }

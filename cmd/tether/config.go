@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/server"
 	"github.com/tether-run/tether/tenant"
 )
@@ -60,6 +62,7 @@ func loadEnv() (settings, error) {
 		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
 	}
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS, retentionMS, cleanerMS int64
+	var waitsIdentity, waitsTenant int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -73,6 +76,9 @@ func loadEnv() (settings, error) {
 		"TETHER_WORKER_STALE_MS":      {&workerStaleMS, 90000},
 		"TETHER_RETENTION_MS":         {&retentionMS, 604800000},
 		"TETHER_CLEANER_INTERVAL_MS":  {&cleanerMS, 1000},
+		// 0: no cap.
+		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, api.DefaultWaitsPerIdentity},
+		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -87,6 +93,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_CLAIM_TTL_DEFAULT_MS (%d) is above TETHER_CLAIM_TTL_MAX_MS (%d)", ttlDefault, ttlMax)
 	case ttlMax > ttlCeiling:
 		return s, fmt.Errorf("TETHER_CLAIM_TTL_MAX_MS (%d) is above TETHER_CLAIM_TTL_CEILING_MS (%d)", ttlMax, ttlCeiling)
+	case ttlCeiling > duration.MaxMS:
+		return s, fmt.Errorf("TETHER_CLAIM_TTL_CEILING_MS (%d) is above the longest duration, %d", ttlCeiling, duration.MaxMS)
 	case maxAttempts < 1:
 		return s, fmt.Errorf("TETHER_MAX_ATTEMPTS must be at least 1")
 	case reaperMS < 1:
@@ -95,6 +103,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
 	case workerStaleMS < 1:
 		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
+	case waitsIdentity < 0 || waitsTenant < 0 || waitsIdentity > 1<<20 || waitsTenant > 1<<20:
+		return s, fmt.Errorf("TETHER_MAX_WAITS_PER_IDENTITY and TETHER_MAX_WAITS_PER_TENANT must be from 0 (no cap) to %d", 1<<20)
 	case retentionMS != 0 && (retentionMS < tenant.MinRetentionMS || retentionMS > tenant.MaxRetentionMS):
 		return s, fmt.Errorf("TETHER_RETENTION_MS must be 0 (keep forever) or from %d to %d", tenant.MinRetentionMS, int64(tenant.MaxRetentionMS))
 	case cleanerMS < 1:
@@ -111,6 +121,7 @@ func loadEnv() (settings, error) {
 		ReaperInterval:   time.Duration(reaperMS) * time.Millisecond,
 		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
 		MaxBodyBytes:     maxBody,
+		Waits:            api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
 		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
 		OperatorTokens:   csv("TETHER_OPERATOR_TOKENS"),
 		CleanerInterval:  time.Duration(cleanerMS) * time.Millisecond,
@@ -132,4 +143,12 @@ func loadEnv() (settings, error) {
 		},
 	}
 	return s, nil
+}
+
+// noCapIfZero maps a setting's 0 ("no cap") to api.WaitLimits' negative.
+func noCapIfZero(v int64) int {
+	if v == 0 {
+		return -1
+	}
+	return int(v)
 }

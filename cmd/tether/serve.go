@@ -234,8 +234,8 @@ An admin token for tenant "default" (valid 30 days):
 
 Try it:
 
-  curl -s -X POST $TETHER_URL/v1/nodes -H "Authorization: Bearer $TETHER_TOKEN" \
-       -d '{"id": "hello", "type": "task", "queue": "default"}'
+  curl -s $TETHER_URL/v1/nodes -H "Authorization: Bearer $TETHER_TOKEN" \
+       --json '{"id": "hello", "type": "task", "queue": "default"}'
   curl -s -X POST $TETHER_URL/v1/nodes/hello/claim -H "Authorization: Bearer $TETHER_TOKEN"
 
 An operator token, for tether backup:

@@ -22,6 +22,8 @@ func TestSpecConventions(t *testing.T) {
 	t.Parallel()
 	spec := LoadSpec(t)
 	public := map[string]bool{"/health": true, "/ready": true, "/openapi.yaml": true, "/metrics": true, "/skill.md": true}
+	// Operator endpoints take an operator token, not a tenant credential.
+	operator := map[string]bool{"/admin/backup": true}
 	ids := map[string]string{}
 
 	for path, item := range spec.Paths.Map() {
@@ -32,10 +34,16 @@ func TestSpecConventions(t *testing.T) {
 			ids[op.OperationID] = name
 			require.NotEmpty(t, op.Tags, "%s: tags", name)
 
-			if public[path] {
+			switch {
+			case public[path]:
 				require.NotNil(t, op.Security, "%s: a public operation says security: []", name)
 				require.Empty(t, *op.Security, "%s: a public operation says security: []", name)
-			} else {
+			case operator[path]:
+				require.NotNil(t, op.Security, "%s: an operator operation says security: operatorToken", name)
+				require.Len(t, *op.Security, 1, name)
+				require.Contains(t, (*op.Security)[0], "operatorToken", name)
+				require.NotNil(t, op.Responses.Status(http.StatusUnauthorized), "%s: documents 401", name)
+			default:
 				require.Nil(t, op.Security, "%s: uses the global bearer security", name)
 				for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusInternalServerError} {
 					require.NotNil(t, op.Responses.Status(status), "%s: documents %d", name, status)
