@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -33,6 +34,9 @@ type Deps struct {
 	Workers *worker.Registry
 	Clock   clock.Clock
 	Logger  *slog.Logger
+
+	// Messages are the inboxes (package message).
+	Messages *message.Service
 }
 
 // Server is the HTTP face of Tether: thin handlers that decode, call a domain
@@ -50,6 +54,8 @@ type Server struct {
 	metrics *metrics
 	ready   atomic.Bool
 	sampled atomic.Uint64 // requests below 400 seen by a sampling access log
+
+	messages *message.Service
 }
 
 // New builds the server and its routes.
@@ -63,6 +69,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
+		messages: d.Messages,
 	}
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo
@@ -131,6 +138,7 @@ func (s *Server) routes() {
 	v1.add(http.MethodPost, "/queues/:queue/claims", s.claimMany, worker)
 	s.activityRoutes(v1)
 	s.workerRoutes(v1)
+	s.messageRoutes(v1)
 }
 
 // v1Router registers the routes under /v1: each behind authentication, the

@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -46,6 +47,8 @@ type Server struct {
 	API     *api.Server
 	http    *http.Server
 	log     *slog.Logger
+
+	Messages *message.Service
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -102,10 +105,18 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
 	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
+	messages, err := message.New(store)
+	if err != nil {
+		leases.Stop()
+		store.Close()
+		return nil, err
+	}
 	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Clock: cfg.Clock, Logger: cfg.Logger,
+		Messages: messages,
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, API: a, log: cfg.Logger}
+	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, API: a, log: cfg.Logger,
+		Messages: messages}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -134,5 +145,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
 	err := s.http.Shutdown(ctx)
 	s.Leases.Stop()
+	s.Messages.Close()
 	return errors.Join(err, s.Store.Close())
 }
