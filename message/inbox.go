@@ -66,7 +66,9 @@ func (s *Service) Inbox(ctx context.Context, p InboxParams) ([]View, string, err
 			return nil, "", err
 		}
 		if len(out) > 0 || next != "" || p.Wait <= 0 {
-			out, err = s.deliver(ctx, p.Tenant, p.Sub, out)
+			// The page is chosen: a wait running out now must not leave it
+			// undelivered.
+			out, err = s.deliver(context.WithoutCancel(ctx), p.Tenant, p.Sub, out)
 			return out, next, err
 		}
 		select {
