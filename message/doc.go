@@ -30,8 +30,9 @@
 //     nothing.
 //   - A message whose ttl has passed unread is expired at once, by the
 //     store's clock, whether or not the in-memory sweep ran: no inbox lists
-//     it, no count includes it, no ack takes it. The sweep (expiry.go) only
-//     frees memory and counts it once in Stats.Expired.
+//     it, no count includes it, no ack takes it. The sweep (index.go, run
+//     on a timer of the store's clock and before every read) only frees
+//     memory and counts it once in Stats.Expired.
 //   - Every write and its event commit in one transaction: sending a message
 //     to a node emits message_sent on the node, reading it message_read.
 //     Messages to an identity emit no event (they belong to no node).
@@ -40,9 +41,12 @@
 //     so nothing a reader sees, no count and no long-poll wake-up, is ahead
 //     of the store. Every listed message is re-read from the store and
 //     checked again.
-//   - Reading an inbox is O(log n + held + page): one ordered tree per
-//     recipient (and per recipient and thread), merged over the caller's
-//     identity and the nodes it holds; an unread count is a map lookup.
+//   - Reading an inbox is O(held + k·(log n + page)), k the caller's
+//     identity plus the nodes it holds that have messages: one ordered tree
+//     per recipient (and per recipient and thread), a page taken from each
+//     and merged. The unread count of a renewal or progress (the caller's
+//     identity and that node) is two map lookups; a heartbeat's (the whole
+//     inbox) is O(held).
 //   - A read message is kept Retention after it was read, an expired one
 //     Retention after its expiry; then it is gone (its record expires by a
 //     Badger TTL, its index entries by the sweep). An unread message without
