@@ -27,8 +27,8 @@ import (
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record (expires with a Badger TTL)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
-//	M|t|id                          message record (package message; a read or expired one
-//	                                expires with a Badger TTL); its inbox indexes live in memory
+//	M|t|id                          message record (package message; once read, or given a ttl,
+//	                                it expires with a Badger TTL); its inbox indexes live in memory
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
