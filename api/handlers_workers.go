@@ -40,6 +40,13 @@ func toWorker(v worker.View) workerJSON {
 	}
 }
 
+// heartbeatAnswer is the caller's worker record and how many unread messages
+// its inbox holds.
+type heartbeatAnswer struct {
+	workerJSON
+	InboxUnread int64 `json:"inbox_unread"`
+}
+
 type heartbeatBody struct {
 	Worker string          `json:"worker"`
 	Status worker.Status   `json:"status"`
@@ -79,7 +86,11 @@ func (s *Server) workerHeartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, toWorker(v))
+	unread, err := s.messages.UnreadAll(p.Tenant, p.Subject)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, heartbeatAnswer{workerJSON: toWorker(v), InboxUnread: unread})
 }
 
 // listWorkers is GET /v1/workers.

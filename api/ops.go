@@ -140,10 +140,11 @@ type nodeAnswer struct {
 }
 
 type progressAnswer struct {
-	OK     bool         `json:"ok"`
-	Status graph.Status `json:"status"`
-	Lease  leaseJSON    `json:"lease"`
-	Node   nodeJSON     `json:"node"`
+	OK          bool         `json:"ok"`
+	Status      graph.Status `json:"status"`
+	Lease       leaseJSON    `json:"lease"`
+	Node        nodeJSON     `json:"node"`
+	InboxUnread int64        `json:"inbox_unread"`
 }
 
 func (s *Server) claimJSON(res *lease.ClaimResult) (*claimAnswer, error) {
@@ -171,7 +172,10 @@ func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, bo
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, &renewAnswer{OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease)}, nil
+	return http.StatusOK, &renewAnswer{
+		OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease),
+		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
+	}, nil
 }
 
 func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
@@ -313,7 +317,10 @@ func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, &progressAnswer{OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease), Node: toNode(views[0])}, nil
+	return http.StatusOK, &progressAnswer{
+		OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease), Node: toNode(views[0]),
+		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
+	}, nil
 }
 
 // decodeFor reads the node id and the optional JSON body of a node call.

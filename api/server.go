@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
@@ -44,6 +45,9 @@ type Deps struct {
 	Retention *retention.Stats
 	Clock     clock.Clock
 	Logger    *slog.Logger
+
+	// Messages are the inboxes (package message).
+	Messages *message.Service
 }
 
 // Server is the HTTP face of Tether: thin handlers that decode, call a domain
@@ -69,6 +73,8 @@ type Server struct {
 	// never leaks a token's length.
 	operatorSums [][sha256.Size]byte
 	waiters      *waiters
+
+	messages *message.Service
 }
 
 // New builds the server and its routes.
@@ -82,7 +88,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
-		waiters: newWaiters(cfg.Waits),
+		waiters: newWaiters(cfg.Waits), messages: d.Messages,
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	for _, t := range cfg.OperatorTokens {
@@ -178,6 +184,7 @@ func (s *Server) routes() {
 	v1.add(http.MethodPost, "/queues/:queue/claims", s.claimMany, worker)
 	s.activityRoutes(v1)
 	s.workerRoutes(v1)
+	s.messageRoutes(v1)
 }
 
 // v1Router registers the routes under /v1: each behind authentication, the

@@ -83,6 +83,8 @@ const (
 	EventTypeExpired     EventType = "expired"
 	EventTypeExtended    EventType = "extended"
 	EventTypeFailed      EventType = "failed"
+	EventTypeMessageRead EventType = "message_read"
+	EventTypeMessageSent EventType = "message_sent"
 	EventTypeProgress    EventType = "progress"
 	EventTypeReleased    EventType = "released"
 	EventTypeRequeued    EventType = "requeued"
@@ -116,6 +118,10 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeFailed:
 		return true
+	case EventTypeMessageRead:
+		return true
+	case EventTypeMessageSent:
+		return true
 	case EventTypeProgress:
 		return true
 	case EventTypeReleased:
@@ -138,6 +144,30 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case HealthStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MessageState.
+const (
+	MessageStateDelivered MessageState = "delivered"
+	MessageStateExpired   MessageState = "expired"
+	MessageStatePending   MessageState = "pending"
+	MessageStateRead      MessageState = "read"
+)
+
+// Valid indicates whether the value is a known member of the MessageState enum.
+func (e MessageState) Valid() bool {
+	switch e {
+	case MessageStateDelivered:
+		return true
+	case MessageStateExpired:
+		return true
+	case MessageStatePending:
+		return true
+	case MessageStateRead:
 		return true
 	default:
 		return false
@@ -574,6 +604,8 @@ type EdgeList struct {
 //   - `commented`: `comment_id`
 //   - `edge_added`: `from`, `type`, `to`; `edge_retired`: the same and
 //     `outcome` for an `assigned` edge
+//   - `message_sent`: `message_id`, `priority`, `thread` when given (`by` is the
+//     sender); `message_read`: `message_id`, `from` (`by` is the reader)
 //
 // Clients should ignore members they do not know; later versions may add some.
 type Event struct {
@@ -593,7 +625,8 @@ type Event struct {
 	// `extended`, `released`, `expired` (a lease; renewals are not events);
 	// `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
 	// or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
-	// edge, as an event of its `from` node).
+	// edge, as an event of its `from` node); `message_sent`, `message_read` (a
+	// message to the node, sent or acknowledged).
 	Type EventType `json:"type"`
 }
 
@@ -609,7 +642,8 @@ type EventList struct {
 // `extended`, `released`, `expired` (a lease; renewals are not events);
 // `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
 // or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
-// edge, as an event of its `from` node).
+// edge, as an event of its `from` node); `message_sent`, `message_read` (a
+// message to the node, sent or acknowledged).
 type EventType string
 
 // ExtendRequest defines model for ExtendRequest.
@@ -683,6 +717,68 @@ type LeaseList struct {
 	Items      []Lease `json:"items"`
 	NextCursor *string `json:"next_cursor"`
 }
+
+// Message defines model for Message.
+type Message struct {
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// DeliveredAt When an inbox first listed it.
+	DeliveredAt *time.Time `json:"delivered_at"`
+
+	// DeliveredTo Whose inbox first listed it.
+	DeliveredTo *string `json:"delivered_to"`
+
+	// ExpiresAt When it expires unread (`ttl_ms` after `created_at`); null for never.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// From The identity that sent it.
+	From string `json:"from"`
+
+	// ID A UUIDv7 chosen by the server.
+	ID string `json:"id"`
+
+	// NodeID The node of a `node:<id>` address; null for an identity.
+	NodeID   *string    `json:"node_id"`
+	Priority int64      `json:"priority"`
+	ReadAt   *time.Time `json:"read_at"`
+
+	// ReadBy Who acknowledged it.
+	ReadBy *string `json:"read_by"`
+
+	// State Where a message is: `pending` (no inbox listed it yet), `delivered` (an inbox
+	// listed it), `read` (a recipient acknowledged it), `expired` (its `ttl_ms`
+	// passed before anyone read it).
+	State  MessageState `json:"state"`
+	Thread *string      `json:"thread"`
+
+	// To As sent, `<sub>` or `node:<id>`.
+	To string `json:"to"`
+}
+
+// MessageCreate defines model for MessageCreate.
+type MessageCreate struct {
+	Body     string  `json:"body"`
+	Priority *int64  `json:"priority,omitempty"`
+	Thread   *string `json:"thread,omitempty"`
+
+	// To An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they read).
+	To string `json:"to"`
+
+	// TTLMS Expire the message if it is still unread this long after it was sent.
+	TTLMS *int64 `json:"ttl_ms,omitempty"`
+}
+
+// MessageList defines model for MessageList.
+type MessageList struct {
+	Items      []Message `json:"items"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// MessageState Where a message is: `pending` (no inbox listed it yet), `delivered` (an inbox
+// listed it), `read` (a recipient acknowledged it), `expired` (its `ttl_ms`
+// passed before anyone read it).
+type MessageState string
 
 // Node A work item.
 type Node struct {
@@ -906,6 +1002,10 @@ type ProgressRequest struct {
 
 // ProgressResponse defines model for ProgressResponse.
 type ProgressResponse struct {
+	// InboxUnread Unread messages for this run: those to the caller's identity and to this
+	// node (as in the renew answer).
+	InboxUnread int64 `json:"inbox_unread"`
+
 	// Lease The live claim on a node. `fence` strictly increases with every new lease on
 	// the node; a holder passes it back to prove it still holds this lease.
 	Lease Lease `json:"lease"`
@@ -986,7 +1086,10 @@ type RenewRequest struct {
 
 // RenewResponse defines model for RenewResponse.
 type RenewResponse struct {
-	// InboxUnread Unread messages in the holder's inbox.
+	// InboxUnread Unread messages for this run: those to the caller's identity and to this
+	// node (messages to other nodes it holds are counted on their own renewals,
+	// and all of them in `GET /v1/inbox?unread=true`). A lookup, not a scan:
+	// cheap enough for every renewal. Non-zero means: read the inbox.
 	InboxUnread int64 `json:"inbox_unread"`
 
 	// Lease The live claim on a node. `fence` strictly increases with every new lease on
@@ -1144,6 +1247,25 @@ type WorkerHeartbeat struct {
 	Worker string `json:"worker"`
 }
 
+// WorkerHeartbeatResponse The caller's worker record, and how many unread messages its inbox holds.
+type WorkerHeartbeatResponse struct {
+	By string `json:"by"`
+
+	// InboxUnread Unread messages in the caller's whole inbox: those to its identity and to
+	// every node it holds (what `GET /v1/inbox?unread=true` would list).
+	InboxUnread int64                  `json:"inbox_unread"`
+	LastSeenAt  time.Time              `json:"last_seen_at"`
+	Meta        map[string]interface{} `json:"meta"`
+	Node        *string                `json:"node"`
+	Stale       bool                   `json:"stale"`
+	StartedAt   time.Time              `json:"started_at"`
+
+	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
+	// (running the node it names) or `offline` (stopped).
+	Status WorkerStatus `json:"status"`
+	Worker string       `json:"worker"`
+}
+
 // WorkerList defines model for WorkerList.
 type WorkerList struct {
 	Items      []Worker `json:"items"`
@@ -1165,6 +1287,9 @@ type IfMatch = string
 
 // Limit defines model for Limit.
 type Limit = int
+
+// MessageID defines model for MessageID.
+type MessageID = string
 
 // NodeID defines model for NodeID.
 type NodeID = string
@@ -1228,6 +1353,25 @@ type ListEventsParams struct {
 
 	// LastEventID For `text/event-stream`, the `seq` to resume after; overrides `after`.
 	LastEventID *int64 `json:"Last-Event-ID,omitempty"`
+}
+
+// ListInboxParams defines parameters for ListInbox.
+type ListInboxParams struct {
+	// Unread Only messages not yet read (default false).
+	Unread *bool   `form:"unread,omitempty" json:"unread,omitempty"`
+	Thread *string `form:"thread,omitempty" json:"thread,omitempty"`
+
+	// Node Only the messages to this node, which the caller holds.
+	Node *string `form:"node,omitempty" json:"node,omitempty"`
+
+	// WaitMS Long poll while the page would be empty (0–60000, default 0).
+	WaitMS *int `form:"wait_ms,omitempty" json:"wait_ms,omitempty"`
+
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListLeasesParams defines parameters for ListLeases.
@@ -1355,6 +1499,9 @@ type RunBatchJSONRequestBody = BatchRequest
 
 // CreateEdgeJSONRequestBody defines body for CreateEdge for application/json ContentType.
 type CreateEdgeJSONRequestBody = EdgeCreate
+
+// SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
+type SendMessageJSONRequestBody = MessageCreate
 
 // CreateNodeJSONRequestBody defines body for CreateNode for application/json ContentType.
 type CreateNodeJSONRequestBody = NodeCreate
@@ -1720,12 +1867,121 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListInbox The caller's inbox (page or long poll)
+	//
+	// Role: worker. The messages addressed to the caller's identity and to every node
+	// it holds a live lease on right now, ordered by `priority` (high first), then
+	// age (old first), then id. Read messages stay listed (with `read_at`) until 7
+	// days after they were read; expired ones are never listed.
+	//
+	// - `unread=true`: only messages not yet acknowledged.
+	// - `thread`: only the messages of that thread.
+	// - `node`: only the messages to that node (empty unless the caller holds it);
+	//   what `tether work` polls for the command it runs.
+	// - `wait_ms` (0–60000): while the page would be empty, wait up to that long
+	//   for a message to arrive (a long poll); it answers as soon as a message
+	//   reaching this inbox is durable, or with an empty page when the wait runs
+	//   out.
+	//
+	// Listing a message for the first time marks it delivered to the caller
+	// (`delivered_at`, `delivered_to`, `state: delivered`), durably, before the
+	// answer. Pages follow `next_cursor` as every list does.
+	//
+	// Corresponds with GET /v1/inbox (the `ListInbox` operationId).
+	ListInbox(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AckMessage Acknowledge a message (read receipt)
+	//
+	// Role: worker. Records that the caller read the message (`read_at`, `read_by`;
+	// and `delivered_at` if no inbox had listed it yet), so its sender sees it in
+	// `GET /v1/messages/{id}`, and it leaves `unread=true` pages and every
+	// `inbox_unread` count. Only a recipient may: the identity it is addressed to,
+	// or the live holder of the node it is addressed to. A message the caller may
+	// not acknowledge, an expired one, and another tenant's are `404`.
+	// Acknowledging a message already read answers it unchanged. For a message to
+	// a node, appends `message_read` to the node (`data: {"message_id", "from"}`,
+	// `by` the reader) in the same transaction. The body is empty or `{}`.
+	//
+	// Corresponds with POST /v1/inbox/{id}/ack (the `AckMessage` operationId).
+	AckMessage(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListLeases List the live leases
 	//
 	// Role reader. What is running right now.
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendMessageWithBody Send a message (steer a running agent)
+	//
+	// Role: worker. Sends a message from the caller (`from` is the token's subject)
+	// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+	// message to a node is addressed to the work, not to a worker: it reaches
+	// whoever holds the node's live lease when they read their inbox, so it
+	// survives a handoff, an expiry or a requeue, and a holder that let the node
+	// go no longer sees it. The node must exist (else `404`); an identity need not
+	// have been seen yet.
+	//
+	// - `body`: 1–65536 characters.
+	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+	// - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+	//   (`GET /v1/inbox?thread=`).
+	// - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+	//   passed is expired: gone from every inbox and count, no longer
+	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
+	//   `tether_messages_expired_total`. Without it the message waits until read.
+	//
+	// A message to a node appends a `message_sent` event to the node
+	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+	// transaction; one to an identity appends none. The answer is the message,
+	// `state: pending`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+	SendMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendMessage Send a message (steer a running agent)
+	//
+	// Role: worker. Sends a message from the caller (`from` is the token's subject)
+	// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+	// message to a node is addressed to the work, not to a worker: it reaches
+	// whoever holds the node's live lease when they read their inbox, so it
+	// survives a handoff, an expiry or a requeue, and a holder that let the node
+	// go no longer sees it. The node must exist (else `404`); an identity need not
+	// have been seen yet.
+	//
+	// - `body`: 1–65536 characters.
+	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+	// - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+	//   (`GET /v1/inbox?thread=`).
+	// - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+	//   passed is expired: gone from every inbox and count, no longer
+	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
+	//   `tether_messages_expired_total`. Without it the message waits until read.
+	//
+	// A message to a node appends a `message_sent` event to the node
+	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+	// transaction; one to an identity appends none. The answer is the message,
+	// `state: pending`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+	SendMessage(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetMessage A message with its delivery and read receipt
+	//
+	// Role: reader. The message, its `state` and its receipts: `delivered_at` and
+	// `delivered_to` (when an inbox first listed it, and whose), `read_at` and
+	// `read_by` (its acknowledgement). It is shown to its sender, to the identity it
+	// is addressed to, to whoever it was delivered to or read by, to the live holder
+	// of the node it is addressed to, and to dispatchers and admins of the tenant;
+	// to anyone else, and across tenants, it is `404`. A message is kept 7 days
+	// after it was read or expired, then it is `404` too.
+	//
+	// Corresponds with GET /v1/messages/{id} (the `GetMessage` operationId).
+	GetMessage(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListNodes List nodes
 	//
@@ -2351,7 +2607,8 @@ type ClientInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat.
+	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2376,7 +2633,8 @@ type ClientInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat.
+	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2669,6 +2927,64 @@ func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEd
 	return c.Client.Do(req)
 }
 
+// ListInbox The caller's inbox (page or long poll)
+//
+// Role: worker. The messages addressed to the caller's identity and to every node
+// it holds a live lease on right now, ordered by `priority` (high first), then
+// age (old first), then id. Read messages stay listed (with `read_at`) until 7
+// days after they were read; expired ones are never listed.
+//
+//   - `unread=true`: only messages not yet acknowledged.
+//   - `thread`: only the messages of that thread.
+//   - `node`: only the messages to that node (empty unless the caller holds it);
+//     what `tether work` polls for the command it runs.
+//   - `wait_ms` (0–60000): while the page would be empty, wait up to that long
+//     for a message to arrive (a long poll); it answers as soon as a message
+//     reaching this inbox is durable, or with an empty page when the wait runs
+//     out.
+//
+// Listing a message for the first time marks it delivered to the caller
+// (`delivered_at`, `delivered_to`, `state: delivered`), durably, before the
+// answer. Pages follow `next_cursor` as every list does.
+//
+// Corresponds with GET /v1/inbox (the `ListInbox` operationId).
+func (c *Client) ListInbox(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInboxRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AckMessage Acknowledge a message (read receipt)
+//
+// Role: worker. Records that the caller read the message (`read_at`, `read_by`;
+// and `delivered_at` if no inbox had listed it yet), so its sender sees it in
+// `GET /v1/messages/{id}`, and it leaves `unread=true` pages and every
+// `inbox_unread` count. Only a recipient may: the identity it is addressed to,
+// or the live holder of the node it is addressed to. A message the caller may
+// not acknowledge, an expired one, and another tenant's are `404`.
+// Acknowledging a message already read answers it unchanged. For a message to
+// a node, appends `message_read` to the node (`data: {"message_id", "from"}`,
+// `by` the reader) in the same transaction. The body is empty or `{}`.
+//
+// Corresponds with POST /v1/inbox/{id}/ack (the `AckMessage` operationId).
+func (c *Client) AckMessage(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAckMessageRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListLeases List the live leases
 //
 // Role reader. What is running right now.
@@ -2676,6 +2992,107 @@ func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEd
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
 func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListLeasesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendMessageWithBody Send a message (steer a running agent)
+//
+// Role: worker. Sends a message from the caller (`from` is the token's subject)
+// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+// message to a node is addressed to the work, not to a worker: it reaches
+// whoever holds the node's live lease when they read their inbox, so it
+// survives a handoff, an expiry or a requeue, and a holder that let the node
+// go no longer sees it. The node must exist (else `404`); an identity need not
+// have been seen yet.
+//
+//   - `body`: 1–65536 characters.
+//   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+//   - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+//     (`GET /v1/inbox?thread=`).
+//   - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+//     passed is expired: gone from every inbox and count, no longer
+//     acknowledgeable, shown to its sender as `state: expired`, and counted in
+//     `tether_messages_expired_total`. Without it the message waits until read.
+//
+// A message to a node appends a `message_sent` event to the node
+// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+// transaction; one to an identity appends none. The answer is the message,
+// `state: pending`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendMessage Send a message (steer a running agent)
+//
+// Role: worker. Sends a message from the caller (`from` is the token's subject)
+// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+// message to a node is addressed to the work, not to a worker: it reaches
+// whoever holds the node's live lease when they read their inbox, so it
+// survives a handoff, an expiry or a requeue, and a holder that let the node
+// go no longer sees it. The node must exist (else `404`); an identity need not
+// have been seen yet.
+//
+//   - `body`: 1–65536 characters.
+//   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+//   - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+//     (`GET /v1/inbox?thread=`).
+//   - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+//     passed is expired: gone from every inbox and count, no longer
+//     acknowledgeable, shown to its sender as `state: expired`, and counted in
+//     `tether_messages_expired_total`. Without it the message waits until read.
+//
+// A message to a node appends a `message_sent` event to the node
+// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+// transaction; one to an identity appends none. The answer is the message,
+// `state: pending`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+func (c *Client) SendMessage(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendMessageRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMessage A message with its delivery and read receipt
+//
+// Role: reader. The message, its `state` and its receipts: `delivered_at` and
+// `delivered_to` (when an inbox first listed it, and whose), `read_at` and
+// `read_by` (its acknowledgement). It is shown to its sender, to the identity it
+// is addressed to, to whoever it was delivered to or read by, to the live holder
+// of the node it is addressed to, and to dispatchers and admins of the tenant;
+// to anyone else, and across tenants, it is `404`. A message is kept 7 days
+// after it was read or expired, then it is `404` too.
+//
+// Corresponds with GET /v1/messages/{id} (the `GetMessage` operationId).
+func (c *Client) GetMessage(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMessageRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -3850,7 +4267,8 @@ func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, req
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat.
+// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3885,7 +4303,8 @@ func (c *Client) HeartbeatWorkerWithBody(ctx context.Context, contentType string
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat.
+// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4357,6 +4776,154 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 	return req, nil
 }
 
+// NewListInboxRequest constructs an http.Request for the ListInbox method
+func NewListInboxRequest(server string, params *ListInboxParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbox")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Unread != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "unread", *params.Unread, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Thread != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "thread", *params.Thread, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Node != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "node", *params.Node, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WaitMS != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait_ms", *params.WaitMS, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAckMessageRequest constructs an http.Request for the AckMessage method
+func NewAckMessageRequest(server string, id MessageID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/inbox/%s/ack", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListLeasesRequest constructs an http.Request for the ListLeases method
 func NewListLeasesRequest(server string, params *ListLeasesParams) (*http.Request, error) {
 	var err error
@@ -4437,6 +5004,80 @@ func NewListLeasesRequest(server string, params *ListLeasesParams) (*http.Reques
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSendMessageRequest calls the generic SendMessage builder with application/json body
+func NewSendMessageRequest(server string, body SendMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSendMessageRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSendMessageRequestWithBody constructs an http.Request for the SendMessage method, with any body, and a specified content type
+func NewSendMessageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/messages")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetMessageRequest constructs an http.Request for the GetMessage method
+func NewGetMessageRequest(server string, id MessageID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/messages/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6501,6 +7142,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEventsWithResponse(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*ListEventsResponse, error)
 
+	// ListInboxWithResponse The caller's inbox (page or long poll)
+	//
+	// Role: worker. The messages addressed to the caller's identity and to every node
+	// it holds a live lease on right now, ordered by `priority` (high first), then
+	// age (old first), then id. Read messages stay listed (with `read_at`) until 7
+	// days after they were read; expired ones are never listed.
+	//
+	// - `unread=true`: only messages not yet acknowledged.
+	// - `thread`: only the messages of that thread.
+	// - `node`: only the messages to that node (empty unless the caller holds it);
+	//   what `tether work` polls for the command it runs.
+	// - `wait_ms` (0–60000): while the page would be empty, wait up to that long
+	//   for a message to arrive (a long poll); it answers as soon as a message
+	//   reaching this inbox is durable, or with an empty page when the wait runs
+	//   out.
+	//
+	// Listing a message for the first time marks it delivered to the caller
+	// (`delivered_at`, `delivered_to`, `state: delivered`), durably, before the
+	// answer. Pages follow `next_cursor` as every list does.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/inbox (the `ListInbox` operationId).
+	ListInboxWithResponse(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*ListInboxResponse, error)
+
+	// AckMessageWithResponse Acknowledge a message (read receipt)
+	//
+	// Role: worker. Records that the caller read the message (`read_at`, `read_by`;
+	// and `delivered_at` if no inbox had listed it yet), so its sender sees it in
+	// `GET /v1/messages/{id}`, and it leaves `unread=true` pages and every
+	// `inbox_unread` count. Only a recipient may: the identity it is addressed to,
+	// or the live holder of the node it is addressed to. A message the caller may
+	// not acknowledge, an expired one, and another tenant's are `404`.
+	// Acknowledging a message already read answers it unchanged. For a message to
+	// a node, appends `message_read` to the node (`data: {"message_id", "from"}`,
+	// `by` the reader) in the same transaction. The body is empty or `{}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/inbox/{id}/ack (the `AckMessage` operationId).
+	AckMessageWithResponse(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*AckMessageResponse, error)
+
 	// ListLeasesWithResponse List the live leases
 	//
 	// Role reader. What is running right now.
@@ -6509,6 +7192,79 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeasesWithResponse(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*ListLeasesResponse, error)
+
+	// SendMessageWithBodyWithResponse Send a message (steer a running agent)
+	//
+	// Role: worker. Sends a message from the caller (`from` is the token's subject)
+	// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+	// message to a node is addressed to the work, not to a worker: it reaches
+	// whoever holds the node's live lease when they read their inbox, so it
+	// survives a handoff, an expiry or a requeue, and a holder that let the node
+	// go no longer sees it. The node must exist (else `404`); an identity need not
+	// have been seen yet.
+	//
+	// - `body`: 1–65536 characters.
+	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+	// - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+	//   (`GET /v1/inbox?thread=`).
+	// - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+	//   passed is expired: gone from every inbox and count, no longer
+	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
+	//   `tether_messages_expired_total`. Without it the message waits until read.
+	//
+	// A message to a node appends a `message_sent` event to the node
+	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+	// transaction; one to an identity appends none. The answer is the message,
+	// `state: pending`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+	SendMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageResponse, error)
+
+	// SendMessageWithResponse Send a message (steer a running agent)
+	//
+	// Role: worker. Sends a message from the caller (`from` is the token's subject)
+	// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+	// message to a node is addressed to the work, not to a worker: it reaches
+	// whoever holds the node's live lease when they read their inbox, so it
+	// survives a handoff, an expiry or a requeue, and a holder that let the node
+	// go no longer sees it. The node must exist (else `404`); an identity need not
+	// have been seen yet.
+	//
+	// - `body`: 1–65536 characters.
+	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+	// - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+	//   (`GET /v1/inbox?thread=`).
+	// - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+	//   passed is expired: gone from every inbox and count, no longer
+	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
+	//   `tether_messages_expired_total`. Without it the message waits until read.
+	//
+	// A message to a node appends a `message_sent` event to the node
+	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+	// transaction; one to an identity appends none. The answer is the message,
+	// `state: pending`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+	SendMessageWithResponse(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageResponse, error)
+
+	// GetMessageWithResponse A message with its delivery and read receipt
+	//
+	// Role: reader. The message, its `state` and its receipts: `delivered_at` and
+	// `delivered_to` (when an inbox first listed it, and whose), `read_at` and
+	// `read_by` (its acknowledgement). It is shown to its sender, to the identity it
+	// is addressed to, to whoever it was delivered to or read by, to the live holder
+	// of the node it is addressed to, and to dispatchers and admins of the tenant;
+	// to anyone else, and across tenants, it is `404`. A message is kept 7 days
+	// after it was read or expired, then it is `404` too.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/messages/{id} (the `GetMessage` operationId).
+	GetMessageWithResponse(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*GetMessageResponse, error)
 
 	// ListNodesWithResponse List nodes
 	//
@@ -7162,7 +7918,8 @@ type ClientWithResponsesInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat.
+	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7187,7 +7944,8 @@ type ClientWithResponsesInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat.
+	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8002,6 +8760,214 @@ func (r ListEventsResponse) ContentType() string {
 	return ""
 }
 
+// ListInboxResponse401Headers the declared response headers of an HTTP 401 response for ListInbox
+type ListInboxResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListInboxResponse429Headers the declared response headers of an HTTP 429 response for ListInbox
+type ListInboxResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListInboxResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListInboxResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListInboxResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInboxResponse) GetJSON200() *MessageList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListInboxResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInboxResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInboxResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInboxResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInboxResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AckMessageResponse401Headers the declared response headers of an HTTP 401 response for AckMessage
+type AckMessageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AckMessageResponse429Headers the declared response headers of an HTTP 429 response for AckMessage
+type AckMessageResponse429Headers struct {
+	RetryAfter int
+}
+
+type AckMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Message
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AckMessageResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AckMessageResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AckMessageResponse) GetJSON200() *Message {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AckMessageResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AckMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AckMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AckMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AckMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListLeasesResponse401Headers the declared response headers of an HTTP 401 response for ListLeases
 type ListLeasesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8093,6 +9059,221 @@ func (r ListLeasesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListLeasesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SendMessageResponse401Headers the declared response headers of an HTTP 401 response for SendMessage
+type SendMessageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SendMessageResponse429Headers the declared response headers of an HTTP 429 response for SendMessage
+type SendMessageResponse429Headers struct {
+	RetryAfter int
+}
+
+type SendMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Message
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendMessageResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendMessageResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SendMessageResponse) GetJSON201() *Message {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SendMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendMessageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMessageResponse401Headers the declared response headers of an HTTP 401 response for GetMessage
+type GetMessageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetMessageResponse429Headers the declared response headers of an HTTP 429 response for GetMessage
+type GetMessageResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Message
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMessageResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetMessageResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetMessageResponse) GetJSON200() *Message {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMessageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11860,7 +13041,7 @@ type HeartbeatWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *Worker
+	JSON200 *WorkerHeartbeatResponse
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -11884,7 +13065,7 @@ type HeartbeatWorkerResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r HeartbeatWorkerResponse) GetJSON200() *Worker {
+func (r HeartbeatWorkerResponse) GetJSON200() *WorkerHeartbeatResponse {
 	return r.JSON200
 }
 
@@ -12206,6 +13387,60 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 	return ParseListEventsResponse(rsp)
 }
 
+// ListInboxWithResponse The caller's inbox (page or long poll)
+//
+// Role: worker. The messages addressed to the caller's identity and to every node
+// it holds a live lease on right now, ordered by `priority` (high first), then
+// age (old first), then id. Read messages stay listed (with `read_at`) until 7
+// days after they were read; expired ones are never listed.
+//
+//   - `unread=true`: only messages not yet acknowledged.
+//   - `thread`: only the messages of that thread.
+//   - `node`: only the messages to that node (empty unless the caller holds it);
+//     what `tether work` polls for the command it runs.
+//   - `wait_ms` (0–60000): while the page would be empty, wait up to that long
+//     for a message to arrive (a long poll); it answers as soon as a message
+//     reaching this inbox is durable, or with an empty page when the wait runs
+//     out.
+//
+// Listing a message for the first time marks it delivered to the caller
+// (`delivered_at`, `delivered_to`, `state: delivered`), durably, before the
+// answer. Pages follow `next_cursor` as every list does.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/inbox (the `ListInbox` operationId).
+func (c *ClientWithResponses) ListInboxWithResponse(ctx context.Context, params *ListInboxParams, reqEditors ...RequestEditorFn) (*ListInboxResponse, error) {
+	rsp, err := c.ListInbox(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInboxResponse(rsp)
+}
+
+// AckMessageWithResponse Acknowledge a message (read receipt)
+//
+// Role: worker. Records that the caller read the message (`read_at`, `read_by`;
+// and `delivered_at` if no inbox had listed it yet), so its sender sees it in
+// `GET /v1/messages/{id}`, and it leaves `unread=true` pages and every
+// `inbox_unread` count. Only a recipient may: the identity it is addressed to,
+// or the live holder of the node it is addressed to. A message the caller may
+// not acknowledge, an expired one, and another tenant's are `404`.
+// Acknowledging a message already read answers it unchanged. For a message to
+// a node, appends `message_read` to the node (`data: {"message_id", "from"}`,
+// `by` the reader) in the same transaction. The body is empty or `{}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/inbox/{id}/ack (the `AckMessage` operationId).
+func (c *ClientWithResponses) AckMessageWithResponse(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*AckMessageResponse, error) {
+	rsp, err := c.AckMessage(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAckMessageResponse(rsp)
+}
+
 // ListLeasesWithResponse List the live leases
 //
 // Role reader. What is running right now.
@@ -12219,6 +13454,97 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseListLeasesResponse(rsp)
+}
+
+// SendMessageWithBodyWithResponse Send a message (steer a running agent)
+//
+// Role: worker. Sends a message from the caller (`from` is the token's subject)
+// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+// message to a node is addressed to the work, not to a worker: it reaches
+// whoever holds the node's live lease when they read their inbox, so it
+// survives a handoff, an expiry or a requeue, and a holder that let the node
+// go no longer sees it. The node must exist (else `404`); an identity need not
+// have been seen yet.
+//
+//   - `body`: 1–65536 characters.
+//   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+//   - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+//     (`GET /v1/inbox?thread=`).
+//   - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+//     passed is expired: gone from every inbox and count, no longer
+//     acknowledgeable, shown to its sender as `state: expired`, and counted in
+//     `tether_messages_expired_total`. Without it the message waits until read.
+//
+// A message to a node appends a `message_sent` event to the node
+// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+// transaction; one to an identity appends none. The answer is the message,
+// `state: pending`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendMessageResponse, error) {
+	rsp, err := c.SendMessageWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendMessageResponse(rsp)
+}
+
+// SendMessageWithResponse Send a message (steer a running agent)
+//
+// Role: worker. Sends a message from the caller (`from` is the token's subject)
+// to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+// message to a node is addressed to the work, not to a worker: it reaches
+// whoever holds the node's live lease when they read their inbox, so it
+// survives a handoff, an expiry or a requeue, and a holder that let the node
+// go no longer sees it. The node must exist (else `404`); an identity need not
+// have been seen yet.
+//
+//   - `body`: 1–65536 characters.
+//   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+//   - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+//     (`GET /v1/inbox?thread=`).
+//   - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+//     passed is expired: gone from every inbox and count, no longer
+//     acknowledgeable, shown to its sender as `state: expired`, and counted in
+//     `tether_messages_expired_total`. Without it the message waits until read.
+//
+// A message to a node appends a `message_sent` event to the node
+// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+// transaction; one to an identity appends none. The answer is the message,
+// `state: pending`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/messages (the `SendMessage` operationId).
+func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, body SendMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*SendMessageResponse, error) {
+	rsp, err := c.SendMessage(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendMessageResponse(rsp)
+}
+
+// GetMessageWithResponse A message with its delivery and read receipt
+//
+// Role: reader. The message, its `state` and its receipts: `delivered_at` and
+// `delivered_to` (when an inbox first listed it, and whose), `read_at` and
+// `read_by` (its acknowledgement). It is shown to its sender, to the identity it
+// is addressed to, to whoever it was delivered to or read by, to the live holder
+// of the node it is addressed to, and to dispatchers and admins of the tenant;
+// to anyone else, and across tenants, it is `404`. A message is kept 7 days
+// after it was read or expired, then it is `404` too.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/messages/{id} (the `GetMessage` operationId).
+func (c *ClientWithResponses) GetMessageWithResponse(ctx context.Context, id MessageID, reqEditors ...RequestEditorFn) (*GetMessageResponse, error) {
+	rsp, err := c.GetMessage(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMessageResponse(rsp)
 }
 
 // ListNodesWithResponse List nodes
@@ -13197,7 +14523,8 @@ func (c *ClientWithResponses) ListWorkersWithResponse(ctx context.Context, param
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat.
+// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13228,7 +14555,8 @@ func (c *ClientWithResponses) HeartbeatWorkerWithBodyWithResponse(ctx context.Co
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat.
+// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13919,6 +15247,202 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 	return response, nil
 }
 
+// ParseListInboxResponse parses an HTTP response from a ListInboxWithResponse call
+func ParseListInboxResponse(rsp *http.Response) (*ListInboxResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInboxResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListInboxResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListInboxResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAckMessageResponse parses an HTTP response from a AckMessageWithResponse call
+func ParseAckMessageResponse(rsp *http.Response) (*AckMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AckMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AckMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers AckMessageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListLeasesResponse parses an HTTP response from a ListLeasesWithResponse call
 func ParseListLeasesResponse(rsp *http.Response) (*ListLeasesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13997,6 +15521,209 @@ func ParseListLeasesResponse(rsp *http.Response) (*ListLeasesResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListLeasesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendMessageResponse parses an HTTP response from a SendMessageWithResponse call
+func ParseSendMessageResponse(rsp *http.Response) (*SendMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SendMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers SendMessageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetMessageResponse parses an HTTP response from a GetMessageWithResponse call
+func ParseGetMessageResponse(rsp *http.Response) (*GetMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Message
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetMessageResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -17589,7 +19316,7 @@ func ParseHeartbeatWorkerResponse(rsp *http.Response) (*HeartbeatWorkerResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest Worker
+		var dest WorkerHeartbeatResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -1,7 +1,7 @@
 // Package graph is Tether's model: nodes, edges (live and retired), events,
 // comments, queue settings, and the records other packages own (tenants, API
-// keys, workers, idempotency), stored in a kv.Store (the storage engine). It
-// knows nothing of HTTP or of what a lease means.
+// keys, workers, idempotency, messages), stored in a kv.Store (the storage
+// engine). It knows nothing of HTTP or of what a lease means.
 //
 // What is stored, and only that (keys.go): node records (each with its live
 // assigned edge, so a claim and a completion write no edge key), live and
@@ -12,11 +12,11 @@
 //
 // What lives in memory, derived from the records (state.go, rebuild.go):
 //   - every node's state: its place in the list indexes (by tenant in list
-//     order, by status, by queue and status, by parent, live leases by id),
-//     its blocker counts (unmet depends_on targets, unfinished children), how
-//     many live depends_on edges point at it, and, while it is live (open,
-//     queued or running), its encoded record, so the writer's hot paths
-//     never read the store;
+//     order, by status, by queue and status, by parent, live leases by id
+//     and by holder), its blocker counts (unmet depends_on targets,
+//     unfinished children), how many live depends_on edges point at it, and,
+//     while it is live (open, queued or running), its encoded record, so the
+//     writer's hot paths never read the store;
 //   - every live edge, from both ends;
 //   - the fences of deleted nodes;
 //   - the ready mirror (ready_mirror.go, ready_filter*.go): exactly the

@@ -28,6 +28,8 @@ import (
 //	i|t|key                         idempotency record (expires with a Badger TTL)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
 //	X|t                             retention mark: highest event seq removed, fence floor (retention.go)
+//	M|t|id                          message record (package message; once read, or given a ttl,
+//	                                it expires with a Badger TTL); its inbox indexes live in memory
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
@@ -45,6 +47,7 @@ const (
 	tagAPIKey      = 'K'
 	tagIdempotency = 'i'
 	tagWorker      = 'W'
+	tagMessage     = 'M'
 	keySeparator   = 0x00
 	orderKeyLength = 16
 )
@@ -123,6 +126,8 @@ func tenantKey(tenant string) []byte { return newKey(tagTenant, tenant).bytes() 
 func idempotencyKey(tenant, key string) []byte { return newKey(tagIdempotency, tenant).last(key) }
 
 func apiKeyKey(tenant, id string) []byte { return newKey(tagAPIKey, tenant).last(id) }
+
+func messageKey(tenant, id string) []byte { return newKey(tagMessage, tenant).last(id) }
 
 func workerKey(tenant, by, worker string) []byte {
 	return newKey(tagWorker, tenant).str(by).last(worker)

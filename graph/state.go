@@ -86,13 +86,14 @@ type queueStatus struct {
 }
 
 // tenantIndex holds one tenant's list indexes, in list order (priority high
-// first, then oldest, then id); leased is in id order.
+// first, then oldest, then id); leased and byHolder are in id order.
 type tenantIndex struct {
 	all      *btree.BTreeG[*nodeEntry]
 	byStatus map[Status]*btree.BTreeG[*nodeEntry]
 	byQueue  map[queueStatus]*btree.BTreeG[*nodeEntry]
 	byParent map[string]*btree.BTreeG[*nodeEntry]
 	leased   *btree.BTreeG[*nodeEntry]
+	byHolder map[string]*btree.BTreeG[*nodeEntry]
 }
 
 func newListTree() *btree.BTreeG[*nodeEntry] { return btree.NewG(16, lessEntry) }
@@ -123,6 +124,7 @@ func (t *table) tenant(name string) *tenantIndex {
 			byQueue:  map[queueStatus]*btree.BTreeG[*nodeEntry]{},
 			byParent: map[string]*btree.BTreeG[*nodeEntry]{},
 			leased:   btree.NewG(16, lessEntryID),
+			byHolder: map[string]*btree.BTreeG[*nodeEntry]{},
 		}
 		t.tenants[name] = ti
 	}
@@ -152,6 +154,7 @@ func (t *table) unindex(e *nodeEntry) {
 	}
 	if e.st.holder != "" {
 		ti.leased.Delete(e)
+		dropFrom(ti.byHolder, e.st.holder, e)
 	}
 }
 
@@ -168,7 +171,19 @@ func (t *table) index(e *nodeEntry) {
 	}
 	if e.st.holder != "" {
 		ti.leased.ReplaceOrInsert(e)
+		ti.heldBy(e.st.holder).ReplaceOrInsert(e)
 	}
+}
+
+// heldBy is the tree of the nodes whose lease names holder, in id order (an
+// id never changes, so a node never moves in it while held).
+func (ti *tenantIndex) heldBy(holder string) *btree.BTreeG[*nodeEntry] {
+	tr, ok := ti.byHolder[holder]
+	if !ok {
+		tr = btree.NewG(16, lessEntryID)
+		ti.byHolder[holder] = tr
+	}
+	return tr
 }
 
 // move gives e the state st, moving it only in the indexes whose place
@@ -197,6 +212,7 @@ func (t *table) move(e *nodeEntry, st *nodeState) {
 	}
 	if moveLeased && old.holder != "" {
 		ti.leased.Delete(e)
+		dropFrom(ti.byHolder, old.holder, e)
 	}
 	e.st = *st
 	if moveAll {
@@ -213,6 +229,7 @@ func (t *table) move(e *nodeEntry, st *nodeState) {
 	}
 	if moveLeased && st.holder != "" {
 		ti.leased.ReplaceOrInsert(e)
+		ti.heldBy(st.holder).ReplaceOrInsert(e)
 	}
 }
 

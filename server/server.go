@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
@@ -56,6 +57,8 @@ type Server struct {
 	API     *api.Server
 	http    *http.Server
 	log     *slog.Logger
+
+	Messages *message.Service
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -119,14 +122,21 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			return time.Duration(p.RetentionMS) * time.Millisecond, err
 		},
 	})
+	messages, err := message.New(store)
+	if err != nil {
+		leases.Stop()
+		store.Close()
+		return nil, err
+	}
 	cleaner.Start()
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
-		Clock: cfg.Clock, Logger: cfg.Logger,
+		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages,
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger}
+	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
+		Messages: messages}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -157,5 +167,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.http.Shutdown(ctx)
 	s.Cleaner.Stop()
 	s.Leases.Stop()
+	s.Messages.Close()
 	return errors.Join(err, s.Store.Close())
 }

@@ -36,6 +36,9 @@ type workOptions struct {
 	types, labels []string
 	workerName    string
 	command       []string
+
+	inboxSignalName string
+	inboxSignal     syscall.Signal // 0: none
 }
 
 func workCommand() *cobra.Command {
@@ -47,9 +50,17 @@ func workCommand() *cobra.Command {
 --queue (a long poll), runs COMMAND for it, and reports how it ended.
 
 COMMAND gets the node's JSON on stdin and, besides this process's
-environment, TETHER_NODE_ID, TETHER_FENCE, TETHER_URL, TETHER_TOKEN and
-TETHER_WORKER (the slot's name). While it runs, the lease is renewed at a
-third of --ttl.
+environment, TETHER_NODE_ID, TETHER_FENCE, TETHER_URL, TETHER_TOKEN,
+TETHER_WORKER (the slot's name) and TETHER_INBOX. While it runs, the lease is
+renewed at a third of --ttl.
+
+Messages sent to the node (tether send node:ID ...) reach the command in
+TETHER_INBOX, a JSON Lines file: one message per line, as GET /v1/inbox gives
+it, appended as they arrive (those sent before the run are there when it
+starts). The runner acknowledges each message once it is in the file, so its
+sender sees it read. With --inbox-signal the command also gets that signal
+after new lines are added (it must handle it: the default action of most
+signals ends a process).
 
   exit 0      the node is completed; stdout is its result (JSON when stdout is
               valid JSON, else a string; beyond 1 MiB it is truncated and the
@@ -92,6 +103,7 @@ a second signal ends the grace at once. If the runner dies without that
 	f.StringSliceVar(&o.labels, "labels", nil, "only claim nodes carrying all these labels (comma separated)")
 	f.StringVar(&o.workerName, "worker-name", "", "slots are named NAME-1, NAME-2, ... in GET /v1/workers (default: the host name)")
 	f.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "how often each slot reports itself when nothing changes")
+	f.StringVar(&o.inboxSignalName, "inbox-signal", "", "signal sent to the command when messages are added to $TETHER_INBOX: HUP, USR1, USR2 or WINCH (default: none)")
 	return cmd
 }
 
@@ -130,6 +142,13 @@ func (o *workOptions) resolve() error {
 		return usageErrorf("--heartbeat must be at least 1s")
 	case !worker.ValidName(fmt.Sprintf("%s-%d", o.workerName, o.concurrency)):
 		return usageErrorf("--worker-name %q is not a worker name (up to 120 characters of [A-Za-z0-9._:-], starting with a letter or digit)", o.workerName)
+	}
+	if o.inboxSignalName != "" {
+		sig, ok := workSignals[strings.TrimPrefix(strings.ToUpper(o.inboxSignalName), "SIG")]
+		if !ok {
+			return usageErrorf("--inbox-signal must be HUP, USR1, USR2 or WINCH, not %q", o.inboxSignalName)
+		}
+		o.inboxSignal = sig
 	}
 	if _, err := exec.LookPath(o.command[0]); err != nil {
 		return usageErrorf("cannot run %q: %w", o.command[0], err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -41,8 +42,8 @@ type workExit struct {
 // stderr as well as kept. The command runs in a process group of its own;
 // once stop is closed, the group gets SIGTERM, and SIGKILL workKillAfter
 // later (or as soon as the command itself has ended, for what is left of
-// the group).
-func workExec(stop <-chan struct{}, argv, env []string, stdin []byte, stderr io.Writer) workExit {
+// the group). started, when set, is called with the process once it runs.
+func workExec(stop <-chan struct{}, argv, env []string, stdin []byte, stderr io.Writer, started func(*os.Process)) workExit {
 	out := &workHead{max: workMaxResult}
 	tail := &workTail{max: workStderrTail}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -54,6 +55,9 @@ func workExec(stop <-chan struct{}, argv, env []string, stdin []byte, stderr io.
 	cmd.WaitDelay = workPipeDelay
 	if err := cmd.Start(); err != nil {
 		return workExit{err: err, code: -1}
+	}
+	if started != nil {
+		started(cmd.Process)
 	}
 	exited := make(chan struct{})
 	var stopped atomic.Bool

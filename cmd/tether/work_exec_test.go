@@ -60,7 +60,7 @@ func TestWorkExecStopsTheGroup(t *testing.T) {
 	done := make(chan workExit, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- workExec(stop, []string{"sh", "-c", `cat; echo oops >&2; sleep 30 & wait`}, nil, []byte("in\n"), &stderr)
+		done <- workExec(stop, []string{"sh", "-c", `cat; echo oops >&2; sleep 30 & wait`}, nil, []byte("in\n"), &stderr, nil)
 	}()
 	time.Sleep(100 * time.Millisecond)
 	close(stop)
@@ -74,7 +74,7 @@ func TestWorkExecStopsTheGroup(t *testing.T) {
 		t.Fatal("SIGTERM to the group did not end the command and its child")
 	}
 
-	x := workExec(make(chan struct{}), []string{"sh", "-c", "exit 7"}, nil, nil, &stderr)
+	x := workExec(make(chan struct{}), []string{"sh", "-c", "exit 7"}, nil, nil, &stderr, nil)
 	require.False(t, x.stopped)
 	require.Equal(t, 7, x.code)
 	require.Equal(t, "exit status 7", x.how)

@@ -180,8 +180,15 @@ func (s *workSlot) work(c *workClaim) {
 		"TETHER_TOKEN="+o.token,
 		"TETHER_WORKER="+s.name,
 	)
+	inbox, stopInbox := s.startInbox(run, log, id)
+	var started func(*os.Process)
+	if inbox != nil {
+		env = append(env, "TETHER_INBOX="+inbox.path)
+		started = inbox.started
+	}
 	start := time.Now()
-	x := workExec(run.Done(), o.command, env, c.node, os.Stderr)
+	x := workExec(run.Done(), o.command, env, c.node, os.Stderr, started)
+	stopInbox()
 	unlost()
 	unkill()
 	keepErr := stopKeeping()
@@ -207,6 +214,33 @@ func (s *workSlot) work(c *workClaim) {
 	default:
 		log.Info("the command failed", "exit", x.how)
 		s.report(ctx, log, "fail", s.failCall(id, fence, x.errorText()))
+	}
+}
+
+// startInbox makes the command's inbox file, fills it with the messages
+// already sent to the node, and keeps it current until stop is called
+// (which also removes it). Without a file (nil) the command runs anyway.
+func (s *workSlot) startInbox(run context.Context, log *slog.Logger, id string) (_ *workInbox, stop func()) {
+	in, err := newWorkInbox(s.r.api, log, id, s.r.opts.inboxSignal)
+	if err != nil {
+		log.Warn("the command runs without an inbox file", "err", err)
+		return nil, func() {}
+	}
+	first, cancel := context.WithTimeout(run, 10*time.Second)
+	if err := in.poll(first, 0); err != nil {
+		log.Warn("error reading the node's inbox", "err", err)
+	}
+	cancel()
+	ctx, cancel := context.WithCancel(run)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in.run(ctx)
+	}()
+	return in, func() {
+		cancel()
+		<-done
+		in.remove()
 	}
 }
 

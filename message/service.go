@@ -1,0 +1,353 @@
+package message
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/lease"
+)
+
+// The events a message to a node appends to that node's events.
+const (
+	EventSent graph.EventType = "message_sent"
+	EventRead graph.EventType = "message_read"
+)
+
+// Stats are running totals for metrics, since the server started.
+type Stats struct {
+	Sent    atomic.Int64
+	Read    atomic.Int64
+	Expired atomic.Int64 // messages whose ttl passed unread
+}
+
+// Service sends, lists and acknowledges messages.
+type Service struct {
+	store *graph.Store
+	clock clock.Clock
+	ix    *index
+	hub   *hub
+	stats Stats
+
+	timerMu sync.Mutex
+	timer   clock.Timer
+	timerAt time.Time
+	closed  bool
+}
+
+// New builds the service on store, rebuilding the inbox indexes from the
+// stored messages. Close stops its sweep.
+func New(store *graph.Store) (*Service, error) {
+	s := &Service{store: store, clock: store.Clock(), hub: newHub()}
+	s.ix = newIndex(func() { s.stats.Expired.Add(1) })
+	err := store.View(func(tx *graph.Tx) error {
+		now := tx.Now()
+		return tx.MessageRecordScanAll(func(tenant string, raw json.RawMessage) (bool, error) {
+			var r Record
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return false, fmt.Errorf("error decoding a message record: %w", err)
+			}
+			forget := r.forgetAt()
+			if !forget.IsZero() && !now.Before(forget) {
+				return true, nil // gone already (an expiry while down is not counted)
+			}
+			s.ix.add(placedOf(tenant, &r), r.ReadAt != nil, forget)
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error rebuilding the inbox indexes: %w", err)
+	}
+	s.ix.mu.Lock()
+	next := s.ix.sweep(s.clock.Now())
+	s.ix.mu.Unlock()
+	s.arm(next)
+	return s, nil
+}
+
+// Close stops the sweep.
+func (s *Service) Close() {
+	s.timerMu.Lock()
+	defer s.timerMu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// Stats returns the running totals.
+func (s *Service) Stats() *Stats { return &s.stats }
+
+// SendParams is one message to send.
+type SendParams struct {
+	Tenant   string
+	From     string // the authenticated identity
+	To       string // "<sub>" or "node:<id>"
+	Body     string
+	Priority int64
+	Thread   string        // "" for none
+	TTL      time.Duration // 0: it never expires
+}
+
+func (p SendParams) validate() (node string, err error) {
+	node, ok := parseTo(p.To)
+	switch {
+	case p.To == "":
+		return "", fault.Invalidf("to", "is required")
+	case !ok:
+		return "", fault.Invalidf("to", `must be an identity ("<sub>") or "node:<id>" with a valid node id`)
+	case p.Body == "":
+		return "", fault.Invalidf("body", "is required")
+	case utf8.RuneCountInString(p.Body) > MaxBody:
+		return "", fault.Invalidf("body", "must be 1-%d characters", MaxBody)
+	case p.Priority < -MaxPriority || p.Priority > MaxPriority:
+		return "", fault.Invalidf("priority", "must be from %d to %d", -MaxPriority, MaxPriority)
+	case p.Thread != "" && !ValidThread(p.Thread):
+		return "", fault.Invalidf("thread", "must be 1-128 characters of [A-Za-z0-9._:-] starting with a letter or digit")
+	case p.TTL < 0 || p.TTL > MaxTTL:
+		return "", fault.Invalidf("ttl_ms", "must be from 1 to %d", MaxTTL.Milliseconds())
+	}
+	return node, nil
+}
+
+// Send stores a message. One to a node needs the node to exist, and appends
+// message_sent to its events in the same transaction.
+func (s *Service) Send(ctx context.Context, p SendParams) (*Record, error) {
+	node, err := p.validate()
+	if err != nil {
+		return nil, err
+	}
+	uid, err := uuid.NewV7()
+	if err != nil {
+		return nil, err
+	}
+	var rec Record
+	err = s.store.Update(ctx, func(tx *graph.Tx) error {
+		if node != "" {
+			if _, err := tx.NodeGet(p.Tenant, node); err != nil {
+				return err
+			}
+		}
+		now := tx.Now().UTC()
+		rec = Record{
+			ID: uid.String(), From: p.From, To: p.To, Body: p.Body, Priority: p.Priority,
+			Thread: p.Thread, CreatedAt: now,
+		}
+		if p.TTL > 0 {
+			exp := now.Add(p.TTL)
+			rec.ExpiresAt = &exp
+		}
+		if err := tx.MessageRecordPut(p.Tenant, rec.ID, rec, rec.keepFor(now)); err != nil {
+			return err
+		}
+		if node != "" {
+			data := map[string]any{"message_id": rec.ID, "priority": rec.Priority}
+			if rec.Thread != "" {
+				data["thread"] = rec.Thread
+			}
+			if err := tx.Emit(p.Tenant, EventSent, node, p.From, data); err != nil {
+				return err
+			}
+		}
+		pl, forget := placedOf(p.Tenant, &rec), rec.forgetAt()
+		tx.OnDurable(func() {
+			s.ix.mu.Lock()
+			s.ix.add(pl, false, forget)
+			s.ix.mu.Unlock()
+			s.arm(forget)
+			s.stats.Sent.Add(1)
+			s.hub.publish(p.Tenant)
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error sending a message: %w", err)
+	}
+	return &rec, nil
+}
+
+// Viewer is who asks for a message.
+type Viewer struct {
+	Tenant, Sub string
+	// All sees every message of the tenant (a dispatcher or admin).
+	All bool
+}
+
+// View is a message as seen at one instant.
+type View struct {
+	Record
+	State State
+}
+
+// Get returns message id if v may see it (see the package doc), else a
+// fault.NotFound.
+func (s *Service) Get(v Viewer, id string) (View, error) {
+	var out View
+	err := s.store.View(func(tx *graph.Tx) error {
+		var r Record
+		found, err := tx.MessageRecordGet(v.Tenant, id, &r)
+		if err != nil {
+			return err
+		}
+		now := tx.Now()
+		if !found || !(v.All || r.From == v.Sub || r.DeliveredTo == v.Sub || r.ReadBy == v.Sub || holdsFor(tx, v.Tenant, v.Sub, &r, now)) {
+			return &fault.NotFound{What: "message", ID: id}
+		}
+		out = View{Record: r, State: r.StateAt(now)}
+		return nil
+	})
+	return out, err
+}
+
+// Ack records that sub read message id: its read receipt. Only a recipient
+// may (the identity it is addressed to, or the live holder of its node); an
+// expired message is gone (fault.NotFound). Acknowledging a message already
+// read answers it unchanged.
+func (s *Service) Ack(ctx context.Context, tenant, sub, id string) (View, error) {
+	var out View
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+		var r Record
+		found, err := tx.MessageRecordGet(tenant, id, &r)
+		if err != nil {
+			return err
+		}
+		now := tx.Now().UTC()
+		switch {
+		case found && r.ReadAt != nil && (r.ReadBy == sub || holdsFor(tx, tenant, sub, &r, now)):
+			out = View{Record: r, State: StateRead}
+			return nil
+		case !found || r.ReadAt != nil || r.expired(now) || !holdsFor(tx, tenant, sub, &r, now):
+			return &fault.NotFound{What: "message", ID: id}
+		}
+		r.ReadAt, r.ReadBy = &now, sub
+		if r.DeliveredAt == nil {
+			r.DeliveredAt, r.DeliveredTo = &now, sub
+		}
+		if err := tx.MessageRecordPut(tenant, id, r, r.keepFor(now)); err != nil {
+			return err
+		}
+		if node := r.Node(); node != "" {
+			if err := tx.Emit(tenant, EventRead, node, sub, map[string]any{"message_id": id, "from": r.From}); err != nil {
+				return err
+			}
+		}
+		out = View{Record: r, State: StateRead}
+		pl, forget := placedOf(tenant, &r), r.forgetAt()
+		tx.OnDurable(func() {
+			s.ix.mu.Lock()
+			s.ix.markRead(pl, forget)
+			s.ix.mu.Unlock()
+			s.arm(forget)
+			s.stats.Read.Add(1)
+		})
+		return nil
+	})
+	if err != nil {
+		return View{}, fmt.Errorf("error acknowledging a message: %w", err)
+	}
+	return out, nil
+}
+
+// holdsFor reports whether sub is a recipient of r at now: the identity it
+// is addressed to, or the live holder of its node.
+func holdsFor(tx *graph.Tx, tenant, sub string, r *Record, now time.Time) bool {
+	if r.To == sub {
+		return true
+	}
+	node := r.Node()
+	return node != "" && holds(tx, tenant, node, sub, now)
+}
+
+// holds reports whether sub holds a live lease on node at now.
+func holds(tx *graph.Tx, tenant, node, sub string, now time.Time) bool {
+	n, err := tx.NodeGet(tenant, node)
+	return err == nil && lease.Live(n, now) && n.Lease.By == sub
+}
+
+// Unread is how many unread messages sub has, addressed to it and, when
+// node is set, to node (a node the caller knows sub holds): O(1).
+func (s *Service) Unread(tenant, sub, node string) int64 {
+	s.ix.mu.Lock()
+	next := s.ix.sweep(s.clock.Now())
+	n := s.ix.unread(boxKey{tenant, sub})
+	if node != "" {
+		n += s.ix.unread(boxKey{tenant, NodePrefix + node})
+	}
+	s.ix.mu.Unlock()
+	s.arm(next)
+	return n
+}
+
+// UnreadAll is how many unread messages sub's inbox holds: addressed to it
+// and to every node it holds. O(held).
+func (s *Service) UnreadAll(tenant, sub string) (int64, error) {
+	var n int64
+	err := s.store.View(func(tx *graph.Tx) error {
+		now := tx.Now()
+		for _, k := range s.recipients(tx, tenant, sub, now) {
+			s.ix.mu.Lock()
+			n += s.ix.unread(k)
+			s.ix.mu.Unlock()
+		}
+		return nil
+	})
+	return n, err
+}
+
+// recipients are the boxes sub reads: its own and those of the nodes it
+// holds at now that have messages.
+func (s *Service) recipients(tx *graph.Tx, tenant, sub string, now time.Time) []boxKey {
+	keys := []boxKey{{tenant, sub}}
+	var nodes []string
+	s.ix.mu.Lock()
+	s.arm(s.ix.sweep(now))
+	for _, id := range tx.HeldNodeIDs(tenant, sub) {
+		if _, ok := s.ix.boxes[boxKey{tenant, NodePrefix + id}]; ok {
+			nodes = append(nodes, id)
+		}
+	}
+	s.ix.mu.Unlock()
+	for _, id := range nodes {
+		if holds(tx, tenant, id, sub, now) {
+			keys = append(keys, boxKey{tenant, NodePrefix + id})
+		}
+	}
+	return keys
+}
+
+// arm makes sure the sweep runs at `at` (zero: nothing to do), so expired
+// messages are counted even when nobody reads.
+func (s *Service) arm(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	s.timerMu.Lock()
+	defer s.timerMu.Unlock()
+	if s.closed || (s.timer != nil && !s.timerAt.After(at)) {
+		return
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timerAt = at
+	s.timer = s.clock.AfterFunc(at.Sub(s.clock.Now()), func() {
+		s.timerMu.Lock()
+		if s.timerAt.Equal(at) {
+			s.timer = nil // not one armed since
+		}
+		s.timerMu.Unlock()
+		s.ix.mu.Lock()
+		next := s.ix.sweep(s.clock.Now())
+		s.ix.mu.Unlock()
+		s.arm(next)
+	})
+}
