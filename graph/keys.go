@@ -27,6 +27,8 @@ import (
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record (expires with a Badger TTL)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
+//	B|t|sha                         blob record (size, content type, grace start; the bytes are a file)
+//	b|t|...                         reserved for blob references (today they live in the node records)
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
@@ -44,6 +46,8 @@ const (
 	tagAPIKey      = 'K'
 	tagIdempotency = 'i'
 	tagWorker      = 'W'
+	tagBlob        = 'B'
+	tagBlobRef     = 'b' // reserved, unused: references live in Node.Blobs
 	keySeparator   = 0x00
 	orderKeyLength = 16
 )
@@ -126,6 +130,8 @@ func apiKeyKey(tenant, id string) []byte { return newKey(tagAPIKey, tenant).last
 func workerKey(tenant, by, worker string) []byte {
 	return newKey(tagWorker, tenant).str(by).last(worker)
 }
+
+func blobKey(tenant, sha string) []byte { return newKey(tagBlob, tenant).last(sha) }
 
 func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 

@@ -61,6 +61,7 @@ func (n *Node) order() []byte { return orderBytes(n.Priority, n.CreatedAt.UnixNa
 func (n *Node) Clone() *Node {
 	c := *n
 	c.Labels = append([]string(nil), n.Labels...)
+	c.Blobs = append([]string(nil), n.Blobs...)
 	if n.Props != nil {
 		c.Props = make(map[string]any, len(n.Props))
 		for k, v := range n.Props {
@@ -183,6 +184,9 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	}
 	n.Version = 1
 	n.CreatedAt, n.UpdatedAt = tx.now.UTC(), tx.now.UTC()
+	if err := tx.blobRefs(n.Tenant, nil, n.Blobs); err != nil {
+		return err
+	}
 	b, err := tx.putNode(n)
 	if err != nil {
 		return err
@@ -217,6 +221,9 @@ func (tx *Tx) NodePut(old, n *Node) error {
 	}
 	n.Version = old.Version + 1
 	n.UpdatedAt = tx.now.UTC()
+	if err := tx.blobRefs(n.Tenant, old.Blobs, n.Blobs); err != nil {
+		return err
+	}
 	if err := tx.NodePutQuiet(n); err != nil {
 		return err
 	}
@@ -224,7 +231,7 @@ func (tx *Tx) NodePut(old, n *Node) error {
 }
 
 // NodePutQuiet stores a node whose change is lease bookkeeping only (a
-// renewal): no version bump, no event.
+// renewal): no version bump, no event, and Blobs as they were.
 func (tx *Tx) NodePutQuiet(n *Node) error {
 	if !tx.writable {
 		return errReadOnly
@@ -241,13 +248,16 @@ func (tx *Tx) NodePutQuiet(n *Node) error {
 	return nil
 }
 
-// NodeDelete removes the node and keeps its last fence. Edges are the
-// caller's to retire.
+// NodeDelete removes the node and keeps its last fence; the blobs it named
+// lose its reference. Edges are the caller's to retire.
 func (tx *Tx) NodeDelete(n *Node, by string) error {
 	if !tx.writable {
 		return errReadOnly
 	}
 	ref := nodeRef{n.Tenant, n.ID}
+	if err := tx.blobRefs(n.Tenant, n.Blobs, nil); err != nil {
+		return err
+	}
 	if err := tx.kv.Delete(nodeKey(n.Tenant, n.ID)); err != nil {
 		return err
 	}

@@ -9,7 +9,8 @@ import (
 
 // rebuild derives the in-memory state from the records: every node's state
 // (and its record while live), the live edges (assigned ones from their
-// nodes' records) with the blocker and dependent counts they imply, the fences of deleted nodes, and the ready
+// nodes' records) with the blocker and dependent counts they imply, the fences of deleted nodes, the blobs
+// with the references the nodes make, and the ready
 // mirror with its queue counts. It runs once at open, before the writer.
 func (s *Store) rebuild() error { return s.derive(s.table, s.ready) }
 
@@ -20,12 +21,13 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		r      *liveEdgeRecord
 	}
 	var assigned []assignedEdge
+	blobRefs := map[blobRef]int64{}
 	return s.kv.View(func(ktx *kv.Txn) error {
 		// One Node is decoded into again and again (msgp reuses its maps);
 		// what the state keeps of it is copied out.
 		var n Node
 		err := ktx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-			n.Assigned, n.Lease, n.RunAt = nil, nil, nil
+			n.Assigned, n.Lease, n.RunAt, n.Blobs = nil, nil, nil, nil
 			if err := decode(val, &n, key); err != nil {
 				return false, err
 			}
@@ -36,6 +38,9 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			if n.Assigned != nil {
 				assigned = append(assigned, assignedEdge{ref.tenant, n.Assigned})
 			}
+			for _, sha := range n.Blobs {
+				blobRefs[blobRef{ref.tenant, sha}]++
+			}
 			return true, nil
 		})
 		if err != nil {
@@ -43,6 +48,9 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		}
 		for _, a := range assigned {
 			t.addLive(a.tenant, a.r)
+		}
+		if err := t.blobs.derive(ktx, blobRefs); err != nil {
+			return err
 		}
 		err = ktx.Scan([]byte{tagEdge, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			parts := splitKey(key, 4) // tenant, from, type, to

@@ -102,10 +102,12 @@ type table struct {
 	// fences keeps the last fence of each deleted node id, so a node
 	// re-created under it continues the numbers.
 	fences map[nodeRef]uint64
+	// blobs is the blob state (blob_records.go), under its own lock.
+	blobs *blobTable
 }
 
 func newTable() *table {
-	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}}
+	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}, blobs: newBlobTable()}
 }
 
 func (t *table) tenant(name string) *tenantIndex {
