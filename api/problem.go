@@ -28,6 +28,7 @@ type Problem struct {
 	RunAt          *Time    `json:"run_at,omitempty"`
 	Field          string   `json:"field,omitempty"`
 	CurrentVersion *int64   `json:"current_version,omitempty"`
+	Limit          *int64   `json:"limit,omitempty"`
 	RequestID      string   `json:"request_id,omitempty"`
 	retryAfter     int      // seconds, for 429
 }
@@ -57,6 +58,7 @@ const (
 	CodePayloadTooLarge     = "payload_too_large"
 	CodeIdempotencyMismatch = "idempotency_mismatch"
 	CodeRateLimited         = "rate_limited"
+	CodeRangeNotSatisfiable = "range_not_satisfiable"
 	CodeInternal            = "internal"
 	CodeUnavailable         = "unavailable"
 )
@@ -125,9 +127,13 @@ func problemFor(err error) (*Problem, bool) {
 	case *fault.IdempotencyMismatch:
 		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyMismatch, e.Error()), true
 	case *fault.TooLarge:
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error()), true
+		p := newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error())
+		p.Limit = &e.Limit
+		return p, true
 	case *http.MaxBytesError:
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error()), true
+		p := newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error())
+		p.Limit = &e.Limit
+		return p, true
 	case *echo.HTTPError:
 		return echoProblem(e), true
 	}

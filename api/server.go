@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
@@ -31,6 +32,7 @@ type Deps struct {
 	Leases  *lease.Service
 	Work    *work.Service
 	Workers *worker.Registry
+	Blobs   *blob.Service
 	Clock   clock.Clock
 	Logger  *slog.Logger
 }
@@ -44,6 +46,7 @@ type Server struct {
 	leases  *lease.Service
 	work    *work.Service
 	workers *worker.Registry
+	blobs   *blob.Service
 	clock   clock.Clock
 	log     *slog.Logger
 	echo    *echo.Echo
@@ -62,7 +65,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
-		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
+		workers: d.Workers, blobs: d.Blobs, clock: d.Clock, log: d.Logger, echo: echo.New(),
 	}
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo
@@ -131,6 +134,7 @@ func (s *Server) routes() {
 	v1.add(http.MethodPost, "/queues/:queue/claims", s.claimMany, worker)
 	s.activityRoutes(v1)
 	s.workerRoutes(v1)
+	s.blobRoutes(v1)
 }
 
 // v1Router registers the routes under /v1: each behind authentication, the

@@ -38,6 +38,9 @@ type Problem struct {
 	Field string `json:"field,omitempty"`
 	// CurrentVersion is the node's version on precondition_failed.
 	CurrentVersion *int64 `json:"current_version,omitempty"`
+	// Limit is the limit crossed, in bytes, on payload_too_large: the body
+	// limit, the largest blob, or the tenant's blob quota.
+	Limit *int64 `json:"limit,omitempty"`
 	// RequestID identifies the request in the server's logs.
 	RequestID string `json:"request_id,omitempty"`
 }

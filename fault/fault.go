@@ -128,12 +128,18 @@ type RateLimited struct {
 
 func (e *RateLimited) Error() string { return e.Reason }
 
-// TooLarge is a body or blob over its limit.
+// TooLarge is a body or blob over its limit, or a blob that would take its
+// tenant over its quota. Limit is the number in bytes.
 type TooLarge struct {
 	Limit int64
+	// Reason, when set, says which limit (a quota) instead of the default.
+	Reason string
 }
 
 func (e *TooLarge) Error() string {
+	if e.Reason != "" {
+		return e.Reason
+	}
 	return fmt.Sprintf("payload exceeds the limit of %d bytes", e.Limit)
 }
 

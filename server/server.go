@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
@@ -34,6 +36,15 @@ type Config struct {
 
 	// WorkerStaleAfter is TETHER_WORKER_STALE_MS (worker.DefaultStaleAfter when zero).
 	WorkerStaleAfter time.Duration
+
+	// BlobMaxBytes is TETHER_BLOB_MAX_BYTES and BlobGrace TETHER_BLOB_GRACE_MS
+	// (blob.DefaultMaxBytes and blob.DefaultGrace when zero). Blob files live
+	// in DataDir/blobs (BlobDir, when set, for tests).
+	BlobMaxBytes int64
+	BlobGrace    time.Duration
+	BlobDir      string
+	// BlobSwept, when set, is called after each timed blob sweep (tests).
+	BlobSwept func(collected int, err error)
 }
 
 // Server is a running Tether.
@@ -43,9 +54,11 @@ type Server struct {
 	Leases  *lease.Service
 	Work    *work.Service
 	Workers *worker.Registry
+	Blobs   *blob.Service
 	API     *api.Server
 	http    *http.Server
 	log     *slog.Logger
+	blobTmp string // a temporary blob directory to remove at shutdown
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -102,10 +115,16 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
 	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
+	blobs, blobTmp, err := openBlobs(cfg, store, tenants)
+	if err != nil {
+		leases.Stop()
+		store.Close()
+		return nil, err
+	}
 	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog}, api.Deps{
-		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Clock: cfg.Clock, Logger: cfg.Logger,
+		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Blobs: blobs, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, API: a, log: cfg.Logger}
+	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Blobs: blobs, API: a, log: cfg.Logger, blobTmp: blobTmp}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -116,6 +135,38 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// openBlobs opens the blob store in DataDir/blobs (an in-memory store keeps
+// its blobs in BlobDir, or in a temporary directory, tmp, removed at
+// shutdown) and starts its sweeps.
+func openBlobs(cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob.Service, tmp string, err error) {
+	dir := cfg.BlobDir
+	if dir == "" && cfg.DataDir != "" && !cfg.InMemory {
+		dir = filepath.Join(cfg.DataDir, "blobs")
+	}
+	if dir == "" {
+		if tmp, err = os.MkdirTemp("", "tether-blobs-"); err != nil {
+			return nil, "", err
+		}
+		dir = tmp
+	}
+	b, err = blob.Open(blob.Config{
+		Dir: dir, Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
+		MaxBytes: cfg.BlobMaxBytes, Grace: cfg.BlobGrace, Swept: cfg.BlobSwept,
+		Quota: func(ctx context.Context, t string) (int64, error) {
+			p, err := tenants.Policy(ctx, t)
+			return p.BlobQuotaBytes, err
+		},
+	})
+	if err != nil {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+		return nil, "", err
+	}
+	b.Start()
+	return b, tmp, nil
 }
 
 // Serve answers requests on l until Shutdown.
@@ -134,5 +185,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
 	err := s.http.Shutdown(ctx)
 	s.Leases.Stop()
-	return errors.Join(err, s.Store.Close())
+	s.Blobs.Stop()
+	err = errors.Join(err, s.Store.Close())
+	if s.blobTmp != "" {
+		err = errors.Join(err, os.RemoveAll(s.blobTmp))
+	}
+	return err
 }

@@ -19,6 +19,7 @@ type Policy struct {
 	MaxAttemptsDefault   int64   `json:"max_attempts_default"`
 	MaxLeasesPerIdentity int64   `json:"max_leases_per_identity"` // 0: no cap
 	RequestsPerSecond    float64 `json:"requests_per_second"`     // 0: no cap
+	BlobQuotaBytes       int64   `json:"blob_quota_bytes"`        // 0: no cap
 }
 
 // Policy field names, as in JSON and in *fault.Invalid.
@@ -28,6 +29,7 @@ const (
 	fieldMaxAttempts     = "max_attempts_default"
 	fieldMaxLeases       = "max_leases_per_identity"
 	fieldRPS             = "requests_per_second"
+	fieldBlobQuota       = "blob_quota_bytes"
 )
 
 // minClaimTTLMS is the shortest lease TTL a policy may set.
@@ -48,6 +50,7 @@ type PolicyPatch struct {
 	MaxAttemptsDefault   Change[int64]
 	MaxLeasesPerIdentity Change[int64]
 	RequestsPerSecond    Change[float64]
+	BlobQuotaBytes       Change[int64]
 }
 
 // DecodePolicyPatch decodes a merge patch from a JSON object. Unknown or
@@ -88,6 +91,8 @@ func DecodePolicyPatch(raw []byte) (PolicyPatch, error) {
 			p.MaxLeasesPerIdentity, err = decodeIntChange(name, val)
 		case fieldRPS:
 			p.RequestsPerSecond, err = decodeFloatChange(name, val)
+		case fieldBlobQuota:
+			p.BlobQuotaBytes, err = decodeIntChange(name, val)
 		default:
 			err = fault.Invalidf(truncate(name, 64), "unknown field")
 		}
@@ -149,6 +154,7 @@ type policyOverrides struct {
 	MaxAttemptsDefault   *int64   `json:"max_attempts_default,omitempty"`
 	MaxLeasesPerIdentity *int64   `json:"max_leases_per_identity,omitempty"`
 	RequestsPerSecond    *float64 `json:"requests_per_second,omitempty"`
+	BlobQuotaBytes       *int64   `json:"blob_quota_bytes,omitempty"`
 }
 
 func applyChange[T int64 | float64](dst **T, c Change[T]) {
@@ -169,6 +175,7 @@ func (o policyOverrides) apply(p PolicyPatch) policyOverrides {
 	applyChange(&o.MaxAttemptsDefault, p.MaxAttemptsDefault)
 	applyChange(&o.MaxLeasesPerIdentity, p.MaxLeasesPerIdentity)
 	applyChange(&o.RequestsPerSecond, p.RequestsPerSecond)
+	applyChange(&o.BlobQuotaBytes, p.BlobQuotaBytes)
 	return o
 }
 
@@ -185,6 +192,7 @@ func (o policyOverrides) over(d Policy) Policy {
 	overlay(&d.MaxAttemptsDefault, o.MaxAttemptsDefault)
 	overlay(&d.MaxLeasesPerIdentity, o.MaxLeasesPerIdentity)
 	overlay(&d.RequestsPerSecond, o.RequestsPerSecond)
+	overlay(&d.BlobQuotaBytes, o.BlobQuotaBytes)
 	return d
 }
 
@@ -210,6 +218,8 @@ func (p Policy) validate(ceilingMS int64, patch PolicyPatch) error {
 		return fault.Invalidf(fieldMaxLeases, "must not be negative")
 	case p.RequestsPerSecond < 0 || math.IsNaN(p.RequestsPerSecond) || math.IsInf(p.RequestsPerSecond, 0):
 		return fault.Invalidf(fieldRPS, "must be a non-negative number")
+	case p.BlobQuotaBytes < 0:
+		return fault.Invalidf(fieldBlobQuota, "must not be negative")
 	}
 	return nil
 }

@@ -52,6 +52,10 @@ func csv(names ...string) []string {
 	return out
 }
 
+// maxBlobGraceMS bounds TETHER_BLOB_GRACE_MS (a year), far from overflowing
+// as nanoseconds.
+const maxBlobGraceMS = 365 * 24 * 3600 * 1000
+
 // loadEnv reads every TETHER_* setting of API.md §10 and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
@@ -60,6 +64,7 @@ func loadEnv() (settings, error) {
 		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
 	}
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS int64
+	var blobMax, blobGraceMS, blobQuota int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -71,6 +76,9 @@ func loadEnv() (settings, error) {
 		"TETHER_REAPER_INTERVAL_MS":   {&reaperMS, 1000},
 		"TETHER_MAX_BODY_BYTES":       {&maxBody, 1 << 20},
 		"TETHER_WORKER_STALE_MS":      {&workerStaleMS, 90000},
+		"TETHER_BLOB_MAX_BYTES":       {&blobMax, 32 << 20},
+		"TETHER_BLOB_GRACE_MS":        {&blobGraceMS, 3600000},
+		"TETHER_BLOB_QUOTA_BYTES":     {&blobQuota, 1 << 30},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -93,6 +101,10 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
 	case workerStaleMS < 1:
 		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
+	case blobMax < 1:
+		return s, fmt.Errorf("TETHER_BLOB_MAX_BYTES must be at least 1")
+	case blobGraceMS < 1 || blobGraceMS > maxBlobGraceMS:
+		return s, fmt.Errorf("TETHER_BLOB_GRACE_MS must be between 1 and %d", int64(maxBlobGraceMS))
 	}
 	keys, err := tenant.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
 	if err != nil {
@@ -102,6 +114,8 @@ func loadEnv() (settings, error) {
 		ReaperInterval:   time.Duration(reaperMS) * time.Millisecond,
 		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
 		MaxBodyBytes:     maxBody,
+		BlobMaxBytes:     blobMax,
+		BlobGrace:        time.Duration(blobGraceMS) * time.Millisecond,
 		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
@@ -116,6 +130,7 @@ func loadEnv() (settings, error) {
 				ClaimTTLDefaultMS:  ttlDefault,
 				ClaimTTLMaxMS:      ttlMax,
 				MaxAttemptsDefault: maxAttempts,
+				BlobQuotaBytes:     blobQuota,
 			},
 		},
 	}
