@@ -16,9 +16,10 @@ import (
 	"github.com/tether-run/tether/tenant"
 )
 
-// blobUploadTimeout is how long an upload may take to arrive, in place of
-// the server's read timeout (which suits small JSON bodies).
-const blobUploadTimeout = 30 * time.Minute
+// blobTransferTimeout is how long a blob may take to arrive or leave, in
+// place of the server's read and write timeouts (which suit small JSON
+// bodies and long polls).
+const blobTransferTimeout = 30 * time.Minute
 
 // multipartSlack is what a multipart body may hold beyond the file: its
 // boundaries and part headers.
@@ -57,7 +58,7 @@ func (s *Server) uploadBlob(c echo.Context) error {
 		return &fault.TooLarge{Limit: limit}
 	}
 	// A large blob on a slow link outlasts the server's read timeout.
-	_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(blobUploadTimeout))
+	_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(blobTransferTimeout))
 
 	var body io.Reader
 	var contentType string
@@ -129,6 +130,7 @@ func (s *Server) getBlob(c echo.Context) error {
 		return err
 	}
 	defer f.Close()
+	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(blobTransferTimeout))
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, b.ContentType)
 	h.Set("ETag", `"`+b.SHA256+`"`)

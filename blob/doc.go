@@ -33,7 +33,7 @@
 //   - A tenant's blobs together stay within its quota (policy
 //     blob_quota_bytes; 0 is no cap), checked in the write that adds the
 //     record; an upload that would cross it is 413 and keeps nothing.
-//   - A blob some live node names is never collected: the counts are kept by
+//   - A blob some node names (whatever the node's status) is never collected: the counts are kept by
 //     the graph in the same transaction as the node write, and collection
 //     re-checks them in its own transaction. A blob no node has named for
 //     Grace (on the injected clock) is collected within one sweep interval

@@ -14,7 +14,7 @@ import (
 
 // Blobs. The blob package owns the bytes (files beside the store) and what
 // an upload means; the graph stores each blob's record (B|t|sha) and keeps,
-// derived from the records, how many live nodes name each blob (Node.Blobs),
+// derived from the records, how many nodes name each blob (Node.Blobs),
 // each tenant's total bytes, and the blobs no node names in the order their
 // grace period started. Only UnrefAt needs writing when references change,
 // and only when the last one goes: the counts are rebuilt from the node
@@ -31,7 +31,7 @@ type blobRef struct{ tenant, sha string }
 // blobState is what memory keeps of a blob.
 type blobState struct {
 	size    int64
-	refs    int64     // live nodes naming it
+	refs    int64     // nodes naming it
 	unrefAt time.Time // while refs == 0: when its grace period started
 }
 
