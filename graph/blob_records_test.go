@@ -141,3 +141,27 @@ func TestOpenRefusesAnotherFormatNamingBoth(t *testing.T) {
 	require.ErrorContains(t, err, "holds store format 2")
 	require.ErrorContains(t, err, "reads format 3")
 }
+
+func TestCheckFindsANodeNamingAMissingBlob(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	putBlob(t, s, "acme", shaA, 3)
+	n := newNode("acme", "a", 0)
+	n.Blobs = []string{shaA}
+	insert(t, s, n)
+	require.NoError(t, s.Close())
+	rep, err := Check(dir)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+
+	s, err = Open(Options{Dir: dir})
+	require.NoError(t, err)
+	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error { return tx.Delete(blobKey("acme", shaA)) }))
+	require.NoError(t, s.Close())
+	rep, err = Check(dir)
+	require.NoError(t, err)
+	require.Len(t, rep.Problems, 1)
+	require.Contains(t, rep.Problems[0], "names blob "+shaA+", which has no record")
+}
