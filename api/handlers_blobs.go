@@ -29,7 +29,6 @@ const multipartSlack = 64 << 10
 func (s *Server) blobRoutes(v1 v1Router) {
 	v1.add(http.MethodPost, "/blobs", s.uploadBlob, tenant.RoleWorker)
 	v1.add(http.MethodGet, "/blobs/:sha256", s.getBlob, tenant.RoleReader)
-	v1.add(http.MethodHead, "/blobs/:sha256", s.getBlob, tenant.RoleReader)
 }
 
 type blobJSON struct {
@@ -114,7 +113,7 @@ func filePart(r *http.Request) (*multipart.Part, error) {
 	return nil, fault.Invalidf(name, "unknown field: the multipart body takes one part, named file")
 }
 
-// getBlob is GET and HEAD /v1/blobs/{sha256}: the bytes, with Range,
+// getBlob is GET /v1/blobs/{sha256}: the bytes, with Range,
 // If-Range, If-None-Match and If-Modified-Since as http.ServeContent does
 // them.
 func (s *Server) getBlob(c echo.Context) error {
@@ -138,7 +137,7 @@ func (s *Server) getBlob(c echo.Context) error {
 	// a page of this origin.
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox")
-	w := &rangeGuard{ResponseWriter: c.Response(), c: c}
+	w := &rangeGuard{ResponseWriter: c.Response()}
 	http.ServeContent(w, c.Request(), "", b.CreatedAt, f)
 	return nil
 }
@@ -147,7 +146,6 @@ func (s *Server) getBlob(c echo.Context) error {
 // overlap the blob) with a problem document instead of its plain text.
 type rangeGuard struct {
 	http.ResponseWriter
-	c      echo.Context
 	failed bool
 }
 
@@ -164,9 +162,7 @@ func (g *rangeGuard) WriteHeader(code int) {
 	h.Del("Content-Length")
 	h.Set(echo.HeaderContentType, "application/problem+json")
 	g.ResponseWriter.WriteHeader(code)
-	if g.c.Request().Method != http.MethodHead {
-		_, _ = g.ResponseWriter.Write(b)
-	}
+	_, _ = g.ResponseWriter.Write(b)
 }
 
 func (g *rangeGuard) Write(b []byte) (int, error) {

@@ -1210,6 +1210,9 @@ type PayloadTooLarge = Problem
 // PreconditionFailed An RFC 9457 problem document with Tether's extension members.
 type PreconditionFailed = Problem
 
+// RangeNotSatisfiable An RFC 9457 problem document with Tether's extension members.
+type RangeNotSatisfiable = Problem
+
 // TooManyRequests An RFC 9457 problem document with Tether's extension members.
 type TooManyRequests = Problem
 
@@ -1699,17 +1702,11 @@ type ClientInterface interface {
 	// sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
 	// (one range or several, as `multipart/byteranges`), `If-Range`,
 	// `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
-	// tenant's blob, like a collected one, is `404`.
+	// tenant's blob, like a collected one, is `404`. To learn a blob's size
+	// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
 	//
 	// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
 	GetBlob(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// HeadBlob A blob's headers
-	//
-	// Role: reader. As `GET`, without a body (errors too).
-	//
-	// Corresponds with HEAD /v1/blobs/{sha256} (the `HeadBlob` operationId).
-	HeadBlob(ctx context.Context, sha256 BlobSHA256, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteEdge Retire an edge
 	//
@@ -2636,28 +2633,12 @@ func (c *Client) UploadBlobWithBody(ctx context.Context, contentType string, bod
 // sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
 // (one range or several, as `multipart/byteranges`), `If-Range`,
 // `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
-// tenant's blob, like a collected one, is `404`.
+// tenant's blob, like a collected one, is `404`. To learn a blob's size
+// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
 //
 // Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
 func (c *Client) GetBlob(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBlobRequest(c.Server, sha256, params)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// HeadBlob A blob's headers
-//
-// Role: reader. As `GET`, without a body (errors too).
-//
-// Corresponds with HEAD /v1/blobs/{sha256} (the `HeadBlob` operationId).
-func (c *Client) HeadBlob(ctx context.Context, sha256 BlobSHA256, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHeadBlobRequest(c.Server, sha256)
 	if err != nil {
 		return nil, err
 	}
@@ -4305,40 +4286,6 @@ func NewGetBlobRequest(server string, sha256 BlobSHA256, params *GetBlobParams) 
 			req.Header.Set("Range", headerParam0)
 		}
 
-	}
-
-	return req, nil
-}
-
-// NewHeadBlobRequest constructs an http.Request for the HeadBlob method
-func NewHeadBlobRequest(server string, sha256 BlobSHA256) (*http.Request, error) {
-	var err error
-
-	var pathParam0 string
-
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sha256", sha256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
-	if err != nil {
-		return nil, err
-	}
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/blobs/%s", pathParam0)
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
-	if err != nil {
-		return nil, err
 	}
 
 	return req, nil
@@ -6635,21 +6582,13 @@ type ClientWithResponsesInterface interface {
 	// sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
 	// (one range or several, as `multipart/byteranges`), `If-Range`,
 	// `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
-	// tenant's blob, like a collected one, is `404`.
+	// tenant's blob, like a collected one, is `404`. To learn a blob's size
+	// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
 	GetBlobWithResponse(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*GetBlobResponse, error)
-
-	// HeadBlobWithResponse A blob's headers
-	//
-	// Role: reader. As `GET`, without a body (errors too).
-	//
-	// Returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with HEAD /v1/blobs/{sha256} (the `HeadBlob` operationId).
-	HeadBlobWithResponse(ctx context.Context, sha256 BlobSHA256, reqEditors ...RequestEditorFn) (*HeadBlobResponse, error)
 
 	// DeleteEdgeWithResponse Retire an edge
 	//
@@ -7970,7 +7909,7 @@ type GetBlobResponse struct {
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON416 the response for an HTTP 416 `application/problem+json` response
-	ApplicationProblemJSON416 *Problem
+	ApplicationProblemJSON416 *RangeNotSatisfiable
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -8004,7 +7943,7 @@ func (r GetBlobResponse) GetApplicationProblemJSON404() *NotFound {
 }
 
 // GetApplicationProblemJSON416 returns the response for an HTTP 416 `application/problem+json` response
-func (r GetBlobResponse) GetApplicationProblemJSON416() *Problem {
+func (r GetBlobResponse) GetApplicationProblemJSON416() *RangeNotSatisfiable {
 	return r.ApplicationProblemJSON416
 }
 
@@ -8046,40 +7985,6 @@ func (r GetBlobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBlobResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type HeadBlobResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-}
-
-// GetBody returns the raw response body bytes
-func (r HeadBlobResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r HeadBlobResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r HeadBlobResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r HeadBlobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12379,7 +12284,8 @@ func (c *ClientWithResponses) UploadBlobWithBodyWithResponse(ctx context.Context
 // sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
 // (one range or several, as `multipart/byteranges`), `If-Range`,
 // `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
-// tenant's blob, like a collected one, is `404`.
+// tenant's blob, like a collected one, is `404`. To learn a blob's size
+// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12390,21 +12296,6 @@ func (c *ClientWithResponses) GetBlobWithResponse(ctx context.Context, sha256 Bl
 		return nil, err
 	}
 	return ParseGetBlobResponse(rsp)
-}
-
-// HeadBlobWithResponse A blob's headers
-//
-// Role: reader. As `GET`, without a body (errors too).
-//
-// Returns a wrapper object for the known response body format(s).
-//
-// Corresponds with HEAD /v1/blobs/{sha256} (the `HeadBlob` operationId).
-func (c *ClientWithResponses) HeadBlobWithResponse(ctx context.Context, sha256 BlobSHA256, reqEditors ...RequestEditorFn) (*HeadBlobResponse, error) {
-	rsp, err := c.HeadBlob(ctx, sha256, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseHeadBlobResponse(rsp)
 }
 
 // DeleteEdgeWithResponse Retire an edge
@@ -14004,7 +13895,7 @@ func ParseGetBlobResponse(rsp *http.Response) (*GetBlobResponse, error) {
 		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
-		var dest Problem
+		var dest RangeNotSatisfiable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -14054,22 +13945,6 @@ func ParseGetBlobResponse(rsp *http.Response) (*GetBlobResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
-	}
-
-	return response, nil
-}
-
-// ParseHeadBlobResponse parses an HTTP response from a HeadBlobWithResponse call
-func ParseHeadBlobResponse(rsp *http.Response) (*HeadBlobResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &HeadBlobResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
 	}
 
 	return response, nil
