@@ -9,9 +9,10 @@ import (
 
 // rebuild derives the in-memory state from the records: every node's state
 // (and its record while live), the live edges (assigned ones from their
-// nodes' records) with the blocker and dependent counts they imply, the fences of deleted nodes, the blobs
-// with the references the nodes make, and the ready
-// mirror with its queue counts. It runs once at open, before the writer.
+// nodes' records) with the blocker and dependent counts they imply, the
+// fences of deleted nodes, the blobs with the references the nodes make, and
+// the ready mirror with its queue counts. It runs once at open, before the
+// writer.
 func (s *Store) rebuild() error { return s.derive(s.table, s.ready) }
 
 // derive builds the in-memory state from the records into t and m.

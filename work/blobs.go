@@ -11,8 +11,9 @@ import (
 )
 
 // validBlobs checks the blobs a node names: sha256s in either case (kept in
-// lower case), each once (a repeat is dropped), at most graph.MaxNodeBlobs. Whether the tenant has them is
-// checked in the write (checkBlobsExist).
+// lower case), each once (a repeat is dropped), at most graph.MaxNodeBlobs.
+// Whether the tenant has them is checked in the write (checkBlobsExist),
+// where blobs[i] counts in the list without repeats.
 func validBlobs(shas []string, prefix string) ([]string, error) {
 	if len(shas) > graph.MaxNodeBlobs {
 		return nil, fault.Invalidf(prefix+"blobs", "must name at most %d blobs", graph.MaxNodeBlobs)
