@@ -81,6 +81,7 @@ type nodeJSON struct {
 	CreatedBy   string             `json:"created_by"`
 	CreatedAt   Time               `json:"created_at"`
 	UpdatedAt   Time               `json:"updated_at"`
+	Blobs       []string           `json:"blobs"`
 }
 
 type progressJSON struct {
@@ -121,10 +122,13 @@ func toNode(v work.NodeView) nodeJSON {
 		Parent: strPtr(n.Parent), OnChildFail: n.OnChildFail, Ready: v.Ready,
 		BlockedBy: v.BlockedBy, Result: n.Result, Error: n.Error,
 		Usage: n.Usage, UsageTotal: n.UsageTotal, Version: n.Version, CreatedBy: n.CreatedBy,
-		CreatedAt: Time(n.CreatedAt), UpdatedAt: Time(n.UpdatedAt),
+		CreatedAt: Time(n.CreatedAt), UpdatedAt: Time(n.UpdatedAt), Blobs: n.Blobs,
 	}
 	if out.Labels == nil {
 		out.Labels = []string{}
+	}
+	if out.Blobs == nil {
+		out.Blobs = []string{}
 	}
 	if out.Props == nil {
 		out.Props = map[string]any{}

@@ -28,6 +28,8 @@ type env struct {
 	srv *server.Server
 	url string
 	clk *clocktest.Fake
+	// dataDir is the server's TETHER_DATA_DIR.
+	dataDir string
 }
 
 type option func(*server.Config)
@@ -60,7 +62,7 @@ func start(t testing.TB, opts ...option) *env {
 		defer cancel()
 		require.NoError(t, srv.Shutdown(ctx))
 	})
-	return &env{t: t, srv: srv, url: "http://" + ln.Addr().String(), clk: clk}
+	return &env{t: t, srv: srv, url: "http://" + ln.Addr().String(), clk: clk, dataDir: cfg.DataDir}
 }
 
 // token mints an HS256 JWT valid for an hour of the fake clock.

@@ -29,6 +29,7 @@ type Problem struct {
 	Field          string   `json:"field,omitempty"`
 	CurrentVersion *int64   `json:"current_version,omitempty"`
 	OldestSeq      *uint64  `json:"oldest_seq,omitempty"`
+	Limit          *int64   `json:"limit,omitempty"`
 	RequestID      string   `json:"request_id,omitempty"`
 	retryAfter     int      // seconds, for 429
 }
@@ -59,6 +60,7 @@ const (
 	CodeUnsupportedMedia    = "unsupported_media_type"
 	CodeIdempotencyMismatch = "idempotency_mismatch"
 	CodeRateLimited         = "rate_limited"
+	CodeRangeNotSatisfiable = "range_not_satisfiable"
 	CodeInternal            = "internal"
 	CodeUnavailable         = "unavailable"
 	CodeGone                = "gone"
@@ -128,11 +130,15 @@ func problemFor(err error) (*Problem, bool) {
 	case *fault.IdempotencyMismatch:
 		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyMismatch, e.Error()), true
 	case *fault.TooLarge:
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error()), true
+		p := newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, e.Error())
+		p.Limit = &e.Limit
+		return p, true
 	case *fault.UnsupportedMediaType:
 		return newProblem(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, e.Error()), true
 	case *http.MaxBytesError:
-		return newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error()), true
+		p := newProblem(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, (&fault.TooLarge{Limit: e.Limit}).Error())
+		p.Limit = &e.Limit
+		return p, true
 	case *fault.Gone:
 		p := newProblem(http.StatusGone, CodeGone, e.Error())
 		oldest := e.OldestSeq

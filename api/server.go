@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
@@ -48,6 +49,8 @@ type Deps struct {
 
 	// Messages are the inboxes (package message).
 	Messages *message.Service
+	// Blobs are the blob store (package blob).
+	Blobs *blob.Service
 }
 
 // Server is the HTTP face of Tether: thin handlers that decode, call a domain
@@ -59,6 +62,7 @@ type Server struct {
 	leases  *lease.Service
 	work    *work.Service
 	workers *worker.Registry
+	blobs   *blob.Service
 	clock   clock.Clock
 	log     *slog.Logger
 	echo    *echo.Echo
@@ -87,7 +91,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
-		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
+		workers: d.Workers, blobs: d.Blobs, clock: d.Clock, log: d.Logger, echo: echo.New(),
 		waiters: newWaiters(cfg.Waits), messages: d.Messages,
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
@@ -185,6 +189,7 @@ func (s *Server) routes() {
 	s.activityRoutes(v1)
 	s.workerRoutes(v1)
 	s.messageRoutes(v1)
+	s.blobRoutes(v1)
 }
 
 // v1Router registers the routes under /v1: each behind authentication, the

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oapi-codegen/runtime"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // Defines values for BatchOpOp.
@@ -240,6 +241,7 @@ const (
 	ProblemCodeNotFound             ProblemCode = "not_found"
 	ProblemCodePayloadTooLarge      ProblemCode = "payload_too_large"
 	ProblemCodePreconditionFailed   ProblemCode = "precondition_failed"
+	ProblemCodeRangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
 	ProblemCodeRateLimited          ProblemCode = "rate_limited"
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
 	ProblemCodeUnavailable          ProblemCode = "unavailable"
@@ -274,6 +276,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodePayloadTooLarge:
 		return true
 	case ProblemCodePreconditionFailed:
+		return true
+	case ProblemCodeRangeNotSatisfiable:
 		return true
 	case ProblemCodeRateLimited:
 		return true
@@ -420,6 +424,18 @@ type BatchResult struct {
 
 	// Status The HTTP status the op's endpoint would have answered.
 	Status int `json:"status"`
+}
+
+// Blob A stored blob.
+type Blob struct {
+	// ContentType The media type it was first uploaded with.
+	ContentType string `json:"content_type"`
+
+	// Sha256 The blob's address, 64 lowercase hex characters.
+	Sha256 string `json:"sha256"`
+
+	// Size Bytes.
+	Size int64 `json:"size"`
 }
 
 // CancelRequest defines model for CancelRequest.
@@ -786,6 +802,11 @@ type Node struct {
 	Attempts int64    `json:"attempts"`
 	Backoff  *Backoff `json:"backoff"`
 
+	// Blobs The sha256s of the tenant's blobs the node references (`POST /v1/blobs`),
+	// each once. A referenced blob is kept; one no node references is
+	// collected after the grace period (`TETHER_BLOB_GRACE_MS`).
+	Blobs []string `json:"blobs"`
+
 	// BlockedBy The ids that keep the node from being ready.
 	BlockedBy   []string  `json:"blocked_by"`
 	Body        string    `json:"body"`
@@ -873,7 +894,12 @@ type NodeCreate struct {
 	// Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
 	// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
 	Backoff *Backoff `json:"backoff,omitempty"`
-	Body    *string  `json:"body,omitempty"`
+
+	// Blobs sha256s of blobs the tenant has (`POST /v1/blobs`) that the node
+	// references; a repeat is dropped, an unknown one is `400` naming
+	// `blobs[i]`. Hex in either case; stored lowercase.
+	Blobs *[]string `json:"blobs,omitempty"`
+	Body  *string   `json:"body,omitempty"`
 
 	// DelayMS Sets `run_at` to now + `delay_ms`.
 	DelayMS *int64 `json:"delay_ms,omitempty"`
@@ -916,6 +942,9 @@ type NodeList struct {
 
 // NodePatch A JSON merge patch of a node; `null` clears a member.
 type NodePatch struct {
+	// Blobs Replaces the blobs the node references (as in `NodeCreate`); `null`
+	// or `[]` drops them all. The holder of the node's lease may set it.
+	Blobs       Nullable[[]string] `json:"blobs,omitzero"`
 	Body        Nullable[string]   `json:"body,omitzero"`
 	Labels      Nullable[[]string] `json:"labels,omitzero"`
 	MaxAttempts Nullable[int64]    `json:"max_attempts,omitzero"`
@@ -941,6 +970,11 @@ type OnChildFail string
 
 // Policy defines model for Policy.
 type Policy struct {
+	// BlobQuotaBytes The most bytes the tenant's blobs may take together (server default
+	// `TETHER_BLOB_QUOTA_BYTES`, 1073741824); 0 = no cap. An upload past it
+	// is `413` naming `limit`.
+	BlobQuotaBytes int64 `json:"blob_quota_bytes"`
+
 	// ClaimTTLDefaultMS The TTL of a claim that names none (server default 300000).
 	ClaimTTLDefaultMS int64 `json:"claim_ttl_default_ms"`
 
@@ -969,6 +1003,7 @@ type Policy struct {
 
 // PolicyPatch A JSON merge patch of the policy; `null` restores the server default.
 type PolicyPatch struct {
+	BlobQuotaBytes       Nullable[int64]   `json:"blob_quota_bytes,omitzero"`
 	ClaimTTLDefaultMS    Nullable[int64]   `json:"claim_ttl_default_ms,omitzero"`
 	ClaimTTLMaxMS        Nullable[int64]   `json:"claim_ttl_max_ms,omitzero"`
 	MaxAttemptsDefault   Nullable[int64]   `json:"max_attempts_default,omitzero"`
@@ -1276,6 +1311,9 @@ type WorkerList struct {
 // (running the node it names) or `offline` (stopped).
 type WorkerStatus string
 
+// BlobSHA256 defines model for BlobSHA256.
+type BlobSHA256 = string
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -1321,6 +1359,9 @@ type PayloadTooLarge = Problem
 // PreconditionFailed An RFC 9457 problem document with Tether's extension members.
 type PreconditionFailed = Problem
 
+// RangeNotSatisfiable An RFC 9457 problem document with Tether's extension members.
+type RangeNotSatisfiable = Problem
+
 // TooManyRequests An RFC 9457 problem document with Tether's extension members.
 type TooManyRequests = Problem
 
@@ -1332,6 +1373,17 @@ type Unavailable = Problem
 
 // UnsupportedMediaType An RFC 9457 problem document with Tether's extension members.
 type UnsupportedMediaType = Problem
+
+// UploadBlobMultipartBody defines parameters for UploadBlob.
+type UploadBlobMultipartBody struct {
+	File openapi_types.File `json:"file"`
+}
+
+// GetBlobParams defines parameters for GetBlob.
+type GetBlobParams struct {
+	// Range Bytes to read, e.g. `bytes=0-1023` or `bytes=-100`.
+	Range *string `json:"Range,omitempty"`
+}
 
 // DeleteEdgeParams defines parameters for DeleteEdge.
 type DeleteEdgeParams struct {
@@ -1496,6 +1548,9 @@ type ListWorkersParams struct {
 
 // RunBatchJSONRequestBody defines body for RunBatch for application/json ContentType.
 type RunBatchJSONRequestBody = BatchRequest
+
+// UploadBlobMultipartRequestBody defines body for UploadBlob for multipart/form-data ContentType.
+type UploadBlobMultipartRequestBody UploadBlobMultipartBody
 
 // CreateEdgeJSONRequestBody defines body for CreateEdge for application/json ContentType.
 type CreateEdgeJSONRequestBody = EdgeCreate
@@ -1804,6 +1859,44 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/batch (the `RunBatch` operationId).
 	RunBatch(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UploadBlobWithBody Upload a blob
+	//
+	// Role: worker. Stores a file of the tenant under its sha256 and returns its
+	// address. The body is either `multipart/form-data` with one part named `file`
+	// (its `Content-Type` is the blob's), or the blob itself, with any other
+	// `Content-Type` (the blob's; none is `application/octet-stream`). It is
+	// streamed to disk, never held in memory, and stored durably before the
+	// answer.
+	//
+	// - Blobs are content-addressed per tenant: uploading bytes the tenant has
+	//   already answers `200` with the blob as it is (its first `content_type`
+	//   kept) and stores nothing; a new blob is `201`. Both carry `Location`.
+	// - A blob over `TETHER_BLOB_MAX_BYTES` (default 33554432), or one that would
+	//   take the tenant's blobs over its `blob_quota_bytes` policy (default
+	//   1073741824), is `413 payload_too_large` naming `limit`, and nothing is kept.
+	// - A blob no node references (`blobs` on a node) is collected once the
+	//   grace period `TETHER_BLOB_GRACE_MS` (default 3600000) has passed since its
+	//   upload or since the last node referencing it dropped it or was deleted;
+	//   uploading it again restarts the grace period. Reference it from a node
+	//   to keep it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/blobs (the `UploadBlob` operationId).
+	UploadBlobWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetBlob Read a blob
+	//
+	// Role: reader. The blob's bytes with its `Content-Type`, `ETag` (the quoted
+	// sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
+	// (one range or several, as `multipart/byteranges`), `If-Range`,
+	// `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
+	// tenant's blob, like a collected one, is `404`. To learn a blob's size
+	// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
+	//
+	// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
+	GetBlob(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteEdge Retire an edge
 	//
@@ -2815,6 +2908,64 @@ func (c *Client) RunBatchWithBody(ctx context.Context, contentType string, body 
 // Corresponds with POST /v1/batch (the `RunBatch` operationId).
 func (c *Client) RunBatch(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRunBatchRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UploadBlobWithBody Upload a blob
+//
+// Role: worker. Stores a file of the tenant under its sha256 and returns its
+// address. The body is either `multipart/form-data` with one part named `file`
+// (its `Content-Type` is the blob's), or the blob itself, with any other
+// `Content-Type` (the blob's; none is `application/octet-stream`). It is
+// streamed to disk, never held in memory, and stored durably before the
+// answer.
+//
+//   - Blobs are content-addressed per tenant: uploading bytes the tenant has
+//     already answers `200` with the blob as it is (its first `content_type`
+//     kept) and stores nothing; a new blob is `201`. Both carry `Location`.
+//   - A blob over `TETHER_BLOB_MAX_BYTES` (default 33554432), or one that would
+//     take the tenant's blobs over its `blob_quota_bytes` policy (default
+//     1073741824), is `413 payload_too_large` naming `limit`, and nothing is kept.
+//   - A blob no node references (`blobs` on a node) is collected once the
+//     grace period `TETHER_BLOB_GRACE_MS` (default 3600000) has passed since its
+//     upload or since the last node referencing it dropped it or was deleted;
+//     uploading it again restarts the grace period. Reference it from a node
+//     to keep it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/blobs (the `UploadBlob` operationId).
+func (c *Client) UploadBlobWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadBlobRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetBlob Read a blob
+//
+// Role: reader. The blob's bytes with its `Content-Type`, `ETag` (the quoted
+// sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
+// (one range or several, as `multipart/byteranges`), `If-Range`,
+// `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
+// tenant's blob, like a collected one, is `404`. To learn a blob's size
+// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
+//
+// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
+func (c *Client) GetBlob(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBlobRequest(c.Server, sha256, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4573,6 +4724,84 @@ func NewRunBatchRequestWithBody(server string, contentType string, body io.Reade
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUploadBlobRequestWithBody constructs an http.Request for the UploadBlob method, with any body, and a specified content type
+func NewUploadBlobRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/blobs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetBlobRequest constructs an http.Request for the GetBlob method
+func NewGetBlobRequest(server string, sha256 BlobSHA256, params *GetBlobParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sha256", sha256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/blobs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Range != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Range", *params.Range, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Range", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7076,6 +7305,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/batch (the `RunBatch` operationId).
 	RunBatchWithResponse(ctx context.Context, body RunBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*RunBatchResponse, error)
 
+	// UploadBlobWithBodyWithResponse Upload a blob
+	//
+	// Role: worker. Stores a file of the tenant under its sha256 and returns its
+	// address. The body is either `multipart/form-data` with one part named `file`
+	// (its `Content-Type` is the blob's), or the blob itself, with any other
+	// `Content-Type` (the blob's; none is `application/octet-stream`). It is
+	// streamed to disk, never held in memory, and stored durably before the
+	// answer.
+	//
+	// - Blobs are content-addressed per tenant: uploading bytes the tenant has
+	//   already answers `200` with the blob as it is (its first `content_type`
+	//   kept) and stores nothing; a new blob is `201`. Both carry `Location`.
+	// - A blob over `TETHER_BLOB_MAX_BYTES` (default 33554432), or one that would
+	//   take the tenant's blobs over its `blob_quota_bytes` policy (default
+	//   1073741824), is `413 payload_too_large` naming `limit`, and nothing is kept.
+	// - A blob no node references (`blobs` on a node) is collected once the
+	//   grace period `TETHER_BLOB_GRACE_MS` (default 3600000) has passed since its
+	//   upload or since the last node referencing it dropped it or was deleted;
+	//   uploading it again restarts the grace period. Reference it from a node
+	//   to keep it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/blobs (the `UploadBlob` operationId).
+	UploadBlobWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadBlobResponse, error)
+
+	// GetBlobWithResponse Read a blob
+	//
+	// Role: reader. The blob's bytes with its `Content-Type`, `ETag` (the quoted
+	// sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
+	// (one range or several, as `multipart/byteranges`), `If-Range`,
+	// `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
+	// tenant's blob, like a collected one, is `404`. To learn a blob's size
+	// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
+	GetBlobWithResponse(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*GetBlobResponse, error)
+
 	// DeleteEdgeWithResponse Retire an edge
 	//
 	// Role dispatcher. Retires the live edge; it stays as history.
@@ -8428,6 +8697,235 @@ func (r RunBatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RunBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UploadBlobResponse200Headers the declared response headers of an HTTP 200 response for UploadBlob
+type UploadBlobResponse200Headers struct {
+	Location string
+}
+
+// UploadBlobResponse201Headers the declared response headers of an HTTP 201 response for UploadBlob
+type UploadBlobResponse201Headers struct {
+	Location string
+}
+
+// UploadBlobResponse401Headers the declared response headers of an HTTP 401 response for UploadBlob
+type UploadBlobResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UploadBlobResponse429Headers the declared response headers of an HTTP 429 response for UploadBlob
+type UploadBlobResponse429Headers struct {
+	RetryAfter int
+}
+
+type UploadBlobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Blob
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Blob
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UploadBlobResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *UploadBlobResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UploadBlobResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UploadBlobResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UploadBlobResponse) GetJSON200() *Blob {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UploadBlobResponse) GetJSON201() *Blob {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UploadBlobResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UploadBlobResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UploadBlobResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UploadBlobResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UploadBlobResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UploadBlobResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UploadBlobResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UploadBlobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UploadBlobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UploadBlobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UploadBlobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetBlobResponse401Headers the declared response headers of an HTTP 401 response for GetBlob
+type GetBlobResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetBlobResponse429Headers the declared response headers of an HTTP 429 response for GetBlob
+type GetBlobResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetBlobResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON416 the response for an HTTP 416 `application/problem+json` response
+	ApplicationProblemJSON416 *RangeNotSatisfiable
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBlobResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBlobResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON416 returns the response for an HTTP 416 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON416() *RangeNotSatisfiable {
+	return r.ApplicationProblemJSON416
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetBlobResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBlobResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBlobResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBlobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBlobResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13297,6 +13795,58 @@ func (c *ClientWithResponses) RunBatchWithResponse(ctx context.Context, body Run
 	return ParseRunBatchResponse(rsp)
 }
 
+// UploadBlobWithBodyWithResponse Upload a blob
+//
+// Role: worker. Stores a file of the tenant under its sha256 and returns its
+// address. The body is either `multipart/form-data` with one part named `file`
+// (its `Content-Type` is the blob's), or the blob itself, with any other
+// `Content-Type` (the blob's; none is `application/octet-stream`). It is
+// streamed to disk, never held in memory, and stored durably before the
+// answer.
+//
+//   - Blobs are content-addressed per tenant: uploading bytes the tenant has
+//     already answers `200` with the blob as it is (its first `content_type`
+//     kept) and stores nothing; a new blob is `201`. Both carry `Location`.
+//   - A blob over `TETHER_BLOB_MAX_BYTES` (default 33554432), or one that would
+//     take the tenant's blobs over its `blob_quota_bytes` policy (default
+//     1073741824), is `413 payload_too_large` naming `limit`, and nothing is kept.
+//   - A blob no node references (`blobs` on a node) is collected once the
+//     grace period `TETHER_BLOB_GRACE_MS` (default 3600000) has passed since its
+//     upload or since the last node referencing it dropped it or was deleted;
+//     uploading it again restarts the grace period. Reference it from a node
+//     to keep it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/blobs (the `UploadBlob` operationId).
+func (c *ClientWithResponses) UploadBlobWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadBlobResponse, error) {
+	rsp, err := c.UploadBlobWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadBlobResponse(rsp)
+}
+
+// GetBlobWithResponse Read a blob
+//
+// Role: reader. The blob's bytes with its `Content-Type`, `ETag` (the quoted
+// sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
+// (one range or several, as `multipart/byteranges`), `If-Range`,
+// `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
+// tenant's blob, like a collected one, is `404`. To learn a blob's size
+// without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
+func (c *ClientWithResponses) GetBlobWithResponse(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*GetBlobResponse, error) {
+	rsp, err := c.GetBlob(ctx, sha256, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBlobResponse(rsp)
+}
+
 // DeleteEdgeWithResponse Retire an edge
 //
 // Role dispatcher. Retires the live edge; it stays as history.
@@ -14920,6 +15470,232 @@ func ParseRunBatchResponse(rsp *http.Response) (*RunBatchResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers RunBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUploadBlobResponse parses an HTTP response from a UploadBlobWithResponse call
+func ParseUploadBlobResponse(rsp *http.Response) (*UploadBlobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UploadBlobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Blob
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Blob
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UploadBlobResponse200Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers UploadBlobResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers UploadBlobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UploadBlobResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetBlobResponse parses an HTTP response from a GetBlobWithResponse call
+func ParseGetBlobResponse(rsp *http.Response) (*GetBlobResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBlobResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 416:
+		var dest RangeNotSatisfiable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON416 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetBlobResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBlobResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -24,7 +24,7 @@ const nodeJSON = `{
   "run_at": null, "timeout_ms": null, "backoff": null, "parent": null,
   "on_child_fail": "fail", "ready": true, "blocked_by": [], "lease": null,
   "result": null, "error": null, "progress": null, "usage": {}, "usage_total": {},
-  "version": 3, "created_by": "head",
+  "version": 3, "created_by": "head", "blobs": [],
   "created_at": "2026-02-12T10:11:12.123Z", "updated_at": "2026-02-12T10:11:12.123Z"
 }`
 

@@ -40,6 +40,9 @@ type Problem struct {
 	CurrentVersion *int64 `json:"current_version,omitempty"`
 	// OldestSeq is, on gone, the oldest event seq still kept.
 	OldestSeq *int64 `json:"oldest_seq,omitempty"`
+	// Limit is the limit crossed, in bytes, on payload_too_large: the body
+	// limit, the largest blob, or the tenant's blob quota.
+	Limit *int64 `json:"limit,omitempty"`
 	// RequestID identifies the request in the server's logs.
 	RequestID string `json:"request_id,omitempty"`
 }

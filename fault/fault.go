@@ -139,12 +139,18 @@ func (e *Gone) Error() string {
 	return fmt.Sprintf("events after seq %d were removed by retention; the oldest still kept is after seq %d (start again from there, or from the beginning without after)", e.After, e.OldestSeq-1)
 }
 
-// TooLarge is a body or blob over its limit.
+// TooLarge is a body or blob over its limit, or a blob that would take its
+// tenant over its quota. Limit is the number in bytes.
 type TooLarge struct {
 	Limit int64
+	// Reason, when set, says which limit (a quota) instead of the default.
+	Reason string
 }
 
 func (e *TooLarge) Error() string {
+	if e.Reason != "" {
+		return e.Reason
+	}
 	return fmt.Sprintf("payload exceeds the limit of %d bytes", e.Limit)
 }
 

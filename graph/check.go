@@ -43,7 +43,8 @@ func (r *CheckReport) problem(format string, args ...any) {
 // group with an event of that node and every such event has its pointer;
 // each live edge's seq is an edge_added event; and the blocker counts and the
 // ready set, derived the way the server derives them at open, agree with a
-// recount from the edges. The server must not be running on dir.
+// recount from the edges; every blob a node names has its record. The
+// server must not be running on dir.
 func Check(dir string) (*CheckReport, error) {
 	if entries, err := os.ReadDir(dir); err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func Check(dir string) (*CheckReport, error) {
 	}
 	err = db.View(func(tx *kv.Txn) error {
 		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
-		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases} {
+		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases, c.blobs} {
 			if err := step(); err != nil {
 				return err
 			}
@@ -197,6 +198,23 @@ func (c *checker) retired() error {
 		}
 	}
 	return err
+}
+
+// blobs checks that every blob a node names has its record (a named blob
+// is never collected).
+func (c *checker) blobs() error {
+	for ref, n := range c.nodes {
+		for _, sha := range n.Blobs {
+			ok, err := c.tx.Has(blobKey(ref.tenant, sha))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				c.r.problem("node %s/%s names blob %s, which has no record", ref.tenant, ref.id, sha)
+			}
+		}
+	}
+	return nil
 }
 
 func (c *checker) fences() error {

@@ -13,7 +13,8 @@ import (
 //	1: JSON records with durable indexes (Tether before the binary codec).
 //	2: MessagePack records (records.go), indexes in memory, events grouped
 //	   per transaction.
-const FormatVersion = 2
+//	3: node records end with the blobs they reference; blob records.
+const FormatVersion = 3
 
 var formatKey = []byte{0x01, 'f', 'o', 'r', 'm', 'a', 't'}
 

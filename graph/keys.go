@@ -30,6 +30,8 @@ import (
 //	X|t                             retention mark: highest event seq removed, fence floor (retention.go)
 //	M|t|id                          message record (package message; once read, or given a ttl,
 //	                                it expires with a Badger TTL); its inbox indexes live in memory
+//	B|t|sha                         blob record (size, content type, grace start; the bytes are a file)
+//	b|t|...                         reserved for blob references (today they live in the node records)
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
@@ -48,6 +50,8 @@ const (
 	tagIdempotency = 'i'
 	tagWorker      = 'W'
 	tagMessage     = 'M'
+	tagBlob        = 'B'
+	tagBlobRef     = 'b' // reserved, unused: references live in Node.Blobs
 	keySeparator   = 0x00
 	orderKeyLength = 16
 )
@@ -132,6 +136,8 @@ func messageKey(tenant, id string) []byte { return newKey(tagMessage, tenant).la
 func workerKey(tenant, by, worker string) []byte {
 	return newKey(tagWorker, tenant).str(by).last(worker)
 }
+
+func blobKey(tenant, sha string) []byte { return newKey(tagBlob, tenant).last(sha) }
 
 func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 

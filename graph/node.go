@@ -61,6 +61,7 @@ func (n *Node) order() []byte { return orderBytes(n.Priority, n.CreatedAt.UnixNa
 func (n *Node) Clone() *Node {
 	c := *n
 	c.Labels = append([]string(nil), n.Labels...)
+	c.Blobs = append([]string(nil), n.Blobs...)
 	if n.Props != nil {
 		c.Props = make(map[string]any, len(n.Props))
 		for k, v := range n.Props {
@@ -186,6 +187,9 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	n.LastFence = max(n.LastFence, tx.mark(n.Tenant).fenceFloor)
 	n.Version = 1
 	n.CreatedAt, n.UpdatedAt = tx.now.UTC(), tx.now.UTC()
+	if err := tx.blobRefs(n.Tenant, nil, n.Blobs); err != nil {
+		return err
+	}
 	b, err := tx.putNode(n)
 	if err != nil {
 		return err
@@ -226,6 +230,17 @@ func (tx *Tx) NodePut(n *Node) error {
 		return &fault.NotFound{What: "node", ID: n.ID}
 	}
 	was := st.status
+	if st.hasBlobs || len(n.Blobs) > 0 {
+		// The stored record names the blobs it held; only a node with
+		// blobs, before or after, pays for reading it.
+		stored, err := tx.NodeGet(n.Tenant, n.ID)
+		if err != nil {
+			return err
+		}
+		if err := tx.blobRefs(n.Tenant, stored.Blobs, n.Blobs); err != nil {
+			return err
+		}
+	}
 	n.Version++
 	n.UpdatedAt = tx.now.UTC()
 	if err := tx.NodePutQuiet(n); err != nil {
@@ -235,7 +250,7 @@ func (tx *Tx) NodePut(n *Node) error {
 }
 
 // NodePutQuiet stores a node whose change is lease bookkeeping only (a
-// renewal): no version bump, no event.
+// renewal): no version bump, no event, and Blobs as they were.
 func (tx *Tx) NodePutQuiet(n *Node) error {
 	if !tx.writable {
 		return errReadOnly
@@ -252,13 +267,16 @@ func (tx *Tx) NodePutQuiet(n *Node) error {
 	return nil
 }
 
-// NodeDelete removes the node and keeps its last fence. Edges are the
-// caller's to retire.
+// NodeDelete removes the node and keeps its last fence; the blobs it named
+// lose its reference. Edges are the caller's to retire.
 func (tx *Tx) NodeDelete(n *Node, by string) error {
 	if !tx.writable {
 		return errReadOnly
 	}
 	ref := nodeRef{n.Tenant, n.ID}
+	if err := tx.blobRefs(n.Tenant, n.Blobs, nil); err != nil {
+		return err
+	}
 	if err := tx.kv.Delete(nodeKey(n.Tenant, n.ID)); err != nil {
 		return err
 	}

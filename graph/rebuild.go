@@ -10,8 +10,11 @@ import (
 
 // rebuild derives the in-memory state from the records: every node's state
 // (and its record while live), the live edges (assigned ones from their
-// nodes' records) with the blocker and dependent counts they imply, the fences of deleted nodes, and the ready
-// mirror with its queue counts. It runs once at open, before the writer.
+// nodes' records) with the blocker and dependent counts they imply, the
+// fences of deleted nodes, the blobs with the references the nodes make, the
+// ready mirror with its queue counts, the finished nodes in the order
+// retention takes them, and the retention marks. It runs once at open,
+// before the writer.
 func (s *Store) rebuild() error {
 	if err := s.derive(s.table, s.ready); err != nil {
 		return err
@@ -43,12 +46,13 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		r      *liveEdgeRecord
 	}
 	var assigned []assignedEdge
+	blobRefs := map[blobRef]int64{}
 	return s.kv.View(func(ktx *kv.Txn) error {
 		// One Node is decoded into again and again (msgp reuses its maps);
 		// what the state keeps of it is copied out.
 		var n Node
 		err := ktx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-			n.Assigned, n.Lease, n.RunAt = nil, nil, nil
+			n.Assigned, n.Lease, n.RunAt, n.Blobs = nil, nil, nil, nil
 			if err := decode(val, &n, key); err != nil {
 				return false, err
 			}
@@ -59,6 +63,9 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			if n.Assigned != nil {
 				assigned = append(assigned, assignedEdge{ref.tenant, n.Assigned})
 			}
+			for _, sha := range n.Blobs {
+				blobRefs[blobRef{ref.tenant, sha}]++
+			}
 			return true, nil
 		})
 		if err != nil {
@@ -66,6 +73,9 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		}
 		for _, a := range assigned {
 			t.addLive(a.tenant, a.r)
+		}
+		if err := t.blobs.derive(ktx, blobRefs); err != nil {
+			return err
 		}
 		err = ktx.Scan([]byte{tagEdge, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			parts := splitKey(key, 4) // tenant, from, type, to

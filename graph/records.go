@@ -12,7 +12,7 @@ import (
 )
 
 //go:generate go tool msgp -file records.go -o records_gen.go -tests=false -io=false -unexported
-//msgp:tuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord eventGroup liveEdgeRecord
+//msgp:tuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord eventGroup liveEdgeRecord BlobRecord
 //msgp:shim json.RawMessage as:[]byte using:[]byte/json.RawMessage
 //msgp:timezone utc
 
@@ -92,6 +92,9 @@ type Node struct {
 	// and the end of a run rewrite the record anyway, so the edge costs no
 	// key of its own.
 	Assigned *liveEdgeRecord `json:"-"`
+	// Blobs are the sha256s of the tenant's blobs the node references
+	// (blob_records.go): a referenced blob is never collected.
+	Blobs []string `json:"blobs"`
 }
 
 // Edge is a typed link between two nodes of one tenant.
@@ -148,6 +151,19 @@ type IdempotencyRecord struct {
 	Hash      string    `json:"hash"`
 	NodeIDs   []string  `json:"node_ids"`
 	CreatedAt time.Time `json:"created_at"`
+}
+
+// BlobRecord is a stored blob's metadata; its bytes are a file the blob
+// package keeps beside the store.
+type BlobRecord struct {
+	Size        int64     `json:"size"`
+	ContentType string    `json:"content_type"`
+	CreatedBy   string    `json:"created_by"`
+	CreatedAt   time.Time `json:"created_at"`
+	// UnrefAt is when the blob last became unreferenced: its creation, a
+	// repeated upload while no node names it, or the removal of its last
+	// reference. While no node names it, its grace period runs from here.
+	UnrefAt time.Time `json:"unref_at"`
 }
 
 // eventGroup is the events one transaction appended for one tenant, stored

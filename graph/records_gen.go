@@ -58,6 +58,66 @@ func (z Backoff) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *BlobRecord) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 5
+	o = append(o, 0x95)
+	o = msgp.AppendInt64(o, z.Size)
+	o = msgp.AppendString(o, z.ContentType)
+	o = msgp.AppendString(o, z.CreatedBy)
+	o = msgp.AppendTime(o, z.CreatedAt)
+	o = msgp.AppendTime(o, z.UnrefAt)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *BlobRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	if zb0001 != 5 {
+		err = msgp.ArrayError{Wanted: 5, Got: zb0001}
+		return
+	}
+	z.Size, bts, err = msgp.ReadInt64Bytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Size")
+		return
+	}
+	z.ContentType, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "ContentType")
+		return
+	}
+	z.CreatedBy, bts, err = msgp.ReadStringBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "CreatedBy")
+		return
+	}
+	z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "CreatedAt")
+		return
+	}
+	z.UnrefAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "UnrefAt")
+		return
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *BlobRecord) Msgsize() (s int) {
+	s = 1 + msgp.Int64Size + msgp.StringPrefixSize + len(z.ContentType) + msgp.StringPrefixSize + len(z.CreatedBy) + msgp.TimeSize + msgp.TimeSize
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *Comment) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// array header, size 6
@@ -533,8 +593,8 @@ func (z *Lease) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 31
-	o = append(o, 0xdc, 0x0, 0x1f)
+	// array header, size 32
+	o = append(o, 0xdc, 0x0, 0x20)
 	o = msgp.AppendString(o, z.Tenant)
 	o = msgp.AppendString(o, z.ID)
 	o = msgp.AppendString(o, z.Type)
@@ -640,6 +700,10 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 		}
 		o = msgp.AppendUint64(o, z.Assigned.Seq)
 	}
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Blobs)))
+	for za0008 := range z.Blobs {
+		o = msgp.AppendString(o, z.Blobs[za0008])
+	}
 	return
 }
 
@@ -651,8 +715,8 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 31 {
-		err = msgp.ArrayError{Wanted: 31, Got: zb0001}
+	if zb0001 != 32 {
+		err = msgp.ArrayError{Wanted: 32, Got: zb0001}
 		return
 	}
 	z.Tenant, bts, err = msgp.ReadStringBytes(bts)
@@ -1022,6 +1086,24 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 			return
 		}
 	}
+	var zb0010 uint32
+	zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err, "Blobs")
+		return
+	}
+	if cap(z.Blobs) >= int(zb0010) {
+		z.Blobs = (z.Blobs)[:zb0010]
+	} else {
+		z.Blobs = make([]string, zb0010)
+	}
+	for za0008 := range z.Blobs {
+		z.Blobs[za0008], bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Blobs", za0008)
+			return
+		}
+	}
 	o = bts
 	return
 }
@@ -1096,6 +1178,10 @@ func (z *Node) Msgsize() (s int) {
 		s += msgp.NilSize
 	} else {
 		s += 1 + z.Assigned.Edge.Msgsize() + msgp.Uint64Size
+	}
+	s += msgp.ArrayHeaderSize
+	for za0008 := range z.Blobs {
+		s += msgp.StringPrefixSize + len(z.Blobs[za0008])
 	}
 	return
 }

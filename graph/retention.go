@@ -202,6 +202,9 @@ func (tx *Tx) purgeNode(ref nodeRef) (uint64, bool, error) {
 			return 0, false, err
 		}
 	}
+	if err := tx.blobRefs(tenant, n.Blobs, nil); err != nil {
+		return 0, false, err
+	}
 	if err := tx.kv.Delete(nodeKey(tenant, id)); err != nil {
 		return 0, false, err
 	}

@@ -36,6 +36,9 @@ type nodeState struct {
 	// changed is when a finished node last changed (unix ns), for
 	// retention; 0 while the node is not finished.
 	changed int64
+	// hasBlobs says the record names blobs, so a change reads the stored
+	// record to move their reference counts.
+	hasBlobs bool
 	// record is the encoded record while the node is live (open, queued or
 	// running), so the hot paths never read the store; nil once terminal.
 	record []byte
@@ -109,10 +112,12 @@ type table struct {
 	// finished queues each tenant's finished nodes for retention
 	// (finished.go); only the writer touches it.
 	finished map[string]*finishedQueue
+	// blobs is the blob state (blob_records.go), under its own lock.
+	blobs *blobTable
 }
 
 func newTable() *table {
-	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}, finished: map[string]*finishedQueue{}}
+	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}, finished: map[string]*finishedQueue{}, blobs: newBlobTable()}
 }
 
 func (t *table) tenant(name string) *tenantIndex {
@@ -260,6 +265,7 @@ func stateOf(n *Node, record []byte) nodeState {
 	if n.RunAt != nil {
 		st.runAt = n.RunAt.UnixMilli()
 	}
+	st.hasBlobs = len(n.Blobs) > 0
 	if !n.Status.Terminal() {
 		st.record = record
 	} else {

@@ -30,6 +30,7 @@ type Tx struct {
 	// record was written since their edge changed.
 	assigned    map[nodeRef]*liveEdgeRecord
 	assignedOut map[nodeRef]bool
+	blobs       map[blobRef]*blobState // blobs changed here; nil: deleted
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
 	events []Event
@@ -109,6 +110,9 @@ func (tx *Tx) apply() {
 	s := tx.store
 	for tenant, seq := range tx.seqs {
 		s.seqs[tenant] = seq
+	}
+	if len(tx.blobs) > 0 {
+		tx.applyBlobs()
 	}
 	if len(tx.nodes) == 0 && len(tx.edges) == 0 && len(tx.fences) == 0 {
 		return

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
@@ -44,6 +46,15 @@ type Config struct {
 	// Waits cap the long polls and event streams open at once
 	// (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
 	Waits api.WaitLimits
+
+	// BlobMaxBytes is TETHER_BLOB_MAX_BYTES and BlobGrace TETHER_BLOB_GRACE_MS
+	// (blob.DefaultMaxBytes and blob.DefaultGrace when zero). Blob files live
+	// in DataDir/blobs (BlobDir, when set, for tests).
+	BlobMaxBytes int64
+	BlobGrace    time.Duration
+	BlobDir      string
+	// BlobSwept, when set, is called after each timed blob sweep (tests).
+	BlobSwept func(collected int, err error)
 }
 
 // Server is a running Tether.
@@ -59,6 +70,8 @@ type Server struct {
 	log     *slog.Logger
 
 	Messages *message.Service
+	Blobs    *blob.Service
+	blobTmp  string // a temporary blob directory to remove at shutdown
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -128,15 +141,22 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
+	blobs, blobTmp, err := openBlobs(cfg, store, tenants)
+	if err != nil {
+		messages.Close()
+		leases.Stop()
+		store.Close()
+		return nil, err
+	}
 	cleaner.Start()
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
-		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages,
+		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs,
 	})
 	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
-		Messages: messages}
+		Messages: messages, Blobs: blobs, blobTmp: blobTmp}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -147,6 +167,38 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// openBlobs opens the blob store in DataDir/blobs (an in-memory store keeps
+// its blobs in BlobDir, or in a temporary directory, tmp, removed at
+// shutdown) and starts its sweeps.
+func openBlobs(cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob.Service, tmp string, err error) {
+	dir := cfg.BlobDir
+	if dir == "" && cfg.DataDir != "" && !cfg.InMemory {
+		dir = filepath.Join(cfg.DataDir, "blobs")
+	}
+	if dir == "" {
+		if tmp, err = os.MkdirTemp("", "tether-blobs-"); err != nil {
+			return nil, "", err
+		}
+		dir = tmp
+	}
+	b, err = blob.Open(blob.Config{
+		Dir: dir, Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
+		MaxBytes: cfg.BlobMaxBytes, Grace: cfg.BlobGrace, Swept: cfg.BlobSwept,
+		Quota: func(ctx context.Context, t string) (int64, error) {
+			p, err := tenants.Policy(ctx, t)
+			return p.BlobQuotaBytes, err
+		},
+	})
+	if err != nil {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+		return nil, "", err
+	}
+	b.Start()
+	return b, tmp, nil
 }
 
 // Serve answers requests on l until Shutdown.
@@ -168,5 +220,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.Cleaner.Stop()
 	s.Leases.Stop()
 	s.Messages.Close()
-	return errors.Join(err, s.Store.Close())
+	s.Blobs.Stop()
+	err = errors.Join(err, s.Store.Close())
+	if s.blobTmp != "" {
+		err = errors.Join(err, os.RemoveAll(s.blobTmp))
+	}
+	return err
 }

@@ -23,7 +23,8 @@ type Policy struct {
 	// RetentionMS is how long finished nodes (with their comments and
 	// retired edges) are kept after they last changed, and events after
 	// they happened; 0 keeps them forever.
-	RetentionMS int64 `json:"retention_ms"`
+	RetentionMS    int64 `json:"retention_ms"`
+	BlobQuotaBytes int64 `json:"blob_quota_bytes"` // 0: no cap
 }
 
 // Policy field names, as in JSON and in *fault.Invalid.
@@ -34,6 +35,7 @@ const (
 	fieldMaxLeases       = "max_leases_per_identity"
 	fieldRPS             = "requests_per_second"
 	fieldRetention       = "retention_ms"
+	fieldBlobQuota       = "blob_quota_bytes"
 )
 
 // The range of retention_ms besides 0 (forever): a second to ten years.
@@ -61,6 +63,7 @@ type PolicyPatch struct {
 	MaxLeasesPerIdentity Change[int64]
 	RequestsPerSecond    Change[float64]
 	RetentionMS          Change[int64]
+	BlobQuotaBytes       Change[int64]
 }
 
 // DecodePolicyPatch decodes a merge patch from a JSON object. Unknown or
@@ -103,6 +106,8 @@ func DecodePolicyPatch(raw []byte) (PolicyPatch, error) {
 			p.RequestsPerSecond, err = decodeFloatChange(name, val)
 		case fieldRetention:
 			p.RetentionMS, err = decodeIntChange(name, val)
+		case fieldBlobQuota:
+			p.BlobQuotaBytes, err = decodeIntChange(name, val)
 		default:
 			err = fault.Invalidf(truncate(name, 64), "unknown field")
 		}
@@ -175,6 +180,7 @@ type policyOverrides struct {
 	MaxLeasesPerIdentity *int64   `json:"max_leases_per_identity,omitempty"`
 	RequestsPerSecond    *float64 `json:"requests_per_second,omitempty"`
 	RetentionMS          *int64   `json:"retention_ms,omitempty"`
+	BlobQuotaBytes       *int64   `json:"blob_quota_bytes,omitempty"`
 }
 
 func applyChange[T int64 | float64](dst **T, c Change[T]) {
@@ -196,6 +202,7 @@ func (o policyOverrides) apply(p PolicyPatch) policyOverrides {
 	applyChange(&o.MaxLeasesPerIdentity, p.MaxLeasesPerIdentity)
 	applyChange(&o.RequestsPerSecond, p.RequestsPerSecond)
 	applyChange(&o.RetentionMS, p.RetentionMS)
+	applyChange(&o.BlobQuotaBytes, p.BlobQuotaBytes)
 	return o
 }
 
@@ -213,6 +220,7 @@ func (o policyOverrides) over(d Policy) Policy {
 	overlay(&d.MaxLeasesPerIdentity, o.MaxLeasesPerIdentity)
 	overlay(&d.RequestsPerSecond, o.RequestsPerSecond)
 	overlay(&d.RetentionMS, o.RetentionMS)
+	overlay(&d.BlobQuotaBytes, o.BlobQuotaBytes)
 	return d
 }
 
@@ -241,6 +249,8 @@ func (p Policy) validate(ceilingMS int64, patch PolicyPatch) error {
 		return fault.Invalidf(fieldRPS, "must be a non-negative number")
 	case p.RetentionMS != 0 && (p.RetentionMS < MinRetentionMS || p.RetentionMS > MaxRetentionMS):
 		return fault.Invalidf(fieldRetention, "must be 0 (keep forever) or from %d to %d", MinRetentionMS, MaxRetentionMS)
+	case p.BlobQuotaBytes < 0:
+		return fault.Invalidf(fieldBlobQuota, "must not be negative")
 	}
 	return nil
 }

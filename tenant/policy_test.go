@@ -39,7 +39,7 @@ func TestPolicyDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Tenant{ID: "acme", Policy: documentedDefaults}, got)
 
-	custom := Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 600000, MaxAttemptsDefault: 3, MaxLeasesPerIdentity: 10, RequestsPerSecond: 50, RetentionMS: 3600000}
+	custom := Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 600000, MaxAttemptsDefault: 3, MaxLeasesPerIdentity: 10, RequestsPerSecond: 50, RetentionMS: 3600000, BlobQuotaBytes: 1 << 30}
 	b = setup(t, Config{Defaults: custom})
 	p, err := b.svc.Policy(ctx, "acme")
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestPolicyDefaults(t *testing.T) {
 	raw, err := json.Marshal(Tenant{ID: "acme", Policy: custom})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"acme","policy":{"claim_ttl_default_ms":60000,"claim_ttl_max_ms":600000,
-		"max_attempts_default":3,"max_leases_per_identity":10,"requests_per_second":50,"retention_ms":3600000}}`, string(raw))
+		"max_attempts_default":3,"max_leases_per_identity":10,"requests_per_second":50,"retention_ms":3600000,"blob_quota_bytes":1073741824}}`, string(raw))
 
 	_, err = b.svc.Policy(ctx, "Not A Tenant")
 	requireInvalid(t, err, "tenant")
@@ -210,6 +210,9 @@ func TestDecodePolicyPatch(t *testing.T) {
 		{`{"max_leases_per_identity": {}}`, "max_leases_per_identity"},
 		{`{"max_leases_per_identity": 99999999999999999999}`, "max_leases_per_identity"},
 		{`{"requests_per_second": -0.5}`, "requests_per_second"},
+		{`{"blob_quota_bytes": -1}`, "blob_quota_bytes"},
+		{`{"blob_quota_bytes": 1.5}`, "blob_quota_bytes"},
+		{`{"blob_quota_bytes": 9223372036854775808}`, "blob_quota_bytes"},
 		{`{"requests_per_second": "5"}`, "requests_per_second"},
 		{`{"requests_per_second": [1]}`, "requests_per_second"},
 		{`{"requests_per_second": 1e400}`, "requests_per_second"},

@@ -33,6 +33,7 @@ type NodeSpec struct {
 	Parent      *string        `json:"parent,omitempty"`
 	OnChildFail *string        `json:"on_child_fail,omitempty"`
 	DependsOn   []string       `json:"depends_on,omitempty"`
+	Blobs       []string       `json:"blobs,omitempty"`
 }
 
 // MaxBackoffFactor is the largest backoff factor.
@@ -91,11 +92,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 	}
 	prepared := make([]*graph.Node, len(specs))
 	for i, spec := range specs {
-		prefix := field
-		if len(specs) > 1 || field != "" {
-			prefix = fmt.Sprintf("items[%d].", i)
-		}
-		n, err := s.prepare(c, spec, def, prefix)
+		n, err := s.prepare(c, spec, def, itemPrefix(field, i, len(specs)))
 		if err != nil {
 			return nil, err
 		}
@@ -118,6 +115,9 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		}
 		ids := make([]string, len(prepared))
 		for i, n := range prepared {
+			if err := checkBlobsExist(tx, c.Tenant, n.Blobs, itemPrefix(field, i, len(specs))); err != nil {
+				return err
+			}
 			if err := s.insertTx(tx, c, n, specs[i].DependsOn); err != nil {
 				return err
 			}
@@ -133,6 +133,14 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		return nil, fmt.Errorf("error creating nodes: %w", err)
 	}
 	return out, nil
+}
+
+// itemPrefix is what the field names of the i-th of n specs start with.
+func itemPrefix(field string, i, n int) string {
+	if n > 1 || field != "" {
+		return fmt.Sprintf("items[%d].", i)
+	}
+	return field
 }
 
 // replay loads the nodes a first request made, as they are now.
@@ -201,6 +209,9 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		return nil, err
 	}
 	n.Labels = labels
+	if n.Blobs, err = validBlobs(spec.Blobs, prefix); err != nil {
+		return nil, err
+	}
 	if spec.Props != nil {
 		n.Props = spec.Props
 	}

@@ -25,7 +25,7 @@ type NodePatch struct {
 // patchable lists the fields a patch may name, and whether a holder (not only
 // a dispatcher) may change them.
 var patchable = map[string]bool{
-	"title": true, "body": true, "props": true, "labels": true,
+	"title": true, "body": true, "props": true, "labels": true, "blobs": true,
 	"queue": false, "priority": false, "target": false, "max_attempts": false,
 	"run_at": false, "timeout_ms": false,
 }
@@ -82,7 +82,8 @@ type PatchParams struct {
 }
 
 // Patch applies a merge patch. A dispatcher may change every patchable field;
-// the holder of the node's live lease only title, body, props and labels.
+// the holder of the node's live lease only title, body, props, labels and
+// blobs.
 func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error) {
 	var out *graph.Node
 	err := s.store.Update(ctx, func(tx *graph.Tx) error {
@@ -95,7 +96,7 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error)
 		}
 		if !p.Dispatcher {
 			if !p.Patch.HolderOnly() {
-				return &fault.Forbidden{Reason: "a lease holder may change only title, body, props and labels"}
+				return &fault.Forbidden{Reason: "a lease holder may change only title, body, props, labels and blobs"}
 			}
 			if err := lease.CheckHolder(n, lease.HolderParams{By: p.Sub}, tx.Now()); err != nil {
 				return &fault.Forbidden{Reason: "only a dispatcher or the node's lease holder may change it"}
@@ -111,6 +112,9 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error)
 		if len(changed) == 0 {
 			out = n
 			return nil
+		}
+		if err := checkBlobsExist(tx, p.Tenant, n.Blobs, ""); err != nil {
+			return err
 		}
 		if err := tx.NodePut(n); err != nil {
 			return err
@@ -177,6 +181,16 @@ func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
 				return nil, err
 			}
 			n.Labels = labels
+		case "blobs":
+			var v []string
+			if !null && json.Unmarshal(raw, &v) != nil {
+				return nil, bad("must be an array of sha256s")
+			}
+			blobs, err := validBlobs(v, "")
+			if err != nil {
+				return nil, err
+			}
+			n.Blobs = blobs
 		case "props":
 			if null {
 				n.Props = map[string]any{}

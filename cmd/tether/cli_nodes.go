@@ -129,6 +129,9 @@ func showNode(w io.Writer, n *client.Node) {
 	if len(n.Labels) > 0 {
 		row("labels", "%s", strings.Join(n.Labels, ", "))
 	}
+	if len(n.Blobs) > 0 {
+		row("blobs", "%s", strings.Join(n.Blobs, ", "))
+	}
 	if n.RunAt != nil {
 		row("run_at", "%s (%s)", stamp(*n.RunAt), relative(*n.RunAt))
 	}

@@ -14,7 +14,7 @@ import (
 
 func (c *cli) nodesCreateCommand() *cobra.Command {
 	var id, typ, title, body, queue, parent, target, props, idemKey string
-	var labels, dependsOn []string
+	var labels, dependsOn, blobs []string
 	var priority, maxAttempts int64
 	var delay, timeout time.Duration
 	cmd := &cobra.Command{
@@ -36,7 +36,7 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 				Queue: ifSet(cmd, "queue", queue), Parent: ifSet(cmd, "parent", parent), Target: ifSet(cmd, "target", target),
 				Priority: ifSet(cmd, "priority", priority), MaxAttempts: ifSet(cmd, "max-attempts", maxAttempts),
 				Labels: ifSet(cmd, "label", labels), DependsOn: ifSet(cmd, "depends-on", dependsOn),
-				DelayMS: ifSet(cmd, "delay", millis(delay)), TimeoutMS: ifSet(cmd, "timeout", millis(timeout)),
+				Blobs: ifSet(cmd, "blob", blobs), DelayMS: ifSet(cmd, "delay", millis(delay)), TimeoutMS: ifSet(cmd, "timeout", millis(timeout)),
 			}
 			if cmd.Flags().Changed("props") {
 				m, err := jsonObject("props", props)
@@ -65,6 +65,7 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 	f.StringSliceVar(&labels, "label", nil, "a label (repeatable, or comma separated)")
 	f.StringVar(&parent, "parent", "", "make it a child of this node")
 	f.StringSliceVar(&dependsOn, "depends-on", nil, "a node it waits for (repeatable, or comma separated)")
+	f.StringSliceVar(&blobs, "blob", nil, "the sha256 of a blob it references (repeatable; see tether blob put)")
 	f.StringVar(&target, "target", "", "only this identity may claim it")
 	f.StringVar(&props, "props", "", "properties, a JSON object")
 	f.Int64Var(&maxAttempts, "max-attempts", 0, "runs before it is dead (default: the tenant's)")
@@ -89,6 +90,7 @@ func clearable() []struct {
 		{"priority", func(p *client.NodePatch) { p.Priority = client.Null[int64]() }},
 		{"target", func(p *client.NodePatch) { p.Target = client.Null[string]() }},
 		{"labels", func(p *client.NodePatch) { p.Labels = client.Null[[]string]() }},
+		{"blobs", func(p *client.NodePatch) { p.Blobs = client.Null[[]string]() }},
 		{"props", func(p *client.NodePatch) { p.Props = client.Null[map[string]any]() }},
 		{"max_attempts", func(p *client.NodePatch) { p.MaxAttempts = client.Null[int64]() }},
 		{"run_at", func(p *client.NodePatch) { p.RunAt = client.Null[time.Time]() }},
@@ -111,7 +113,7 @@ func clearMember(p *client.NodePatch, name string) error {
 
 func (c *cli) nodesPatchCommand() *cobra.Command {
 	var title, body, queue, target, props, runAt string
-	var labels, clear []string
+	var labels, blobs, clear []string
 	var priority, maxAttempts, ifMatch int64
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -136,6 +138,7 @@ func (c *cli) nodesPatchCommand() *cobra.Command {
 			set("priority", func() { p.Priority = client.Value(priority) })
 			set("max-attempts", func() { p.MaxAttempts = client.Value(maxAttempts) })
 			set("label", func() { p.Labels = client.Value(labels) })
+			set("blob", func() { p.Blobs = client.Value(blobs) })
 			set("timeout", func() { p.TimeoutMS = client.Value(millis(timeout)) })
 			var bad error
 			set("run-at", func() {
@@ -188,6 +191,7 @@ func (c *cli) nodesPatchCommand() *cobra.Command {
 	f.Int64Var(&priority, "priority", 0, "a new priority")
 	f.Int64Var(&maxAttempts, "max-attempts", 0, "a new max_attempts")
 	f.StringSliceVar(&labels, "label", nil, "the labels, replacing the old ones (repeatable)")
+	f.StringSliceVar(&blobs, "blob", nil, "the sha256s of the blobs it references, replacing the old ones (repeatable)")
 	f.StringVar(&props, "props", "", "a JSON object merged into the props (a null member removes it)")
 	f.StringVar(&runAt, "run-at", "", "not claimable before this RFC 3339 time")
 	f.DurationVar(&timeout, "timeout", 0, "a new run timeout")

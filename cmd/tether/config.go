@@ -54,6 +54,10 @@ func csv(names ...string) []string {
 	return out
 }
 
+// maxBlobGraceMS bounds TETHER_BLOB_GRACE_MS (a year), far from overflowing
+// as nanoseconds.
+const maxBlobGraceMS = 365 * 24 * 3600 * 1000
+
 // loadEnv reads every TETHER_* setting (the table in README.md) and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
@@ -63,6 +67,7 @@ func loadEnv() (settings, error) {
 	}
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS, retentionMS, cleanerMS int64
 	var waitsIdentity, waitsTenant int64
+	var blobMax, blobGraceMS, blobQuota int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -79,6 +84,9 @@ func loadEnv() (settings, error) {
 		// 0: no cap.
 		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, api.DefaultWaitsPerIdentity},
 		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
+		"TETHER_BLOB_MAX_BYTES":         {&blobMax, 32 << 20},
+		"TETHER_BLOB_GRACE_MS":          {&blobGraceMS, 3600000},
+		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -109,6 +117,10 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_RETENTION_MS must be 0 (keep forever) or from %d to %d", tenant.MinRetentionMS, int64(tenant.MaxRetentionMS))
 	case cleanerMS < 1:
 		return s, fmt.Errorf("TETHER_CLEANER_INTERVAL_MS must be at least 1")
+	case blobMax < 1:
+		return s, fmt.Errorf("TETHER_BLOB_MAX_BYTES must be at least 1")
+	case blobGraceMS < 1 || blobGraceMS > maxBlobGraceMS:
+		return s, fmt.Errorf("TETHER_BLOB_GRACE_MS must be between 1 and %d", int64(maxBlobGraceMS))
 	}
 	if retentionMS == 0 {
 		retentionMS = -1 // the tenant package's "keep forever"
@@ -122,6 +134,8 @@ func loadEnv() (settings, error) {
 		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
 		MaxBodyBytes:     maxBody,
 		Waits:            api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
+		BlobMaxBytes:     blobMax,
+		BlobGrace:        time.Duration(blobGraceMS) * time.Millisecond,
 		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
 		OperatorTokens:   csv("TETHER_OPERATOR_TOKENS"),
 		CleanerInterval:  time.Duration(cleanerMS) * time.Millisecond,
@@ -139,6 +153,7 @@ func loadEnv() (settings, error) {
 				ClaimTTLMaxMS:      ttlMax,
 				MaxAttemptsDefault: maxAttempts,
 				RetentionMS:        retentionMS,
+				BlobQuotaBytes:     blobQuota,
 			},
 		},
 	}
