@@ -32,14 +32,18 @@ func (s *Server) backup(c echo.Context) error {
 	w.Header().Set(echo.HeaderContentType, "application/octet-stream")
 	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	w.WriteHeader(http.StatusOK)
-	st, err := backup.Write(w, s.store.KV())
+	var files backup.Files
+	if s.blobs != nil {
+		files = s.blobs
+	}
+	st, err := backup.Write(w, s.store.KV(), files)
 	if err != nil {
 		// The status line is gone: the stream ends without its trailer,
 		// which a restore refuses.
 		s.log.Error("a backup failed", "err", err, "records", st.Records)
 		return nil
 	}
-	s.log.Info("backup taken", "records", st.Records, "bytes", st.Bytes)
+	s.log.Info("backup taken", "records", st.Records, "blobs", st.Blobs, "bytes", st.Bytes)
 	return nil
 }
 

@@ -5,13 +5,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/tether-run/tether/blob"
+	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/kv"
 )
 
@@ -19,18 +23,36 @@ const (
 	magic         = "TETHERBK"
 	version  byte = 1
 	kindKV   byte = 1
+	kindBlob byte = 2
 	kindEnd  byte = 0xFF
 	maxField      = 64 << 20 // the largest key or value a stream may carry
 )
 
+// Files are the blob files a backup carries beside the records.
+type Files interface {
+	// Hold keeps every blob file in place until release (a collection
+	// meanwhile leaves the file), so every file the snapshot names is found.
+	Hold() (release func())
+	// OpenFile opens a blob's file.
+	OpenFile(tenant, sha string) (*os.File, error)
+}
+
 // Stats says what a backup or a restore carried.
 type Stats struct {
-	Records int64 `json:"records"`
+	Records int64 `json:"records"` // records and blob files
+	Blobs   int64 `json:"blobs"`   // blob files among them
 	Bytes   int64 `json:"bytes"`
 }
 
-// Write writes a backup of s to w: one consistent snapshot of every record.
-func Write(w io.Writer, s *kv.Store) (Stats, error) {
+// Write writes a backup of s to w: one consistent snapshot of every record,
+// then the file of every blob a record in it names (files may be nil: no
+// blobs).
+func Write(w io.Writer, s *kv.Store, files Files) (Stats, error) {
+	var blobs []graph.BlobID
+	if files != nil {
+		release := files.Hold()
+		defer release()
+	}
 	h := sha256.New()
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriterSize(io.MultiWriter(cw, h), 256<<10)
@@ -40,6 +62,9 @@ func Write(w io.Writer, s *kv.Store) (Stats, error) {
 	var num [binary.MaxVarintLen64]byte
 	uvarint := func(v uint64) { bw.Write(num[:binary.PutUvarint(num[:], v)]) }
 	err := s.Snapshot(func(key, val []byte, expiresAt uint64) error {
+		if id, ok := graph.BlobIDOfKey(key); ok && files != nil {
+			blobs = append(blobs, id)
+		}
 		bw.WriteByte(kindKV)
 		uvarint(uint64(len(key)))
 		bw.Write(key)
@@ -55,6 +80,15 @@ func Write(w io.Writer, s *kv.Store) (Stats, error) {
 	if err != nil {
 		return st, err
 	}
+	// Blob files are immutable once named by a record, and held in place:
+	// read after the snapshot, they are what it named.
+	for _, id := range blobs {
+		if err := writeBlob(bw, uvarint, files, id); err != nil {
+			return st, err
+		}
+		st.Records++
+		st.Blobs++
+	}
 	if err := bw.Flush(); err != nil {
 		return st, err
 	}
@@ -67,6 +101,30 @@ func Write(w io.Writer, s *kv.Store) (Stats, error) {
 	}
 	st.Bytes = cw.n
 	return st, nil
+}
+
+// writeBlob writes one blob file: its tenant, sha256, size and bytes.
+func writeBlob(bw *bufio.Writer, uvarint func(uint64), files Files, id graph.BlobID) error {
+	f, err := files.OpenFile(id.Tenant, id.SHA)
+	if err != nil {
+		return fmt.Errorf("error reading blob %s of %s: %w", id.SHA, id.Tenant, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	bw.WriteByte(kindBlob)
+	uvarint(uint64(len(id.Tenant)))
+	bw.WriteString(id.Tenant)
+	uvarint(uint64(len(id.SHA)))
+	bw.WriteString(id.SHA)
+	uvarint(uint64(info.Size()))
+	n, err := io.Copy(bw, f)
+	if err == nil && n != info.Size() {
+		err = fmt.Errorf("blob %s of %s changed size while read", id.SHA, id.Tenant)
+	}
+	return err
 }
 
 // Restore reads a backup from r into dir, which must not exist or be empty.
@@ -87,16 +145,19 @@ func Restore(r io.Reader, dir string) (Stats, error) {
 		return st, err
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed
-	rd := &reader{r: bufio.NewReaderSize(r, 256<<10), h: sha256.New()}
+	rd := &reader{r: bufio.NewReaderSize(r, 256<<10), h: sha256.New(), blobDir: blob.DirIn(tmp)}
 	err = kv.Load(tmp, func(put func(key, val []byte, expiresAt uint64) error) error {
 		n, err := rd.records(put)
-		st.Records = n
+		st.Records, st.Blobs = n, rd.blobs
 		return err
 	})
 	if err != nil {
 		return st, err
 	}
 	st.Bytes = rd.n
+	if err := syncTree(blob.DirIn(tmp)); err != nil {
+		return st, err
+	}
 	// An empty directory left at dir (the caller's mount point, say) is
 	// replaced by the restored one.
 	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -113,14 +174,17 @@ func Restore(r io.Reader, dir string) (Stats, error) {
 func Verify(r io.Reader) (Stats, error) {
 	rd := &reader{r: bufio.NewReaderSize(r, 256<<10), h: sha256.New()}
 	n, err := rd.records(func([]byte, []byte, uint64) error { return nil })
-	return Stats{Records: n, Bytes: rd.n}, err
+	return Stats{Records: n, Blobs: rd.blobs, Bytes: rd.n}, err
 }
 
-// reader decodes a stream, hashing what it reads.
+// reader decodes a stream, hashing what it reads. Blob files go under
+// blobDir ("" when only checking).
 type reader struct {
-	r *bufio.Reader
-	h hash.Hash
-	n int64
+	r       *bufio.Reader
+	h       hash.Hash
+	n       int64
+	blobDir string
+	blobs   int64
 }
 
 func (rd *reader) byte() (byte, error) {
@@ -213,10 +277,68 @@ func (rd *reader) records(put func(key, val []byte, expiresAt uint64) error) (in
 				return n, err
 			}
 			n++
+		case kindBlob:
+			rd.h.Write([]byte{kind})
+			rd.n++
+			if err := rd.blob(); err != nil {
+				return n, err
+			}
+			rd.blobs++
+			n++
 		default:
 			return n, fmt.Errorf("the backup is corrupted: unknown record kind %d after %d records", kind, n)
 		}
 	}
+}
+
+// blob reads one blob file and, unless only checking, writes it where the
+// blob package keeps it, checking its bytes against its sha256.
+func (rd *reader) blob() error {
+	tenant, err := rd.field()
+	if err != nil {
+		return err
+	}
+	sha, err := rd.field()
+	if err != nil {
+		return err
+	}
+	if !blob.ValidSHA256(string(sha)) || strings.ContainsAny(string(tenant), "/.\\") || len(tenant) == 0 {
+		return fmt.Errorf("the backup is corrupted: a blob file named %q of %q", sha, tenant)
+	}
+	size, err := rd.uvarint()
+	if err != nil {
+		return fmt.Errorf("the backup is truncated: %w", unexpected(err))
+	}
+	var out io.Writer = io.Discard
+	var f *os.File
+	var path string
+	if rd.blobDir != "" {
+		path = blob.PathIn(rd.blobDir, string(tenant), string(sha))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if f, err = os.Create(path); err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	sum := sha256.New()
+	copied, err := io.Copy(io.MultiWriter(out, sum, rd.h), io.LimitReader(rd.r, int64(size)))
+	rd.n += copied
+	if err != nil {
+		return err
+	}
+	if copied != int64(size) {
+		return fmt.Errorf("the backup is truncated in blob %s: %w", sha, io.ErrUnexpectedEOF)
+	}
+	if hex.EncodeToString(sum.Sum(nil)) != strings.ToLower(string(sha)) {
+		return fmt.Errorf("the backup is corrupted: blob %s does not hash to its name", sha)
+	}
+	if f != nil {
+		return f.Sync()
+	}
+	return nil
 }
 
 func (rd *reader) field() ([]byte, error) {
@@ -247,6 +369,24 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// syncTree fsyncs every directory under root (the blob directories a
+// restore made), so the names in them survive a power failure.
+func syncTree(root string) error {
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return syncDir(path)
+		}
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no blobs
+	}
+	return err
 }
 
 func syncDir(dir string) error {

@@ -53,7 +53,7 @@ func TestRoundTrip(t *testing.T) {
 	require.NotContains(t, want, "gone")
 
 	var buf bytes.Buffer
-	st, err := backup.Write(&buf, src)
+	st, err := backup.Write(&buf, src, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, len(want), st.Records)
 	require.EqualValues(t, buf.Len(), st.Bytes)

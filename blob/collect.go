@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/tether-run/tether/graph"
@@ -59,9 +57,7 @@ func (s *Service) collect(ctx context.Context, id graph.BlobID, due time.Time) (
 		return false, nil
 	}
 	// A crash before this leaves a file with no record, which open removes.
-	if err := os.Remove(s.path(id.Tenant, id.SHA)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		s.log.Warn("error removing a collected blob's file", "tenant", id.Tenant, "sha256", id.SHA, "err", err)
-	}
+	s.removeFile(s.path(id.Tenant, id.SHA))
 	return true, nil
 }
 

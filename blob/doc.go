@@ -45,10 +45,8 @@
 //     record (an upload that crashed before its record was durable, a
 //     collection that crashed before it removed its file).
 //
-// Backup: the blob directory is not in the store. When `tether backup`
-// exists (the hardening issue), it must copy DATA_DIR/blobs beside the
-// store's snapshot: every file named by a record in the snapshot (files are
-// immutable once renamed, so copying them after the snapshot is taken is
-// safe; files with no record in it are left out, and a restore's open tidies
-// any that slip in).
+// Backup: the blob directory is not in the store; a backup (package backup)
+// carries, after the records of its snapshot, the file of every blob a
+// record names. Files are immutable once renamed, and Hold keeps collected
+// files in place while a backup reads them.
 package blob

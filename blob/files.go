@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // The bytes of a blob are one file, dir/<tenant>/<sha[:2]>/<sha>; an upload
@@ -14,8 +15,60 @@ import (
 
 const tmpDir = ".tmp"
 
-func (s *Service) path(tenant, sha string) string {
-	return filepath.Join(s.dir, tenant, sha[:2], sha)
+func (s *Service) path(tenant, sha string) string { return PathIn(s.dir, tenant, sha) }
+
+// PathIn is where a blob's file lives under the blob directory dir.
+func PathIn(dir, tenant, sha string) string {
+	return filepath.Join(dir, tenant, sha[:2], sha)
+}
+
+// DirIn is the blob directory of a data directory.
+func DirIn(dataDir string) string { return filepath.Join(dataDir, "blobs") }
+
+// Hold keeps every blob file in place until release is called: a
+// collection meanwhile deletes the record at once but leaves the file to
+// release, so a backup reading files named by an older snapshot finds them
+// all. Holds nest.
+func (s *Service) Hold() (release func()) {
+	s.holdMu.Lock()
+	s.holds++
+	s.holdMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.holdMu.Lock()
+			s.holds--
+			var now []string
+			if s.holds == 0 {
+				now, s.deferred = s.deferred, nil
+			}
+			s.holdMu.Unlock()
+			for _, p := range now {
+				s.removeFile(p)
+			}
+		})
+	}
+}
+
+// OpenFile opens a blob's file for reading, whether or not a record names
+// it now (a backup reads files its snapshot named; see Hold).
+func (s *Service) OpenFile(tenant, sha string) (*os.File, error) {
+	return os.Open(s.path(tenant, sha))
+}
+
+// removeFile removes a collected blob's file, or, while a Hold is on,
+// leaves it for the hold's release.
+func (s *Service) removeFile(p string) {
+	s.holdMu.Lock()
+	if s.holds > 0 {
+		s.deferred = append(s.deferred, p)
+		s.holdMu.Unlock()
+		return
+	}
+	s.holdMu.Unlock()
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("error removing a collected blob's file", "path", p, "err", err)
+	}
 }
 
 // mkdirSynced makes dir and any missing parent, fsyncing the directory that

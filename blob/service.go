@@ -71,6 +71,12 @@ type Service struct {
 	// does (but for a crash, which open tidies).
 	stripes [64]sync.Mutex
 
+	// holds counts the backups reading files (Hold); deferred are the
+	// files collected meanwhile, removed when the last hold ends.
+	holdMu   sync.Mutex
+	holds    int
+	deferred []string
+
 	mu       sync.Mutex // guards timer and stopped
 	timer    clock.Timer
 	stopped  bool

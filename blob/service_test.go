@@ -80,3 +80,35 @@ func TestContentTypeAndSHA256Checks(t *testing.T) {
 	require.False(t, ValidSHA256(strings.Repeat("a", 63)))
 	require.False(t, ValidSHA256(strings.Repeat("g", 64)))
 }
+
+// While a backup holds the files, a collection deletes the record but leaves
+// the file for the backup to read; the release removes it.
+func TestHoldKeepsCollectedFilesUntilReleased(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	store, err := graph.Open(graph.Options{Dir: dataDir, Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	s, err := Open(Config{Dir: filepath.Join(dataDir, "blobs"), Store: store, Clock: clk, Grace: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	ctx := context.Background()
+	b, _, err := s.Put(ctx, PutParams{Tenant: "acme", By: "alice", ContentType: "text/plain", Body: strings.NewReader("orphan")})
+	require.NoError(t, err)
+	path := s.path("acme", b.SHA256)
+
+	release := s.Hold()
+	clk.Advance(2 * time.Minute)
+	n, err := s.Collect(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, _, err = s.Get("acme", b.SHA256)
+	require.Error(t, err, "the record is gone at once")
+	f, err := s.OpenFile("acme", b.SHA256)
+	require.NoError(t, err, "the file waits for the hold")
+	f.Close()
+	release()
+	require.NoFileExists(t, path)
+	release() // a second call does nothing
+}

@@ -258,6 +258,19 @@ func (tx *Tx) BlobDelete(tenant, sha string, unrefBefore time.Time) (bool, error
 // BlobID names one blob of one tenant.
 type BlobID struct{ Tenant, SHA string }
 
+// BlobIDOfKey names the blob whose record is stored under key; false for a
+// key that is no blob record (a backup walks every key).
+func BlobIDOfKey(key []byte) (BlobID, bool) {
+	if len(key) < 2 || key[0] != tagBlob || key[1] != keySeparator {
+		return BlobID{}, false
+	}
+	parts := splitKey(key, 2) // tenant, sha
+	if len(parts) != 2 {
+		return BlobID{}, false
+	}
+	return BlobID{string(parts[0]), string(parts[1])}, true
+}
+
 // BlobOrphans returns up to limit blobs, of any tenant, that no node names and
 // whose grace period started no later than unrefBefore, oldest first. It
 // reads the committed state: a caller deletes each through BlobDelete,

@@ -240,3 +240,41 @@ func flip(b []byte, i int) []byte {
 	out[i] ^= 0x40
 	return out
 }
+
+// A backup carries the file of every blob its records name: a server on the
+// restored directory serves the blob, byte for byte, to the node naming it.
+func TestBackupCarriesBlobs(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "backup-blobs", t.TempDir(), "TETHER_OPERATOR_TOKENS="+testOperatorToken)
+	hc := httpClient(t)
+	w := srv.as(hc, mint(t, "w", "worker"))
+	ctx := context.Background()
+	content := bytes.Repeat([]byte("tether blob "), 100_000) // 1.2 MB
+	up, err := w.UploadBlobWithBodyWithResponse(ctx, "application/octet-stream", bytes.NewReader(content))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, up.StatusCode(), string(up.Body))
+	sha := up.JSON201.Sha256
+	head := srv.as(hc, mint(t, "head", "dispatcher"))
+	res, err := head.CreateNodeWithResponse(ctx, nil, client.NodeCreate{ID: ptr("with-blob"), Type: "task", Queue: ptr("q"), Blobs: &[]string{sha}})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, res.StatusCode(), string(res.Body))
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "b.backup")
+	out, err := exec.Command(tetherBin, "backup", "--server", srv.url, "--token", testOperatorToken, "-f", file).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "1 of them blob files")
+	restored := filepath.Join(dir, "restored")
+	out, err = exec.Command(tetherBin, "restore", file, restored).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	again := startServer(t, "restored-blobs", restored)
+	w2 := again.as(hc, mint(t, "w", "worker"))
+	got, err := w2.GetBlobWithResponse(ctx, sha, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, got.StatusCode())
+	require.Equal(t, content, got.Body)
+	n, err := w2.GetNodeWithResponse(ctx, "with-blob")
+	require.NoError(t, err)
+	require.Equal(t, []string{sha}, n.JSON200.Blobs)
+}

@@ -44,7 +44,7 @@ SHA-256), and only then renamed into place. Restore it with tether restore.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d records, %d bytes\n", file, st.Records, st.Bytes)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d records (%d of them blob files), %d bytes\n", file, st.Records, st.Blobs, st.Bytes)
 			return nil
 		},
 	}
@@ -123,8 +123,8 @@ its record count and SHA-256 match. Start a server on DATA_DIR afterwards.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "restored %d records into %s: %d nodes, %d events, %d ready\n",
-				st.Records, args[1], rep.Nodes, rep.Events, rep.Ready)
+			fmt.Fprintf(out, "restored %d records (%d blob files) into %s: %d nodes, %d events, %d ready\n",
+				st.Records, st.Blobs, args[1], rep.Nodes, rep.Events, rep.Ready)
 			for _, p := range rep.Problems {
 				fmt.Fprintln(out, "problem:", p)
 			}
