@@ -850,7 +850,8 @@ export interface paths {
          *       the worker's meta; null clears it; absent keeps the last one.
          *
          *     Heartbeats are not events. A worker's record is dropped
-         *     24 hours after its last heartbeat.
+         *     24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+         *     of the caller's whole inbox (`GET /v1/inbox?unread=true`).
          */
         post: operations["heartbeatWorker"];
         delete?: never;
@@ -874,6 +875,207 @@ export interface paths {
          *     its status.
          */
         get: operations["listWorkers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message (steer a running agent)
+         * @description Role: worker. Sends a message from the caller (`from` is the token's subject)
+         *     to an identity (`"to": "<sub>"`) or to a node (`"to": "node:<id>"`). A
+         *     message to a node is addressed to the work, not to a worker: it reaches
+         *     whoever holds the node's live lease when they read their inbox, so it
+         *     survives a handoff, an expiry or a requeue, and a holder that let the node
+         *     go no longer sees it. The node must exist (else `404`); an identity need not
+         *     have been seen yet.
+         *
+         *     - `body`: 1–65536 characters.
+         *     - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
+         *     - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
+         *       (`GET /v1/inbox?thread=`).
+         *     - `ttl_ms`: 1 to 2592000000 (30 days). A message still unread when it has
+         *       passed is expired: gone from every inbox and count, no longer
+         *       acknowledgeable, shown to its sender as `state: expired`, and counted in
+         *       `tether_messages_expired_total`. Without it the message waits until read.
+         *
+         *     A message to a node appends a `message_sent` event to the node
+         *     (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
+         *     transaction; one to an identity appends none. The answer is the message,
+         *     `state: pending`.
+         */
+        post: operations["sendMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id. */
+                id: components["parameters"]["MessageID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A message with its delivery and read receipt
+         * @description Role: reader. The message, its `state` and its receipts: `delivered_at` and
+         *     `delivered_to` (when an inbox first listed it, and whose), `read_at` and
+         *     `read_by` (its acknowledgement). It is shown to its sender, to the identity it
+         *     is addressed to, to whoever it was delivered to or read by, to the live holder
+         *     of the node it is addressed to, and to dispatchers and admins of the tenant;
+         *     to anyone else, and across tenants, it is `404`. A message is kept 7 days
+         *     after it was read or expired, then it is `404` too.
+         */
+        get: operations["getMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's inbox (page or long poll)
+         * @description Role: worker. The messages addressed to the caller's identity and to every node
+         *     it holds a live lease on right now, ordered by `priority` (high first), then
+         *     age (old first), then id. Read messages stay listed (with `read_at`) until 7
+         *     days after they were read; expired ones are never listed.
+         *
+         *     - `unread=true`: only messages not yet acknowledged.
+         *     - `thread`: only the messages of that thread.
+         *     - `node`: only the messages to that node (empty unless the caller holds it);
+         *       what `tether work` polls for the command it runs.
+         *     - `wait_ms` (0–60000): while the page would be empty, wait up to that long
+         *       for a message to arrive (a long poll); it answers as soon as a message
+         *       reaching this inbox is durable, or with an empty page when the wait runs
+         *       out.
+         *
+         *     Listing a message for the first time marks it delivered to the caller
+         *     (`delivered_at`, `delivered_to`, `state: delivered`), durably, before the
+         *     answer. Pages follow `next_cursor` as every list does.
+         */
+        get: operations["listInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/inbox/{id}/ack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id. */
+                id: components["parameters"]["MessageID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge a message (read receipt)
+         * @description Role: worker. Records that the caller read the message (`read_at`, `read_by`;
+         *     and `delivered_at` if no inbox had listed it yet), so its sender sees it in
+         *     `GET /v1/messages/{id}`, and it leaves `unread=true` pages and every
+         *     `inbox_unread` count. Only a recipient may: the identity it is addressed to,
+         *     or the live holder of the node it is addressed to. A message the caller may
+         *     not acknowledge, an expired one, and another tenant's are `404`.
+         *     Acknowledging a message already read answers it unchanged. For a message to
+         *     a node, appends `message_read` to the node (`data: {"message_id", "from"}`,
+         *     `by` the reader) in the same transaction. The body is empty or `{}`.
+         */
+        post: operations["ackMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a blob
+         * @description Role: worker. Stores a file of the tenant under its sha256 and returns its
+         *     address. The body is either `multipart/form-data` with one part named `file`
+         *     (its `Content-Type` is the blob's), or the blob itself, with any other
+         *     `Content-Type` (the blob's; none is `application/octet-stream`). It is
+         *     streamed to disk, never held in memory, and stored durably before the
+         *     answer.
+         *
+         *     - Blobs are content-addressed per tenant: uploading bytes the tenant has
+         *       already answers `200` with the blob as it is (its first `content_type`
+         *       kept) and stores nothing; a new blob is `201`. Both carry `Location`.
+         *     - A blob over `TETHER_BLOB_MAX_BYTES` (default 33554432), or one that would
+         *       take the tenant's blobs over its `blob_quota_bytes` policy (default
+         *       1073741824), is `413 payload_too_large` naming `limit`, and nothing is kept.
+         *     - A blob no node references (`blobs` on a node) is collected once the
+         *       grace period `TETHER_BLOB_GRACE_MS` (default 3600000) has passed since its
+         *       upload or since the last node referencing it dropped it or was deleted;
+         *       uploading it again restarts the grace period. Reference it from a node
+         *       to keep it.
+         */
+        post: operations["uploadBlob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/blobs/{sha256}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A blob's sha256, 64 hex characters (either case). */
+                sha256: components["parameters"]["BlobSHA256"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a blob
+         * @description Role: reader. The blob's bytes with its `Content-Type`, `ETag` (the quoted
+         *     sha256), `Last-Modified` (its upload) and `Accept-Ranges: bytes`. `Range`
+         *     (one range or several, as `multipart/byteranges`), `If-Range`,
+         *     `If-None-Match` and `If-Modified-Since` work as RFC 9110 says. Another
+         *     tenant's blob, like a collected one, is `404`. To learn a blob's size
+         *     without reading it, ask for `Range: bytes=0-0`: `Content-Range` ends with it.
+         */
+        get: operations["getBlob"];
         put?: never;
         post?: never;
         delete?: never;
@@ -955,6 +1157,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An online backup of every tenant's records
+         * @description Streams every record of the store, as of one instant, in Tether's
+         *     backup format (`TETHERBK`, version 1; see package `backup`), while the
+         *     server keeps serving: the state after some durable commit, all of it
+         *     and nothing later. Writes that commit meanwhile are not in it. The
+         *     stream ends with a record count and a SHA-256; a stream cut short has
+         *     no trailer, and `tether restore` refuses it. Restore it with
+         *     `tether restore FILE DATA_DIR` into a new directory, then start a
+         *     server on that directory. Needs an operator token
+         *     (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
+         *     holds every tenant.
+         */
+        get: operations["getBackup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/skill.md": {
         parameters: {
             query?: never;
@@ -1005,7 +1236,7 @@ export interface components {
         };
         /**
          * @description The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-         *     for every further attempt, capped at `max_ms`.
+         *     for every further attempt, capped at `max_ms` (and never beyond 315360000000).
          */
         Backoff: {
             /** Format: int64 */
@@ -1114,6 +1345,12 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /**
+             * @description The sha256s of the tenant's blobs the node references (`POST /v1/blobs`),
+             *     each once. A referenced blob is kept; one no node references is
+             *     collected after the grace period (`TETHER_BLOB_GRACE_MS`).
+             */
+            blobs: string[];
         };
         NodeList: {
             items: components["schemas"]["Node"][];
@@ -1129,6 +1366,7 @@ export interface components {
             queue?: string;
             /** Format: int64 */
             priority?: number;
+            /** @description The only identity (`sub`) that may claim the node. */
             target?: string;
             labels?: string[];
             props?: {
@@ -1154,6 +1392,12 @@ export interface components {
             on_child_fail?: components["schemas"]["OnChildFail"];
             /** @description Ids this node waits for (`depends_on` edges). */
             depends_on?: string[];
+            /**
+             * @description sha256s of blobs the tenant has (`POST /v1/blobs`) that the node
+             *     references; a repeat is dropped, an unknown one is `400` naming
+             *     `blobs[i]`. Hex in either case; stored lowercase.
+             */
+            blobs?: string[];
         };
         NodeBatchCreate: {
             items: components["schemas"]["NodeCreate"][];
@@ -1180,6 +1424,11 @@ export interface components {
             run_at?: string | null;
             /** Format: int64 */
             timeout_ms?: number | null;
+            /**
+             * @description Replaces the blobs the node references (as in `NodeCreate`); `null`
+             *     or `[]` drops them all. The holder of the node's lease may set it.
+             */
+            blobs?: string[] | null;
         };
         Edge: {
             from: string;
@@ -1249,7 +1498,10 @@ export interface components {
             lease: components["schemas"]["Lease"];
             /**
              * Format: int64
-             * @description Unread messages in the holder's inbox.
+             * @description Unread messages for this run: those to the caller's identity and to this
+             *     node (messages to other nodes it holds are counted on their own renewals,
+             *     and all of them in `GET /v1/inbox?unread=true`). A lookup, not a scan:
+             *     cheap enough for every renewal. Non-zero means: read the inbox.
              */
             inbox_unread: number;
         };
@@ -1374,6 +1626,12 @@ export interface components {
             status: components["schemas"]["NodeStatus"];
             lease: components["schemas"]["Lease"];
             node: components["schemas"]["Node"];
+            /**
+             * Format: int64
+             * @description Unread messages for this run: those to the caller's identity and to this
+             *     node (as in the renew answer).
+             */
+            inbox_unread: number;
         };
         RequeueRequest: {
             reason?: string;
@@ -1487,10 +1745,11 @@ export interface components {
          *     `extended`, `released`, `expired` (a lease; renewals are not events);
          *     `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
          *     or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
-         *     edge, as an event of its `from` node).
+         *     edge, as an event of its `from` node); `message_sent`, `message_read` (a
+         *     message to the node, sent or acknowledged).
          * @enum {string}
          */
-        EventType: "created" | "updated" | "deleted" | "claimed" | "extended" | "released" | "completed" | "failed" | "requeued" | "expired" | "dead" | "cancelled" | "commented" | "progress" | "edge_added" | "edge_retired";
+        EventType: "created" | "updated" | "deleted" | "claimed" | "extended" | "released" | "completed" | "failed" | "requeued" | "expired" | "dead" | "cancelled" | "commented" | "progress" | "edge_added" | "edge_retired" | "message_sent" | "message_read";
         /**
          * @description One change, appended in the transaction that made it. `data` is an object
          *     whose members depend on `type`; among them:
@@ -1506,6 +1765,8 @@ export interface components {
          *     - `commented`: `comment_id`
          *     - `edge_added`: `from`, `type`, `to`; `edge_retired`: the same and
          *       `outcome` for an `assigned` edge
+         *     - `message_sent`: `message_id`, `priority`, `thread` when given (`by` is the
+         *       sender); `message_read`: `message_id`, `from` (`by` is the reader)
          *
          *     Clients should ignore members they do not know; later versions may add some.
          */
@@ -1565,6 +1826,25 @@ export interface components {
              * @description Per identity, with a burst of twice the rate; 0 = no cap.
              */
             requests_per_second: number;
+            /**
+             * Format: int64
+             * @description The most bytes the tenant's blobs may take together (server default
+             *     `TETHER_BLOB_QUOTA_BYTES`, 1073741824); 0 = no cap. An upload past it
+             *     is `413` naming `limit`.
+             */
+            blob_quota_bytes: number;
+            /**
+             * Format: int64
+             * @description How long a finished node (done, failed, dead, cancelled), with its
+             *     comments and retired edges, is kept after it last changed, and an
+             *     event after it happened; 0 = keep forever; otherwise 1000 to
+             *     315360000000 (ten years). Server default `TETHER_RETENTION_MS`
+             *     (604800000, a week). A finished node still linked by a live edge
+             *     to a node that is not finished is kept a retention period longer.
+             *     A cursor behind what was removed gets 410 `gone` from the event
+             *     endpoints.
+             */
+            retention_ms: number;
         };
         /** @description A JSON merge patch of the policy; `null` restores the server default. */
         PolicyPatch: {
@@ -1578,6 +1858,13 @@ export interface components {
             max_leases_per_identity?: number | null;
             /** Format: double */
             requests_per_second?: number | null;
+            /**
+             * Format: int64
+             * @description 0 (keep forever) or 1000 to 315360000000.
+             */
+            retention_ms?: number | null;
+            /** Format: int64 */
+            blob_quota_bytes?: number | null;
         };
         TokenCreate: {
             /** @description The identity the key authenticates as. */
@@ -1650,6 +1937,99 @@ export interface components {
             items: components["schemas"]["Worker"][];
             next_cursor: string | null;
         };
+        /**
+         * @description Where a message is: `pending` (no inbox listed it yet), `delivered` (an inbox
+         *     listed it), `read` (a recipient acknowledged it), `expired` (its `ttl_ms`
+         *     passed before anyone read it).
+         * @enum {string}
+         */
+        MessageState: "pending" | "delivered" | "read" | "expired";
+        MessageCreate: {
+            /** @description An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they read). */
+            to: string;
+            body: string;
+            /**
+             * Format: int64
+             * @default 0
+             */
+            priority: number;
+            thread?: string;
+            /**
+             * Format: int64
+             * @description Expire the message if it is still unread this long after it was sent.
+             */
+            ttl_ms?: number;
+        };
+        Message: {
+            /** @description A UUIDv7 chosen by the server. */
+            id: string;
+            /** @description The identity that sent it. */
+            from: string;
+            /** @description As sent, `<sub>` or `node:<id>`. */
+            to: string;
+            /** @description The node of a `node:<id>` address; null for an identity. */
+            node_id: string | null;
+            body: string;
+            /** Format: int64 */
+            priority: number;
+            thread: string | null;
+            state: components["schemas"]["MessageState"];
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it expires unread (`ttl_ms` after `created_at`); null for never.
+             */
+            expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When an inbox first listed it.
+             */
+            delivered_at: string | null;
+            /** @description Whose inbox first listed it. */
+            delivered_to: string | null;
+            /** Format: date-time */
+            read_at: string | null;
+            /** @description Who acknowledged it. */
+            read_by: string | null;
+        };
+        MessageList: {
+            items: components["schemas"]["Message"][];
+            next_cursor: string | null;
+        };
+        /** @description The caller's worker record, and how many unread messages its inbox holds. */
+        WorkerHeartbeatResponse: {
+            by: string;
+            worker: string;
+            status: components["schemas"]["WorkerStatus"];
+            node: string | null;
+            meta: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            last_seen_at: string;
+            stale: boolean;
+            /**
+             * Format: int64
+             * @description Unread messages in the caller's whole inbox: those to its identity and to
+             *     every node it holds (what `GET /v1/inbox?unread=true` would list).
+             */
+            inbox_unread: number;
+        };
+        /** @description A stored blob. */
+        Blob: {
+            /** @description The blob's address, 64 lowercase hex characters. */
+            sha256: string;
+            /**
+             * Format: int64
+             * @description Bytes.
+             */
+            size: number;
+            /** @description The media type it was first uploaded with. */
+            content_type: string;
+        };
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -1662,7 +2042,7 @@ export interface components {
          * @description The stable error code clients switch on.
          * @enum {string}
          */
-        ProblemCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "lease_lost" | "not_claimable" | "already_exists" | "cycle" | "precondition_failed" | "payload_too_large" | "idempotency_mismatch" | "rate_limited" | "internal" | "unavailable";
+        ProblemCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "lease_lost" | "not_claimable" | "already_exists" | "cycle" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_mismatch" | "rate_limited" | "range_not_satisfiable" | "internal" | "unavailable" | "gone";
         /** @description An RFC 9457 problem document with Tether's extension members. */
         Problem: {
             /** @description A URI reference naming the problem type. */
@@ -1700,6 +2080,16 @@ export interface components {
              * @description `precondition_failed`: the node's current version.
              */
             current_version?: number;
+            /**
+             * Format: int64
+             * @description `payload_too_large`: the limit crossed, in bytes (the body limit, `TETHER_BLOB_MAX_BYTES`, or the tenant's `blob_quota_bytes`).
+             */
+            limit?: number;
+            /**
+             * Format: int64
+             * @description `gone`: the oldest event seq still kept; read again with `after` one below it, or without `after`.
+             */
+            oldest_seq?: number;
             /** @description The id of the request, for the server's logs. */
             request_id?: string;
         };
@@ -1707,6 +2097,19 @@ export interface components {
     responses: {
         /** @description `bad_request`: malformed JSON, unknown member, invalid value or bad id. */
         BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `gone`: the cursor (`after`, or `Last-Event-ID`) is behind the
+         *     tenant's retention horizon: events after it were removed, so reading
+         *     on would skip them. `oldest_seq` says where what is kept begins.
+         */
+        Gone: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1773,6 +2176,24 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `unsupported_media_type`: the body is not JSON (`application/json`). */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `range_not_satisfiable`: no range overlaps the blob; `Content-Range: bytes *\/<size>` gives its size. */
+        RangeNotSatisfiable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `idempotency_mismatch`: the `Idempotency-Key` was used with a different body. */
         IdempotencyMismatch: {
             headers: {
@@ -1814,6 +2235,8 @@ export interface components {
     parameters: {
         /** @description A node id (identity nodes are `identity:<sub>`). */
         NodeID: string;
+        /** @description A message id. */
+        MessageID: string;
         /** @description Page size. */
         Limit: number;
         /** @description The `next_cursor` of the previous page. */
@@ -1826,9 +2249,13 @@ export interface components {
          *     `422 idempotency_mismatch`.
          */
         IdempotencyKey: string;
+        /** @description A blob's sha256, 64 hex characters (either case). */
+        BlobSHA256: string;
     };
     requestBodies: never;
     headers: {
+        /** @description The blob's path, `/v1/blobs/<sha256>`. */
+        BlobLocation: string;
         /** @description The node's version as a strong entity tag, `"<version>"`. */
         ETag: string;
         /** @description Seconds to wait before trying again. */
@@ -1916,6 +2343,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyMismatch"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
@@ -1957,6 +2385,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyMismatch"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
@@ -2063,6 +2492,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2172,6 +2602,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2208,6 +2639,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2244,6 +2676,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2280,6 +2713,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2316,6 +2750,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2352,6 +2787,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2388,6 +2824,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2424,6 +2861,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2460,6 +2898,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2496,6 +2935,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2555,6 +2995,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2656,6 +3097,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2692,6 +3134,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2723,6 +3166,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2756,6 +3200,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2888,6 +3333,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2896,7 +3342,7 @@ export interface operations {
     listNodeEvents: {
         parameters: {
             query?: {
-                /** @description Only events with a greater `seq` (default 0, from the start). */
+                /** @description Only events with a greater `seq` (default 0: from the oldest event kept; a cursor behind the retention horizon is 410). */
                 after?: number;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
@@ -2923,6 +3369,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2931,7 +3378,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Only events with a greater `seq` (default 0, from the start). */
+                /** @description Only events with a greater `seq` (default 0: from the oldest event kept; a cursor behind the retention horizon is 410). */
                 after?: number;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
@@ -2960,6 +3407,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            410: components["responses"]["Gone"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3017,6 +3465,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3079,6 +3528,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3124,19 +3574,20 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The worker's record. */
+            /** @description The worker's record, with the caller's unread message count. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Worker"];
+                    "application/json": components["schemas"]["WorkerHeartbeatResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3168,6 +3619,233 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sendMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageCreate"];
+            };
+        };
+        responses: {
+            /** @description The message. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id. */
+                id: components["parameters"]["MessageID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listInbox: {
+        parameters: {
+            query?: {
+                /** @description Only messages not yet read (default false). */
+                unread?: boolean;
+                thread?: string;
+                /** @description Only the messages to this node, which the caller holds. */
+                node?: string;
+                /** @description Long poll while the page would be empty (0–60000, default 0). */
+                wait_ms?: number;
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the inbox. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    ackMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A message id. */
+                id: components["parameters"]["MessageID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message, now read. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uploadBlob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** Format: binary */
+                    file: string;
+                };
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description The tenant had this blob already; nothing was stored. */
+            200: {
+                headers: {
+                    Location: components["headers"]["BlobLocation"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Blob"];
+                };
+            };
+            /** @description The blob, stored. */
+            201: {
+                headers: {
+                    Location: components["headers"]["BlobLocation"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Blob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBlob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Bytes to read, e.g. `bytes=0-1023` or `bytes=-100`. */
+                Range?: string;
+            };
+            path: {
+                /** @description A blob's sha256, 64 hex characters (either case). */
+                sha256: components["parameters"]["BlobSHA256"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole blob. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description The ranges asked for (`Content-Range` names them). */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": unknown;
+                };
+            };
+            /** @description Not modified (`If-None-Match` or `If-Modified-Since`). */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            416: components["responses"]["RangeNotSatisfiable"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3292,6 +3970,30 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            500: components["responses"]["Internal"];
+        };
+    };
+    getBackup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backup stream. */
+            200: {
+                headers: {
+                    /** @description `attachment; filename="tether-<UTC instant>.backup"` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
         };
     };
