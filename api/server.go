@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -26,30 +27,32 @@ type Config struct {
 
 // Deps are the domain services the handlers call.
 type Deps struct {
-	Store   *graph.Store
-	Tenants *tenant.Service
-	Leases  *lease.Service
-	Work    *work.Service
-	Workers *worker.Registry
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	Store     *graph.Store
+	Tenants   *tenant.Service
+	Leases    *lease.Service
+	Work      *work.Service
+	Workers   *worker.Registry
+	Schedules *schedule.Service
+	Clock     clock.Clock
+	Logger    *slog.Logger
 }
 
 // Server is the HTTP face of Tether: thin handlers that decode, call a domain
 // package and encode.
 type Server struct {
-	cfg     Config
-	store   *graph.Store
-	tenants *tenant.Service
-	leases  *lease.Service
-	work    *work.Service
-	workers *worker.Registry
-	clock   clock.Clock
-	log     *slog.Logger
-	echo    *echo.Echo
-	metrics *metrics
-	ready   atomic.Bool
-	sampled atomic.Uint64 // requests below 400 seen by a sampling access log
+	cfg       Config
+	store     *graph.Store
+	tenants   *tenant.Service
+	leases    *lease.Service
+	work      *work.Service
+	workers   *worker.Registry
+	schedules *schedule.Service
+	clock     clock.Clock
+	log       *slog.Logger
+	echo      *echo.Echo
+	metrics   *metrics
+	ready     atomic.Bool
+	sampled   atomic.Uint64 // requests below 400 seen by a sampling access log
 }
 
 // New builds the server and its routes.
@@ -62,7 +65,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
-		workers: d.Workers, clock: d.Clock, log: d.Logger, echo: echo.New(),
+		workers: d.Workers, schedules: d.Schedules, clock: d.Clock, log: d.Logger, echo: echo.New(),
 	}
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	e := s.echo
@@ -131,6 +134,7 @@ func (s *Server) routes() {
 	v1.add(http.MethodPost, "/queues/:queue/claims", s.claimMany, worker)
 	s.activityRoutes(v1)
 	s.workerRoutes(v1)
+	s.scheduleRoutes(v1)
 }
 
 // v1Router registers the routes under /v1: each behind authentication, the

@@ -27,6 +27,8 @@ import (
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record (expires with a Badger TTL)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
+//	H|t|id                          schedule record (the schedule package's JSON)
+//	h|t|id|seq                      run record of a schedule: fire seq (schedule package's JSON)
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
@@ -44,6 +46,8 @@ const (
 	tagAPIKey      = 'K'
 	tagIdempotency = 'i'
 	tagWorker      = 'W'
+	tagSchedule    = 'H'
+	tagScheduleRun = 'h'
 	keySeparator   = 0x00
 	orderKeyLength = 16
 )
@@ -125,6 +129,12 @@ func apiKeyKey(tenant, id string) []byte { return newKey(tagAPIKey, tenant).last
 
 func workerKey(tenant, by, worker string) []byte {
 	return newKey(tagWorker, tenant).str(by).last(worker)
+}
+
+func scheduleKey(tenant, id string) []byte { return newKey(tagSchedule, tenant).last(id) }
+
+func scheduleRunKey(tenant, id string, seq uint64) []byte {
+	return newKey(tagScheduleRun, tenant).str(id).u64(seq).bytes()
 }
 
 func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -42,8 +43,9 @@ type Server struct {
 	Tenants *tenant.Service
 	Leases  *lease.Service
 	Work    *work.Service
-	Workers *worker.Registry
-	API     *api.Server
+	Workers   *worker.Registry
+	Schedules *schedule.Service
+	API       *api.Server
 	http    *http.Server
 	log     *slog.Logger
 }
@@ -102,10 +104,20 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
 	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
+	schedules := schedule.New(schedule.Config{Store: store, Work: w, Clock: cfg.Clock, Logger: cfg.Logger})
+	if err := schedules.Start(ctx); err != nil {
+		leases.Stop()
+		store.Close()
+		return nil, err
+	}
 	a := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog}, api.Deps{
-		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Clock: cfg.Clock, Logger: cfg.Logger,
+		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Schedules: schedules,
+		Clock: cfg.Clock, Logger: cfg.Logger,
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, API: a, log: cfg.Logger}
+	s := &Server{
+		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Schedules: schedules,
+		API: a, log: cfg.Logger,
+	}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -129,10 +141,12 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown stops taking requests, waits for in-flight ones (until ctx ends),
-// stops the reaper and closes the store.
+// stops the schedules' firing loop (a fire in progress completes) and the
+// reaper, and closes the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
 	err := s.http.Shutdown(ctx)
+	s.Schedules.Stop()
 	s.Leases.Stop()
 	return errors.Join(err, s.Store.Close())
 }

@@ -1,0 +1,137 @@
+package schedule
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
+)
+
+// RunStatus is where a run stands, read from its nodes.
+type RunStatus string
+
+// The run statuses. open, queued and running are live; the rest are over.
+const (
+	RunOpen      RunStatus = "open"
+	RunQueued    RunStatus = "queued"
+	RunRunning   RunStatus = "running"
+	RunDone      RunStatus = "done"
+	RunFailed    RunStatus = "failed"
+	RunDead      RunStatus = "dead"
+	RunCancelled RunStatus = "cancelled"
+	// RunDeleted is a run whose nodes were all deleted.
+	RunDeleted RunStatus = "deleted"
+	// RunSkipped is a fire that made no run.
+	RunSkipped RunStatus = "skipped"
+)
+
+// RunStatuses lists every run status.
+func RunStatuses() []RunStatus {
+	return []RunStatus{RunOpen, RunQueued, RunRunning, RunDone, RunFailed, RunDead, RunCancelled, RunDeleted, RunSkipped}
+}
+
+// runState is what a run's nodes say about it.
+type runState struct {
+	status   RunStatus
+	over     bool      // every node that still exists is terminal
+	endedAt  time.Time // when the last of them ended (over runs)
+	attempts int64
+	err      *string
+	result   json.RawMessage
+	live     []string // its nodes that are not terminal
+}
+
+// stateOf reads the nodes of a run. The status is the first that applies:
+// running when a node runs; else, while a node is not terminal, the status
+// of the first such (queued or open: a chain waiting on its next step);
+// else done when every node is done; else the status of the first node
+// that is not done (failed, dead or cancelled); deleted when no node is
+// left.
+func stateOf(tx *graph.Tx, tenant string, nodes []string) (runState, error) {
+	var st runState
+	var firstLive, firstBad graph.Status
+	present := 0
+	for _, id := range nodes {
+		n, err := tx.NodeGet(tenant, id)
+		if _, gone := err.(*fault.NotFound); gone {
+			continue
+		}
+		if err != nil {
+			return runState{}, err
+		}
+		present++
+		st.attempts += n.Attempts
+		if !n.Status.Terminal() {
+			st.live = append(st.live, id)
+			if n.Status == graph.StatusRunning {
+				firstLive = graph.StatusRunning
+			} else if firstLive == "" {
+				firstLive = n.Status
+			}
+			continue
+		}
+		if n.UpdatedAt.After(st.endedAt) {
+			st.endedAt = n.UpdatedAt
+		}
+		if n.Status != graph.StatusDone {
+			if firstBad == "" {
+				firstBad = n.Status
+				st.err = n.Error
+			}
+			continue
+		}
+		if len(n.Result) > 0 {
+			st.result = n.Result
+		}
+	}
+	switch {
+	case present == 0:
+		st.status, st.over = RunDeleted, true
+	case firstLive != "":
+		st.status = RunStatus(firstLive)
+		st.endedAt = time.Time{}
+	case firstBad != "":
+		st.status, st.over = RunStatus(firstBad), true
+	default:
+		st.status, st.over = RunDone, true
+	}
+	return st, nil
+}
+
+// failed reports whether a run that is over counts as a failure for the
+// backoff: failed or dead. A cancelled or deleted run counts neither way.
+func (st runState) failed() bool { return st.status == RunFailed || st.status == RunDead }
+
+// RunView is a run record with what its nodes say now.
+type RunView struct {
+	Run
+	ScheduleID string
+	Status     RunStatus
+	Attempts   int64
+	EndedAt    *time.Time
+	// Duration is from the fire to the end of the run's last node (its
+	// time in the queue included); nil while the run is not over.
+	Duration *time.Duration
+	Error    *string
+	Result   json.RawMessage
+}
+
+func viewRun(tx *graph.Tx, tenant, id string, r Run) (RunView, error) {
+	v := RunView{Run: r, ScheduleID: id}
+	if r.Skipped != "" {
+		v.Status = RunSkipped
+		return v, nil
+	}
+	st, err := stateOf(tx, tenant, r.Nodes)
+	if err != nil {
+		return RunView{}, err
+	}
+	v.Status, v.Attempts, v.Error, v.Result = st.status, st.attempts, st.err, st.result
+	if st.over && !st.endedAt.IsZero() {
+		end := st.endedAt
+		d := max(end.Sub(r.FiredAt), 0)
+		v.EndedAt, v.Duration = &end, &d
+	}
+	return v, nil
+}
