@@ -39,15 +39,15 @@ type Config struct {
 
 // Server is a running Tether.
 type Server struct {
-	Store   *graph.Store
-	Tenants *tenant.Service
-	Leases  *lease.Service
-	Work    *work.Service
+	Store     *graph.Store
+	Tenants   *tenant.Service
+	Leases    *lease.Service
+	Work      *work.Service
 	Workers   *worker.Registry
 	Schedules *schedule.Service
 	API       *api.Server
-	http    *http.Server
-	log     *slog.Logger
+	http      *http.Server
+	log       *slog.Logger
 }
 
 // Open opens the store and builds every service. The server does not listen
