@@ -51,10 +51,10 @@ func (s *Service) fireTx(tx *graph.Tx, tenant, id string, def work.Defaults) err
 	if err != nil {
 		return err
 	}
-	if err := settle(tx, tenant, &rec); err != nil {
+	f := &firing{s: s, tx: tx, tenant: tenant, rec: &rec, def: def, now: now}
+	if err := f.settle(); err != nil {
 		return err
 	}
-	f := &firing{s: s, tx: tx, tenant: tenant, rec: &rec, def: def, now: now}
 
 	// The due fires: those older than the window are missed; of the rest
 	// the last MaxCatchupRuns are kept and the older ones missed too.
@@ -130,13 +130,38 @@ func (f *firing) store() error {
 
 // settle takes the outcome of each pending run that is over into the
 // failure count, in fire order: a done run resets it, a failed or dead one
-// adds one; cancelled and deleted runs count neither way.
-func settle(tx *graph.Tx, tenant string, rec *Record) error {
+// adds one; cancelled and deleted runs count neither way. The stranded
+// steps of a chain that stopped are cancelled, so that nothing waits on
+// them (a queued run behind it).
+func (f *firing) settle() error {
+	return settle(f.tx, f.tenant, f.rec, func(st runState) error {
+		reason := fmt.Sprintf("an earlier step of the chain ended %s", st.status)
+		for _, id := range st.stranded {
+			n, err := f.tx.NodeGet(f.tenant, id)
+			if err != nil || n.Status.Terminal() {
+				continue
+			}
+			if _, err := f.s.work.CancelTx(f.tx, caller(f.tenant, f.rec.ID), id, reason); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// settle is the failure count's part of firing.settle; over, when not nil,
+// is called with each run found over.
+func settle(tx *graph.Tx, tenant string, rec *Record, over func(runState) error) error {
 	var keep []RunRef
 	for _, p := range rec.Pending {
 		st, err := stateOf(tx, tenant, p.Nodes)
 		if err != nil {
 			return err
+		}
+		if st.over && over != nil && len(st.stranded) > 0 {
+			if err := over(st); err != nil {
+				return err
+			}
 		}
 		switch {
 		case !st.over:

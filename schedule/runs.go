@@ -34,24 +34,28 @@ func RunStatuses() []RunStatus {
 // runState is what a run's nodes say about it.
 type runState struct {
 	status   RunStatus
-	over     bool      // every node that still exists is terminal
-	endedAt  time.Time // when the last of them ended (over runs)
+	over     bool      // no node of it can run any more
+	endedAt  time.Time // when the last of its nodes ended (over runs)
 	attempts int64
 	err      *string
 	result   json.RawMessage
 	live     []string // its nodes that are not terminal
+	// stranded are live chain steps after a step that ended failed, dead or
+	// cancelled: their depends_on (on_fail: cancel) holds them back for good
+	// unless that step is requeued.
+	stranded []string
 }
 
-// stateOf reads the nodes of a run. The status is the first that applies:
-// running when a node runs; else, while a node is not terminal, the status
-// of the first such (queued or open: a chain waiting on its next step);
-// else done when every node is done; else the status of the first node
-// that is not done (failed, dead or cancelled); deleted when no node is
-// left.
+// stateOf reads the nodes of a run, in chain order. The run's head is its
+// first node (that still exists) not done: none, and the run is done; a
+// terminal head (failed, dead or cancelled) ends the run with its status,
+// and the steps after it are stranded; a live head gives the run its
+// status (running when any node runs). A run whose nodes were all deleted
+// is deleted.
 func stateOf(tx *graph.Tx, tenant string, nodes []string) (runState, error) {
 	var st runState
-	var firstLive, firstBad graph.Status
-	present := 0
+	var head *graph.Node
+	running, present := false, 0
 	for _, id := range nodes {
 		n, err := tx.NodeGet(tenant, id)
 		if _, gone := err.(*fault.NotFound); gone {
@@ -62,39 +66,40 @@ func stateOf(tx *graph.Tx, tenant string, nodes []string) (runState, error) {
 		}
 		present++
 		st.attempts += n.Attempts
-		if !n.Status.Terminal() {
+		switch {
+		case !n.Status.Terminal():
 			st.live = append(st.live, id)
-			if n.Status == graph.StatusRunning {
-				firstLive = graph.StatusRunning
-			} else if firstLive == "" {
-				firstLive = n.Status
+			running = running || n.Status == graph.StatusRunning
+			if head != nil && head.Status.Terminal() {
+				st.stranded = append(st.stranded, id)
 			}
-			continue
-		}
-		if n.UpdatedAt.After(st.endedAt) {
+		case n.UpdatedAt.After(st.endedAt):
 			st.endedAt = n.UpdatedAt
 		}
-		if n.Status != graph.StatusDone {
-			if firstBad == "" {
-				firstBad = n.Status
-				st.err = n.Error
-			}
-			continue
-		}
-		if len(n.Result) > 0 {
+		if n.Status == graph.StatusDone && len(n.Result) > 0 {
 			st.result = n.Result
+		}
+		if head == nil && n.Status != graph.StatusDone {
+			head = n
 		}
 	}
 	switch {
 	case present == 0:
 		st.status, st.over = RunDeleted, true
-	case firstLive != "":
-		st.status = RunStatus(firstLive)
-		st.endedAt = time.Time{}
-	case firstBad != "":
-		st.status, st.over = RunStatus(firstBad), true
-	default:
+	case head == nil:
 		st.status, st.over = RunDone, true
+	case head.Status.Terminal():
+		st.status, st.over, st.err = RunStatus(head.Status), true, head.Error
+	case running:
+		st.status = RunRunning
+	default:
+		st.status = RunStatus(head.Status)
+	}
+	if !st.over {
+		st.endedAt = time.Time{}
+	}
+	if st.status != RunDone {
+		st.result = nil
 	}
 	return st, nil
 }

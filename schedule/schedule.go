@@ -339,16 +339,23 @@ func checkTemplate(spec work.NodeSpec, prefix string) error {
 	return nil
 }
 
-// settings returns the settings r holds, as a create body would give them.
+// settings returns the settings r holds, as a create body would give them
+// (copies: applying them to r again must not read what it overwrites).
 func (r *Record) settings() Settings {
+	id, zone, tmpl := r.ID, r.Timezone, r.Template
+	overlap, catchup, window, jitter, enabled := r.Overlap, r.Catchup, r.CatchupWindowMS, r.JitterMS, r.Enabled
 	st := Settings{
-		ID: &r.ID, Timezone: &r.Timezone, Template: &r.Template, Chain: r.Chain,
-		Overlap: &r.Overlap, Catchup: &r.Catchup, CatchupWindowMS: &r.CatchupWindowMS,
-		JitterMS: &r.JitterMS, BackoffMS: r.BackoffMS, Enabled: &r.Enabled,
+		ID: &id, Timezone: &zone, Template: &tmpl, Chain: append([]work.NodeSpec(nil), r.Chain...),
+		Overlap: &overlap, Catchup: &catchup, CatchupWindowMS: &window, JitterMS: &jitter,
+		BackoffMS: append([]int64{}, r.BackoffMS...), Enabled: &enabled,
 	}
 	if r.Cron != "" {
-		st.Cron = &r.Cron
+		cron := r.Cron
+		st.Cron = &cron
 	}
-	st.At = r.At
+	if r.At != nil {
+		at := *r.At
+		st.At = &at
+	}
 	return st
 }

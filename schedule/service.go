@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -170,7 +171,7 @@ func (s *Service) checkNodes(tenant string, rec *Record, def work.Defaults) erro
 // fire would settle it (nothing is written), and the next fires.
 func view(tx *graph.Tx, tenant string, rec Record, now time.Time) (View, error) {
 	rec.Pending = append([]RunRef(nil), rec.Pending...)
-	if err := settle(tx, tenant, &rec); err != nil {
+	if err := settle(tx, tenant, &rec, nil); err != nil {
 		return View{}, err
 	}
 	v := View{Record: rec, NextFires: []time.Time{}}
@@ -315,6 +316,10 @@ func (p Patch) on(field string, dst any) error {
 	if !ok {
 		return nil
 	}
+	// Decode into a fresh value: decoding into the current one would merge
+	// maps member by member, and write through into the record.
+	v := reflect.ValueOf(dst).Elem()
+	v.Set(reflect.Zero(v.Type()))
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -543,11 +548,11 @@ func (s *Service) Trigger(ctx context.Context, tenant, id, by string, overlap *O
 		if err != nil {
 			return err
 		}
-		if err := settle(tx, tenant, &rec); err != nil {
-			return err
-		}
 		now := tx.Now()
 		f := &firing{s: s, tx: tx, tenant: tenant, rec: &rec, def: def, now: now}
+		if err := f.settle(); err != nil {
+			return err
+		}
 		pol := rec.Overlap
 		if overlap != nil {
 			pol = *overlap
