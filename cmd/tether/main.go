@@ -21,7 +21,7 @@ func main() {
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
 	root.AddCommand(cli.leaseCommands()...)
 	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
-	root.AddCommand(cli.tokenCommand(), cli.tenantCommand())
+	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.scheduleCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether:", err)
 		os.Exit(exitCode(err)) // 2 for a usage error
