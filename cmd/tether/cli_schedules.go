@@ -283,9 +283,9 @@ func showSchedule(w io.Writer, s *client.Schedule) {
 	for i, f := range s.NextFires {
 		k := ""
 		if i == 0 {
-			k = "next"
+			k = "next:"
 		}
-		fmt.Fprintf(w, "%s:\t%s (%s)\n", k, stamp(f), relative(f))
+		fmt.Fprintf(w, "%s\t%s (%s)\n", k, stamp(f), relative(f))
 	}
 	row("version", "%d", s.Version)
 	row("created", "%s by %s (%s)", stamp(s.CreatedAt), s.CreatedBy, relative(s.CreatedAt))
