@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -163,4 +164,36 @@ func TestOnceFiresOnce(t *testing.T) {
 	require.True(t, tm.next(at).IsZero())
 	_, err = parseTiming("* * * * *", &at, "")
 	require.Error(t, err, "cron and at together")
+}
+
+// Any cron expression and zone either parse to a timing whose next fire is
+// later than the instant asked about, or are refused as a fault.Invalid;
+// nothing panics.
+func FuzzParseTiming(f *testing.F) {
+	for _, s := range []string{"*/5 * * * *", "30 2 * * *", "0 0 30 2 *", "@every 90s", "@hourly", "5-1/0 * * * *",
+		"TZ=UTC", "* * * * * * *", "@every -1s", "0-59/59 0 1 1 0"} {
+		f.Add(s, "America/New_York")
+	}
+	f.Add("* * * * *", "Europe/Berlin")
+	f.Fuzz(func(t *testing.T, expr, zone string) {
+		tm, err := parseTiming(expr, nil, zone)
+		if err != nil {
+			var inv *fault.Invalid
+			if !errors.As(err, &inv) {
+				t.Fatalf("%q in %q: %v is not a fault.Invalid", expr, zone, err)
+			}
+			return
+		}
+		from := utc("2026-11-01T05:10:00Z")
+		for range 3 {
+			next := tm.next(from)
+			if next.IsZero() {
+				return
+			}
+			if !next.After(from) {
+				t.Fatalf("%q in %q: next(%s) = %s", expr, zone, from, next)
+			}
+			from = next
+		}
+	})
 }
