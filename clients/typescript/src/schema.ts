@@ -1922,17 +1922,15 @@ export interface components {
             /**
              * Format: int64
              * @description How late a fire may still be made (after downtime, say); older missed fires
-             *     are recorded as skipped (`missed`).
-             * @default 60000
+             *     are recorded as skipped (`missed`). Default 60000.
              */
-            catchup_window_ms: number;
+            catchup_window_ms?: number;
             /**
              * Format: int64
              * @description Each fire is delayed by up to this much, by an amount fixed for the schedule
-             *     and the instant (a restart or a preview never changes it).
-             * @default 0
+             *     and the instant (a restart or a preview never changes it). Default 0.
              */
-            jitter_ms: number;
+            jitter_ms?: number;
             /**
              * @description The failure backoff ladder (default `[30000, 60000, 300000, 900000,
              *     3600000]`; `[]` for none): after n runs in a row ended `failed` or `dead`,
@@ -1941,11 +1939,8 @@ export interface components {
              *     `cancelled` and deleted runs count neither way.
              */
             backoff_ms?: number[];
-            /**
-             * @description False creates the schedule paused.
-             * @default true
-             */
-            enabled: boolean;
+            /** @description False creates the schedule paused (default true). */
+            enabled?: boolean;
         };
         /** @description A JSON merge patch of a schedule's settings; `null` restores a default. */
         SchedulePatch: {
