@@ -79,7 +79,7 @@ func (e *env) waitRuns(id string, n int) []client.ScheduleRun {
 	require.Eventually(e.t, func() bool {
 		got = e.runs(id)
 		return len(got) >= n
-	}, 10*time.Second, 5*time.Millisecond, "waiting for %d runs of %s", n, id)
+	}, 10*time.Second, 10*time.Millisecond, "waiting for %d runs of %s", n, id)
 	return got
 }
 
@@ -99,7 +99,7 @@ func (e *env) fireNext(id string) []client.ScheduleRun {
 		}
 		// A fire skipped for the same reason as the last one extends it.
 		return len(got) > 0 && got[0].SkippedFires != before[0].SkippedFires
-	}, 10*time.Second, 5*time.Millisecond, "waiting for the fire of %s at %s", id, s.NextFireAt)
+	}, 10*time.Second, 10*time.Millisecond, "waiting for the fire of %s at %s", id, s.NextFireAt)
 	return got
 }
 
@@ -337,7 +337,7 @@ func TestScheduleOverlapModes(t *testing.T) {
 			require.Eventually(t, func() bool {
 				s := e.schedule(id)
 				return s.LastRunSeq != nil && s.NextFireAt.After(e.clk.Now())
-			}, 10*time.Second, 5*time.Millisecond, "fire %d of %s", i, id)
+			}, 10*time.Second, 10*time.Millisecond, "fire %d of %s", i, id)
 		}
 	}
 
@@ -429,7 +429,7 @@ func TestScheduleFailureBackoffLadder(t *testing.T) {
 		require.Eventually(t, func() bool {
 			got = e.runs("flaky")
 			return len(got) != len(before) || got[0].SkippedFires != before[0].SkippedFires
-		}, 10*time.Second, 5*time.Millisecond)
+		}, 10*time.Second, 10*time.Millisecond)
 		return got
 	}
 
@@ -669,7 +669,7 @@ func TestScheduleOneShotRemovesItself(t *testing.T) {
 		res, err := e.dispatcher().GetScheduleWithResponse(context.Background(), "once")
 		require.NoError(t, err)
 		return res.StatusCode() == http.StatusNotFound
-	}, 10*time.Second, 5*time.Millisecond)
+	}, 10*time.Second, 10*time.Millisecond)
 	nodes, err := e.dispatcher().ListNodesWithResponse(context.Background(), &client.ListNodesParams{Type: ptr("once")})
 	require.NoError(t, err)
 	require.Len(t, nodes.JSON200.Items, 1)

@@ -35,7 +35,10 @@
 // A fire (fire.go), in one transaction with the schedule's record:
 //  1. the runs that ended since the last pass enter the failure count, in
 //     fire order: done resets it, failed or dead adds one, cancelled or
-//     deleted counts neither way;
+//     deleted counts neither way. A run is over once its first node that is
+//     not done is terminal (a chain step after a failed one can never run:
+//     its depends_on edge holds it); such stranded steps are cancelled
+//     then, so that no queued run waits on them;
 //  2. fires older than the catch-up window are recorded as skipped
 //     (missed); of the others, catchup one runs only the latest (the rest
 //     are coalesced into it), catchup all runs each (at most

@@ -203,7 +203,9 @@ func (f *firing) skip(reason SkipReason, sp skipSpan) error {
 		if err != nil {
 			return err
 		}
-		if ok && prev.Skipped == reason {
+		// Only a row that this span continues: the first fire it skips is
+		// the one after the row's last.
+		if ok && prev.Skipped == reason && prev.LastScheduledAt != nil && f.follows(*prev.LastScheduledAt, sp.first) {
 			prev.Count += sp.count
 			last := sp.last
 			prev.LastScheduledAt = &last
@@ -215,6 +217,12 @@ func (f *firing) skip(reason SkipReason, sp skipSpan) error {
 		Trigger: TriggerSchedule, ScheduledAt: sp.first, FiredAt: f.now.UTC(),
 		Skipped: reason, Count: sp.count, LastScheduledAt: &last,
 	})
+}
+
+// follows reports whether fire b comes right after fire a.
+func (f *firing) follows(a, b time.Time) bool {
+	tm, err := f.rec.timing()
+	return err == nil && tm.next(a).Equal(b)
 }
 
 // addRun stores r under the next seq and drops the record that falls out

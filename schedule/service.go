@@ -119,6 +119,9 @@ func (s *Service) Create(ctx context.Context, tenant, by string, st Settings) (V
 		if err := rec.rearm(now); err != nil {
 			return err
 		}
+		if !rec.Enabled {
+			rec.pausedBy(by, now)
+		}
 		if err := tx.SchedulePut(tenant, rec.ID, &rec); err != nil {
 			return err
 		}
@@ -483,18 +486,15 @@ func (s *Service) SetEnabled(ctx context.Context, tenant, id, by string, enabled
 			return err
 		}
 		now := tx.Now().UTC()
-		if enabled && !rec.Enabled {
-			rec.Enabled = true
-			if rec.At == nil {
+		if enabled != rec.Enabled {
+			rec.Enabled = enabled
+			if enabled && rec.At == nil {
 				if err := rec.rearm(now); err != nil {
 					return err
 				}
 			}
+			rec.pausedBy(by, now)
 		}
-		if !enabled && rec.Enabled {
-			rec.Enabled = false
-		}
-		rec.pausedBy(by, now)
 		rec.Note = note
 		rec.Version++
 		rec.UpdatedAt = now

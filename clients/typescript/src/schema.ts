@@ -1915,6 +1915,8 @@ export interface components {
              * @description Follow-up nodes: each depends on the one before it (the first on the
              *     template's node) with `on_fail: cancel`, so a run goes step by step and
              *     cancelling its first node cancels the chain. A run is at most 10 nodes deep.
+             *     A run is over once its first node that is not `done` is terminal; the steps
+             *     after a failed one are cancelled at the schedule's next fire.
              */
             chain?: components["schemas"]["ScheduleNode"][];
             overlap?: components["schemas"]["ScheduleOverlap"];
