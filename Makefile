@@ -67,3 +67,4 @@ fuzz: ## Run each fuzz target for a short while
 	$(GO) test ./work/ -run '^$$' -fuzz FuzzNodePatch -fuzztime 20s
 	$(GO) test ./work/ -run '^$$' -fuzz FuzzParseETag -fuzztime 10s
 	$(GO) test ./tenant/ -run '^$$' -fuzz FuzzDecodePolicyPatch -fuzztime 20s
+	$(GO) test ./schedule/ -run '^$$' -fuzz FuzzParseTiming -fuzztime 20s

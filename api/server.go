@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/retention"
+	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -51,6 +52,8 @@ type Deps struct {
 	Messages *message.Service
 	// Blobs are the blob store (package blob).
 	Blobs *blob.Service
+	// Schedules fire nodes on a timetable (package schedule).
+	Schedules *schedule.Service
 }
 
 // Server is the HTTP face of Tether: thin handlers that decode, call a domain
@@ -78,7 +81,8 @@ type Server struct {
 	operatorSums [][sha256.Size]byte
 	waiters      *waiters
 
-	messages *message.Service
+	messages  *message.Service
+	schedules *schedule.Service
 }
 
 // New builds the server and its routes.
@@ -92,7 +96,7 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		workers: d.Workers, blobs: d.Blobs, clock: d.Clock, log: d.Logger, echo: echo.New(),
-		waiters: newWaiters(cfg.Waits), messages: d.Messages,
+		waiters: newWaiters(cfg.Waits), messages: d.Messages, schedules: d.Schedules,
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	for _, t := range cfg.OperatorTokens {
@@ -190,6 +194,7 @@ func (s *Server) routes() {
 	s.workerRoutes(v1)
 	s.messageRoutes(v1)
 	s.blobRoutes(v1)
+	s.scheduleRoutes(v1)
 }
 
 // v1Router registers the routes under /v1: each behind authentication, the

@@ -331,6 +331,129 @@ func (e Role) Valid() bool {
 	}
 }
 
+// Defines values for ScheduleCatchup.
+const (
+	ScheduleCatchupAll ScheduleCatchup = "all"
+	ScheduleCatchupOne ScheduleCatchup = "one"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleCatchup enum.
+func (e ScheduleCatchup) Valid() bool {
+	switch e {
+	case ScheduleCatchupAll:
+		return true
+	case ScheduleCatchupOne:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleOverlap.
+const (
+	ScheduleOverlapAllow       ScheduleOverlap = "allow"
+	ScheduleOverlapBufferOne   ScheduleOverlap = "buffer_one"
+	ScheduleOverlapCancelOther ScheduleOverlap = "cancel_other"
+	ScheduleOverlapQueue       ScheduleOverlap = "queue"
+	ScheduleOverlapSkip        ScheduleOverlap = "skip"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleOverlap enum.
+func (e ScheduleOverlap) Valid() bool {
+	switch e {
+	case ScheduleOverlapAllow:
+		return true
+	case ScheduleOverlapBufferOne:
+		return true
+	case ScheduleOverlapCancelOther:
+		return true
+	case ScheduleOverlapQueue:
+		return true
+	case ScheduleOverlapSkip:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleRunSkipReason.
+const (
+	ScheduleRunSkipReasonBackoff ScheduleRunSkipReason = "backoff"
+	ScheduleRunSkipReasonMissed  ScheduleRunSkipReason = "missed"
+	ScheduleRunSkipReasonOverlap ScheduleRunSkipReason = "overlap"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleRunSkipReason enum.
+func (e ScheduleRunSkipReason) Valid() bool {
+	switch e {
+	case ScheduleRunSkipReasonBackoff:
+		return true
+	case ScheduleRunSkipReasonMissed:
+		return true
+	case ScheduleRunSkipReasonOverlap:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleRunTrigger.
+const (
+	ScheduleRunTriggerManual   ScheduleRunTrigger = "manual"
+	ScheduleRunTriggerSchedule ScheduleRunTrigger = "schedule"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleRunTrigger enum.
+func (e ScheduleRunTrigger) Valid() bool {
+	switch e {
+	case ScheduleRunTriggerManual:
+		return true
+	case ScheduleRunTriggerSchedule:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScheduleRunStatus.
+const (
+	ScheduleRunStatusCancelled ScheduleRunStatus = "cancelled"
+	ScheduleRunStatusDead      ScheduleRunStatus = "dead"
+	ScheduleRunStatusDeleted   ScheduleRunStatus = "deleted"
+	ScheduleRunStatusDone      ScheduleRunStatus = "done"
+	ScheduleRunStatusFailed    ScheduleRunStatus = "failed"
+	ScheduleRunStatusOpen      ScheduleRunStatus = "open"
+	ScheduleRunStatusQueued    ScheduleRunStatus = "queued"
+	ScheduleRunStatusRunning   ScheduleRunStatus = "running"
+	ScheduleRunStatusSkipped   ScheduleRunStatus = "skipped"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleRunStatus enum.
+func (e ScheduleRunStatus) Valid() bool {
+	switch e {
+	case ScheduleRunStatusCancelled:
+		return true
+	case ScheduleRunStatusDead:
+		return true
+	case ScheduleRunStatusDeleted:
+		return true
+	case ScheduleRunStatusDone:
+		return true
+	case ScheduleRunStatusFailed:
+		return true
+	case ScheduleRunStatusOpen:
+		return true
+	case ScheduleRunStatusQueued:
+		return true
+	case ScheduleRunStatusRunning:
+		return true
+	case ScheduleRunStatusSkipped:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StatusRequestStatus.
 const (
 	StatusRequestStatusCancelled        StatusRequestStatus = "cancelled"
@@ -1148,6 +1271,301 @@ type RequeueRequest struct {
 // Role Each role includes the ones before it.
 type Role string
 
+// Schedule defines model for Schedule.
+type Schedule struct {
+	At        *time.Time `json:"at"`
+	BackoffMS []int64    `json:"backoff_ms"`
+
+	// BackoffUntil While the failure backoff holds fires back, the instant it ends.
+	BackoffUntil *time.Time `json:"backoff_until"`
+
+	// Catchup After downtime, how many of the fires missed within `catchup_window_ms` run:
+	// `one` (the default: the latest runs, the others are counted in its
+	// `coalesced_fires`) or `all` (each, at most 100; older ones are skipped).
+	Catchup         ScheduleCatchup `json:"catchup"`
+	CatchupWindowMS int64           `json:"catchup_window_ms"`
+	Chain           []ScheduleNode  `json:"chain"`
+
+	// ConsecutiveFailures Runs in a row that ended `failed` or `dead` (reset by one that ends `done`).
+	ConsecutiveFailures int64     `json:"consecutive_failures"`
+	CreatedAt           time.Time `json:"created_at"`
+	CreatedBy           string    `json:"created_by"`
+	Cron                *string   `json:"cron"`
+
+	// Enabled False while the schedule is paused.
+	Enabled  bool   `json:"enabled"`
+	ID       string `json:"id"`
+	JitterMS int64  `json:"jitter_ms"`
+
+	// LastRunSeq The `seq` of the newest item of the run history.
+	LastRunSeq *int64 `json:"last_run_seq"`
+
+	// NextFireAt The next fire instant (`next_fires[0]`); null when paused or none is left.
+	NextFireAt *time.Time `json:"next_fire_at"`
+
+	// NextFires The next five fire instants, jitter included, fires the failure backoff holds back left out.
+	NextFires []time.Time `json:"next_fires"`
+
+	// Note The note given with the last pause or resume.
+	Note *string `json:"note"`
+
+	// Overlap What a fire does while the schedule's last run is not over (a run is over when
+	// every node it made is terminal or deleted). `skip` (the default): the fire is
+	// recorded as skipped. `queue`: the new run's first node depends on the last
+	// run's unfinished nodes (`on_fail: ignore`: it runs after them, however they
+	// end). `allow`: the new run starts beside the last. `buffer_one`: as `queue`,
+	// but while a run already waits behind another the fire is skipped.
+	// `cancel_other`: the last run's unfinished nodes (and with them their chain) are
+	// cancelled, then the new run starts.
+	Overlap  ScheduleOverlap `json:"overlap"`
+	PausedAt *time.Time      `json:"paused_at"`
+	PausedBy *string         `json:"paused_by"`
+
+	// Template The fields of a node create (see `NodeCreate`) that a schedule's template may
+	// hold. A run's nodes get generated ids; `delay_ms` counts from the fire.
+	Template  ScheduleNode `json:"template"`
+	Timezone  string       `json:"timezone"`
+	UpdatedAt time.Time    `json:"updated_at"`
+
+	// Version Bumped by every change of the settings (not by fires).
+	Version int64 `json:"version"`
+}
+
+// ScheduleCatchup After downtime, how many of the fires missed within `catchup_window_ms` run:
+// `one` (the default: the latest runs, the others are counted in its
+// `coalesced_fires`) or `all` (each, at most 100; older ones are skipped).
+type ScheduleCatchup string
+
+// ScheduleCreate Give exactly one of `cron` and `at`.
+type ScheduleCreate struct {
+	// At The instant of a one-shot schedule's only fire.
+	At *time.Time `json:"at,omitempty"`
+
+	// BackoffMS The failure backoff ladder (default `[30000, 60000, 300000, 900000,
+	// 3600000]`; `[]` for none): after n runs in a row ended `failed` or `dead`,
+	// fires before the end of the last one + `backoff_ms[n-1]` (the last step
+	// repeating) are skipped (`backoff`). A run that ends `done` resets it;
+	// `cancelled` and deleted runs count neither way.
+	BackoffMS *[]int64 `json:"backoff_ms,omitempty"`
+
+	// Catchup After downtime, how many of the fires missed within `catchup_window_ms` run:
+	// `one` (the default: the latest runs, the others are counted in its
+	// `coalesced_fires`) or `all` (each, at most 100; older ones are skipped).
+	Catchup *ScheduleCatchup `json:"catchup,omitempty"`
+
+	// CatchupWindowMS How late a fire may still be made (after downtime, say); older missed fires
+	// are recorded as skipped (`missed`). Default 60000.
+	CatchupWindowMS *int64 `json:"catchup_window_ms,omitempty"`
+
+	// Chain Follow-up nodes: each depends on the one before it (the first on the
+	// template's node) with `on_fail: cancel`, so a run goes step by step and
+	// cancelling its first node cancels the chain. A run is at most 10 nodes deep.
+	// A run is over once its first node that is not `done` is terminal; the steps
+	// after a failed one are cancelled at the schedule's next fire.
+	Chain *[]ScheduleNode `json:"chain,omitempty"`
+
+	// Cron A cron expression (see `createSchedule`).
+	//
+	// Example: */5 * * * *
+	Cron *string `json:"cron,omitempty"`
+
+	// Enabled False creates the schedule paused (default true).
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// ID Chosen by the client, or a UUIDv7 generated by the server.
+	ID *string `json:"id,omitempty"`
+
+	// JitterMS Each fire is delayed by up to this much, by an amount fixed for the schedule
+	// and the instant (a restart or a preview never changes it). Default 0.
+	JitterMS *int64 `json:"jitter_ms,omitempty"`
+
+	// Overlap What a fire does while the schedule's last run is not over (a run is over when
+	// every node it made is terminal or deleted). `skip` (the default): the fire is
+	// recorded as skipped. `queue`: the new run's first node depends on the last
+	// run's unfinished nodes (`on_fail: ignore`: it runs after them, however they
+	// end). `allow`: the new run starts beside the last. `buffer_one`: as `queue`,
+	// but while a run already waits behind another the fire is skipped.
+	// `cancel_other`: the last run's unfinished nodes (and with them their chain) are
+	// cancelled, then the new run starts.
+	Overlap *ScheduleOverlap `json:"overlap,omitempty"`
+
+	// Template The fields of a node create (see `NodeCreate`) that a schedule's template may
+	// hold. A run's nodes get generated ids; `delay_ms` counts from the fire.
+	Template ScheduleNode `json:"template"`
+
+	// Timezone An IANA time zone name; `cron` is read in it. Default `UTC`.
+	//
+	// Example: Europe/Berlin
+	Timezone *string `json:"timezone,omitempty"`
+}
+
+// ScheduleList defines model for ScheduleList.
+type ScheduleList struct {
+	Items      []Schedule `json:"items"`
+	NextCursor *string    `json:"next_cursor"`
+}
+
+// ScheduleNode The fields of a node create (see `NodeCreate`) that a schedule's template may
+// hold. A run's nodes get generated ids; `delay_ms` counts from the fire.
+type ScheduleNode struct {
+	// Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
+	// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+	Backoff *Backoff `json:"backoff,omitempty"`
+	Body    *string  `json:"body,omitempty"`
+
+	// DelayMS The node's `run_at` is the fire + `delay_ms`.
+	DelayMS *int64    `json:"delay_ms,omitempty"`
+	Labels  *[]string `json:"labels,omitempty"`
+
+	// MaxAttempts Defaults to the tenant's `max_attempts_default`.
+	MaxAttempts *int64 `json:"max_attempts,omitempty"`
+
+	// OnChildFail What a child ending `failed`, `dead` or `cancelled` does to its parent: `fail`
+	// it (cancelling the remaining children) or `ignore` it.
+	OnChildFail *OnChildFail            `json:"on_child_fail,omitempty"`
+	Priority    *int64                  `json:"priority,omitempty"`
+	Props       *map[string]interface{} `json:"props,omitempty"`
+
+	// Queue With a queue the node starts `queued`, without it starts `open`.
+	Queue     *string `json:"queue,omitempty"`
+	Target    *string `json:"target,omitempty"`
+	TimeoutMS *int64  `json:"timeout_ms,omitempty"`
+	Title     *string `json:"title,omitempty"`
+	Type      string  `json:"type"`
+}
+
+// ScheduleNote defines model for ScheduleNote.
+type ScheduleNote struct {
+	// Note Why the schedule is paused or resumed.
+	Note *string `json:"note,omitempty"`
+}
+
+// ScheduleOverlap What a fire does while the schedule's last run is not over (a run is over when
+// every node it made is terminal or deleted). `skip` (the default): the fire is
+// recorded as skipped. `queue`: the new run's first node depends on the last
+// run's unfinished nodes (`on_fail: ignore`: it runs after them, however they
+// end). `allow`: the new run starts beside the last. `buffer_one`: as `queue`,
+// but while a run already waits behind another the fire is skipped.
+// `cancel_other`: the last run's unfinished nodes (and with them their chain) are
+// cancelled, then the new run starts.
+type ScheduleOverlap string
+
+// SchedulePatch A JSON merge patch of a schedule's settings; `null` restores a default.
+type SchedulePatch struct {
+	At              Nullable[time.Time]       `json:"at,omitzero"`
+	BackoffMS       Nullable[[]int64]         `json:"backoff_ms,omitzero"`
+	Catchup         Nullable[ScheduleCatchup] `json:"catchup,omitzero"`
+	CatchupWindowMS Nullable[int64]           `json:"catchup_window_ms,omitzero"`
+	Chain           Nullable[[]ScheduleNode]  `json:"chain,omitzero"`
+	Cron            Nullable[string]          `json:"cron,omitzero"`
+	Enabled         *bool                     `json:"enabled,omitempty"`
+	JitterMS        Nullable[int64]           `json:"jitter_ms,omitzero"`
+	Overlap         Nullable[ScheduleOverlap] `json:"overlap,omitzero"`
+
+	// Template Merged into the template member by member (a `null` member is removed).
+	Template *map[string]interface{} `json:"template,omitempty"`
+	Timezone Nullable[string]        `json:"timezone,omitzero"`
+}
+
+// ScheduleRun defines model for ScheduleRun.
+type ScheduleRun struct {
+	// After The earlier run's nodes this run waits for (`queue`, `buffer_one`).
+	After []string `json:"after"`
+
+	// Attempts Claims of the run's nodes, added up.
+	Attempts int64 `json:"attempts"`
+
+	// By Who triggered a `manual` run.
+	By *string `json:"by"`
+
+	// Cancelled The earlier run's nodes this run cancelled (`cancel_other`).
+	Cancelled []string `json:"cancelled"`
+
+	// CoalescedFires Missed fires folded into this catch-up run (`catchup: one`).
+	CoalescedFires int64 `json:"coalesced_fires"`
+
+	// DurationMS From the fire to `ended_at` (time waiting in the queue included).
+	DurationMS *int64 `json:"duration_ms"`
+
+	// EndedAt When the last of the run's nodes ended; null until the run is over.
+	EndedAt *time.Time `json:"ended_at"`
+
+	// Error The error of the first node that did not end `done`.
+	Error *string `json:"error"`
+
+	// FiredAt When the server made (or skipped) the fire.
+	FiredAt time.Time `json:"fired_at"`
+
+	// LastScheduledAt The last fire a skipped item stands for.
+	LastScheduledAt *time.Time `json:"last_scheduled_at"`
+
+	// NodeID The run's first node (the template's).
+	NodeID *string `json:"node_id"`
+
+	// Nodes The run's nodes, the template's first, then the chain in order.
+	Nodes []string `json:"nodes"`
+
+	// Result The result of the run's last node that ended `done` (any JSON).
+	Result     interface{} `json:"result"`
+	ScheduleID string      `json:"schedule_id"`
+
+	// ScheduledAt The fire's nominal instant (the first one, for skipped fires); a trigger's instant.
+	ScheduledAt time.Time `json:"scheduled_at"`
+
+	// Seq The fire's number in the schedule's history (increasing).
+	Seq int64 `json:"seq"`
+
+	// SkipReason Why the fire made no run: `overlap` (the last run was not over), `backoff`
+	// (failure backoff), `missed` (older than the catch-up window when the server
+	// could make it).
+	SkipReason *ScheduleRunSkipReason `json:"skip_reason"`
+
+	// SkippedFires How many fires in a row this skipped item stands for (0 for a run).
+	SkippedFires int64 `json:"skipped_fires"`
+
+	// Status Where a run stands, read from its nodes: `running` while one runs; else, while
+	// one is not terminal, that node's status (`queued` or `open`: the run, or its
+	// next chain step, waits); else `done` when every node is done, or the status of
+	// the first that is not (`failed`, `dead`, `cancelled`); `deleted` when none is
+	// left. `skipped` is a fire that made no run.
+	Status  ScheduleRunStatus  `json:"status"`
+	Trigger ScheduleRunTrigger `json:"trigger"`
+}
+
+// ScheduleRunSkipReason Why the fire made no run: `overlap` (the last run was not over), `backoff`
+// (failure backoff), `missed` (older than the catch-up window when the server
+// could make it).
+type ScheduleRunSkipReason string
+
+// ScheduleRunTrigger defines model for ScheduleRun.Trigger.
+type ScheduleRunTrigger string
+
+// ScheduleRunList defines model for ScheduleRunList.
+type ScheduleRunList struct {
+	Items      []ScheduleRun `json:"items"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+// ScheduleRunStatus Where a run stands, read from its nodes: `running` while one runs; else, while
+// one is not terminal, that node's status (`queued` or `open`: the run, or its
+// next chain step, waits); else `done` when every node is done, or the status of
+// the first that is not (`failed`, `dead`, `cancelled`); `deleted` when none is
+// left. `skipped` is a fire that made no run.
+type ScheduleRunStatus string
+
+// ScheduleTrigger defines model for ScheduleTrigger.
+type ScheduleTrigger struct {
+	// Overlap What a fire does while the schedule's last run is not over (a run is over when
+	// every node it made is terminal or deleted). `skip` (the default): the fire is
+	// recorded as skipped. `queue`: the new run's first node depends on the last
+	// run's unfinished nodes (`on_fail: ignore`: it runs after them, however they
+	// end). `allow`: the new run starts beside the last. `buffer_one`: as `queue`,
+	// but while a run already waits behind another the fire is skipped.
+	// `cancel_other`: the last run's unfinished nodes (and with them their chain) are
+	// cancelled, then the new run starts.
+	Overlap *ScheduleOverlap `json:"overlap,omitempty"`
+}
+
 // StatusRequest defines model for StatusRequest.
 type StatusRequest struct {
 	Fence *int64 `json:"fence,omitempty"`
@@ -1331,6 +1749,9 @@ type MessageID = string
 
 // NodeID defines model for NodeID.
 type NodeID = string
+
+// ScheduleID defines model for ScheduleID.
+type ScheduleID = string
 
 // BadRequest An RFC 9457 problem document with Tether's extension members.
 type BadRequest = Problem
@@ -1528,6 +1949,24 @@ type GetSubgraphParams struct {
 	Types *[]string `form:"types,omitempty" json:"types,omitempty"`
 }
 
+// ListSchedulesParams defines parameters for ListSchedules.
+type ListSchedulesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListScheduleRunsParams defines parameters for ListScheduleRuns.
+type ListScheduleRunsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListTokensParams defines parameters for ListTokens.
 type ListTokensParams struct {
 	// Limit Page size.
@@ -1611,6 +2050,21 @@ type ClaimNextJSONRequestBody = ClaimNextRequest
 
 // ClaimNextManyJSONRequestBody defines body for ClaimNextMany for application/json ContentType.
 type ClaimNextManyJSONRequestBody = ClaimManyRequest
+
+// CreateScheduleJSONRequestBody defines body for CreateSchedule for application/json ContentType.
+type CreateScheduleJSONRequestBody = ScheduleCreate
+
+// UpdateScheduleJSONRequestBody defines body for UpdateSchedule for application/json ContentType.
+type UpdateScheduleJSONRequestBody = SchedulePatch
+
+// PauseScheduleJSONRequestBody defines body for PauseSchedule for application/json ContentType.
+type PauseScheduleJSONRequestBody = ScheduleNote
+
+// ResumeScheduleJSONRequestBody defines body for ResumeSchedule for application/json ContentType.
+type ResumeScheduleJSONRequestBody = ScheduleNote
+
+// TriggerScheduleJSONRequestBody defines body for TriggerSchedule for application/json ContentType.
+type TriggerScheduleJSONRequestBody = ScheduleTrigger
 
 // PatchTenantPolicyJSONRequestBody defines body for PatchTenantPolicy for application/json ContentType.
 type PatchTenantPolicyJSONRequestBody = PolicyPatch
@@ -2597,6 +3051,204 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSchedules List the schedules
+	//
+	// Role reader. The tenant's schedules in id order.
+	//
+	// Corresponds with GET /v1/schedules (the `ListSchedules` operationId).
+	ListSchedules(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateScheduleWithBody Create a schedule
+	//
+	// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+	// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+	// its `timezone`, or once at `at`.
+	//
+	// - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+	//   with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+	//   (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+	//   `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+	//   8784h, counted from the Unix epoch, so daylight saving never moves it).
+	// - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+	//   clock time the expression names fires once. One that does not exist (the
+	//   spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+	//   at the first instant after the gap (03:00 new time); several in the gap
+	//   fire once there. One that occurs twice (the fall-back hour) fires at its
+	//   first occurrence only.
+	// - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+	//   history, once its run is made (at `at`, or by a trigger). An `at` further in
+	//   the past than `catchup_window_ms` is refused.
+	// - The first fire is the first instant after now that `cron` names.
+	//
+	// The nodes a run makes are created by `schedule:<id>`, with their usual
+	// `created` events, in the same transaction as the fire, its run record and the
+	// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+	// chosen by the client or generated (a UUIDv7). A taken id is `409
+	// already_exists`. Nothing is stored when the answer is not 201.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+	CreateScheduleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSchedule Create a schedule
+	//
+	// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+	// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+	// its `timezone`, or once at `at`.
+	//
+	// - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+	//   with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+	//   (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+	//   `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+	//   8784h, counted from the Unix epoch, so daylight saving never moves it).
+	// - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+	//   clock time the expression names fires once. One that does not exist (the
+	//   spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+	//   at the first instant after the gap (03:00 new time); several in the gap
+	//   fire once there. One that occurs twice (the fall-back hour) fires at its
+	//   first occurrence only.
+	// - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+	//   history, once its run is made (at `at`, or by a trigger). An `at` further in
+	//   the past than `catchup_window_ms` is refused.
+	// - The first fire is the first instant after now that `cron` names.
+	//
+	// The nodes a run makes are created by `schedule:<id>`, with their usual
+	// `created` events, in the same transaction as the fire, its run record and the
+	// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+	// chosen by the client or generated (a UUIDv7). A taken id is `409
+	// already_exists`. Nothing is stored when the answer is not 201.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+	CreateSchedule(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSchedule Delete a schedule
+	//
+	// Role: dispatcher. The schedule and its run history go; the nodes its runs made
+	// stay, and runs in progress go on.
+	//
+	// Corresponds with DELETE /v1/schedules/{id} (the `DeleteSchedule` operationId).
+	DeleteSchedule(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSchedule Get a schedule
+	//
+	// Role reader. The schedule with its next five fire instants (`next_fires`,
+	// jitter included, fires the failure backoff holds back left out) and its failure
+	// count as of now.
+	//
+	// Corresponds with GET /v1/schedules/{id} (the `GetSchedule` operationId).
+	GetSchedule(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateScheduleWithBody Change a schedule
+	//
+	// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+	// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+	// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+	// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+	// the next fire afresh from now. The same ranges as on create apply; an invalid
+	// patch changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+	UpdateScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSchedule Change a schedule
+	//
+	// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+	// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+	// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+	// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+	// the next fire afresh from now. The same ranges as on create apply; an invalid
+	// patch changes nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+	UpdateSchedule(ctx context.Context, id ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseScheduleWithBody Pause a schedule
+	//
+	// Role: dispatcher. No fire is made while the schedule is paused, and none of
+	// those it misses is made later. `note` says why (shown as `note`, with
+	// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+	PauseScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseSchedule Pause a schedule
+	//
+	// Role: dispatcher. No fire is made while the schedule is paused, and none of
+	// those it misses is made later. `note` says why (shown as `note`, with
+	// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+	PauseSchedule(ctx context.Context, id ScheduleID, body PauseScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeScheduleWithBody Resume a paused schedule
+	//
+	// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+	// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+	// replaces the note.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+	ResumeScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeSchedule Resume a paused schedule
+	//
+	// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+	// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+	// replaces the note.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+	ResumeSchedule(ctx context.Context, id ScheduleID, body ResumeScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListScheduleRuns List a schedule's runs
+	//
+	// Role reader. The schedule's fires, newest first: the runs it made, with their
+	// status, attempts, duration, error and result read from their nodes now, and
+	// the fires it skipped (a row of fires skipped for one reason is one item,
+	// `skipped_fires` counting them). The last 1000 are kept.
+	//
+	// Corresponds with GET /v1/schedules/{id}/runs (the `ListScheduleRuns` operationId).
+	ListScheduleRuns(ctx context.Context, id ScheduleID, params *ListScheduleRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TriggerScheduleWithBody Run a schedule now
+	//
+	// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+	// or not and whatever the failure backoff; the regular fires are not moved. The
+	// schedule's overlap policy applies (`overlap` overrides it for this run), except
+	// that where a fire would be skipped the trigger is refused with `409 conflict`
+	// and nothing is made. A one-shot schedule removes itself after it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+	TriggerScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TriggerSchedule Run a schedule now
+	//
+	// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+	// or not and whatever the failure backoff; the regular fires are not moved. The
+	// schedule's overlap policy applies (`overlap` overrides it for this run), except
+	// that where a fire would be skipped the trigger is refused with `409 conflict`
+	// and nothing is made. A one-shot schedule removes itself after it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+	TriggerSchedule(ctx context.Context, id ScheduleID, body TriggerScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTenant The caller's tenant
 	//
@@ -4216,6 +4868,344 @@ func (c *Client) PauseQueue(ctx context.Context, queue string, reqEditors ...Req
 // Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSchedules List the schedules
+//
+// Role reader. The tenant's schedules in id order.
+//
+// Corresponds with GET /v1/schedules (the `ListSchedules` operationId).
+func (c *Client) ListSchedules(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSchedulesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateScheduleWithBody Create a schedule
+//
+// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+// its `timezone`, or once at `at`.
+//
+//   - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+//     with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+//     (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+//     `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+//     8784h, counted from the Unix epoch, so daylight saving never moves it).
+//   - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+//     clock time the expression names fires once. One that does not exist (the
+//     spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+//     at the first instant after the gap (03:00 new time); several in the gap
+//     fire once there. One that occurs twice (the fall-back hour) fires at its
+//     first occurrence only.
+//   - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+//     history, once its run is made (at `at`, or by a trigger). An `at` further in
+//     the past than `catchup_window_ms` is refused.
+//   - The first fire is the first instant after now that `cron` names.
+//
+// The nodes a run makes are created by `schedule:<id>`, with their usual
+// `created` events, in the same transaction as the fire, its run record and the
+// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+// chosen by the client or generated (a UUIDv7). A taken id is `409
+// already_exists`. Nothing is stored when the answer is not 201.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+func (c *Client) CreateScheduleWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScheduleRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSchedule Create a schedule
+//
+// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+// its `timezone`, or once at `at`.
+//
+//   - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+//     with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+//     (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+//     `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+//     8784h, counted from the Unix epoch, so daylight saving never moves it).
+//   - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+//     clock time the expression names fires once. One that does not exist (the
+//     spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+//     at the first instant after the gap (03:00 new time); several in the gap
+//     fire once there. One that occurs twice (the fall-back hour) fires at its
+//     first occurrence only.
+//   - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+//     history, once its run is made (at `at`, or by a trigger). An `at` further in
+//     the past than `catchup_window_ms` is refused.
+//   - The first fire is the first instant after now that `cron` names.
+//
+// The nodes a run makes are created by `schedule:<id>`, with their usual
+// `created` events, in the same transaction as the fire, its run record and the
+// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+// chosen by the client or generated (a UUIDv7). A taken id is `409
+// already_exists`. Nothing is stored when the answer is not 201.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+func (c *Client) CreateSchedule(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateScheduleRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSchedule Delete a schedule
+//
+// Role: dispatcher. The schedule and its run history go; the nodes its runs made
+// stay, and runs in progress go on.
+//
+// Corresponds with DELETE /v1/schedules/{id} (the `DeleteSchedule` operationId).
+func (c *Client) DeleteSchedule(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteScheduleRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSchedule Get a schedule
+//
+// Role reader. The schedule with its next five fire instants (`next_fires`,
+// jitter included, fires the failure backoff holds back left out) and its failure
+// count as of now.
+//
+// Corresponds with GET /v1/schedules/{id} (the `GetSchedule` operationId).
+func (c *Client) GetSchedule(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetScheduleRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateScheduleWithBody Change a schedule
+//
+// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+// the next fire afresh from now. The same ranges as on create apply; an invalid
+// patch changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+func (c *Client) UpdateScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateScheduleRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSchedule Change a schedule
+//
+// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+// the next fire afresh from now. The same ranges as on create apply; an invalid
+// patch changes nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+func (c *Client) UpdateSchedule(ctx context.Context, id ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateScheduleRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseScheduleWithBody Pause a schedule
+//
+// Role: dispatcher. No fire is made while the schedule is paused, and none of
+// those it misses is made later. `note` says why (shown as `note`, with
+// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+func (c *Client) PauseScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseScheduleRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseSchedule Pause a schedule
+//
+// Role: dispatcher. No fire is made while the schedule is paused, and none of
+// those it misses is made later. `note` says why (shown as `note`, with
+// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+func (c *Client) PauseSchedule(ctx context.Context, id ScheduleID, body PauseScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseScheduleRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeScheduleWithBody Resume a paused schedule
+//
+// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+// replaces the note.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+func (c *Client) ResumeScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeScheduleRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeSchedule Resume a paused schedule
+//
+// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+// replaces the note.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+func (c *Client) ResumeSchedule(ctx context.Context, id ScheduleID, body ResumeScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeScheduleRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListScheduleRuns List a schedule's runs
+//
+// Role reader. The schedule's fires, newest first: the runs it made, with their
+// status, attempts, duration, error and result read from their nodes now, and
+// the fires it skipped (a row of fires skipped for one reason is one item,
+// `skipped_fires` counting them). The last 1000 are kept.
+//
+// Corresponds with GET /v1/schedules/{id}/runs (the `ListScheduleRuns` operationId).
+func (c *Client) ListScheduleRuns(ctx context.Context, id ScheduleID, params *ListScheduleRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListScheduleRunsRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TriggerScheduleWithBody Run a schedule now
+//
+// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+// or not and whatever the failure backoff; the regular fires are not moved. The
+// schedule's overlap policy applies (`overlap` overrides it for this run), except
+// that where a fire would be skipped the trigger is refused with `409 conflict`
+// and nothing is made. A one-shot schedule removes itself after it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+func (c *Client) TriggerScheduleWithBody(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTriggerScheduleRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TriggerSchedule Run a schedule now
+//
+// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+// or not and whatever the failure backoff; the regular fires are not moved. The
+// schedule's overlap policy applies (`overlap` overrides it for this run), except
+// that where a fire would be skipped the trigger is refused with `409 conflict`
+// and nothing is made. A one-shot schedule removes itself after it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+func (c *Client) TriggerSchedule(ctx context.Context, id ScheduleID, body TriggerScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTriggerScheduleRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6838,6 +7828,441 @@ func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListSchedulesRequest constructs an http.Request for the ListSchedules method
+func NewListSchedulesRequest(server string, params *ListSchedulesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateScheduleRequest calls the generic CreateSchedule builder with application/json body
+func NewCreateScheduleRequest(server string, body CreateScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateScheduleRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateScheduleRequestWithBody constructs an http.Request for the CreateSchedule method, with any body, and a specified content type
+func NewCreateScheduleRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteScheduleRequest constructs an http.Request for the DeleteSchedule method
+func NewDeleteScheduleRequest(server string, id ScheduleID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetScheduleRequest constructs an http.Request for the GetSchedule method
+func NewGetScheduleRequest(server string, id ScheduleID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateScheduleRequest calls the generic UpdateSchedule builder with application/json body
+func NewUpdateScheduleRequest(server string, id ScheduleID, body UpdateScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateScheduleRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateScheduleRequestWithBody constructs an http.Request for the UpdateSchedule method, with any body, and a specified content type
+func NewUpdateScheduleRequestWithBody(server string, id ScheduleID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPauseScheduleRequest calls the generic PauseSchedule builder with application/json body
+func NewPauseScheduleRequest(server string, id ScheduleID, body PauseScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPauseScheduleRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewPauseScheduleRequestWithBody constructs an http.Request for the PauseSchedule method, with any body, and a specified content type
+func NewPauseScheduleRequestWithBody(server string, id ScheduleID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResumeScheduleRequest calls the generic ResumeSchedule builder with application/json body
+func NewResumeScheduleRequest(server string, id ScheduleID, body ResumeScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResumeScheduleRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewResumeScheduleRequestWithBody constructs an http.Request for the ResumeSchedule method, with any body, and a specified content type
+func NewResumeScheduleRequestWithBody(server string, id ScheduleID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListScheduleRunsRequest constructs an http.Request for the ListScheduleRuns method
+func NewListScheduleRunsRequest(server string, id ScheduleID, params *ListScheduleRunsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules/%s/runs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTriggerScheduleRequest calls the generic TriggerSchedule builder with application/json body
+func NewTriggerScheduleRequest(server string, id ScheduleID, body TriggerScheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTriggerScheduleRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewTriggerScheduleRequestWithBody constructs an http.Request for the TriggerSchedule method, with any body, and a specified content type
+func NewTriggerScheduleRequestWithBody(server string, id ScheduleID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/schedules/%s/trigger", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetTenantRequest constructs an http.Request for the GetTenant method
 func NewGetTenantRequest(server string) (*http.Request, error) {
 	var err error
@@ -8076,6 +9501,212 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// ListSchedulesWithResponse List the schedules
+	//
+	// Role reader. The tenant's schedules in id order.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/schedules (the `ListSchedules` operationId).
+	ListSchedulesWithResponse(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error)
+
+	// CreateScheduleWithBodyWithResponse Create a schedule
+	//
+	// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+	// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+	// its `timezone`, or once at `at`.
+	//
+	// - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+	//   with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+	//   (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+	//   `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+	//   8784h, counted from the Unix epoch, so daylight saving never moves it).
+	// - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+	//   clock time the expression names fires once. One that does not exist (the
+	//   spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+	//   at the first instant after the gap (03:00 new time); several in the gap
+	//   fire once there. One that occurs twice (the fall-back hour) fires at its
+	//   first occurrence only.
+	// - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+	//   history, once its run is made (at `at`, or by a trigger). An `at` further in
+	//   the past than `catchup_window_ms` is refused.
+	// - The first fire is the first instant after now that `cron` names.
+	//
+	// The nodes a run makes are created by `schedule:<id>`, with their usual
+	// `created` events, in the same transaction as the fire, its run record and the
+	// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+	// chosen by the client or generated (a UUIDv7). A taken id is `409
+	// already_exists`. Nothing is stored when the answer is not 201.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+	CreateScheduleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error)
+
+	// CreateScheduleWithResponse Create a schedule
+	//
+	// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+	// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+	// its `timezone`, or once at `at`.
+	//
+	// - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+	//   with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+	//   (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+	//   `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+	//   8784h, counted from the Unix epoch, so daylight saving never moves it).
+	// - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+	//   clock time the expression names fires once. One that does not exist (the
+	//   spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+	//   at the first instant after the gap (03:00 new time); several in the gap
+	//   fire once there. One that occurs twice (the fall-back hour) fires at its
+	//   first occurrence only.
+	// - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+	//   history, once its run is made (at `at`, or by a trigger). An `at` further in
+	//   the past than `catchup_window_ms` is refused.
+	// - The first fire is the first instant after now that `cron` names.
+	//
+	// The nodes a run makes are created by `schedule:<id>`, with their usual
+	// `created` events, in the same transaction as the fire, its run record and the
+	// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+	// chosen by the client or generated (a UUIDv7). A taken id is `409
+	// already_exists`. Nothing is stored when the answer is not 201.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+	CreateScheduleWithResponse(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error)
+
+	// DeleteScheduleWithResponse Delete a schedule
+	//
+	// Role: dispatcher. The schedule and its run history go; the nodes its runs made
+	// stay, and runs in progress go on.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/schedules/{id} (the `DeleteSchedule` operationId).
+	DeleteScheduleWithResponse(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*DeleteScheduleResponse, error)
+
+	// GetScheduleWithResponse Get a schedule
+	//
+	// Role reader. The schedule with its next five fire instants (`next_fires`,
+	// jitter included, fires the failure backoff holds back left out) and its failure
+	// count as of now.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/schedules/{id} (the `GetSchedule` operationId).
+	GetScheduleWithResponse(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*GetScheduleResponse, error)
+
+	// UpdateScheduleWithBodyWithResponse Change a schedule
+	//
+	// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+	// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+	// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+	// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+	// the next fire afresh from now. The same ranges as on create apply; an invalid
+	// patch changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+	UpdateScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error)
+
+	// UpdateScheduleWithResponse Change a schedule
+	//
+	// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+	// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+	// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+	// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+	// the next fire afresh from now. The same ranges as on create apply; an invalid
+	// patch changes nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+	UpdateScheduleWithResponse(ctx context.Context, id ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error)
+
+	// PauseScheduleWithBodyWithResponse Pause a schedule
+	//
+	// Role: dispatcher. No fire is made while the schedule is paused, and none of
+	// those it misses is made later. `note` says why (shown as `note`, with
+	// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+	PauseScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseScheduleResponse, error)
+
+	// PauseScheduleWithResponse Pause a schedule
+	//
+	// Role: dispatcher. No fire is made while the schedule is paused, and none of
+	// those it misses is made later. `note` says why (shown as `note`, with
+	// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+	PauseScheduleWithResponse(ctx context.Context, id ScheduleID, body PauseScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseScheduleResponse, error)
+
+	// ResumeScheduleWithBodyWithResponse Resume a paused schedule
+	//
+	// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+	// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+	// replaces the note.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+	ResumeScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeScheduleResponse, error)
+
+	// ResumeScheduleWithResponse Resume a paused schedule
+	//
+	// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+	// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+	// replaces the note.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+	ResumeScheduleWithResponse(ctx context.Context, id ScheduleID, body ResumeScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeScheduleResponse, error)
+
+	// ListScheduleRunsWithResponse List a schedule's runs
+	//
+	// Role reader. The schedule's fires, newest first: the runs it made, with their
+	// status, attempts, duration, error and result read from their nodes now, and
+	// the fires it skipped (a row of fires skipped for one reason is one item,
+	// `skipped_fires` counting them). The last 1000 are kept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/schedules/{id}/runs (the `ListScheduleRuns` operationId).
+	ListScheduleRunsWithResponse(ctx context.Context, id ScheduleID, params *ListScheduleRunsParams, reqEditors ...RequestEditorFn) (*ListScheduleRunsResponse, error)
+
+	// TriggerScheduleWithBodyWithResponse Run a schedule now
+	//
+	// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+	// or not and whatever the failure backoff; the regular fires are not moved. The
+	// schedule's overlap policy applies (`overlap` overrides it for this run), except
+	// that where a fire would be skipped the trigger is refused with `409 conflict`
+	// and nothing is made. A one-shot schedule removes itself after it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+	TriggerScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TriggerScheduleResponse, error)
+
+	// TriggerScheduleWithResponse Run a schedule now
+	//
+	// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+	// or not and whatever the failure backoff; the regular fires are not moved. The
+	// schedule's overlap policy applies (`overlap` overrides it for this run), except
+	// that where a fire would be skipped the trigger is refused with `409 conflict`
+	// and nothing is made. A one-shot schedule removes itself after it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+	TriggerScheduleWithResponse(ctx context.Context, id ScheduleID, body TriggerScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*TriggerScheduleResponse, error)
 
 	// GetTenantWithResponse The caller's tenant
 	//
@@ -12929,6 +14560,970 @@ func (r ResumeQueueResponse) ContentType() string {
 	return ""
 }
 
+// ListSchedulesResponse401Headers the declared response headers of an HTTP 401 response for ListSchedules
+type ListSchedulesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListSchedulesResponse429Headers the declared response headers of an HTTP 429 response for ListSchedules
+type ListSchedulesResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListSchedulesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScheduleList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSchedulesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSchedulesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSchedulesResponse) GetJSON200() *ScheduleList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSchedulesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSchedulesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSchedulesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListSchedulesResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListSchedulesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListSchedulesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSchedulesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSchedulesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSchedulesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSchedulesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateScheduleResponse401Headers the declared response headers of an HTTP 401 response for CreateSchedule
+type CreateScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateScheduleResponse429Headers the declared response headers of an HTTP 429 response for CreateSchedule
+type CreateScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
+type CreateScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Schedule
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateScheduleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateScheduleResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateScheduleResponse) GetJSON201() *Schedule {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateScheduleResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteScheduleResponse401Headers the declared response headers of an HTTP 401 response for DeleteSchedule
+type DeleteScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteScheduleResponse429Headers the declared response headers of an HTTP 429 response for DeleteSchedule
+type DeleteScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
+type DeleteScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteScheduleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteScheduleResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteScheduleResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetScheduleResponse401Headers the declared response headers of an HTTP 401 response for GetSchedule
+type GetScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetScheduleResponse429Headers the declared response headers of an HTTP 429 response for GetSchedule
+type GetScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetScheduleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetScheduleResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetScheduleResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateScheduleResponse401Headers the declared response headers of an HTTP 401 response for UpdateSchedule
+type UpdateScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// UpdateScheduleResponse429Headers the declared response headers of an HTTP 429 response for UpdateSchedule
+type UpdateScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
+type UpdateScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateScheduleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateScheduleResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateScheduleResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseScheduleResponse401Headers the declared response headers of an HTTP 401 response for PauseSchedule
+type PauseScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PauseScheduleResponse429Headers the declared response headers of an HTTP 429 response for PauseSchedule
+type PauseScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
+type PauseScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseScheduleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PauseScheduleResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PauseScheduleResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeScheduleResponse401Headers the declared response headers of an HTTP 401 response for ResumeSchedule
+type ResumeScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ResumeScheduleResponse429Headers the declared response headers of an HTTP 429 response for ResumeSchedule
+type ResumeScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
+type ResumeScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Schedule
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeScheduleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResumeScheduleResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeScheduleResponse) GetJSON200() *Schedule {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeScheduleResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListScheduleRunsResponse401Headers the declared response headers of an HTTP 401 response for ListScheduleRuns
+type ListScheduleRunsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListScheduleRunsResponse429Headers the declared response headers of an HTTP 429 response for ListScheduleRuns
+type ListScheduleRunsResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListScheduleRunsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScheduleRunList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListScheduleRunsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListScheduleRunsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListScheduleRunsResponse) GetJSON200() *ScheduleRunList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListScheduleRunsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListScheduleRunsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListScheduleRunsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListScheduleRunsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListScheduleRunsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TriggerScheduleResponse401Headers the declared response headers of an HTTP 401 response for TriggerSchedule
+type TriggerScheduleResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TriggerScheduleResponse429Headers the declared response headers of an HTTP 429 response for TriggerSchedule
+type TriggerScheduleResponse429Headers struct {
+	RetryAfter int
+}
+
+type TriggerScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ScheduleRun
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TriggerScheduleResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TriggerScheduleResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r TriggerScheduleResponse) GetJSON201() *ScheduleRun {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TriggerScheduleResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TriggerScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TriggerScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TriggerScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TriggerScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetTenantResponse401Headers the declared response headers of an HTTP 401 response for GetTenant
 type GetTenantResponse401Headers struct {
 	WWWAuthenticate *string
@@ -14907,6 +17502,296 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// ListSchedulesWithResponse List the schedules
+//
+// Role reader. The tenant's schedules in id order.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/schedules (the `ListSchedules` operationId).
+func (c *ClientWithResponses) ListSchedulesWithResponse(ctx context.Context, params *ListSchedulesParams, reqEditors ...RequestEditorFn) (*ListSchedulesResponse, error) {
+	rsp, err := c.ListSchedules(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSchedulesResponse(rsp)
+}
+
+// CreateScheduleWithBodyWithResponse Create a schedule
+//
+// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+// its `timezone`, or once at `at`.
+//
+//   - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+//     with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+//     (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+//     `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+//     8784h, counted from the Unix epoch, so daylight saving never moves it).
+//   - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+//     clock time the expression names fires once. One that does not exist (the
+//     spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+//     at the first instant after the gap (03:00 new time); several in the gap
+//     fire once there. One that occurs twice (the fall-back hour) fires at its
+//     first occurrence only.
+//   - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+//     history, once its run is made (at `at`, or by a trigger). An `at` further in
+//     the past than `catchup_window_ms` is refused.
+//   - The first fire is the first instant after now that `cron` names.
+//
+// The nodes a run makes are created by `schedule:<id>`, with their usual
+// `created` events, in the same transaction as the fire, its run record and the
+// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+// chosen by the client or generated (a UUIDv7). A taken id is `409
+// already_exists`. Nothing is stored when the answer is not 201.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+func (c *ClientWithResponses) CreateScheduleWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error) {
+	rsp, err := c.CreateScheduleWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateScheduleResponse(rsp)
+}
+
+// CreateScheduleWithResponse Create a schedule
+//
+// Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+// of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+// its `timezone`, or once at `at`.
+//
+//   - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+//     with a leading seconds field (`*/10 * * * * *`), or `@hourly`, `@daily`
+//     (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+//     `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+//     8784h, counted from the Unix epoch, so daylight saving never moves it).
+//   - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+//     clock time the expression names fires once. One that does not exist (the
+//     spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+//     at the first instant after the gap (03:00 new time); several in the gap
+//     fire once there. One that occurs twice (the fall-back hour) fires at its
+//     first occurrence only.
+//   - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+//     history, once its run is made (at `at`, or by a trigger). An `at` further in
+//     the past than `catchup_window_ms` is refused.
+//   - The first fire is the first instant after now that `cron` names.
+//
+// The nodes a run makes are created by `schedule:<id>`, with their usual
+// `created` events, in the same transaction as the fire, its run record and the
+// schedule's next fire, so a crash never loses or doubles a fire. `id` is
+// chosen by the client or generated (a UUIDv7). A taken id is `409
+// already_exists`. Nothing is stored when the answer is not 201.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules (the `CreateSchedule` operationId).
+func (c *ClientWithResponses) CreateScheduleWithResponse(ctx context.Context, body CreateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateScheduleResponse, error) {
+	rsp, err := c.CreateSchedule(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateScheduleResponse(rsp)
+}
+
+// DeleteScheduleWithResponse Delete a schedule
+//
+// Role: dispatcher. The schedule and its run history go; the nodes its runs made
+// stay, and runs in progress go on.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/schedules/{id} (the `DeleteSchedule` operationId).
+func (c *ClientWithResponses) DeleteScheduleWithResponse(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*DeleteScheduleResponse, error) {
+	rsp, err := c.DeleteSchedule(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteScheduleResponse(rsp)
+}
+
+// GetScheduleWithResponse Get a schedule
+//
+// Role reader. The schedule with its next five fire instants (`next_fires`,
+// jitter included, fires the failure backoff holds back left out) and its failure
+// count as of now.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/schedules/{id} (the `GetSchedule` operationId).
+func (c *ClientWithResponses) GetScheduleWithResponse(ctx context.Context, id ScheduleID, reqEditors ...RequestEditorFn) (*GetScheduleResponse, error) {
+	rsp, err := c.GetSchedule(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetScheduleResponse(rsp)
+}
+
+// UpdateScheduleWithBodyWithResponse Change a schedule
+//
+// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+// the next fire afresh from now. The same ranges as on create apply; an invalid
+// patch changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+func (c *ClientWithResponses) UpdateScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error) {
+	rsp, err := c.UpdateScheduleWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateScheduleResponse(rsp)
+}
+
+// UpdateScheduleWithResponse Change a schedule
+//
+// Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+// alone, `null` restores its default (`backoff_ms: null` the default ladder,
+// `backoff_ms: []` no backoff). `template` is merged member by member. A change
+// of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+// the next fire afresh from now. The same ranges as on create apply; an invalid
+// patch changes nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/schedules/{id} (the `UpdateSchedule` operationId).
+func (c *ClientWithResponses) UpdateScheduleWithResponse(ctx context.Context, id ScheduleID, body UpdateScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateScheduleResponse, error) {
+	rsp, err := c.UpdateSchedule(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateScheduleResponse(rsp)
+}
+
+// PauseScheduleWithBodyWithResponse Pause a schedule
+//
+// Role: dispatcher. No fire is made while the schedule is paused, and none of
+// those it misses is made later. `note` says why (shown as `note`, with
+// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+func (c *ClientWithResponses) PauseScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseScheduleResponse, error) {
+	rsp, err := c.PauseScheduleWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseScheduleResponse(rsp)
+}
+
+// PauseScheduleWithResponse Pause a schedule
+//
+// Role: dispatcher. No fire is made while the schedule is paused, and none of
+// those it misses is made later. `note` says why (shown as `note`, with
+// `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules/{id}/pause (the `PauseSchedule` operationId).
+func (c *ClientWithResponses) PauseScheduleWithResponse(ctx context.Context, id ScheduleID, body PauseScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseScheduleResponse, error) {
+	rsp, err := c.PauseSchedule(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseScheduleResponse(rsp)
+}
+
+// ResumeScheduleWithBodyWithResponse Resume a paused schedule
+//
+// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+// replaces the note.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+func (c *ClientWithResponses) ResumeScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeScheduleResponse, error) {
+	rsp, err := c.ResumeScheduleWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeScheduleResponse(rsp)
+}
+
+// ResumeScheduleWithResponse Resume a paused schedule
+//
+// Role: dispatcher. The next fire is the first instant `cron` names after now (a
+// one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+// replaces the note.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
+func (c *ClientWithResponses) ResumeScheduleWithResponse(ctx context.Context, id ScheduleID, body ResumeScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeScheduleResponse, error) {
+	rsp, err := c.ResumeSchedule(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeScheduleResponse(rsp)
+}
+
+// ListScheduleRunsWithResponse List a schedule's runs
+//
+// Role reader. The schedule's fires, newest first: the runs it made, with their
+// status, attempts, duration, error and result read from their nodes now, and
+// the fires it skipped (a row of fires skipped for one reason is one item,
+// `skipped_fires` counting them). The last 1000 are kept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/schedules/{id}/runs (the `ListScheduleRuns` operationId).
+func (c *ClientWithResponses) ListScheduleRunsWithResponse(ctx context.Context, id ScheduleID, params *ListScheduleRunsParams, reqEditors ...RequestEditorFn) (*ListScheduleRunsResponse, error) {
+	rsp, err := c.ListScheduleRuns(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListScheduleRunsResponse(rsp)
+}
+
+// TriggerScheduleWithBodyWithResponse Run a schedule now
+//
+// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+// or not and whatever the failure backoff; the regular fires are not moved. The
+// schedule's overlap policy applies (`overlap` overrides it for this run), except
+// that where a fire would be skipped the trigger is refused with `409 conflict`
+// and nothing is made. A one-shot schedule removes itself after it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+func (c *ClientWithResponses) TriggerScheduleWithBodyWithResponse(ctx context.Context, id ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TriggerScheduleResponse, error) {
+	rsp, err := c.TriggerScheduleWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTriggerScheduleResponse(rsp)
+}
+
+// TriggerScheduleWithResponse Run a schedule now
+//
+// Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+// or not and whatever the failure backoff; the regular fires are not moved. The
+// schedule's overlap policy applies (`overlap` overrides it for this run), except
+// that where a fire would be skipped the trigger is refused with `409 conflict`
+// and nothing is made. A one-shot schedule removes itself after it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/schedules/{id}/trigger (the `TriggerSchedule` operationId).
+func (c *ClientWithResponses) TriggerScheduleWithResponse(ctx context.Context, id ScheduleID, body TriggerScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*TriggerScheduleResponse, error) {
+	rsp, err := c.TriggerSchedule(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTriggerScheduleResponse(rsp)
 }
 
 // GetTenantWithResponse The caller's tenant
@@ -19501,6 +22386,919 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ResumeQueueResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSchedulesResponse parses an HTTP response from a ListSchedulesWithResponse call
+func ParseListSchedulesResponse(rsp *http.Response) (*ListSchedulesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSchedulesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScheduleList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSchedulesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListSchedulesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateScheduleResponse parses an HTTP response from a CreateScheduleWithResponse call
+func ParseCreateScheduleResponse(rsp *http.Response) (*CreateScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CreateScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteScheduleResponse parses an HTTP response from a DeleteScheduleWithResponse call
+func ParseDeleteScheduleResponse(rsp *http.Response) (*DeleteScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetScheduleResponse parses an HTTP response from a GetScheduleWithResponse call
+func ParseGetScheduleResponse(rsp *http.Response) (*GetScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateScheduleResponse parses an HTTP response from a UpdateScheduleWithResponse call
+func ParseUpdateScheduleResponse(rsp *http.Response) (*UpdateScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UpdateScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseScheduleResponse parses an HTTP response from a PauseScheduleWithResponse call
+func ParsePauseScheduleResponse(rsp *http.Response) (*PauseScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PauseScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PauseScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeScheduleResponse parses an HTTP response from a ResumeScheduleWithResponse call
+func ParseResumeScheduleResponse(rsp *http.Response) (*ResumeScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Schedule
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResumeScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResumeScheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListScheduleRunsResponse parses an HTTP response from a ListScheduleRunsWithResponse call
+func ParseListScheduleRunsResponse(rsp *http.Response) (*ListScheduleRunsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListScheduleRunsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScheduleRunList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListScheduleRunsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListScheduleRunsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTriggerScheduleResponse parses an HTTP response from a TriggerScheduleWithResponse call
+func ParseTriggerScheduleResponse(rsp *http.Response) (*TriggerScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TriggerScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ScheduleRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TriggerScheduleResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TriggerScheduleResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -1,7 +1,8 @@
 // Package graph is Tether's model: nodes, edges (live and retired), events,
 // comments, queue settings, and the records other packages own (tenants, API
-// keys, workers, idempotency, messages), stored in a kv.Store (the storage
-// engine). It knows nothing of HTTP or of what a lease means.
+// keys, workers, idempotency, messages, blobs, schedules and their runs),
+// stored in a kv.Store (the storage engine). It knows nothing of HTTP or of
+// what a lease means.
 //
 // What is stored, and only that (keys.go): node records (each with its live
 // assigned edge, so a claim and a completion write no edge key), live and

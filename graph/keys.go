@@ -32,6 +32,8 @@ import (
 //	                                it expires with a Badger TTL); its inbox indexes live in memory
 //	B|t|sha                         blob record (size, content type, grace start; the bytes are a file)
 //	b|t|...                         reserved for blob references (today they live in the node records)
+//	H|t|id                          schedule record (the schedule package's JSON)
+//	h|t|id|seq                      run record of a schedule: fire seq (schedule package's JSON)
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
@@ -52,6 +54,8 @@ const (
 	tagMessage     = 'M'
 	tagBlob        = 'B'
 	tagBlobRef     = 'b' // reserved, unused: references live in Node.Blobs
+	tagSchedule    = 'H'
+	tagScheduleRun = 'h'
 	keySeparator   = 0x00
 	orderKeyLength = 16
 )
@@ -138,6 +142,11 @@ func workerKey(tenant, by, worker string) []byte {
 }
 
 func blobKey(tenant, sha string) []byte { return newKey(tagBlob, tenant).last(sha) }
+func scheduleKey(tenant, id string) []byte { return newKey(tagSchedule, tenant).last(id) }
+
+func scheduleRunKey(tenant, id string, seq uint64) []byte {
+	return newKey(tagScheduleRun, tenant).str(id).u64(seq).bytes()
+}
 
 func putU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/retention"
+	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
 	"github.com/tether-run/tether/work"
 	"github.com/tether-run/tether/worker"
@@ -69,9 +70,10 @@ type Server struct {
 	http    *http.Server
 	log     *slog.Logger
 
-	Messages *message.Service
-	Blobs    *blob.Service
-	blobTmp  string // a temporary blob directory to remove at shutdown
+	Messages  *message.Service
+	Blobs     *blob.Service
+	Schedules *schedule.Service
+	blobTmp   string // a temporary blob directory to remove at shutdown
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -148,15 +150,23 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, err
 	}
+	schedules := schedule.New(schedule.Config{Store: store, Work: w, Clock: cfg.Clock, Logger: cfg.Logger})
+	if err := schedules.Start(ctx); err != nil {
+		blobs.Stop()
+		messages.Close()
+		leases.Stop()
+		store.Close()
+		return nil, err
+	}
 	cleaner.Start()
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
-		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs,
+		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,
 	})
 	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
-		Messages: messages, Blobs: blobs, blobTmp: blobTmp}
+		Messages: messages, Blobs: blobs, Schedules: schedules, blobTmp: blobTmp}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -212,11 +222,14 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown stops taking requests, ends long polls and streams, waits for
-// in-flight requests (until ctx ends), stops the reaper and closes the store.
+// in-flight requests (until ctx ends), stops the schedules' firing loop (a
+// fire in progress completes), the cleaner and the reaper, and closes the
+// store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
 	s.API.Stop() // long polls and streams answer now instead of holding Shutdown
 	err := s.http.Shutdown(ctx)
+	s.Schedules.Stop()
 	s.Cleaner.Stop()
 	s.Leases.Stop()
 	s.Messages.Close()

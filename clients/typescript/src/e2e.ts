@@ -173,6 +173,26 @@ await check("a done node is not_claimable (terminal)", async () => {
   expect(p.problem.reason === "terminal", `reason ${String(p.problem.reason)}`);
 });
 
+await check("a schedule: create, preview, trigger, runs, delete", async () => {
+  const sid = `${id}-sched`;
+  const s = await unwrap(
+    head.POST("/v1/schedules", {
+      body: { id: sid, cron: "0 9 * * 1-5", timezone: "Europe/Berlin", template: { type: "report", queue: "ts-e2e-sched" } },
+    }),
+  );
+  expect(s.next_fires.length === 5, `next_fires ${s.next_fires.length}`);
+  expect(s.overlap === "skip", `overlap ${s.overlap}`);
+  const run = await unwrap(head.POST("/v1/schedules/{id}/trigger", { params: { path: { id: sid } } }));
+  expect(run.trigger === "manual" && run.status === "queued", `run ${run.trigger} ${run.status}`);
+  await expectProblem("conflict", () => unwrap(head.POST("/v1/schedules/{id}/trigger", { params: { path: { id: sid } } })));
+  const runs = await unwrap(head.GET("/v1/schedules/{id}/runs", { params: { path: { id: sid } } }));
+  expect(runs.items.length === 1 && runs.items[0]?.node_id === run.node_id, `runs ${JSON.stringify(runs.items)}`);
+  await expectProblem("bad_request", () =>
+    unwrap(head.PATCH("/v1/schedules/{id}", { params: { path: { id: sid } }, body: { cron: "61 * * * *" } })),
+  );
+  await unwrap(head.DELETE("/v1/schedules/{id}", { params: { path: { id: sid } } }));
+});
+
 await check("a bad token is unauthorized", async () => {
   const anon = createTetherClient({ baseUrl, token: "not-a-token", fetch: timedFetch });
   const p = await expectProblem("unauthorized", () => unwrap(anon.GET("/v1/nodes/{id}", { params: { path: { id } } })));

@@ -1084,6 +1084,196 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the schedules
+         * @description Role reader. The tenant's schedules in id order.
+         */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * Create a schedule
+         * @description Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
+         *     of follow-up nodes from `chain`), whenever its `cron` expression comes round in
+         *     its `timezone`, or once at `at`.
+         *
+         *     - `cron`: five fields (`minute hour day-of-month month day-of-week`), or six
+         *       with a leading seconds field (`*\/10 * * * * *`), or `@hourly`, `@daily`
+         *       (`@midnight`), `@weekly`, `@monthly`, `@yearly` (`@annually`), or
+         *       `@every <duration>` (`@every 90s`, `@every 1h30m`; whole seconds from 1s to
+         *       8784h, counted from the Unix epoch, so daylight saving never moves it).
+         *     - `timezone`: an IANA zone name (default `UTC`). Daylight saving: each wall
+         *       clock time the expression names fires once. One that does not exist (the
+         *       spring-forward gap: 02:30 on the day clocks jump from 02:00 to 03:00) fires
+         *       at the first instant after the gap (03:00 new time); several in the gap
+         *       fire once there. One that occurs twice (the fall-back hour) fires at its
+         *       first occurrence only.
+         *     - `at`: a one-shot schedule (instead of `cron`). It removes itself, with its
+         *       history, once its run is made (at `at`, or by a trigger). An `at` further in
+         *       the past than `catchup_window_ms` is refused.
+         *     - The first fire is the first instant after now that `cron` names.
+         *
+         *     The nodes a run makes are created by `schedule:<id>`, with their usual
+         *     `created` events, in the same transaction as the fire, its run record and the
+         *     schedule's next fire, so a crash never loses or doubles a fire. `id` is
+         *     chosen by the client or generated (a UUIDv7). A taken id is `409
+         *     already_exists`. Nothing is stored when the answer is not 201.
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a schedule
+         * @description Role reader. The schedule with its next five fire instants (`next_fires`,
+         *     jitter included, fires the failure backoff holds back left out) and its failure
+         *     count as of now.
+         */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule
+         * @description Role: dispatcher. The schedule and its run history go; the nodes its runs made
+         *     stay, and runs in progress go on.
+         */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a schedule
+         * @description Role: dispatcher. A JSON merge patch of the settings: an absent member is left
+         *     alone, `null` restores its default (`backoff_ms: null` the default ladder,
+         *     `backoff_ms: []` no backoff). `template` is merged member by member. A change
+         *     of `cron`, `at` or `timezone`, and `enabled: true` on a paused schedule, set
+         *     the next fire afresh from now. The same ranges as on create apply; an invalid
+         *     patch changes nothing.
+         */
+        patch: operations["updateSchedule"];
+        trace?: never;
+    };
+    "/v1/schedules/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a schedule
+         * @description Role: dispatcher. No fire is made while the schedule is paused, and none of
+         *     those it misses is made later. `note` says why (shown as `note`, with
+         *     `paused_by` and `paused_at`). Pausing a paused schedule only replaces the note.
+         */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused schedule
+         * @description Role: dispatcher. The next fire is the first instant `cron` names after now (a
+         *     one-shot keeps its `at`). `note` says why. Resuming a running schedule only
+         *     replaces the note.
+         */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a schedule now
+         * @description Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
+         *     or not and whatever the failure backoff; the regular fires are not moved. The
+         *     schedule's overlap policy applies (`overlap` overrides it for this run), except
+         *     that where a fire would be skipped the trigger is refused with `409 conflict`
+         *     and nothing is made. A one-shot schedule removes itself after it.
+         */
+        post: operations["triggerSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a schedule's runs
+         * @description Role reader. The schedule's fires, newest first: the runs it made, with their
+         *     status, attempts, duration, error and result read from their nodes now, and
+         *     the fires it skipped (a row of fires skipped for one reason is one item,
+         *     `skipped_fires` counting them). The last 1000 are kept.
+         */
+        get: operations["listScheduleRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -2030,6 +2220,281 @@ export interface components {
             /** @description The media type it was first uploaded with. */
             content_type: string;
         };
+        /**
+         * @description What a fire does while the schedule's last run is not over (a run is over when
+         *     every node it made is terminal or deleted). `skip` (the default): the fire is
+         *     recorded as skipped. `queue`: the new run's first node depends on the last
+         *     run's unfinished nodes (`on_fail: ignore`: it runs after them, however they
+         *     end). `allow`: the new run starts beside the last. `buffer_one`: as `queue`,
+         *     but while a run already waits behind another the fire is skipped.
+         *     `cancel_other`: the last run's unfinished nodes (and with them their chain) are
+         *     cancelled, then the new run starts.
+         * @enum {string}
+         */
+        ScheduleOverlap: "skip" | "queue" | "allow" | "buffer_one" | "cancel_other";
+        /**
+         * @description After downtime, how many of the fires missed within `catchup_window_ms` run:
+         *     `one` (the default: the latest runs, the others are counted in its
+         *     `coalesced_fires`) or `all` (each, at most 100; older ones are skipped).
+         * @enum {string}
+         */
+        ScheduleCatchup: "one" | "all";
+        /**
+         * @description The fields of a node create (see `NodeCreate`) that a schedule's template may
+         *     hold. A run's nodes get generated ids; `delay_ms` counts from the fire.
+         */
+        ScheduleNode: {
+            type: string;
+            title?: string;
+            body?: string;
+            /** @description With a queue the node starts `queued`, without it starts `open`. */
+            queue?: string;
+            /** Format: int64 */
+            priority?: number;
+            target?: string;
+            labels?: string[];
+            props?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Format: int64
+             * @description Defaults to the tenant's `max_attempts_default`.
+             */
+            max_attempts?: number;
+            /**
+             * Format: int64
+             * @description The node's `run_at` is the fire + `delay_ms`.
+             */
+            delay_ms?: number;
+            /** Format: int64 */
+            timeout_ms?: number;
+            backoff?: components["schemas"]["Backoff"];
+            on_child_fail?: components["schemas"]["OnChildFail"];
+        };
+        /** @description Give exactly one of `cron` and `at`. */
+        ScheduleCreate: {
+            /** @description Chosen by the client, or a UUIDv7 generated by the server. */
+            id?: string;
+            /**
+             * @description A cron expression (see `createSchedule`).
+             * @example *\/5 * * * *
+             */
+            cron?: string;
+            /**
+             * Format: date-time
+             * @description The instant of a one-shot schedule's only fire.
+             */
+            at?: string;
+            /**
+             * @description An IANA time zone name; `cron` is read in it. Default `UTC`.
+             * @example Europe/Berlin
+             */
+            timezone?: string;
+            template: components["schemas"]["ScheduleNode"];
+            /**
+             * @description Follow-up nodes: each depends on the one before it (the first on the
+             *     template's node) with `on_fail: cancel`, so a run goes step by step and
+             *     cancelling its first node cancels the chain. A run is at most 10 nodes deep.
+             *     A run is over once its first node that is not `done` is terminal; the steps
+             *     after a failed one are cancelled at the schedule's next fire.
+             */
+            chain?: components["schemas"]["ScheduleNode"][];
+            overlap?: components["schemas"]["ScheduleOverlap"];
+            catchup?: components["schemas"]["ScheduleCatchup"];
+            /**
+             * Format: int64
+             * @description How late a fire may still be made (after downtime, say); older missed fires
+             *     are recorded as skipped (`missed`). Default 60000.
+             */
+            catchup_window_ms?: number;
+            /**
+             * Format: int64
+             * @description Each fire is delayed by up to this much, by an amount fixed for the schedule
+             *     and the instant (a restart or a preview never changes it). Default 0.
+             */
+            jitter_ms?: number;
+            /**
+             * @description The failure backoff ladder (default `[30000, 60000, 300000, 900000,
+             *     3600000]`; `[]` for none): after n runs in a row ended `failed` or `dead`,
+             *     fires before the end of the last one + `backoff_ms[n-1]` (the last step
+             *     repeating) are skipped (`backoff`). A run that ends `done` resets it;
+             *     `cancelled` and deleted runs count neither way.
+             */
+            backoff_ms?: number[];
+            /** @description False creates the schedule paused (default true). */
+            enabled?: boolean;
+        };
+        /** @description A JSON merge patch of a schedule's settings; `null` restores a default. */
+        SchedulePatch: {
+            cron?: string | null;
+            /** Format: date-time */
+            at?: string | null;
+            timezone?: string | null;
+            /** @description Merged into the template member by member (a `null` member is removed). */
+            template?: {
+                [key: string]: unknown;
+            };
+            chain?: components["schemas"]["ScheduleNode"][] | null;
+            overlap?: components["schemas"]["ScheduleOverlap"] | null;
+            catchup?: components["schemas"]["ScheduleCatchup"] | null;
+            /** Format: int64 */
+            catchup_window_ms?: number | null;
+            /** Format: int64 */
+            jitter_ms?: number | null;
+            backoff_ms?: number[] | null;
+            enabled?: boolean;
+        };
+        ScheduleNote: {
+            /** @description Why the schedule is paused or resumed. */
+            note?: string;
+        };
+        ScheduleTrigger: {
+            overlap?: components["schemas"]["ScheduleOverlap"];
+        };
+        Schedule: {
+            id: string;
+            cron: string | null;
+            /** Format: date-time */
+            at: string | null;
+            timezone: string;
+            template: components["schemas"]["ScheduleNode"];
+            chain: components["schemas"]["ScheduleNode"][];
+            overlap: components["schemas"]["ScheduleOverlap"];
+            catchup: components["schemas"]["ScheduleCatchup"];
+            /** Format: int64 */
+            catchup_window_ms: number;
+            /** Format: int64 */
+            jitter_ms: number;
+            backoff_ms: number[];
+            /** @description False while the schedule is paused. */
+            enabled: boolean;
+            /** @description The note given with the last pause or resume. */
+            note: string | null;
+            /** Format: date-time */
+            paused_at: string | null;
+            paused_by: string | null;
+            /**
+             * Format: date-time
+             * @description The next fire instant (`next_fires[0]`); null when paused or none is left.
+             */
+            next_fire_at: string | null;
+            /** @description The next five fire instants, jitter included, fires the failure backoff holds back left out. */
+            next_fires: string[];
+            /**
+             * Format: int64
+             * @description Runs in a row that ended `failed` or `dead` (reset by one that ends `done`).
+             */
+            consecutive_failures: number;
+            /**
+             * Format: date-time
+             * @description While the failure backoff holds fires back, the instant it ends.
+             */
+            backoff_until: string | null;
+            /**
+             * Format: int64
+             * @description The `seq` of the newest item of the run history.
+             */
+            last_run_seq: number | null;
+            /**
+             * Format: int64
+             * @description Bumped by every change of the settings (not by fires).
+             */
+            version: number;
+            created_by: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ScheduleList: {
+            items: components["schemas"]["Schedule"][];
+            next_cursor: string | null;
+        };
+        /**
+         * @description Where a run stands, read from its nodes: `running` while one runs; else, while
+         *     one is not terminal, that node's status (`queued` or `open`: the run, or its
+         *     next chain step, waits); else `done` when every node is done, or the status of
+         *     the first that is not (`failed`, `dead`, `cancelled`); `deleted` when none is
+         *     left. `skipped` is a fire that made no run.
+         * @enum {string}
+         */
+        ScheduleRunStatus: "open" | "queued" | "running" | "done" | "failed" | "dead" | "cancelled" | "deleted" | "skipped";
+        ScheduleRun: {
+            /**
+             * Format: int64
+             * @description The fire's number in the schedule's history (increasing).
+             */
+            seq: number;
+            schedule_id: string;
+            /** @enum {string} */
+            trigger: "schedule" | "manual";
+            /** @description Who triggered a `manual` run. */
+            by: string | null;
+            status: components["schemas"]["ScheduleRunStatus"];
+            /**
+             * @description Why the fire made no run: `overlap` (the last run was not over), `backoff`
+             *     (failure backoff), `missed` (older than the catch-up window when the server
+             *     could make it).
+             * @enum {string|null}
+             */
+            skip_reason: "overlap" | "backoff" | "missed" | null;
+            /**
+             * Format: int64
+             * @description How many fires in a row this skipped item stands for (0 for a run).
+             */
+            skipped_fires: number;
+            /**
+             * Format: int64
+             * @description Missed fires folded into this catch-up run (`catchup: one`).
+             */
+            coalesced_fires: number;
+            /**
+             * Format: date-time
+             * @description The fire's nominal instant (the first one, for skipped fires); a trigger's instant.
+             */
+            scheduled_at: string;
+            /**
+             * Format: date-time
+             * @description The last fire a skipped item stands for.
+             */
+            last_scheduled_at: string | null;
+            /**
+             * Format: date-time
+             * @description When the server made (or skipped) the fire.
+             */
+            fired_at: string;
+            /** @description The run's first node (the template's). */
+            node_id: string | null;
+            /** @description The run's nodes, the template's first, then the chain in order. */
+            nodes: string[];
+            /** @description The earlier run's nodes this run waits for (`queue`, `buffer_one`). */
+            after: string[];
+            /** @description The earlier run's nodes this run cancelled (`cancel_other`). */
+            cancelled: string[];
+            /**
+             * Format: int64
+             * @description Claims of the run's nodes, added up.
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the last of the run's nodes ended; null until the run is over.
+             */
+            ended_at: string | null;
+            /**
+             * Format: int64
+             * @description From the fire to `ended_at` (time waiting in the queue included).
+             */
+            duration_ms: number | null;
+            /** @description The error of the first node that did not end `done`. */
+            error: string | null;
+            /** @description The result of the run's last node that ended `done` (any JSON). */
+            result: unknown;
+        };
+        ScheduleRunList: {
+            items: components["schemas"]["ScheduleRun"][];
+            next_cursor: string | null;
+        };
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -2233,6 +2698,8 @@ export interface components {
         };
     };
     parameters: {
+        /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+        ScheduleID: string;
         /** @description A node id (identity nodes are `identity:<sub>`). */
         NodeID: string;
         /** @description A message id. */
@@ -3846,6 +4313,303 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             416: components["responses"]["RangeNotSatisfiable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of schedules. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleCreate"];
+            };
+        };
+        responses: {
+            /** @description The created schedule. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SchedulePatch"];
+            };
+        };
+        responses: {
+            /** @description The changed schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ScheduleNote"];
+            };
+        };
+        responses: {
+            /** @description The paused schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ScheduleNote"];
+            };
+        };
+        responses: {
+            /** @description The resumed schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    triggerSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ScheduleTrigger"];
+            };
+        };
+        responses: {
+            /** @description The run. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleRun"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listScheduleRuns: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleRunList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -1,0 +1,250 @@
+package schedule
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/clock"
+)
+
+// schedRef names a schedule.
+type schedRef struct{ tenant, id string }
+
+// loop is the firing loop: a heap of the instant each enabled schedule is
+// next due, kept in step by the commit hook of every write to a schedule
+// (track), and one goroutine that sleeps on the clock until the earliest.
+type loop struct {
+	s     *Service
+	clock clock.Clock
+	retry time.Duration
+
+	mu    sync.Mutex
+	heap  dueHeap
+	items map[schedRef]*dueItem
+	timer clock.Timer
+	armed time.Time // when timer fires; zero when none is armed
+
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	started bool
+	stopped bool
+}
+
+func newLoop(s *Service, retry time.Duration) *loop {
+	return &loop{
+		s: s, clock: s.clock, retry: retry, items: map[schedRef]*dueItem{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+}
+
+// Start reads every schedule's next fire from the store and starts the
+// firing loop. Fires that fell due while the server was down are made at
+// once, within each schedule's catch-up window.
+func (s *Service) Start(ctx context.Context) error {
+	l := s.loop
+	err := s.store.View(func(tx *graph.Tx) error {
+		return tx.ScheduleListAll(func(tenant, id string, raw json.RawMessage) error {
+			var rec Record
+			if err := json.Unmarshal(raw, &rec); err != nil {
+				return fmt.Errorf("error decoding schedule %q of tenant %q: %w", id, tenant, err)
+			}
+			if rec.Enabled && rec.NextFireAt != nil {
+				l.set(schedRef{tenant, id}, rec.due(tenant, *rec.NextFireAt))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("error reading schedules: %w", err)
+	}
+	l.mu.Lock()
+	l.started = true
+	l.mu.Unlock()
+	go l.run()
+	return nil
+}
+
+// Stop ends the firing loop and waits for it: a fire in progress completes
+// (it is one transaction), and a fire not yet made is made at the next
+// start, within its catch-up window. Stop is idempotent.
+func (s *Service) Stop() {
+	l := s.loop
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return
+	}
+	l.stopped = true
+	started := l.started
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.mu.Unlock()
+	close(l.stop)
+	if started {
+		<-l.done
+	}
+}
+
+// set records when ref is next due (zero: never) and wakes the loop when
+// that is earlier than what it sleeps for.
+func (l *loop) set(ref schedRef, due time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if it, ok := l.items[ref]; ok {
+		if due.IsZero() {
+			heap.Remove(&l.heap, it.index)
+			delete(l.items, ref)
+			return
+		}
+		it.due = due
+		heap.Fix(&l.heap, it.index)
+	} else {
+		if due.IsZero() {
+			return
+		}
+		it := &dueItem{ref: ref, due: due}
+		heap.Push(&l.heap, it)
+		l.items[ref] = it
+	}
+	if l.armed.IsZero() || due.Before(l.armed) {
+		l.poke()
+	}
+}
+
+// poke wakes the loop (without blocking).
+func (l *loop) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// popDue takes the schedules due now out of the heap (each fire puts its
+// schedule back through track), or arms the timer for the earliest one.
+func (l *loop) popDue() []schedRef {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		now := l.clock.Now()
+		var out []schedRef
+		for l.heap.Len() > 0 && !l.heap[0].due.After(now) {
+			it := heap.Pop(&l.heap).(*dueItem)
+			delete(l.items, it.ref)
+			out = append(out, it.ref)
+		}
+		if len(out) > 0 || l.stopped {
+			return out
+		}
+		if l.timer != nil {
+			l.timer.Stop()
+			l.timer, l.armed = nil, time.Time{}
+		}
+		if l.heap.Len() == 0 {
+			return nil
+		}
+		at := l.heap[0].due
+		l.armed = at
+		l.timer = l.clock.AfterFunc(at.Sub(now), l.poke)
+		// A timer is armed for a span, not an instant: if the clock moved
+		// while it was armed (a test's fake clock jumping), it may wake too
+		// late, so arm it again from the new time.
+		if l.clock.Now().Sub(now) <= time.Millisecond {
+			return nil
+		}
+	}
+}
+
+func (l *loop) run() {
+	defer close(l.done)
+	for {
+		select {
+		case <-l.stop:
+			return
+		default:
+		}
+		if refs := l.popDue(); len(refs) > 0 {
+			l.fireAll(refs)
+			continue
+		}
+		select {
+		case <-l.wake:
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// fireAll makes the due fires of refs, one transaction per schedule,
+// sharing one wait for the log.
+func (l *loop) fireAll(refs []schedRef) {
+	// Not the stop signal: a fire begun is finished, so Stop never leaves
+	// one half made (it could not be anyway: it is one transaction).
+	ctx, durable := graph.WithBarrier(context.Background())
+	var failed []schedRef
+	for _, ref := range refs {
+		if err := l.s.fire(ctx, ref); err != nil {
+			l.s.log.Error("schedule fire failed; retrying", "tenant", ref.tenant, "schedule", ref.id, "err", err)
+			failed = append(failed, ref)
+		}
+	}
+	if err := durable.Wait(); err != nil {
+		l.s.log.Error("schedule fires not durable; retrying", "err", err)
+		failed = refs
+	}
+	retryAt := l.clock.Now().Add(l.retry)
+	for _, ref := range failed {
+		l.set(ref, retryAt)
+	}
+}
+
+// fire makes the due fires of one schedule.
+func (s *Service) fire(ctx context.Context, ref schedRef) error {
+	def, err := s.work.Defaults(ctx, ref.tenant)
+	if err != nil {
+		return err
+	}
+	err = s.store.Update(ctx, func(tx *graph.Tx) error { return s.fireTx(tx, ref.tenant, ref.id, def) })
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// dueItem is a schedule in the heap.
+type dueItem struct {
+	ref   schedRef
+	due   time.Time
+	index int
+}
+
+type dueHeap []*dueItem
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+
+func (h *dueHeap) Push(x any) {
+	it := x.(*dueItem)
+	it.index = len(*h)
+	*h = append(*h, it)
+}
+
+func (h *dueHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return it
+}
