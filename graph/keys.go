@@ -141,7 +141,7 @@ func workerKey(tenant, by, worker string) []byte {
 	return newKey(tagWorker, tenant).str(by).last(worker)
 }
 
-func blobKey(tenant, sha string) []byte { return newKey(tagBlob, tenant).last(sha) }
+func blobKey(tenant, sha string) []byte    { return newKey(tagBlob, tenant).last(sha) }
 func scheduleKey(tenant, id string) []byte { return newKey(tagSchedule, tenant).last(id) }
 
 func scheduleRunKey(tenant, id string, seq uint64) []byte {
