@@ -39,7 +39,12 @@ func (r Report) String() string {
 // Check decides whether history is linearizable under cfg, giving up after
 // timeout (Result Unknown). An illegal history is drawn into dir (when dir is
 // not empty) for a person to read.
-func Check(cfg Config, history []porcupine.Operation, timeout time.Duration, dir string) Report {
+func Check(cfg Config, ops []Op, timeout time.Duration, dir string) Report {
+	return CheckOperations(cfg, Operations(ops), timeout, dir)
+}
+
+// CheckOperations is Check for a history already in porcupine's terms.
+func CheckOperations(cfg Config, history []porcupine.Operation, timeout time.Duration, dir string) Report {
 	m := Model(cfg)
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(m, history, timeout)
@@ -59,8 +64,9 @@ func Check(cfg Config, history []porcupine.Operation, timeout time.Duration, dir
 	return r
 }
 
-// explain lists the operations of the first illegal partition, with their
-// times in milliseconds from its first call.
+// explain shows the first illegal node: the last operations, in call
+// order, of its shortest illegal prefix (bisected by call order, which is a
+// good guide though not an exact one).
 func explain(m porcupine.Model, history []porcupine.Operation, timeout time.Duration) string {
 	for _, part := range m.Partition(history) {
 		if porcupine.CheckOperationsTimeout(m, part, timeout) != porcupine.Illegal {
@@ -68,15 +74,29 @@ func explain(m porcupine.Model, history []porcupine.Operation, timeout time.Dura
 		}
 		part = slices.Clone(part)
 		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
-		t0 := part[0].Call
+		lo, hi := 1, len(part)
+		for lo < hi {
+			mid := (lo + hi) / 2
+			if porcupine.CheckOperationsTimeout(m, part[:mid], timeout) == porcupine.Illegal {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		shown := part[max(0, lo-explainOps):lo]
+		t0 := part[lo-1].Call
 		var b strings.Builder
-		fmt.Fprintf(&b, "node %s, %d operations:\n", part[0].Input.(Input).Node, len(part))
-		for _, op := range part {
-			fmt.Fprintf(&b, "  [%9.3f, %9.3f] ms  %s\n", ms(op.Call-t0), ms(op.Return-t0), describe(op.Input.(Input), op.Output.(Output)))
+		fmt.Fprintf(&b, "node %s: %d operations; the first %d (by call) are illegal, the last %d of them (ms from the last call):\n",
+			part[0].Input.(Input).Node, len(part), lo, len(shown))
+		for _, op := range shown {
+			fmt.Fprintf(&b, "  [%9.3f, %9.3f]  %s\n", ms(op.Call-t0), ms(op.Return-t0), describe(op.Input.(Input), op.Output.(Output)))
 		}
 		return b.String()
 	}
 	return ""
 }
+
+// explainOps is how many operations explain shows.
+const explainOps = 40
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }

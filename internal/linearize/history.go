@@ -110,19 +110,18 @@ type Counts struct {
 	Nodes    int
 }
 
-// Operations is the history for porcupine. A call without an answer may have
-// taken effect up to the moment its server was known dead (or up to now, if
-// its server still runs), so that is its return; one sent after its server
-// died, or a read, constrains nothing and is left out. Every restart appears
-// once per node.
-func (r *Recorder) Operations() ([]porcupine.Operation, Counts) {
+// History is the history to check. A call without an answer may have taken
+// effect up to the moment its server was known dead (or up to now, if its
+// server still runs), so that is its return; one sent after its server died,
+// or a read, constrains nothing and is left out. Every restart appears once
+// per node. Each Input carries its call's interval.
+func (r *Recorder) History() ([]Op, Counts) {
 	end := Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var c Counts
-	clients := map[string]int{"": 0}
 	nodes := map[string]bool{}
-	var out []porcupine.Operation
+	var out []Op
 	for _, op := range r.ops {
 		if op.Output.Result == Unknown || op.Output.Result == 0 { // 0: never answered
 			op.Output = Output{Result: Unknown}
@@ -137,13 +136,8 @@ func (r *Recorder) Operations() ([]porcupine.Operation, Counts) {
 			}
 		}
 		c.Ops++
-		id, ok := clients[op.Input.Client]
-		if !ok {
-			id = len(clients)
-			clients[op.Input.Client] = id
-		}
 		nodes[op.Input.Node] = true
-		out = append(out, operation(op, id))
+		out = append(out, stamped(op))
 	}
 	names := make([]string, 0, len(nodes))
 	for n := range nodes {
@@ -154,14 +148,30 @@ func (r *Recorder) Operations() ([]porcupine.Operation, Counts) {
 		c.Restarts++
 		for _, n := range names {
 			rs.Input.Node = n
-			out = append(out, operation(rs, 0))
+			out = append(out, stamped(rs))
 		}
 	}
 	c.Nodes = len(names)
 	return out, c
 }
 
-func operation(op Op, client int) porcupine.Operation {
+func stamped(op Op) Op {
 	op.Input.Call, op.Input.Return = op.Call, op.Return
-	return porcupine.Operation{ClientId: client, Input: op.Input, Call: op.Call, Output: op.Output, Return: op.Return}
+	return op
+}
+
+// Operations is a history in porcupine's terms (a ClientId per identity, for
+// its drawing).
+func Operations(history []Op) []porcupine.Operation {
+	clients := map[string]int{"": 0}
+	out := make([]porcupine.Operation, len(history))
+	for i, op := range history {
+		id, ok := clients[op.Input.Client]
+		if !ok {
+			id = len(clients)
+			clients[op.Input.Client] = id
+		}
+		out[i] = porcupine.Operation{ClientId: id, Input: op.Input, Call: op.Call, Output: op.Output, Return: op.Return}
+	}
+	return out
 }

@@ -100,10 +100,6 @@ func partitionByNode(history []porcupine.Operation) [][]porcupine.Operation {
 func (cfg Config) step(s State, in Input, out Output) []any {
 	var next []any
 	for _, pre := range cfg.at(s, in) {
-		if in.Kind == Restart {
-			next = append(next, restart(pre, in))
-			continue
-		}
 		want, after := cfg.decide(pre, in)
 		switch {
 		case out.Result == Unknown:
@@ -115,6 +111,15 @@ func (cfg Config) step(s State, in Input, out Output) []any {
 			}
 		case out == want:
 			next = append(next, after)
+		default:
+			continue
+		}
+		if pre != s && after == pre && (in.Kind == Renew || in.Kind == Complete || in.Kind == Restart) {
+			// The lease had lapsed and this did not settle it (a claim or a
+			// release settles it first; a renew or a complete only refuses;
+			// a restart leaves it to the reaper): the stored record may
+			// still show it until the reaper runs.
+			next = append(next, s)
 		}
 	}
 	return next
@@ -231,6 +236,8 @@ func (cfg Config) decide(s State, in Input) (Output, State) {
 		return Output{Result: OK, Status: StatusDone}, s
 	case Read:
 		return Output{Result: OK, Status: s.Status, Holder: s.Holder, Fence: s.Fence, Attempts: s.Attempts}, s
+	case Restart:
+		return Output{Result: OK}, restart(s, in)
 	}
 	panic(fmt.Sprintf("linearize: no such operation %v", in.Kind))
 }

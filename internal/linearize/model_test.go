@@ -20,7 +20,7 @@ const (
 
 // h builds a history with times in milliseconds from an origin.
 type h struct {
-	ops []porcupine.Operation
+	ops []Op
 }
 
 const origin = int64(1_700_000_000_000_000_000)
@@ -32,7 +32,7 @@ func (b *h) op(call, ret float64, in Input, out Output) *h {
 	if in.Node == "" {
 		in.Node = "n"
 	}
-	b.ops = append(b.ops, porcupine.Operation{Input: in, Call: at(call), Output: out, Return: at(ret)})
+	b.ops = append(b.ops, Op{Input: in, Call: at(call), Output: out, Return: at(ret)})
 	return b
 }
 
@@ -134,6 +134,17 @@ func TestModelAcceptsLegalHistories(t *testing.T) {
 			claim(0, 10, "a", short, granted("a", 1, 1)).
 			read(1100, 1101, running("a", 1, 1)).
 			read(1200, 1201, Output{Status: StatusQueued, Attempts: 1}),
+		"a renew refused for a lapsed lease leaves it for the reaper": new(h).
+			claim(0, 10, "a", short, granted("a", 1, 1)).
+			write(1100, 1101, Renew, "b", 0, lost("")).
+			read(1150, 1151, running("a", 1, 1)).
+			read(1300, 1301, Output{Status: StatusQueued, Attempts: 1}),
+		"a restart leaves a lease that lapsed while it was down to the reaper": new(h).
+			claim(0, 10, "a", short, granted("a", 1, 1)).
+			restart(900, 1100).
+			read(1110, 1111, running("a", 1, 1)).
+			read(1120, 1121, Output{Status: StatusQueued, Attempts: 1}).
+			claim(1130, 1131, "b", long, granted("b", 2, 2)),
 		"a holder's release after expiry is a no-op": new(h).
 			claim(0, 10, "a", short, granted("a", 1, 1)).
 			write(1100, 1101, Release, "a", 1, okQueued).
@@ -226,6 +237,11 @@ func TestModelRejectsIllegalHistories(t *testing.T) {
 			claim(13.9, 41.6, "c00", long, granted("c00", 2, 1)).
 			claim(16.1, 16.4, "c05", long, conflict("c00")).
 			read(17.2, 17.5, running("c03", 1, 1)),
+		"a lapsed lease shown again after a claim settled it": new(h).
+			claim(0, 10, "a", short, granted("a", 1, 1)).
+			claim(1100, 1101, "b", long, granted("b", 2, 2)).
+			write(1102, 1103, Release, "b", 2, okQueued).
+			read(1150, 1151, running("a", 1, 1)),
 		"a stale read": new(h).
 			claim(0, 1, "a", long, granted("a", 1, 1)).
 			read(2, 3, Output{Status: StatusQueued}),
@@ -257,14 +273,13 @@ func TestRecorderUnknownOutcomes(t *testing.T) {
 	r.Restarted(call, Now())
 	r.Begin(Input{Kind: Read, Node: "n", Client: "a"}, 1).End(Output{Result: OK, Status: StatusDone, Attempts: 1})
 
-	ops, c := r.Operations()
+	ops, c := r.History()
 	require.Equal(t, Counts{Ops: 3, Unknown: 3, Dropped: 2, Restarts: 1, Nodes: 1}, c)
 	require.Len(t, ops, 4)
 	for _, op := range ops {
-		in := op.Input.(Input)
-		require.Equal(t, op.Call, in.Call)
-		require.Equal(t, op.Return, in.Return)
-		if op.Output.(Output).Result == Unknown {
+		require.Equal(t, op.Call, op.Input.Call)
+		require.Equal(t, op.Return, op.Input.Return)
+		if op.Output.Result == Unknown {
 			require.Less(t, op.Return, call, "an unanswered call ends when its server died")
 		}
 	}
