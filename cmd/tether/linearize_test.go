@@ -33,10 +33,10 @@ import (
 
 const (
 	linMaxAttempts = 1000
-	linLongTTL     = time.Minute // outlives a run: no expiry but the deliberate ones
+	linLongTTL     = time.Minute // outlives the short run; in a long one only leases nobody tends lapse
 	linShortTTL    = time.Second // the deliberate ones
 	linQueue       = "lin"
-	checkTimeout   = 5 * time.Minute
+	checkTimeout   = time.Minute // per node
 )
 
 // linScale is the size of a linearizability run.
@@ -169,7 +169,7 @@ func (c *linCluster) check(name string) (linearize.Counts, linearize.Report) {
 	rep := linearize.Check(linearize.DefaultConfig(linMaxAttempts), ops, checkTimeout, c.t.TempDir())
 	c.t.Logf("%s: %d calls (%d with unknown outcome, %d of them dropped), %d restarts, %d nodes; %v",
 		name, counts.Ops, counts.Unknown, counts.Dropped, counts.Restarts, counts.Nodes, rep)
-	if rep.Result != porcupine.Ok {
+	if rep.Result != porcupine.Ok { // Illegal, or a node porcupine could not decide
 		// Keep the history past the test's temp dirs, for replay.
 		if f, err := os.CreateTemp("", "tether-linearize-*.json"); err == nil {
 			_ = json.NewEncoder(f).Encode(ops)
@@ -298,11 +298,14 @@ func TestLinearizeLeases(t *testing.T) {
 	scale := linearizeScale(t)
 	var total linearize.Counts
 	for run := range scale.runs {
-		counts := linearizeRun(t, run, scale)
-		total.Ops += counts.Ops
-		total.Unknown += counts.Unknown
-		total.Restarts += counts.Restarts
-		total.Nodes += counts.Nodes
+		// A subtest per run, so each run's servers are gone before the next.
+		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
+			counts := linearizeRun(t, run, scale)
+			total.Ops += counts.Ops
+			total.Unknown += counts.Unknown
+			total.Restarts += counts.Restarts
+			total.Nodes += counts.Nodes
+		})
 	}
 	t.Logf("%d runs: %d calls checked (%d with unknown outcome), %d restarts, %d nodes; 0 illegal",
 		scale.runs, total.Ops, total.Unknown, total.Restarts, total.Nodes)

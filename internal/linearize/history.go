@@ -26,7 +26,6 @@ type Op struct {
 type Recorder struct {
 	mu       sync.Mutex
 	ops      []Op
-	epoch    int
 	died     []int64 // died[e]: when server e was known dead
 	restarts []Op
 }
@@ -69,21 +68,13 @@ func (r *Recorder) Add(op Op) {
 	r.ops = append(r.ops, op)
 }
 
-// Epoch is the current server incarnation.
-func (r *Recorder) Epoch() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.epoch
-}
-
-// Died records that the current server is gone (its process reaped after a
-// kill -9). Call it before the restart begins.
+// Died records that the server of the current epoch is gone (its process
+// reaped after a kill -9); the next epoch begins. Call it before the restart.
 func (r *Recorder) Died() {
 	at := Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.died = append(r.died, at)
-	r.epoch++
 }
 
 // Restarted records that a new server started between call and ret, after

@@ -20,7 +20,8 @@ const (
 // State is one node as the model knows it.
 type State struct {
 	Status string
-	// The live lease, when Status is running.
+	// The lease, when Status is running (it may have lapsed by the clock
+	// and not yet been settled).
 	Holder string
 	Fence  uint64
 	TTL    int64 // ns

@@ -87,7 +87,12 @@ func (r Result) String() string {
 	return fmt.Sprintf("result(%d)", uint8(r))
 }
 
-// Output is what the server answered, reduced to what the model checks.
+// Output is what the server answered, reduced to what the model checks. The
+// model compares it whole, so each answer fills exactly these fields: a
+// granted claim Status, Holder, Fence, Renewed and Attempts; a renew Holder
+// and Fence; a release or a complete Status; a read Status, Holder, Fence and
+// Attempts; a conflict or a lease_lost Holder; not_claimable and unknown
+// nothing.
 type Output struct {
 	Result Result `json:"result"`
 	// Status is the node status in the answer: a claim's, a release's, a
