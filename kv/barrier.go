@@ -41,7 +41,8 @@ func (b *Barrier) join() chan error {
 }
 
 // Wait returns once every write that joined is durable (or was never
-// applied), or the first error making one durable.
+// applied; for one that failed, once the writes it read are), or the first
+// error making one durable.
 func (b *Barrier) Wait() error {
 	b.mu.Lock()
 	pending := b.pending

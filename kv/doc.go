@@ -29,6 +29,10 @@
 //     (renewals and reaps, which a restart makes good), and writes made
 //     under a Barrier, whose caller waits once for all of them (barrier.go).
 //     Their writes still reach readers only once durable.
+//   - A closure that fails is answered only once every write it could have
+//     read is durable (under a Barrier, the barrier waits for them): a
+//     refusal never rests on a write that a crash could lose or that a
+//     reader cannot see yet.
 //   - Durability uses no knowledge of Badger's files: the log is ours (one
 //     write and one fdatasync of a preallocated segment per group), and a
 //     log segment is removed only after Badger's synced commits hold every

@@ -77,6 +77,9 @@ type request struct {
 	fn    func(*Txn) error
 	err   chan error
 	eager bool // answered once applied, not once durable
+	// failed is the error of a closure that failed, answered once what it
+	// read is durable (see answerFailed).
+	failed error
 	// durable, for a write that joined a Barrier, hears once it is durable
 	// (nil also when it was not applied at all).
 	durable chan error

@@ -151,8 +151,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 		}
 		if err != nil {
 			t.rollback()
-			r.err <- err
-			r.settle(nil)
+			s.answerFailed(f, g, r, err)
 			return
 		}
 		s.stats.Closures.Add(1)
@@ -211,6 +210,26 @@ func (s *Store) call(fn func(*Txn) error, t *Txn) (err error) {
 	return fn(t)
 }
 
+// answerFailed answers a closure that failed. It wrote nothing, but its
+// answer may rest on writes it read that are not durable yet (a refusal that
+// names a holder whose claim is still being logged): a crash could lose them,
+// and readers do not see them yet. So unless nothing it could read was in
+// flight, it is answered with its segment, once durable, as a success would
+// be; under a barrier it is answered at once and the barrier waits instead.
+func (s *Store) answerFailed(f *inflight, g *segment, r *request, err error) {
+	switch {
+	case g.over.len() == 0 && len(s.pend) == 0:
+		r.err <- err
+		r.settle(nil)
+	case r.durable != nil:
+		r.err <- err
+		f.waiting = append(f.waiting, &request{err: r.durable})
+	default:
+		r.failed = err
+		f.waiting = append(f.waiting, r)
+	}
+}
+
 // dropDurable forgets the in-flight segments that have become durable; a
 // snapshot opened after this holds them. Commits complete in order, so they
 // are a prefix.
@@ -252,7 +271,7 @@ func (s *Store) logLoop() {
 				h()
 			}
 			for _, r := range f.waiting {
-				r.err <- nil
+				r.err <- r.failed
 			}
 		}
 		for _, f := range group {

@@ -33,6 +33,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(frozenEnv) != "" { // re-executed as the frozen client of linearize_test.go
+		os.Exit(runFrozenClient())
+	}
 	dir, err := os.MkdirTemp("", "tether-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error making a temp dir:", err)
