@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,6 +193,24 @@ func TestDashboard(t *testing.T) {
 	}
 	require.NoError(t, os.MkdirAll(shots, 0o755))
 
+	// Everything the page writes to the console: the test ends by requiring
+	// no exception, no CSP violation and no error but the refusal it causes.
+	var (
+		mu      sync.Mutex
+		console []chromedp.ConsoleMessage
+	)
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			console = append(console, m)
+			mu.Unlock()
+		}
+	}()
+
 	ops := s.token("ops", "dispatcher")
 	alice, bob := s.token("alice", "worker"), s.token("bob", "worker")
 
@@ -267,21 +288,72 @@ func TestDashboard(t *testing.T) {
 	require.Contains(t, carriers, "released")
 	screenshot(t, ctx, shots, "node.png")
 
-	// A reader may look but not act: the refusal's detail is shown.
+	// Release, cancel and requeue a node from its page (the page asks
+	// confirm() first: the test says yes). index-site stands alone, so the
+	// cancel reaches no other node.
+	s.call(bob, "POST", "/v1/nodes/index-site/claim", map[string]any{}, 200)
+	nodeStatus := func(id string) string {
+		return s.call(ops, "GET", "/v1/nodes/"+id, nil, 200)["status"].(string)
+	}
+	const shows = `document.querySelector('#node h2')?.textContent === 'index-site' && document.querySelector('#node .badge')?.textContent === `
+	const action = `#node button[data-action="%s"]`
+	step(t, ctx, "release index-site's lease",
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true; location.hash = '#/node/index-site'`),
+		until(shows+`'running'`),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(action, "Release lease"))),
+		until(shows+`'queued'`))
+	require.Equal(t, "queued", nodeStatus("index-site"))
+	step(t, ctx, "cancel index-site",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(action, "Cancel"))),
+		until(shows+`'cancelled'`))
+	require.Equal(t, "cancelled", nodeStatus("index-site"))
+	step(t, ctx, "requeue index-site",
+		chromedp.Click(chromedp.CSS(fmt.Sprintf(action, "Requeue"))),
+		until(shows+`'queued'`))
+	require.Equal(t, "queued", nodeStatus("index-site"))
+	screenshot(t, ctx, shots, "node-requeued.png")
+	carriers = eval[string](t, ctx, `document.querySelector('#carriers').textContent`)
+	require.Contains(t, carriers, "identity:bob")
+	require.Contains(t, carriers, "taken_over", "a dispatcher's release of bob's lease ends his edge so")
+
+	// A reader's API key may look but not act: the refusal's detail is shown.
+	root := s.token("root", "admin")
+	key := s.call(root, "POST", "/v1/tokens", map[string]any{"sub": "viewer", "roles": []string{"reader"}, "name": "dashboard"}, 201)
 	step(t, ctx, "sign in as a reader",
 		chromedp.Click(chromedp.ID("signout")),
 		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), s.token("viewer", "reader")),
+		chromedp.SendKeys(chromedp.ID("token"), key["token"].(string)),
 		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)),
 		chromedp.Click(chromedp.CSS(`header .brand`)),
 		until(`!!document.querySelector('#queues tr[data-queue="builds"] button.resume')`),
 		chromedp.Click(chromedp.CSS(`#queues tr[data-queue="builds"] button.resume`)),
 		until(`!document.querySelector('#problem').hidden`))
 	problem := eval[string](t, ctx, `document.querySelector('#problem').textContent`)
+	// The events of the last sign-in were forgotten, then read again once.
+	step(t, ctx, "the reader's events are listed", until(`[...document.querySelectorAll('#events .seq')].some(e => e.textContent === '#1')`))
+	seqs := eval[[]string](t, ctx, `[...document.querySelectorAll('#events .seq')].map(e => e.textContent)`)
+	require.Len(t, seqs, len(slices.Compact(slices.Sorted(slices.Values(seqs)))), "no event twice: %v", seqs)
 	require.Contains(t, problem, "Resume builds: 403 forbidden")
 	require.Contains(t, problem, "needs the dispatcher role")
 	screenshot(t, ctx, shots, "refused.png")
 	require.Equal(t, map[string]bool{"builds": true, "indexing": false}, s.paused(ops), "the refused resume changed nothing")
+
+	// A revoked key sends the operator back to sign in, saying why.
+	mu.Lock()
+	revoked := len(console) // only later messages may be the key's 401s
+	mu.Unlock()
+	s.call(root, "DELETE", "/v1/tokens/"+key["id"].(string), nil, 204)
+	step(t, ctx, "a revoked key signs the page out",
+		until(`document.querySelector('#signin .error')?.textContent.startsWith('401')`))
+	require.Empty(t, eval[string](t, ctx, `sessionStorage.getItem('tether.token') ?? ''`))
+
+	mu.Lock()
+	defer mu.Unlock()
+	for i, m := range console {
+		refusal := m.Source == "network" &&
+			(strings.Contains(m.Text, "status of 403") || i >= revoked && strings.Contains(m.Text, "status of 401"))
+		require.False(t, m.IsException() || m.Source == "security" || (m.Type == chromedp.ConsoleError && !refusal), "the page said %s (%s %s)", m, m.Source, m.URL)
+	}
 }
 
 // TestDashboardFiles checks how the files are served, without a browser.

@@ -39,7 +39,7 @@ export async function act(button, what, fn, refresh) {
 // button makes an action button for the action `what` (as the operator
 // reads it: "Pause builds"); confirmText, when given, is asked first.
 export function button(label, what, fn, refresh, { confirmText, kind } = {}) {
-  const b = h('button', { class: kind || '', type: 'button' }, label);
+  const b = h('button', { class: kind || '', type: 'button', dataset: { action: label } }, label);
   b.addEventListener('click', () => {
     if (confirmText && !window.confirm(confirmText)) return;
     act(b, what, fn, refresh);

@@ -50,9 +50,16 @@ export async function api(method, path, body) {
   }
   const res = await fetch(path, init);
   noteDate(res);
-  if (!res.ok) throw await readProblem(res);
+  if (!res.ok) {
+    const p = await readProblem(res);
+    if (p.status === 401) window.dispatchEvent(new CustomEvent(UNAUTHORIZED, { detail: p }));
+    throw p;
+  }
   if (res.status === 204) return null;
   return res.json();
 }
 
 export const enc = encodeURIComponent;
+
+// UNAUTHORIZED is the window event a 401 answer raises (detail: the Problem).
+export const UNAUTHORIZED = 'tether:unauthorized';

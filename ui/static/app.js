@@ -1,7 +1,7 @@
 // The dashboard: a sign-in form, the tenant overview (#/) and a node's page
 // (#/node/<id>), kept current by the live event stream and a slow poll.
 
-import { api, token, serverNow, Problem } from './api.js';
+import { api, token, serverNow, Problem, UNAUTHORIZED } from './api.js';
 import { showProblem } from './actions.js';
 import { streamEvents } from './events.js';
 import { h, fmtLeft } from './dom.js';
@@ -20,7 +20,9 @@ function signIn(message) {
   showProblem(null);
   stream?.abort();
   stream = null;
+  view?.stop();
   view = null;
+  recent.length = 0; // the next token may be another tenant's
   token.clear();
   for (const id of ['goto', 'signout']) document.getElementById(id).hidden = true;
   document.getElementById('who').textContent = '';
@@ -70,6 +72,7 @@ async function start() {
 function route() {
   if (!token.get() || !stream) return;
   const m = location.hash.match(/^#\/node\/(.+)$/);
+  view?.stop();
   view = m ? nodePage(main, decodeURIComponent(m[1])) : overview(main, recent);
   view.refresh();
 }
@@ -88,6 +91,11 @@ setInterval(tick, 100);
 setInterval(() => view?.refresh(), 5000);
 
 window.addEventListener('hashchange', route);
+// A token that stops working (revoked, expired) sends the operator back to
+// sign in, saying why.
+window.addEventListener(UNAUTHORIZED, (e) => {
+  if (stream) signIn(`${e.detail.status}: ${e.detail.message}`);
+});
 document.getElementById('signout').addEventListener('click', () => signIn());
 document.getElementById('goto').addEventListener('submit', (e) => {
   e.preventDefault();

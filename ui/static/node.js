@@ -17,7 +17,9 @@ export function nodePage(main, id) {
     h('div', { class: 'col' }, head, hood, h('div', { class: 'grid even' }, carriers, comments)));
 
   let pending = null;
+  let alive = true; // until stop: a page left behind makes no request
   const refresh = async () => {
+    if (!alive) return;
     const parts = [
       [head, () => api('GET', `/v1/nodes/${enc(id)}`).then(renderNode)],
       [hood, () => api('GET', `/v1/nodes/${enc(id)}/subgraph?depth=2`).then((g) => graph(g, id))],
@@ -79,6 +81,10 @@ export function nodePage(main, id) {
 
   return {
     refresh,
+    stop() {
+      alive = false;
+      clearTimeout(pending);
+    },
     onEvent(ev) {
       if (ev.node_id !== id && ev.data?.to !== id) return;
       clearTimeout(pending);

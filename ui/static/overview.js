@@ -18,9 +18,11 @@ export function overview(main, recent) {
     h('div', { class: 'col side' }, events)));
 
   let pending = null;
+  let alive = true; // until stop: a page left behind makes no request
   let drawing = null;
   const opened = new Set(); // schedules whose next fires are shown
   const refresh = async () => {
+    if (!alive) return;
     const loads = [
       [leases, () => api('GET', '/v1/leases?limit=1000').then(renderLeases)],
       [queues, () => api('GET', '/v1/queues').then(renderQueues)],
@@ -120,6 +122,10 @@ export function overview(main, recent) {
 
   return {
     refresh,
+    stop() {
+      alive = false;
+      clearTimeout(pending);
+    },
     onEvent() {
       drawing ??= setTimeout(() => {
         drawing = null;
