@@ -235,9 +235,9 @@ func TestDashboard(t *testing.T) {
 	s.call(bob, "POST", "/v1/workers/heartbeat", map[string]any{"worker": "bob-1", "status": "idle"}, 200)
 	s.call(ops, "POST", "/v1/schedules", map[string]any{"id": "nightly-docs", "cron": "0 3 * * *", "timezone": "Europe/Paris", "template": map[string]any{"type": "index", "queue": "indexing"}}, 201)
 
-	step(t, ctx, "open the page and sign in",
-		chromedp.Navigate(s.url+"/ui/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
+	step(t, ctx, "open the page", chromedp.Navigate(s.url+"/ui"), chromedp.WaitVisible(chromedp.ID("token")))
+	screenshot(t, ctx, shots, "signin.png")
+	step(t, ctx, "sign in",
 		chromedp.SendKeys(chromedp.ID("token"), ops),
 		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)),
 		until(`document.querySelector('#leases tr[data-node="build-mac"] .countdown')?.textContent.endsWith('s')`),
@@ -267,6 +267,9 @@ func TestDashboard(t *testing.T) {
 	// Workers and schedules are there.
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#workers').textContent`), "working")
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#schedules').textContent`), "nightly-docs")
+	step(t, ctx, "a schedule's next fires",
+		chromedp.Click(chromedp.CSS(`#schedules button.link`)),
+		until(`document.querySelectorAll('#schedules tr.detail li').length === 5`))
 	screenshot(t, ctx, shots, "overview.png")
 
 	// Pause a queue from the page; the API says it is paused.

@@ -1,3 +1,5 @@
+import { serverNow } from './api.js';
+
 // h builds an element: h('td', {class: 'x'}, 'text', child). Text is always
 // set as text, never parsed as HTML.
 export function h(tag, attrs = {}, ...children) {
@@ -32,9 +34,12 @@ export function panel(id, title, ...body) {
 
 export const nodeLink = (id) => h('a', { href: `#/node/${encodeURIComponent(id)}` }, id);
 
-// countdown is a span the clock tick keeps showing the time left until
-// expires (Unix ms).
-export const countdown = (expires, kind = '') => h('span', { class: `countdown ${kind}`, dataset: { expires: String(expires) } });
+// countdown is a span showing the time left until expires (Unix ms, on the
+// server's clock), which the page's clock tick keeps moving.
+export function countdown(expires, kind = '') {
+  const left = expires - serverNow();
+  return h('span', { class: `countdown ${kind}${left < 10000 ? ' low' : ''}`, dataset: { expires: String(expires) } }, fmtLeft(left));
+}
 
 export function fmtLeft(ms) {
   if (ms <= 0) return 'expired';
