@@ -11,7 +11,7 @@ import { nodePage } from './node.js';
 const main = document.getElementById('main');
 const streamPill = document.getElementById('stream');
 
-let view = null; // the page shown: {refresh(), onEvent(ev)}
+let view = null; // the page shown: {refresh(), onEvent(ev), stop()}
 let stream = null; // AbortController of the event stream
 const recent = []; // the newest events, newest first
 const RECENT = 100;
