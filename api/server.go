@@ -149,6 +149,7 @@ func (s *Server) routes() {
 	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
 	e.GET("/skill.md", s.skill)
 	e.GET("/admin/backup", s.backup)
+	s.dashboardRoutes()
 
 	v1 := s.v1Routes()
 	reader, worker, dispatcher, admin := tenant.RoleReader, tenant.RoleWorker, tenant.RoleDispatcher, tenant.RoleAdmin

@@ -2284,6 +2284,22 @@ type ClientInterface interface {
 	// Corresponds with GET /skill.md (the `GetSkill` operationId).
 	GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetDashboard The operator dashboard
+	//
+	// A page for operators (package `ui`, embedded in the binary): live leases,
+	// queues, workers, schedules, live events and a page per node. It asks for a
+	// token or API key, keeps it in the tab's sessionStorage and calls this API
+	// with it; the files themselves need no credentials. `GET /ui` redirects here.
+	// Served with a Content-Security-Policy that allows only this origin.
+	//
+	// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+	GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDashboardFile A file of the operator dashboard (script, style sheet)
+	//
+	// Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
+	GetDashboardFile(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RunBatchWithBody Many lease operations in one request
 	//
 	// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
@@ -3510,6 +3526,42 @@ func (c *Client) HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (
 // Corresponds with GET /skill.md (the `GetSkill` operationId).
 func (c *Client) GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSkillRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDashboard The operator dashboard
+//
+// A page for operators (package `ui`, embedded in the binary): live leases,
+// queues, workers, schedules, live events and a page per node. It asks for a
+// token or API key, keeps it in the tab's sessionStorage and calls this API
+// with it; the files themselves need no credentials. `GET /ui` redirects here.
+// Served with a Content-Security-Policy that allows only this origin.
+//
+// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+func (c *Client) GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDashboardRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetDashboardFile A file of the operator dashboard (script, style sheet)
+//
+// Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
+func (c *Client) GetDashboardFile(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDashboardFileRequest(c.Server, file)
 	if err != nil {
 		return nil, err
 	}
@@ -5661,6 +5713,67 @@ func NewGetSkillRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/skill.md")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDashboardRequest constructs an http.Request for the GetDashboard method
+func NewGetDashboardRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ui/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDashboardFileRequest constructs an http.Request for the GetDashboardFile method
+func NewGetDashboardFileRequest(server string, file string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file", file, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/ui/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -8700,6 +8813,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /skill.md (the `GetSkill` operationId).
 	GetSkillWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSkillResponse, error)
 
+	// GetDashboardWithResponse The operator dashboard
+	//
+	// A page for operators (package `ui`, embedded in the binary): live leases,
+	// queues, workers, schedules, live events and a page per node. It asks for a
+	// token or API key, keeps it in the tab's sessionStorage and calls this API
+	// with it; the files themselves need no credentials. `GET /ui` redirects here.
+	// Served with a Content-Security-Policy that allows only this origin.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+	GetDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDashboardResponse, error)
+
+	// GetDashboardFileWithResponse A file of the operator dashboard (script, style sheet)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
+	GetDashboardFileWithResponse(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*GetDashboardFileResponse, error)
+
 	// RunBatchWithBodyWithResponse Many lease operations in one request
 	//
 	// Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
@@ -10217,6 +10350,81 @@ func (r GetSkillResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetSkillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetDashboardResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDashboardResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDashboardResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDashboardResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDashboardResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetDashboardFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetDashboardFileResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetDashboardFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDashboardFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDashboardFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetDashboardFileResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -16348,6 +16556,38 @@ func (c *ClientWithResponses) GetSkillWithResponse(ctx context.Context, reqEdito
 	return ParseGetSkillResponse(rsp)
 }
 
+// GetDashboardWithResponse The operator dashboard
+//
+// A page for operators (package `ui`, embedded in the binary): live leases,
+// queues, workers, schedules, live events and a page per node. It asks for a
+// token or API key, keeps it in the tab's sessionStorage and calls this API
+// with it; the files themselves need no credentials. `GET /ui` redirects here.
+// Served with a Content-Security-Policy that allows only this origin.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+func (c *ClientWithResponses) GetDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDashboardResponse, error) {
+	rsp, err := c.GetDashboard(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDashboardResponse(rsp)
+}
+
+// GetDashboardFileWithResponse A file of the operator dashboard (script, style sheet)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
+func (c *ClientWithResponses) GetDashboardFileWithResponse(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*GetDashboardFileResponse, error) {
+	rsp, err := c.GetDashboardFile(ctx, file, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDashboardFileResponse(rsp)
+}
+
 // RunBatchWithBodyWithResponse Many lease operations in one request
 //
 // Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
@@ -18257,6 +18497,48 @@ func ParseGetSkillResponse(rsp *http.Response) (*GetSkillResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetDashboardResponse parses an HTTP response from a GetDashboardWithResponse call
+func ParseGetDashboardResponse(rsp *http.Response) (*GetDashboardResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDashboardResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseGetDashboardFileResponse parses an HTTP response from a GetDashboardFileWithResponse call
+func ParseGetDashboardFileResponse(rsp *http.Response) (*GetDashboardFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDashboardFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
 
 	}
 

@@ -1393,6 +1393,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ui/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operator dashboard
+         * @description A page for operators (package `ui`, embedded in the binary): live leases,
+         *     queues, workers, schedules, live events and a page per node. It asks for a
+         *     token or API key, keeps it in the tab's sessionStorage and calls this API
+         *     with it; the files themselves need no credentials. `GET /ui` redirects here.
+         *     Served with a Content-Security-Policy that allows only this origin.
+         */
+        get: operations["getDashboard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A file of the operator dashboard (script, style sheet) */
+        get: operations["getDashboardFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4780,6 +4821,50 @@ export interface operations {
                 };
             };
             500: components["responses"]["Internal"];
+        };
+    };
+    getDashboard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    getDashboardFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                    "text/css": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
         };
     };
 }
