@@ -16,6 +16,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/schedule"
@@ -74,6 +75,8 @@ type Server struct {
 	Blobs     *blob.Service
 	Schedules *schedule.Service
 	blobTmp   string // a temporary blob directory to remove at shutdown
+	// MCP serves /mcp: the MCP streamable HTTP transport.
+	MCP *mcp.Handler
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -167,6 +170,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
 		Messages: messages, Blobs: blobs, Schedules: schedules, blobTmp: blobTmp}
+	s.MCP = mcp.NewHandler(a.Handler(), mcp.HTTPOptions{
+		Options:  mcp.Options{Logger: cfg.Logger},
+		Identity: func(r *http.Request) string { return api.Identity(r.Context()) },
+	})
+	a.MountMCP(s.MCP)
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -221,13 +229,15 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
-// Shutdown stops taking requests, ends long polls and streams, waits for
+// Shutdown stops taking requests, ends long polls, streams and MCP sessions
+// (whose leases are no longer renewed), waits for
 // in-flight requests (until ctx ends), stops the schedules' firing loop (a
 // fire in progress completes), the cleaner and the reaper, and closes the
 // store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
-	s.API.Stop() // long polls and streams answer now instead of holding Shutdown
+	s.API.Stop()  // long polls and streams answer now instead of holding Shutdown
+	s.MCP.Close() // no MCP session renews a lease from here on
 	err := s.http.Shutdown(ctx)
 	s.Schedules.Stop()
 	s.Cleaner.Stop()
