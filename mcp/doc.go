@@ -12,7 +12,9 @@
 //   - `tether mcp` gives Serve a client for TETHER_URL with TETHER_TOKEN;
 //   - /mcp gives each session a client whose transport serves the request
 //     with the API's own http.Handler in process (inProcess), carrying the
-//     caller's bearer token.
+//     caller's bearer token. `tether serve` builds Handler through
+//     server.Config.MCP; api.Server.MountMCP puts it behind the API's
+//     authentication and turns the SDK's plain-text refusals into problems.
 //
 // So a tool call on /mcp passes the same authentication, role check, rate
 // limit, validation and problem documents as any API request, and a tool

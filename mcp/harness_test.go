@@ -39,6 +39,7 @@ func start(t *testing.T) *env {
 			JWTSecrets: []string{testSecret}, TTLCeilingMS: 86400000,
 			Defaults: tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
 		},
+		MCP: func(h http.Handler) server.MCPHandler { return mcp.NewHandler(h, mcp.HTTPOptions{}) },
 	})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

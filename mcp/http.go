@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/client"
 )
 
@@ -22,8 +23,8 @@ type HTTPOptions struct {
 	Options
 	// Identity names the authenticated caller of a request (tenant and
 	// subject), set by the authentication in front of the handler; "" when
-	// there is none. A session is bound to the identity that opened it:
-	// another caller's request for it is refused (403).
+	// there is none (api.Identity when nil). A session is bound to the
+	// identity that opened it: another caller's request for it is refused.
 	Identity func(*http.Request) string
 	// SessionTimeout is DefaultSessionTimeout when zero.
 	SessionTimeout time.Duration
@@ -40,22 +41,24 @@ type Handler struct {
 	closed   bool
 }
 
-// NewHandler returns the /mcp handler; api is the Tether API's handler,
-// which the tools call in process.
-func NewHandler(api http.Handler, opts HTTPOptions) *Handler {
+// NewHandler returns the /mcp handler (server.Config.MCP); apiHandler is
+// the Tether API's handler, which the tools call in process.
+func NewHandler(apiHandler http.Handler, opts HTTPOptions) *Handler {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
 	h := &Handler{sessions: map[*session]*sdk.ServerSession{}}
 	stream := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		return h.newSession(api, r, opts.Options)
+		return h.newSession(apiHandler, r, opts.Options)
 	}, &sdk.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionTimeout})
 	// The SDK binds a session to the TokenInfo's UserID of the request that
 	// opened it and refuses any other user's request for it.
 	verify := func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
-		id := ""
+		var id string
 		if opts.Identity != nil {
 			id = opts.Identity(r)
+		} else {
+			id = api.Identity(r.Context())
 		}
 		if id == "" {
 			return nil, auth.ErrInvalidToken
@@ -71,7 +74,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.stream.S
 
 // newSession is the MCP server of a new HTTP session (nil once closed: the
 // SDK then answers 400).
-func (h *Handler) newSession(api http.Handler, r *http.Request, opts Options) *sdk.Server {
+func (h *Handler) newSession(apiHandler http.Handler, r *http.Request, opts Options) *sdk.Server {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -80,7 +83,7 @@ func (h *Handler) newSession(api http.Handler, r *http.Request, opts Options) *s
 	sess := newSession(opts)
 	sess.setAuth(r.Header.Get("Authorization"))
 	c, err := client.NewClientWithResponses("http://tether.in-process",
-		client.WithHTTPClient(&http.Client{Transport: inProcess{api}}),
+		client.WithHTTPClient(&http.Client{Transport: inProcess{apiHandler}}),
 		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", sess.authorization())
 			return nil

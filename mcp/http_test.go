@@ -11,6 +11,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/apitest"
 )
 
 // bearer adds a token to every request of the SDK's HTTP client.
@@ -35,26 +37,45 @@ func (e *env) streamable(tok string) *sdk.ClientSession {
 	return cs
 }
 
+// rawMCP sends one request to /mcp through a transport that validates it and
+// its answer against the spec, and returns the status and the problem's code
+// ("" when the answer is not a problem).
+func (e *env) rawMCP(method, tok, session, body string) (int, string) {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+"/mcp", strings.NewReader(body))
+	require.NoError(e.t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	hc := &http.Client{Transport: apitest.ValidatingTransport(e.t, nil), Timeout: 10 * time.Second}
+	resp, err := hc.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.Header.Get("Content-Type") != "application/problem+json" {
+		return resp.StatusCode, ""
+	}
+	var p struct{ Code string }
+	require.NoError(e.t, json.Unmarshal(b, &p), string(b))
+	return resp.StatusCode, p.Code
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+
 func TestHTTPRefusesWithoutAToken(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	for _, tok := range []string{"", "not-a-token"} {
-		req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
-		require.NoError(t, err)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(body))
-		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
-		var p struct{ Code string }
-		require.NoError(t, json.Unmarshal(body, &p))
-		require.Equal(t, "unauthorized", p.Code)
+		status, code := e.rawMCP(http.MethodPost, tok, "", initialize)
+		require.Equal(t, http.StatusUnauthorized, status)
+		require.Equal(t, "unauthorized", code)
 	}
 
 	// The SDK's client gets no session either.
@@ -123,14 +144,21 @@ func TestHTTPToolsActAsTheCaller(t *testing.T) {
 	require.Error(t, err)
 
 	// The session is bound to its caller: another identity cannot use it.
-	req, err := http.NewRequest(http.MethodPost, e.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", cs.ID())
-	req.Header.Set("Authorization", "Bearer "+e.token("intruder"))
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	// The transport's refusals are problems, as the spec says.
+	list := `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`
+	status, code := e.rawMCP(http.MethodPost, e.token("intruder"), cs.ID(), list)
+	require.Equal(t, http.StatusForbidden, status)
+	require.Equal(t, "forbidden", code)
+	status, code = e.rawMCP(http.MethodPost, tok, "no-such-session", list)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, "not_found", code)
+	status, code = e.rawMCP(http.MethodGet, tok, "", "")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, "bad_request", code)
+
+	// DELETE ends the session; the caller's next request for it is a 404.
+	status, _ = e.rawMCP(http.MethodDelete, tok, cs.ID(), "")
+	require.Equal(t, http.StatusNoContent, status)
+	status, code = e.rawMCP(http.MethodPost, tok, cs.ID(), list)
+	require.Equal(t, http.StatusNotFound, status, code)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
-	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/schedule"
@@ -57,6 +56,18 @@ type Config struct {
 	BlobDir      string
 	// BlobSwept, when set, is called after each timed blob sweep (tests).
 	BlobSwept func(collected int, err error)
+
+	// MCP, when set, builds the handler served at /mcp behind the API's
+	// authentication (mcp.NewHandler, which `tether serve` wires) from the
+	// API's own handler. This package does not import package mcp: mcp
+	// imports the client, whose tests build servers.
+	MCP func(api http.Handler) MCPHandler
+}
+
+// MCPHandler serves /mcp; Close ends its sessions at shutdown.
+type MCPHandler interface {
+	http.Handler
+	Close()
 }
 
 // Server is a running Tether.
@@ -75,8 +86,7 @@ type Server struct {
 	Blobs     *blob.Service
 	Schedules *schedule.Service
 	blobTmp   string // a temporary blob directory to remove at shutdown
-	// MCP serves /mcp: the MCP streamable HTTP transport.
-	MCP *mcp.Handler
+	mcp       MCPHandler
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -170,11 +180,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
 		Messages: messages, Blobs: blobs, Schedules: schedules, blobTmp: blobTmp}
-	s.MCP = mcp.NewHandler(a.Handler(), mcp.HTTPOptions{
-		Options:  mcp.Options{Logger: cfg.Logger},
-		Identity: func(r *http.Request) string { return api.Identity(r.Context()) },
-	})
-	a.MountMCP(s.MCP)
+	if cfg.MCP != nil {
+		s.mcp = cfg.MCP(a.Handler())
+		a.MountMCP(s.mcp)
+	}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -236,8 +245,10 @@ func (s *Server) Serve(l net.Listener) error {
 // store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
-	s.API.Stop()  // long polls and streams answer now instead of holding Shutdown
-	s.MCP.Close() // no MCP session renews a lease from here on
+	s.API.Stop() // long polls and streams answer now instead of holding Shutdown
+	if s.mcp != nil {
+		s.mcp.Close() // no MCP session holds Shutdown or renews a lease from here on
+	}
 	err := s.http.Shutdown(ctx)
 	s.Schedules.Stop()
 	s.Cleaner.Stop()

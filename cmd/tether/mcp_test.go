@@ -6,8 +6,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,4 +227,103 @@ func TestMCPStdioSessionEndStopsRenewing(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// The README's MCP client configuration works as written: an MCP client
+// that launches what it says (with the real URL and token) gets the tools.
+func TestMCPReadmeConfig(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatalf("error reading the README: %v", err)
+	}
+	_, section, found := strings.Cut(string(readme), "## Agents: MCP\n")
+	_, block, found2 := strings.Cut(section, "```json\n")
+	block, _, found3 := strings.Cut(block, "```")
+	if !found || !found2 || !found3 {
+		t.Fatalf("the README has no JSON block under \"## Agents: MCP\"")
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Command string            `json:"command"`
+			Args    []string          `json:"args"`
+			Env     map[string]string `json:"env"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(block), &cfg); err != nil {
+		t.Fatalf("the README's MCP configuration is not JSON: %v", err)
+	}
+	entry, ok := cfg.MCPServers["tether"]
+	if !ok || entry.Command != "tether" {
+		t.Fatalf("the README's MCP configuration does not launch tether: %+v", cfg)
+	}
+	srv := startServer(t, "server", t.TempDir())
+	cmd := exec.Command(tetherBin, entry.Args...)
+	cmd.Env = baseEnv()
+	for k := range entry.Env {
+		switch k {
+		case "TETHER_URL":
+			cmd.Env = append(cmd.Env, k+"="+srv.url)
+		case "TETHER_TOKEN":
+			cmd.Env = append(cmd.Env, k+"="+mint(t, "agent-readme"))
+		default:
+			t.Fatalf("the README's MCP configuration sets %s, which this test does not know", k)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "readme", Version: "0"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("error connecting as the README says: %v", err)
+	}
+	defer cs.Close()
+	res := call(t, cs, "claim_next", map[string]any{"queue": "empty"})
+	mustOK(t, "claim_next", res)
+}
+
+// bearerTransport adds a token to every request of the SDK's HTTP client.
+type bearerTransport struct{ tok string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// `tether serve` serves /mcp: with a token the SDK's client gets the tools
+// and they act as the token's identity; without one it gets no session.
+func TestMCPServeStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "server", t.TempDir())
+	hc := httpClient(t)
+	head := srv.as(hc, mint(t, "head", "dispatcher"))
+	createQueued(t, head, "mcp-http", "agents")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := sdk.NewClient(&sdk.Implementation{Name: "mcp-test", Version: "0"}, nil)
+
+	if cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: srv.url + "/mcp", MaxRetries: -1}, nil); err == nil {
+		cs.Close()
+		t.Fatalf("an MCP session without a token was opened")
+	}
+
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{
+		Endpoint: srv.url + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{mint(t, "agent-http")}}, MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatalf("error connecting to /mcp: %v", err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 12 {
+		t.Fatalf("tools over /mcp: %v (%v)", tools, err)
+	}
+	res := call(t, cs, "claim_next", map[string]any{"queue": "agents"})
+	mustOK(t, "claim_next", res)
+	var claim client.ClaimResponse
+	structured(t, res, &claim)
+	if claim.Node.ID != "mcp-http" || claim.Lease.By != "agent-http" {
+		t.Fatalf("claimed %s as %s over /mcp, want mcp-http as agent-http", claim.Node.ID, claim.Lease.By)
+	}
+	mustOK(t, "complete", call(t, cs, "complete", map[string]any{"node_id": "mcp-http"}))
 }
