@@ -103,6 +103,13 @@ func TestHTTPToolsActAsTheCaller(t *testing.T) {
 			for _, field := range []string{`"queue"`, `"ttl_ms"`, `"wait_ms"`, `"types"`, `"labels"`, `"session"`} {
 				require.Contains(t, string(schema), field)
 			}
+			// The members are described in the spec's words.
+			require.Contains(t, string(schema), "Long poll up to this long for a node to become ready.")
+		}
+		if tool.Name == "inbox" {
+			schema, err := json.Marshal(tool.InputSchema)
+			require.NoError(t, err)
+			require.Contains(t, string(schema), "Only messages not yet read (default false).")
 		}
 	}
 

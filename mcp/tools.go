@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -80,9 +79,10 @@ func (s *session) fill(nodeID string, f fenced) {
 	}
 }
 
-// tool registers a tool whose input is In.
-func tool[In any](srv *sdk.Server, name, desc string, h func(context.Context, In) *sdk.CallToolResult) {
-	sdk.AddTool(srv, &sdk.Tool{Name: name, Description: desc},
+// tool registers a tool whose input is In, described by the spec's request
+// schemas or operations from (see inputSchema).
+func tool[In any](srv *sdk.Server, name, desc string, h func(context.Context, In) *sdk.CallToolResult, from ...string) {
+	sdk.AddTool(srv, &sdk.Tool{Name: name, Description: desc, InputSchema: inputSchema[In](from...)},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
 			return h(ctx, in), nil, nil
 		})
@@ -92,14 +92,14 @@ func (s *session) addTools(srv *sdk.Server) {
 	tool(srv, "claim_next", "Claim the next ready node of a queue (long poll up to wait_ms). "+
 		"Returns the node and its lease (fence). While you hold the lease, this MCP server renews it for you "+
 		"until you call complete, fail or release, or the session ends: think as long as you need. "+
-		"An empty queue answers claimed: false.", s.claimNext)
+		"An empty queue answers claimed: false.", s.claimNext, "ClaimNextRequest")
 	tool(srv, "renew", "Renew your lease on a node now (the server also renews it for you). "+
-		"fence and session default to the lease this session holds.", s.renew)
-	tool(srv, "progress", "Report progress on a node you hold (message, pct 0-100, usage counters); also renews the lease.", s.progress)
-	tool(srv, "complete", "Complete a node you hold, with an optional JSON result. Ends the lease.", s.complete)
-	tool(srv, "fail", "Fail a run of a node you hold, saying why (error). It is retried while attempts remain unless requeue is false. Ends the lease.", s.fail)
-	tool(srv, "release", "Give a node you hold back to its queue without spending an attempt, or hand it to another identity (to). Ends the lease.", s.release)
-	tool(srv, "comment", "Leave a note on a node, for people and other agents.", s.comment)
+		"fence and session default to the lease this session holds.", s.renew, "RenewRequest")
+	tool(srv, "progress", "Report progress on a node you hold (message, pct 0-100, usage counters); also renews the lease.", s.progress, "ProgressRequest")
+	tool(srv, "complete", "Complete a node you hold, with an optional JSON result. Ends the lease.", s.complete, "CompleteRequest")
+	tool(srv, "fail", "Fail a run of a node you hold, saying why (error). It is retried while attempts remain unless requeue is false. Ends the lease.", s.fail, "FailRequest")
+	tool(srv, "release", "Give a node you hold back to its queue without spending an attempt, or hand it to another identity (to). Ends the lease.", s.release, "ReleaseRequest")
+	tool(srv, "comment", "Leave a note on a node, for people and other agents.", s.comment, "CommentCreate")
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:        "create_child",
 		Description: "Create a node as a child of another (parent is required; type too). With a queue it is queued for work; depends_on makes it wait for other nodes.",
@@ -108,17 +108,14 @@ func (s *session) addTools(srv *sdk.Server) {
 		return s.createChild(ctx, in), nil, nil
 	})
 	tool(srv, "get_node", "Read a node: its status, props, body, result, lease holder and attempts.", s.getNode)
-	tool(srv, "history", "List a node's events (created, claimed, renewed, progress, completed, ...), oldest first; page with after.", s.history)
-	tool(srv, "inbox", "List the messages sent to you (or to a node you hold): unread=true for new ones; wait_ms long polls.", s.inbox)
-	tool(srv, "send_message", "Send a message to an identity (its sub) or to whoever holds a node (node:<id>).", s.sendMessage)
+	tool(srv, "history", "List a node's events (created, claimed, renewed, progress, completed, ...), oldest first; page with after.", s.history, "GET /v1/nodes/{id}/events")
+	tool(srv, "inbox", "List the messages sent to you (or to a node you hold): unread=true for new ones; wait_ms long polls.", s.inbox, "GET /v1/inbox")
+	tool(srv, "send_message", "Send a message to an identity (its sub) or to whoever holds a node (node:<id>).", s.sendMessage, "MessageCreate")
 }
 
 // childSchema is NodeCreate's schema with parent required.
 func childSchema() *jsonschema.Schema {
-	sc, err := jsonschema.For[client.NodeCreate](nil)
-	if err != nil {
-		panic(fmt.Sprintf("schema of NodeCreate: %v", err)) // a programming error, caught by every test
-	}
+	sc := inputSchema[client.NodeCreate]("NodeCreate")
 	sc.Required = append(sc.Required, "parent")
 	return sc
 }
