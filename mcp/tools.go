@@ -108,7 +108,7 @@ func (s *session) addTools(srv *sdk.Server) {
 		return s.createChild(ctx, in), nil, nil
 	})
 	tool(srv, "get_node", "Read a node: its status, props, body, result, lease holder and attempts.", s.getNode)
-	tool(srv, "history", "List a node's events (created, claimed, renewed, progress, completed, ...), oldest first; page with after.", s.history, "GET /v1/nodes/{id}/events")
+	tool(srv, "history", "List a node's events (created, claimed, progress, released, completed, failed, ...), oldest first; page with after.", s.history, "GET /v1/nodes/{id}/events")
 	tool(srv, "inbox", "List the messages sent to you (or to a node you hold): unread=true for new ones; wait_ms long polls.", s.inbox, "GET /v1/inbox")
 	tool(srv, "send_message", "Send a message to an identity (its sub) or to whoever holds a node (node:<id>).", s.sendMessage, "MessageCreate")
 }
