@@ -32,6 +32,18 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
+	e := open(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, e.srv.Shutdown(ctx))
+	})
+	return e
+}
+
+// open starts a server that the test shuts down itself.
+func open(t *testing.T) *env {
+	t.Helper()
 	clk := clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
 	srv, err := server.Open(context.Background(), server.Config{
 		DataDir: t.TempDir(), Clock: clk, ReaperInterval: time.Hour,
@@ -45,11 +57,6 @@ func start(t *testing.T) *env {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-	})
 	return &env{t: t, srv: srv, url: "http://" + ln.Addr().String(), clk: clk}
 }
 

@@ -169,3 +169,23 @@ func TestHTTPToolsActAsTheCaller(t *testing.T) {
 	status, code = e.rawMCP(http.MethodPost, tok, cs.ID(), list)
 	require.Equal(t, http.StatusNotFound, status, code)
 }
+
+// A session left open (its event stream too) with a kept lease does not
+// hold up the server's shutdown, and its client learns the session is over.
+func TestHTTPShutdownEndsSessions(t *testing.T) {
+	t.Parallel()
+	e := open(t)
+	e.queued("s-1", "q")
+	cs := e.streamable(e.token("agent-s"))
+	ok(t, call(t, cs, "claim_next", map[string]any{"queue": "q"}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, e.srv.Shutdown(ctx))
+	require.NoError(t, ctx.Err(), "shutdown waited for the MCP session")
+
+	callCtx, callCancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer callCancel()
+	_, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: "get_node", Arguments: map[string]any{"node_id": "s-1"}})
+	require.Error(t, err)
+}
