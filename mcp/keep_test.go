@@ -79,3 +79,15 @@ func TestKeeperRenewsUntilTheLeaseEnds(t *testing.T) {
 	done := ok(t, call(t, cs, "complete", map[string]any{"node_id": "k-1"}))
 	require.Equal(t, "done", done["status"])
 }
+
+// Without a valid token every tool answers the 401 as a tool error whose
+// hint says how to set one; nothing is kept.
+func TestToolsWithoutATokenAreToolErrors(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.queued("u-1", "q")
+	cs := e.stdio("not-a-token", mcp.Options{})
+	te := toolError(t, call(t, cs, "claim_next", map[string]any{"queue": "q"}), 401, "unauthorized")
+	require.Contains(t, te["hint"], "TETHER_TOKEN")
+	toolError(t, call(t, cs, "get_node", map[string]any{"node_id": "u-1"}), 401, "unauthorized")
+}
