@@ -56,6 +56,18 @@ type Config struct {
 	BlobDir      string
 	// BlobSwept, when set, is called after each timed blob sweep (tests).
 	BlobSwept func(collected int, err error)
+
+	// MCP, when set, builds the handler served at /mcp behind the API's
+	// authentication (mcp.NewHandler, which `tether serve` wires) from the
+	// API's own handler. This package does not import package mcp: mcp
+	// imports the client, whose tests build servers.
+	MCP func(api http.Handler) MCPHandler
+}
+
+// MCPHandler serves /mcp; Close ends its sessions at shutdown.
+type MCPHandler interface {
+	http.Handler
+	Close()
 }
 
 // Server is a running Tether.
@@ -74,6 +86,7 @@ type Server struct {
 	Blobs     *blob.Service
 	Schedules *schedule.Service
 	blobTmp   string // a temporary blob directory to remove at shutdown
+	mcp       MCPHandler
 }
 
 // Open opens the store and builds every service. The server does not listen
@@ -167,6 +180,10 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
 		Messages: messages, Blobs: blobs, Schedules: schedules, blobTmp: blobTmp}
+	if cfg.MCP != nil {
+		s.mcp = cfg.MCP(a.Handler())
+		a.MountMCP(s.mcp)
+	}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -221,13 +238,17 @@ func (s *Server) Serve(l net.Listener) error {
 	return err
 }
 
-// Shutdown stops taking requests, ends long polls and streams, waits for
+// Shutdown stops taking requests, ends long polls, streams and MCP sessions
+// (whose leases are no longer renewed), waits for
 // in-flight requests (until ctx ends), stops the schedules' firing loop (a
 // fire in progress completes), the cleaner and the reaper, and closes the
 // store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
 	s.API.Stop() // long polls and streams answer now instead of holding Shutdown
+	if s.mcp != nil {
+		s.mcp.Close() // no MCP session holds Shutdown or renews a lease from here on
+	}
 	err := s.http.Shutdown(ctx)
 	s.Schedules.Stop()
 	s.Cleaner.Stop()

@@ -24,6 +24,7 @@ func main() {
 	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.backupCommand())
 	root.AddCommand(cli.messageCommands()...)
 	root.AddCommand(cli.blobCommand(), cli.scheduleCommand())
+	root.AddCommand(cli.mcpCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "tether:", err)
 		os.Exit(exitCode(err)) // 2 for a usage error

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/server"
 )
 
@@ -130,6 +131,9 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", s.Addr, err)
+	}
+	s.Server.MCP = func(h http.Handler) server.MCPHandler { // /mcp: agents over MCP
+		return mcp.NewHandler(h, mcp.HTTPOptions{Options: mcp.Options{Logger: log}})
 	}
 	srv, err := server.Open(ctx, s.Server)
 	if err != nil {

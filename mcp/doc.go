@@ -1,0 +1,64 @@
+// Package mcp serves Tether to agents over the Model Context Protocol, with
+// the official Go SDK (github.com/modelcontextprotocol/go-sdk): tools to
+// claim and work nodes, and resources to read the guide, a node and a
+// queue's stats. Two transports share it: stdio (`tether mcp`, Serve) and
+// streamable HTTP (the server's /mcp, Handler).
+//
+// # One implementation, two transports
+//
+// Every tool and resource calls the Tether HTTP API through the generated Go
+// client (package client), the same client the CLI and the runner use:
+//
+//   - `tether mcp` gives Serve a client for TETHER_URL with TETHER_TOKEN;
+//   - /mcp gives each session a client whose transport serves the request
+//     with the API's own http.Handler in process (inProcess), carrying the
+//     caller's bearer token. `tether serve` builds Handler through
+//     server.Config.MCP; api.Server.MountMCP puts it behind the API's
+//     authentication and turns the SDK's plain-text refusals into problems.
+//
+// So a tool call on /mcp passes the same authentication, role check, rate
+// limit, validation and problem documents as any API request, and a tool
+// behaves the same on both transports. Rather than an interface over the
+// domain services, which would duplicate the handlers' decoding and error
+// mapping, the package depends only on the API's contract. The cost is an
+// encode and decode per call, small beside a round trip to a model.
+//
+// # Inputs and errors
+//
+// A tool's input schema is derived (by the SDK, from Go types) from the
+// generated client's request types, the types the API's openapi.yaml
+// defines, plus the path parameter (node_id, queue): claim_next takes a
+// ClaimNextRequest and a queue, complete a CompleteRequest and a node_id,
+// and so on. A tool answers the API's JSON body, as text and as structured
+// content. An API error is a tool error (IsError), never a protocol error:
+// its structured content is the problem document (code, status, detail and
+// the members of that code, such as holder or field) plus a hint saying what
+// to do, and its text says the same for a reader. Input that does not match
+// the schema is refused by the SDK, also as a tool error.
+//
+// # Keeping leases
+//
+// A session keeps every lease it obtains (from claim_next, or from a renew
+// of a lease it did not know) with client.Keep, the runner's keeper: it
+// renews at a third of the lease's TTL with the lease's fence and session,
+// retries transient failures until the expiry, and forgets the lease when
+// the server says it is lost. An agent may think for as long as it likes
+// between tool calls without losing its claim. Invariants:
+//
+//   - complete, fail and release stop the node's keeper before their call,
+//     so that no renewal races the end of the lease; unless the call
+//     succeeded, the keeper starts again with the latest lease (a refused
+//     call need not have ended it; when it had, the keeper's next renewal
+//     is refused and the lease forgotten);
+//   - renew, progress, complete, fail and release without a fence are given
+//     the fence (and session) of the lease the session keeps on the node;
+//   - when the session ends (stdin closes, the HTTP session is deleted or
+//     idle for HTTPOptions.SessionTimeout, or the server shuts down), every
+//     keeper stops. The leases are not released: each lapses at its expiry
+//     and the reaper requeues its node, as for a runner that died.
+//
+// An HTTP session is bound to the identity (tenant and subject) that opened
+// it: another caller's request for it is refused. Its calls, and its
+// keepers' renewals, carry the Authorization header of the session's latest
+// request, so a client may refresh an expiring JWT within a session.
+package mcp
