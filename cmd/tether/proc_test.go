@@ -224,7 +224,13 @@ func (p *proc) kill9() {
 // mint is an HS256 JWT for sub in tenant acme, valid for an hour.
 func mint(t *testing.T, sub string, roles ...string) string {
 	t.Helper()
-	claims := jwt.MapClaims{"sub": sub, "tid": "acme", "exp": time.Now().Add(time.Hour).Unix()}
+	return mintFor(t, time.Hour, sub, roles...)
+}
+
+// mintFor is mint for a token valid for ttl (a soak outlasts an hour).
+func mintFor(t *testing.T, ttl time.Duration, sub string, roles ...string) string {
+	t.Helper()
+	claims := jwt.MapClaims{"sub": sub, "tid": "acme", "exp": time.Now().Add(ttl).Unix()}
 	if len(roles) > 0 {
 		claims["roles"] = roles
 	}

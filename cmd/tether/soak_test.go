@@ -58,7 +58,8 @@ func TestSoakLevelsOff(t *testing.T) {
 		fmt.Sprintf("TETHER_RETENTION_MS=%d", retention.Milliseconds()),
 		"TETHER_CLEANER_INTERVAL_MS=200")
 	hc := httpClient(t)
-	head, w := srv.as(hc, mint(t, "head", "dispatcher")), srv.as(hc, mint(t, "w", "worker"))
+	valid := dur + time.Hour // the tokens outlast the run
+	head, w := srv.as(hc, mintFor(t, valid, "head", "dispatcher")), srv.as(hc, mintFor(t, valid, "w", "worker"))
 	ctx := context.Background()
 
 	var mu sync.Mutex
