@@ -2,7 +2,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -25,7 +24,7 @@ func main() {
 	root.AddCommand(cli.messageCommands()...)
 	root.AddCommand(cli.blobCommand(), cli.scheduleCommand())
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "tether:", err)
+		printError(os.Stderr, err, cli.output == "json")
 		os.Exit(exitCode(err)) // 2 for a usage error
 	}
 }
