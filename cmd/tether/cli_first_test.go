@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// TestCLITokenMintFindsDevSecret: beside a dev server (its data directory
+// holds dev-secret) `token mint` needs no --secret.
+func TestCLITokenMintFindsDevSecret(t *testing.T) {
+	t.Parallel()
+	e := startCLI(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dev-secret"), []byte(procSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("", []string{"TETHER_DATA_DIR=" + dir}, "token", "mint", "--sub", "dave", "--tenant", "acme", "--roles", "dispatcher")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	tok := strings.TrimSpace(r.stdout)
+	if _, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return []byte(procSecret), nil }); err != nil {
+		t.Fatalf("not signed with the dev secret: %v", err)
+	}
+	requireContains(t, e.ok(tok, "nodes", "create", "--type", "task", "--id", "by-dave"), "by dave")
+	// No secret anywhere: the error says where it looked.
+	r = e.run("", []string{"TETHER_DATA_DIR=" + t.TempDir()}, "token", "mint", "--sub", "x", "--tenant", "acme")
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2: %s", r.code, r.stderr)
+	}
+	requireContains(t, r.stderr, "TETHER_JWT_SECRET", "dev-secret")
+}
+
+// TestCLIAPIKeys: token create prints a working key once, ls shows it without
+// its secret, revoke ends it at once.
+func TestCLIAPIKeys(t *testing.T) {
+	t.Parallel()
+	e := startCLI(t)
+	key := strings.TrimSpace(e.ok(e.admin, "token", "create", "--sub", "ci", "--roles", "dispatcher", "--name", "CI runner"))
+	requireContains(t, e.ok(key, "nodes", "create", "--type", "task", "--id", "by-ci"), "by ci")
+
+	created := decode[struct{ ID, Token, Sub string }](t, e.ok(e.admin, "token", "create", "--sub", "tmp", "-o", "json"))
+	if created.ID == "" || created.Token == "" || created.Sub != "tmp" {
+		t.Fatalf("-o json: %+v", created)
+	}
+	ls := e.ok(e.admin, "token", "ls")
+	requireContains(t, ls, "ID SUB ROLES NAME CREATED", "ci dispatcher CI runner", created.ID+" tmp worker -")
+	if strings.Contains(ls, key) || strings.Contains(ls, created.Token) {
+		t.Errorf("token ls shows a secret:\n%s", ls)
+	}
+	requireContains(t, e.ok(created.Token, "nodes", "ls"), "by-ci")
+	requireContains(t, e.ok(e.admin, "token", "revoke", created.ID), "revoked "+created.ID)
+	requireContains(t, e.fails(1, created.Token, "nodes", "ls").stderr, "401")
+	// Only an admin manages keys; a bad role is a usage error.
+	requireContains(t, e.fails(1, e.alice, "token", "ls").stderr, "403")
+	requireContains(t, e.fails(2, e.admin, "token", "create", "--sub", "x", "--roles", "boss").stderr, "boss")
+	requireContains(t, e.fails(2, e.admin, "token", "create").stderr, "--sub is required")
+}
+
+// TestCLIJSONErrors: with -o json a refused call prints the server's problem
+// document on stderr, and a usage error one with code "usage".
+func TestCLIJSONErrors(t *testing.T) {
+	t.Parallel()
+	e := startCLI(t)
+	r := e.fails(1, e.alice, "nodes", "get", "nope", "-o", "json")
+	p := decode[struct {
+		Status int
+		Code   string
+		Detail string
+	}](t, r.stderr)
+	if p.Status != 404 || p.Code != "not_found" {
+		t.Errorf("problem %+v from %q", p, r.stderr)
+	}
+	r = e.fails(2, e.alice, "nodes", "create", "-o", "json")
+	u := decode[struct{ Code, Detail string }](t, r.stderr)
+	if u.Code != "usage" || !strings.Contains(u.Detail, "--type") {
+		t.Errorf("usage problem %+v from %q", u, r.stderr)
+	}
+	// Without -o json the same error is text.
+	requireContains(t, e.fails(1, e.alice, "nodes", "get", "nope").stderr, "tether: ", "not_found")
+	// -o id prints the id alone.
+	if id := strings.TrimSpace(e.ok(e.head, "nodes", "create", "--type", "task", "--id", "just-the-id", "-o", "id")); id != "just-the-id" {
+		t.Errorf("-o id printed %q", id)
+	}
+}
