@@ -1122,6 +1122,18 @@ type Policy struct {
 	// A cursor behind what was removed gets 410 `gone` from the event
 	// endpoints.
 	RetentionMS int64 `json:"retention_ms"`
+
+	// RetryInitialMS The retry backoff of a node created without `backoff` (it becomes the
+	// node's `backoff`: `initial_ms` this, `max_ms` `retry_max_ms`, `factor`
+	// 2). A failed run that names no `retry_in_ms` waits about this long
+	// before its second attempt, twice as long before each next one, with
+	// equal jitter (a uniform delay from half the backoff to all of it).
+	// 0: it comes back at once. Server default `TETHER_RETRY_INITIAL_MS`
+	// (5000: 5 s, 10 s, 20 s, 40 s for the default 5 attempts).
+	RetryInitialMS int64 `json:"retry_initial_ms"`
+
+	// RetryMaxMS The longest default retry backoff, before jitter; at least `retry_initial_ms`. Server default `TETHER_RETRY_MAX_MS` (600000, 10 min).
+	RetryMaxMS int64 `json:"retry_max_ms"`
 }
 
 // PolicyPatch A JSON merge patch of the policy; `null` restores the server default.
@@ -1134,7 +1146,9 @@ type PolicyPatch struct {
 	RequestsPerSecond    Nullable[float64] `json:"requests_per_second,omitzero"`
 
 	// RetentionMS 0 (keep forever) or 1000 to 315360000000.
-	RetentionMS Nullable[int64] `json:"retention_ms,omitzero"`
+	RetentionMS    Nullable[int64] `json:"retention_ms,omitzero"`
+	RetryInitialMS Nullable[int64] `json:"retry_initial_ms,omitzero"`
+	RetryMaxMS     Nullable[int64] `json:"retry_max_ms,omitzero"`
 }
 
 // ProblemCode The stable error code clients switch on.

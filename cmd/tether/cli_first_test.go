@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tether-run/tether/client"
 )
 
 // TestCLITokenMintFindsDevSecret: beside a dev server (its data directory
@@ -86,4 +90,37 @@ func TestCLIJSONErrors(t *testing.T) {
 	if id := strings.TrimSpace(e.ok(e.head, "nodes", "create", "--type", "task", "--id", "just-the-id", "-o", "id")); id != "just-the-id" {
 		t.Errorf("-o id printed %q", id)
 	}
+}
+
+// TestWorkDefaultWorkerNamesAreUnique: two runners of one identity on one
+// host, neither named, are two rows in GET /v1/workers (HOST-PID-SLOT).
+func TestWorkDefaultWorkerNamesAreUnique(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "server", t.TempDir())
+	hc := httpClient(t)
+	e := &workEnv{srv: srv, hc: hc, disp: srv.as(hc, mint(t, "head", "dispatcher")), reader: srv.as(hc, mint(t, "auditor", "reader"))}
+	a := e.startRunner(t, "twin", "--queue", "twins", "--", "true")
+	b := e.startRunner(t, "twin", "--queue", "twins", "--", "true")
+	var names []string
+	workEventually(t, "two idle workers of twin", func() bool {
+		res, err := e.reader.ListWorkersWithResponse(context.Background(), nil)
+		if err != nil || res.JSON200 == nil {
+			return false
+		}
+		names = names[:0]
+		for _, w := range res.JSON200.Items {
+			if w.By == "twin" && w.Status == client.WorkerStatusIdle {
+				names = append(names, w.Worker)
+			}
+		}
+		return len(names) == 2
+	})
+	for _, r := range []*runner{a, b} {
+		suffix := fmt.Sprintf("-%d-1", r.cmd.Process.Pid)
+		if !strings.HasSuffix(names[0], suffix) && !strings.HasSuffix(names[1], suffix) {
+			t.Errorf("no worker named HOST%s in %v", suffix, names)
+		}
+	}
+	a.stop(t)
+	b.stop(t)
 }
