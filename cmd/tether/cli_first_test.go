@@ -124,3 +124,67 @@ func TestWorkDefaultWorkerNamesAreUnique(t *testing.T) {
 	a.stop(t)
 	b.stop(t)
 }
+
+// TestCLIVocabularyAndStrictResult: the CLI speaks the API's words
+// (--include-retired, --types/--labels everywhere, a positional duration for
+// extend) and keeps the old ones working; complete refuses a --result that
+// is not JSON unless --result-string says it is text; nodes create takes
+// --backoff, tenant policy set --retry-initial/--retry-max.
+func TestCLIVocabularyAndStrictResult(t *testing.T) {
+	t.Parallel()
+	e := startCLI(t)
+	e.ok(e.head, "nodes", "create", "--type", "task", "--id", "v1", "--queue", "vq", "--label", "gpu")
+	e.ok(e.head, "nodes", "create", "--type", "doc", "--id", "v2", "--queue", "vq")
+
+	// queues claim --types/--labels, as tether work; --type still works.
+	requireContains(t, e.ok(e.alice, "queues", "claim", "vq", "--types", "task", "--labels", "gpu"), "v1 claimed by alice: fence 1")
+	requireContains(t, e.ok(e.alice, "queues", "claim", "vq", "--type", "doc"), "v2 claimed by alice: fence 1")
+
+	// extend takes the duration as an argument, or --by; not both.
+	requireContains(t, e.ok(e.alice, "extend", "v1", "30m", "--fence", "1"), "v1 extended by alice: fence 1")
+	requireContains(t, e.ok(e.alice, "extend", "v1", "--by", "1m", "--fence", "1"), "v1 extended by alice")
+	requireContains(t, e.fails(2, e.alice, "extend", "v1", "30m", "--by", "1m").stderr, "once")
+	requireContains(t, e.fails(2, e.alice, "extend", "v1", "soon").stderr, `"soon" is not a duration`)
+	requireContains(t, e.fails(2, e.alice, "extend", "v1").stderr, "positive")
+
+	// complete: --result must be JSON; --result-string is text.
+	r := e.fails(2, e.alice, "complete", "v1", "--fence", "1", "--result", "{bad json")
+	requireContains(t, r.stderr, "--result is not valid JSON", "--result-string")
+	if n := decode[struct{ Status string }](t, e.ok(e.head, "nodes", "get", "v1", "-o", "json")); n.Status != "running" {
+		t.Errorf("a refused complete changed the node: %s", n.Status)
+	}
+	e.fails(2, e.alice, "complete", "v1", "--result", "1", "--result-string", "x")
+	e.ok(e.alice, "complete", "v1", "--fence", "1", "--result-string", "{bad json")
+	if n := decode[struct{ Result any }](t, e.ok(e.head, "nodes", "get", "v1", "-o", "json")); n.Result != "{bad json" {
+		t.Errorf("result %#v, want the text", n.Result)
+	}
+	e.ok(e.alice, "complete", "v2", "--fence", "1", "--result", `"quoted text"`)
+
+	// edges ls --include-retired (the API's include_retired); --retired still works.
+	for _, flag := range []string{"--include-retired", "--retired"} {
+		requireContains(t, e.ok(e.head, "edges", "ls", "v1", flag), "assigned")
+	}
+	if strings.Contains(e.ok(e.head, "edges", "ls", "v1"), "assigned") {
+		t.Error("a retired edge is listed without --include-retired")
+	}
+
+	// nodes create --backoff, --max-attempts; tenant policy --retry-*.
+	out := e.ok(e.head, "nodes", "create", "--type", "task", "--id", "b1", "--backoff", "30s,1h,3", "--max-attempts", "9", "-o", "json")
+	b := decode[struct {
+		MaxAttempts int64 `json:"max_attempts"`
+		Backoff     struct {
+			InitialMS int64   `json:"initial_ms"`
+			MaxMS     int64   `json:"max_ms"`
+			Factor    float64 `json:"factor"`
+		}
+	}](t, out)
+	if b.MaxAttempts != 9 || b.Backoff.InitialMS != 30000 || b.Backoff.MaxMS != 3600000 || b.Backoff.Factor != 3 {
+		t.Errorf("--backoff 30s,1h,3 --max-attempts 9: %s", out)
+	}
+	requireContains(t, e.ok(e.head, "nodes", "create", "--type", "task", "--id", "b2", "--backoff", "none", "-o", "json"), `"initial_ms": 0`)
+	requireContains(t, e.fails(2, e.head, "nodes", "create", "--type", "task", "--backoff", "1h,1m").stderr, "MAX")
+	requireContains(t, e.ok(e.admin, "tenant", "policy", "set", "--retry-initial", "2s", "--retry-max", "1m"), "retry_initial_ms:", "2s", "retry_max_ms:", "1m")
+	requireContains(t, e.ok(e.head, "nodes", "create", "--type", "task", "--id", "b3", "-o", "json"), `"initial_ms": 2000`, `"max_ms": 60000`)
+	requireContains(t, e.fails(1, e.admin, "tenant", "policy", "set", "--retry-initial", "2h").stderr, "retry_initial_ms", "60000 (1m)")
+	requireContains(t, e.fails(1, e.admin, "tenant", "policy", "set", "--claim-ttl-max", "48h").stderr, "86400000 (24h)")
+}

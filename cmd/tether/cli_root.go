@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tether-run/tether/client"
 )
@@ -259,3 +260,15 @@ func jsonObject(flag, raw string) (map[string]any, error) {
 
 // millis is d in milliseconds, for the API's *_ms fields.
 func millis(d time.Duration) int64 { return d.Milliseconds() }
+
+// flagAliases lets a command take an older or singular flag name for its
+// canonical one (--retired for --include-retired, --type for --types), so
+// that the CLI speaks the API's vocabulary without breaking scripts.
+func flagAliases(aliases map[string]string) func(*pflag.FlagSet, string) pflag.NormalizedName {
+	return func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := aliases[name]; ok {
+			name = to
+		}
+		return pflag.NormalizedName(name)
+	}
+}
