@@ -249,7 +249,6 @@ func (c *cli) completeCommand() *cobra.Command {
 	return cmd
 }
 
-
 func (c *cli) failCommand() *cobra.Command {
 	var h holderFlags
 	var reason string
