@@ -1875,6 +1875,7 @@ type ListLeasesParams struct {
 
 // ListNodesParams defines parameters for ListNodes.
 type ListNodesParams struct {
+	// Type Nodes of this type; `identity` lists the identity nodes, which are otherwise left out.
 	Type   *string     `form:"type,omitempty" json:"type,omitempty"`
 	Status *NodeStatus `form:"status,omitempty" json:"status,omitempty"`
 	Queue  *string     `form:"queue,omitempty" json:"queue,omitempty"`
@@ -2547,7 +2548,9 @@ type ClientInterface interface {
 	// ListNodes List nodes
 	//
 	// Role: reader. Ordered by priority (high first), then creation (old first),
-	// then id. Filters combine with AND.
+	// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+	// far end of `assigned` edges) are not work: they are never `ready`, never
+	// claimable, and listed only with `type=identity`.
 	//
 	// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
 	ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3923,7 +3926,9 @@ func (c *Client) GetMessage(ctx context.Context, id MessageID, reqEditors ...Req
 // ListNodes List nodes
 //
 // Role: reader. Ordered by priority (high first), then creation (old first),
-// then id. Filters combine with AND.
+// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+// far end of `assigned` edges) are not work: they are never `ready`, never
+// claimable, and listed only with `type=identity`.
 //
 // Corresponds with GET /v1/nodes (the `ListNodes` operationId).
 func (c *Client) ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8977,7 +8982,9 @@ type ClientWithResponsesInterface interface {
 	// ListNodesWithResponse List nodes
 	//
 	// Role: reader. Ordered by priority (high first), then creation (old first),
-	// then id. Filters combine with AND.
+	// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+	// far end of `assigned` edges) are not work: they are never `ready`, never
+	// claimable, and listed only with `type=identity`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16709,7 +16716,9 @@ func (c *ClientWithResponses) GetMessageWithResponse(ctx context.Context, id Mes
 // ListNodesWithResponse List nodes
 //
 // Role: reader. Ordered by priority (high first), then creation (old first),
-// then id. Filters combine with AND.
+// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+// far end of `assigned` edges) are not work: they are never `ready`, never
+// claimable, and listed only with `type=identity`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -65,7 +65,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 		}
 	}
 	if graph.IsIdentityID(n.ID) {
-		return nil, &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
+		return nil, &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status), Detail: "identity nodes stand for callers; they are not work"}
 	}
 	if n.Lease != nil {
 		if n.Lease.By != p.By {
