@@ -827,6 +827,9 @@ type FailRequest struct {
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
+
+	// Version The running build (`tether version`), also the `version` label of the `tether_build_info` metric.
+	Version string `json:"version"`
 }
 
 // HealthStatus defines model for Health.Status.

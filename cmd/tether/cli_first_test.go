@@ -188,3 +188,20 @@ func TestCLIVocabularyAndStrictResult(t *testing.T) {
 	requireContains(t, e.fails(1, e.admin, "tenant", "policy", "set", "--retry-initial", "2h").stderr, "retry_initial_ms", "60000 (1m)")
 	requireContains(t, e.fails(1, e.admin, "tenant", "policy", "set", "--claim-ttl-max", "48h").stderr, "86400000 (24h)")
 }
+
+// TestVersion: tether version and --version name the build, as /health does.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	e := startCLI(t)
+	out := e.ok("", "version")
+	requireMatch(t, out, `^tether \S+\n`)
+	requireContains(t, out, "go: go1.")
+	v := strings.Fields(out)[1]
+	if got := strings.TrimSpace(e.ok("", "--version")); got != "tether "+v {
+		t.Errorf("--version printed %q, want tether %s", got, v)
+	}
+	res, err := e.srv.as(httpClient(t), "").GetHealthWithResponse(context.Background())
+	if err != nil || res.JSON200 == nil || res.JSON200.Version != v {
+		t.Errorf("/health %v %s, want version %s", err, res.Body, v)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/internal/version"
 )
 
 func main() {
@@ -13,8 +15,10 @@ func main() {
 		Short:         "Tether coordinates work among fleets of AI agents and background workers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(), // --version
 	}
-	root.AddCommand(serveCommand())
+	root.SetVersionTemplate("tether {{.Version}}\n")
+	root.AddCommand(serveCommand(), versionCommand())
 	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
