@@ -76,7 +76,7 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 		if delay := retryDelay(n, p.RetryIn); delay > 0 {
 			at := tx.Now().Add(delay).UTC()
 			n.RunAt = &at
-			data["run_at"] = at
+			data["run_at"] = graph.Stamp(at)
 		}
 	case requeue:
 		n.Status = graph.StatusDead
