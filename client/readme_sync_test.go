@@ -42,3 +42,31 @@ func TestREADMEGoSnippetIsTheExample(t *testing.T) {
 		t.Errorf("the README's Go snippet has %d lines of code; the extraction is broken", n)
 	}
 }
+
+// TestREADMETypeScriptSnippetIsTypeChecked: every line of the README's
+// TypeScript snippet is a line of clients/typescript/src/readme-example.ts,
+// which `npm run check` (.ci/typescript-e2e.sh) type-checks.
+func TestREADMETypeScriptSnippetIsTypeChecked(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("../clients/typescript/src/readme-example.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```ts\n")
+	if !ok {
+		t.Fatal("no ```ts block in README.md")
+	}
+	snippet, _, _ := strings.Cut(rest, "```")
+	lines := map[string]bool{}
+	for l := range strings.Lines(string(example)) {
+		lines[strings.TrimSpace(l)] = true
+	}
+	for l := range strings.Lines(snippet) {
+		if code := strings.TrimSpace(l); code != "" && !lines[code] {
+			t.Errorf("README line not in readme-example.ts: %s", code)
+		}
+	}
+}
