@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -204,4 +205,28 @@ func TestVersion(t *testing.T) {
 	if err != nil || res.JSON200 == nil || res.JSON200.Version != v {
 		t.Errorf("/health %v %s, want version %s", err, res.Body, v)
 	}
+}
+
+// TestWorkFailingCommandBacksOff: a command that fails at once does not burn
+// every attempt in milliseconds: the failed node waits the default backoff
+// (5 s, with jitter from half of it) before it runs again.
+func TestWorkFailingCommandBacksOff(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "server", t.TempDir())
+	hc := httpClient(t)
+	e := &workEnv{srv: srv, hc: hc, disp: srv.as(hc, mint(t, "head", "dispatcher")), reader: srv.as(hc, mint(t, "auditor", "reader"))}
+	r := e.startRunner(t, "flaky", "--queue", "flaky", "--", "false")
+	e.create(t, client.NodeCreate{ID: ptr("flaky-1"), Queue: ptr("flaky")})
+	var n client.Node
+	workEventually(t, "the first run failed", func() bool {
+		n = e.node(t, "flaky-1")
+		return n.Attempts == 1 && n.Status == client.NodeStatusQueued
+	})
+	if n.RunAt == nil || time.Until(*n.RunAt) < 1500*time.Millisecond {
+		t.Fatalf("run_at %v: the retry should wait about 2.5-5 s", n.RunAt)
+	}
+	if n.Backoff == nil || n.Backoff.InitialMS != 5000 || n.Backoff.Factor != 2 {
+		t.Errorf("backoff %+v, want the default 5000 ms x2", n.Backoff)
+	}
+	r.stop(t)
 }
