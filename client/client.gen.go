@@ -512,7 +512,10 @@ func (e WorkerStatus) Valid() bool {
 }
 
 // Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+// for every further attempt, capped at `max_ms` (and never beyond 315360000000),
+// with equal jitter (half of it to all of it). `initial_ms: 0` retries at once.
+// A node created without one gets its tenant's default (the policy's
+// `retry_initial_ms` and `retry_max_ms`, factor 2).
 type Backoff struct {
 	Factor    float64 `json:"factor"`
 	InitialMS int64   `json:"initial_ms"`
@@ -819,7 +822,7 @@ type FailRequest struct {
 	// Requeue Back to the queue while attempts remain (default); false ends the node `failed`.
 	Requeue *bool `json:"requeue,omitempty"`
 
-	// RetryInMS Delay before the retry; without it, the node's `backoff` (or none).
+	// RetryInMS Delay before the retry, exactly (no jitter); without it, the node's `backoff` with jitter (or none).
 	RetryInMS *int64  `json:"retry_in_ms,omitempty"`
 	Session   *string `json:"session,omitempty"`
 }
@@ -1018,7 +1021,10 @@ type NodeBatchCreate struct {
 // NodeCreate defines model for NodeCreate.
 type NodeCreate struct {
 	// Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-	// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+	// for every further attempt, capped at `max_ms` (and never beyond 315360000000),
+	// with equal jitter (half of it to all of it). `initial_ms: 0` retries at once.
+	// A node created without one gets its tenant's default (the policy's
+	// `retry_initial_ms` and `retry_max_ms`, factor 2).
 	Backoff *Backoff `json:"backoff,omitempty"`
 
 	// Blobs sha256s of blobs the tenant has (`POST /v1/blobs`) that the node
@@ -1426,7 +1432,10 @@ type ScheduleList struct {
 // hold. A run's nodes get generated ids; `delay_ms` counts from the fire.
 type ScheduleNode struct {
 	// Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-	// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+	// for every further attempt, capped at `max_ms` (and never beyond 315360000000),
+	// with equal jitter (half of it to all of it). `initial_ms: 0` retries at once.
+	// A node created without one gets its tenant's default (the policy's
+	// `retry_initial_ms` and `retry_max_ms`, factor 2).
 	Backoff *Backoff `json:"backoff,omitempty"`
 	Body    *string  `json:"body,omitempty"`
 
@@ -2807,8 +2816,11 @@ type ClientInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -2823,8 +2835,11 @@ type ClientInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -4415,8 +4430,11 @@ func (c *Client) ExtendLease(ctx context.Context, id NodeID, body ExtendLeaseJSO
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -4441,8 +4459,11 @@ func (c *Client) FailNodeWithBody(ctx context.Context, id NodeID, contentType st
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -9253,8 +9274,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -9269,8 +9293,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -17125,8 +17152,11 @@ func (c *ClientWithResponses) ExtendLeaseWithResponse(ctx context.Context, id No
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -17147,8 +17177,11 @@ func (c *ClientWithResponses) FailNodeWithBodyWithResponse(ctx context.Context, 
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
