@@ -341,7 +341,7 @@ func TestTenantPolicyDefaultsPatchAndValidation(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	admin := e.admin()
-	defaults := client.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5, RetentionMS: 604800000}
+	defaults := client.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5, RetentionMS: 604800000, RetryInitialMS: 5000, RetryMaxMS: 600000}
 
 	reader := e.user("viewer", "reader")
 	get := func() client.Policy {
@@ -359,7 +359,7 @@ func TestTenantPolicyDefaultsPatchAndValidation(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
-	changed := client.Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 7, MaxLeasesPerIdentity: 3, RetentionMS: 604800000}
+	changed := client.Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 7, MaxLeasesPerIdentity: 3, RetentionMS: 604800000, RetryInitialMS: 5000, RetryMaxMS: 600000}
 	require.Equal(t, changed, *res.JSON200)
 	require.Equal(t, changed, get())
 	n := e.mustCreate(task("p1"))

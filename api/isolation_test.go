@@ -48,11 +48,13 @@ func (e *env) snapshotAcme(t *testing.T, keyID string) acmeWorld {
 	ctx := context.Background()
 	r := e.user("auditor", "reader")
 	w := acmeWorld{nodes: map[string]client.Node{}, keyID: keyID}
-	list, err := r.ListNodesWithResponse(ctx, nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, list.StatusCode(), string(list.Body))
-	for _, n := range list.JSON200.Items {
-		w.nodes[n.ID] = n
+	for _, params := range []*client.ListNodesParams{nil, {Type: ptr("identity")}} { // identity nodes only when asked for
+		list, err := r.ListNodesWithResponse(ctx, params)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, list.StatusCode(), string(list.Body))
+		for _, n := range list.JSON200.Items {
+			w.nodes[n.ID] = n
+		}
 	}
 	leases, err := r.ListLeasesWithResponse(ctx, nil)
 	require.NoError(t, err)

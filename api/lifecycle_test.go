@@ -144,8 +144,13 @@ func TestFailRequiresErrorAndRequeuesByDefault(t *testing.T) {
 	require.EqualValues(t, 1, n.Attempts, "the failed attempt is kept")
 	require.Equal(t, "tests are red", *n.Error)
 	require.Nil(t, n.Lease)
-	require.Nil(t, n.RunAt, "no retry_in_ms and no backoff: no delay")
-	require.True(t, n.Ready)
+	// No retry_in_ms: the tenant's default backoff (5 s) with equal jitter.
+	require.NotNil(t, n.RunAt, "the default backoff delays the retry")
+	requireBetween(t, n.RunAt.Sub(e.clk.Now()), 2500*time.Millisecond, 5*time.Second)
+	require.Equal(t, &client.Backoff{InitialMS: 5000, MaxMS: 600000, Factor: 2}, n.Backoff, "the default is the node's own")
+	require.False(t, n.Ready)
+	e.clk.Advance(5 * time.Second)
+	require.True(t, e.node("f1").Ready)
 	require.Equal(t, []any{"failed"}, e.assignedOutcomes("f1"))
 	lost := e.requireLeaseLost(alice, "f1")
 	require.Nil(t, lost.Holder)
@@ -183,7 +188,8 @@ func TestFailRetryInMSAndBackoffDelayTheRetry(t *testing.T) {
 	require.True(t, e.node("later").Ready)
 	e.mustClaim(e.user("bob"), "later", 0)
 
-	// backoff: initial_ms * factor^(attempts-1), capped at max_ms.
+	// backoff: initial_ms * factor^(attempts-1), capped at max_ms, with
+	// equal jitter: from half of it to all of it.
 	e.mustCreate(client.NodeCreate{ID: ptr("flaky"), Type: "task", Queue: ptr("default"),
 		Backoff: &client.Backoff{InitialMS: 1000, Factor: 2, MaxMS: 3000}})
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 3 * time.Second} {
@@ -192,8 +198,9 @@ func TestFailRetryInMSAndBackoffDelayTheRetry(t *testing.T) {
 		require.EqualValues(t, i+1, res.Node.Attempts)
 		require.Equal(t, client.NodeStatusQueued, res.Node.Status)
 		require.NotNil(t, res.Node.RunAt, "failure %d", i+1)
-		require.Equal(t, e.clk.Now().Add(want).UnixMilli(), res.Node.RunAt.UnixMilli(), "failure %d waits %s", i+1, want)
-		e.clk.Advance(want - time.Millisecond)
+		wait := res.Node.RunAt.Sub(e.clk.Now())
+		requireBetween(t, wait, want/2, want)
+		e.clk.Advance(wait - time.Millisecond)
 		e.requireNotClaimable(alice, "flaky", "delayed")
 		e.clk.Advance(time.Millisecond)
 	}
@@ -224,6 +231,7 @@ func TestFailTerminalDeadOverrideAndEvents(t *testing.T) {
 	e.mustClaim(alice, "twice", 0)
 	first := e.mustFail(alice, "twice", client.FailRequest{Error: "first"})
 	require.Equal(t, client.NodeStatusQueued, first.Node.Status, "attempts 1 < max_attempts 2")
+	e.clk.Advance(5 * time.Second) // the default backoff
 	e.mustClaim(bob, "twice", 0)
 	second := e.mustFail(bob, "twice", client.FailRequest{Error: "second"})
 	require.Equal(t, client.NodeStatusDead, second.Status, "the second failed run of two is the last")
@@ -797,4 +805,11 @@ func TestCancelAnswerListsSiblingsCancelledByTheParentFailing(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 	require.Equal(t, client.NodeStatusCancelled, e.node("M").Status)
 	require.ElementsMatch(t, []string{"L", "M"}, res.JSON200.Cancelled, "every id that became cancelled")
+}
+
+// requireBetween checks lo <= d <= hi, to the millisecond the API keeps.
+func requireBetween(t *testing.T, d, lo, hi time.Duration) {
+	t.Helper()
+	d = d.Round(time.Millisecond)
+	require.True(t, d >= lo && d <= hi, "%s is not within [%s, %s]", d, lo, hi)
 }

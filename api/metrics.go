@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/retention"
 )
@@ -49,7 +50,12 @@ func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
 	for code := range m.codes {
 		m.codes[code] = strconv.Itoa(code)
 	}
+	build := version.Get()
 	reg.MustRegister(m.requests, m.latency,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tether_build_info", Help: "Always 1; the labels say which build is running.",
+			ConstLabels: prometheus.Labels{"version": build.Version, "revision": build.Revision, "goversion": build.GoVersion},
+		}, func() float64 { return 1 }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_claims_total", Help: "New leases granted."},
 			func() float64 { return float64(stats.Claims.Load()) }),

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/internal/version"
 )
 
 //go:embed openapi.yaml
@@ -23,8 +24,14 @@ type statusJSON struct {
 	Status string `json:"status"`
 }
 
+// healthJSON is the answer of /health: up, and which build.
+type healthJSON struct {
+	Status  string `json:"status"`
+	Version string `json:"version"`
+}
+
 func (s *Server) health(c echo.Context) error {
-	return writeJSON(c, http.StatusOK, statusJSON{Status: "ok"})
+	return writeJSON(c, http.StatusOK, healthJSON{Status: "ok", Version: version.String()})
 }
 
 func (s *Server) readiness(c echo.Context) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/internal/version"
 )
 
 func TestHealthAndReadyNeedNoAuth(t *testing.T) {
@@ -26,7 +27,7 @@ func TestHealthAndReadyNeedNoAuth(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, health.StatusCode(), string(health.Body))
 	require.Equal(t, client.HealthStatusOk, health.JSON200.Status)
-	require.JSONEq(t, `{"status":"ok"}`, string(health.Body))
+	require.JSONEq(t, `{"status":"ok","version":"`+version.String()+`"}`, string(health.Body))
 
 	ready, err := anon.GetReadyWithResponse(ctx)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
@@ -83,6 +84,9 @@ type Server struct {
 
 	messages  *message.Service
 	schedules *schedule.Service
+
+	routeTableOnce sync.Once // routeTable: the routes, for 405's Allow
+	routeTable     []routeShape
 }
 
 // New builds the server and its routes.
@@ -206,7 +210,7 @@ type v1Router struct{ s *Server }
 func (s *Server) v1Routes() v1Router {
 	// An unknown path under /v1 is still authenticated first, so that only a
 	// caller learns which paths are not there.
-	notFound := s.authenticate(s.rateLimit(echo.NotFoundHandler))
+	notFound := s.authenticate(s.rateLimit(s.notFoundOrWrongMethod))
 	s.echo.RouteNotFound("/v1", notFound)
 	s.echo.RouteNotFound("/v1/*", notFound)
 	return v1Router{s}

@@ -527,7 +527,10 @@ func (e McpPostJSONBodyJsonrpc) Valid() bool {
 }
 
 // Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+// for every further attempt, capped at `max_ms` (and never beyond 315360000000),
+// with equal jitter (half of it to all of it). `initial_ms: 0` retries at once.
+// A node created without one gets its tenant's default (the policy's
+// `retry_initial_ms` and `retry_max_ms`, factor 2).
 type Backoff struct {
 	Factor    float64 `json:"factor"`
 	InitialMS int64   `json:"initial_ms"`
@@ -834,7 +837,7 @@ type FailRequest struct {
 	// Requeue Back to the queue while attempts remain (default); false ends the node `failed`.
 	Requeue *bool `json:"requeue,omitempty"`
 
-	// RetryInMS Delay before the retry; without it, the node's `backoff` (or none).
+	// RetryInMS Delay before the retry, exactly (no jitter); without it, the node's `backoff` with jitter (or none).
 	RetryInMS *int64  `json:"retry_in_ms,omitempty"`
 	Session   *string `json:"session,omitempty"`
 }
@@ -842,6 +845,9 @@ type FailRequest struct {
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
+
+	// Version The running build (`tether version`), also the `version` label of the `tether_build_info` metric.
+	Version string `json:"version"`
 }
 
 // HealthStatus defines model for Health.Status.
@@ -1030,7 +1036,10 @@ type NodeBatchCreate struct {
 // NodeCreate defines model for NodeCreate.
 type NodeCreate struct {
 	// Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-	// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+	// for every further attempt, capped at `max_ms` (and never beyond 315360000000),
+	// with equal jitter (half of it to all of it). `initial_ms: 0` retries at once.
+	// A node created without one gets its tenant's default (the policy's
+	// `retry_initial_ms` and `retry_max_ms`, factor 2).
 	Backoff *Backoff `json:"backoff,omitempty"`
 
 	// Blobs sha256s of blobs the tenant has (`POST /v1/blobs`) that the node
@@ -1137,6 +1146,18 @@ type Policy struct {
 	// A cursor behind what was removed gets 410 `gone` from the event
 	// endpoints.
 	RetentionMS int64 `json:"retention_ms"`
+
+	// RetryInitialMS The retry backoff of a node created without `backoff` (it becomes the
+	// node's `backoff`: `initial_ms` this, `max_ms` `retry_max_ms`, `factor`
+	// 2). A failed run that names no `retry_in_ms` waits about this long
+	// before its second attempt, twice as long before each next one, with
+	// equal jitter (a uniform delay from half the backoff to all of it).
+	// 0: it comes back at once. Server default `TETHER_RETRY_INITIAL_MS`
+	// (5000: 5 s, 10 s, 20 s, 40 s for the default 5 attempts).
+	RetryInitialMS int64 `json:"retry_initial_ms"`
+
+	// RetryMaxMS The longest default retry backoff, before jitter; at least `retry_initial_ms`. Server default `TETHER_RETRY_MAX_MS` (600000, 10 min).
+	RetryMaxMS int64 `json:"retry_max_ms"`
 }
 
 // PolicyPatch A JSON merge patch of the policy; `null` restores the server default.
@@ -1149,7 +1170,9 @@ type PolicyPatch struct {
 	RequestsPerSecond    Nullable[float64] `json:"requests_per_second,omitzero"`
 
 	// RetentionMS 0 (keep forever) or 1000 to 315360000000.
-	RetentionMS Nullable[int64] `json:"retention_ms,omitzero"`
+	RetentionMS    Nullable[int64] `json:"retention_ms,omitzero"`
+	RetryInitialMS Nullable[int64] `json:"retry_initial_ms,omitzero"`
+	RetryMaxMS     Nullable[int64] `json:"retry_max_ms,omitzero"`
 }
 
 // ProblemCode The stable error code clients switch on.
@@ -1424,7 +1447,10 @@ type ScheduleList struct {
 // hold. A run's nodes get generated ids; `delay_ms` counts from the fire.
 type ScheduleNode struct {
 	// Backoff The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-	// for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+	// for every further attempt, capped at `max_ms` (and never beyond 315360000000),
+	// with equal jitter (half of it to all of it). `initial_ms: 0` retries at once.
+	// A node created without one gets its tenant's default (the policy's
+	// `retry_initial_ms` and `retry_max_ms`, factor 2).
 	Backoff *Backoff `json:"backoff,omitempty"`
 	Body    *string  `json:"body,omitempty"`
 
@@ -1909,6 +1935,7 @@ type ListLeasesParams struct {
 
 // ListNodesParams defines parameters for ListNodes.
 type ListNodesParams struct {
+	// Type Nodes of this type; `identity` lists the identity nodes, which are otherwise left out.
 	Type   *string     `form:"type,omitempty" json:"type,omitempty"`
 	Status *NodeStatus `form:"status,omitempty" json:"status,omitempty"`
 	Queue  *string     `form:"queue,omitempty" json:"queue,omitempty"`
@@ -2624,7 +2651,9 @@ type ClientInterface interface {
 	// ListNodes List nodes
 	//
 	// Role: reader. Ordered by priority (high first), then creation (old first),
-	// then id. Filters combine with AND.
+	// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+	// far end of `assigned` edges) are not work: they are never `ready`, never
+	// claimable, and listed only with `type=identity`.
 	//
 	// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
 	ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2878,8 +2907,11 @@ type ClientInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -2894,8 +2926,11 @@ type ClientInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -4100,7 +4135,9 @@ func (c *Client) GetMessage(ctx context.Context, id MessageID, reqEditors ...Req
 // ListNodes List nodes
 //
 // Role: reader. Ordered by priority (high first), then creation (old first),
-// then id. Filters combine with AND.
+// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+// far end of `assigned` edges) are not work: they are never `ready`, never
+// claimable, and listed only with `type=identity`.
 //
 // Corresponds with GET /v1/nodes (the `ListNodes` operationId).
 func (c *Client) ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4584,8 +4621,11 @@ func (c *Client) ExtendLease(ctx context.Context, id NodeID, body ExtendLeaseJSO
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -4610,8 +4650,11 @@ func (c *Client) FailNodeWithBody(ctx context.Context, id NodeID, contentType st
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -9402,7 +9445,9 @@ type ClientWithResponsesInterface interface {
 	// ListNodesWithResponse List nodes
 	//
 	// Role: reader. Ordered by priority (high first), then creation (old first),
-	// then id. Filters combine with AND.
+	// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+	// far end of `assigned` edges) are not work: they are never `ready`, never
+	// claimable, and listed only with `type=identity`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9668,8 +9713,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -9684,8 +9732,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: worker (the holder; a dispatcher may override). `error` is required.
 	// With `requeue` (the default) the node goes back to `queued` (or `open`) while
-	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-	// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+	// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+	// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+	// with equal jitter (a uniform delay from half of it to all of it), or no delay
+	// when the node has no backoff; a node created without one has the tenant's
+	// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 	// once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 	// `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 	// `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -17542,7 +17593,9 @@ func (c *ClientWithResponses) GetMessageWithResponse(ctx context.Context, id Mes
 // ListNodesWithResponse List nodes
 //
 // Role: reader. Ordered by priority (high first), then creation (old first),
-// then id. Filters combine with AND.
+// then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+// far end of `assigned` edges) are not work: they are never `ready`, never
+// claimable, and listed only with `type=identity`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17946,8 +17999,11 @@ func (c *ClientWithResponses) ExtendLeaseWithResponse(ctx context.Context, id No
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -17968,8 +18024,11 @@ func (c *ClientWithResponses) FailNodeWithBodyWithResponse(ctx context.Context, 
 //
 // Role: worker (the holder; a dispatcher may override). `error` is required.
 // With `requeue` (the default) the node goes back to `queued` (or `open`) while
-// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-// `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+// `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+// the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+// with equal jitter (a uniform delay from half of it to all of it), or no delay
+// when the node has no backoff; a node created without one has the tenant's
+// (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
 // once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
 // `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
 // `dead` fails its parent when the parent's `on_child_fail` is `fail` (the

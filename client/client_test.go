@@ -178,7 +178,7 @@ func TestPublicDocuments(t *testing.T) {
 	serve("GET /openapi.yaml", "application/yaml", spec)
 	serve("GET /skill.md", "text/markdown; charset=utf-8", []byte("# Using Tether\n"))
 	serve("GET /metrics", "text/plain; version=0.0.4; charset=utf-8", []byte("tether_up 1\n"))
-	serve("GET /health", "application/json", []byte(`{"status":"ok"}`))
+	serve("GET /health", "application/json", []byte(`{"status":"ok","version":"dev"}`))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	c, err := client.NewClientWithResponses(srv.URL, client.WithHTTPClient(&http.Client{Transport: apitest.ValidatingTransport(t, nil)}))

@@ -51,7 +51,7 @@ type Conflict struct {
 
 func (e *Conflict) Error() string {
 	if e.Holder != "" {
-		return fmt.Sprintf("%s: held by %q until %s", e.Reason, e.Holder, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+		return fmt.Sprintf("%s: held by %q until %s", e.Reason, e.Holder, e.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")) // the API's precision
 	}
 	return e.Reason
 }

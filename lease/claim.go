@@ -65,7 +65,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 		}
 	}
 	if graph.IsIdentityID(n.ID) {
-		return nil, &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
+		return nil, &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status), Detail: "identity nodes stand for callers; they are not work"}
 	}
 	if n.Lease != nil {
 		if n.Lease.By != p.By {
@@ -309,7 +309,7 @@ func (s *Service) ExtendTx(tx *graph.Tx, n *graph.Node, p HolderParams, by time.
 		return nil, err
 	}
 	if err := tx.Emit(n.Tenant, graph.EventExtended, n.ID, p.By, map[string]any{
-		"fence": n.Lease.Fence, "expires_at": n.Lease.ExpiresAt, "capped_to_max": res.Capped,
+		"fence": n.Lease.Fence, "expires_at": graph.Stamp(n.Lease.ExpiresAt), "capped_to_max": res.Capped,
 	}); err != nil {
 		return nil, err
 	}

@@ -134,7 +134,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Store: store, Leases: leases, Logger: cfg.Logger, Limits: limits,
 		Defaults: func(ctx context.Context, t string) (work.Defaults, error) {
 			p, err := tenants.Policy(ctx, t)
-			return work.Defaults{MaxAttempts: p.MaxAttemptsDefault}, err
+			d := work.Defaults{MaxAttempts: p.MaxAttemptsDefault}
+			if p.RetryInitialMS > 0 {
+				d.Backoff = &graph.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenant.RetryFactor}
+			}
+			return d, err
 		},
 	})
 	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/internal/duration"
@@ -25,7 +27,16 @@ type Policy struct {
 	// they happened; 0 keeps them forever.
 	RetentionMS    int64 `json:"retention_ms"`
 	BlobQuotaBytes int64 `json:"blob_quota_bytes"` // 0: no cap
+	// RetryInitialMS and RetryMaxMS are the retry backoff of a node created
+	// without one: the first retry waits about RetryInitialMS, each next one
+	// twice as long, at most RetryMaxMS (with equal jitter: half to all of
+	// it). RetryInitialMS 0: failed runs come back at once.
+	RetryInitialMS int64 `json:"retry_initial_ms"`
+	RetryMaxMS     int64 `json:"retry_max_ms"`
 }
+
+// RetryFactor is the growth of the default retry backoff per attempt.
+const RetryFactor = 2
 
 // Policy field names, as in JSON and in *fault.Invalid.
 const (
@@ -36,6 +47,8 @@ const (
 	fieldRPS             = "requests_per_second"
 	fieldRetention       = "retention_ms"
 	fieldBlobQuota       = "blob_quota_bytes"
+	fieldRetryInitial    = "retry_initial_ms"
+	fieldRetryMax        = "retry_max_ms"
 )
 
 // The range of retention_ms besides 0 (forever): a second to ten years.
@@ -64,6 +77,8 @@ type PolicyPatch struct {
 	RequestsPerSecond    Change[float64]
 	RetentionMS          Change[int64]
 	BlobQuotaBytes       Change[int64]
+	RetryInitialMS       Change[int64]
+	RetryMaxMS           Change[int64]
 }
 
 // DecodePolicyPatch decodes a merge patch from a JSON object. Unknown or
@@ -108,6 +123,10 @@ func DecodePolicyPatch(raw []byte) (PolicyPatch, error) {
 			p.RetentionMS, err = decodeIntChange(name, val)
 		case fieldBlobQuota:
 			p.BlobQuotaBytes, err = decodeIntChange(name, val)
+		case fieldRetryInitial:
+			p.RetryInitialMS, err = decodeIntChange(name, val)
+		case fieldRetryMax:
+			p.RetryMaxMS, err = decodeIntChange(name, val)
 		default:
 			err = fault.Invalidf(truncate(name, 64), "unknown field")
 		}
@@ -181,6 +200,8 @@ type policyOverrides struct {
 	RequestsPerSecond    *float64 `json:"requests_per_second,omitempty"`
 	RetentionMS          *int64   `json:"retention_ms,omitempty"`
 	BlobQuotaBytes       *int64   `json:"blob_quota_bytes,omitempty"`
+	RetryInitialMS       *int64   `json:"retry_initial_ms,omitempty"`
+	RetryMaxMS           *int64   `json:"retry_max_ms,omitempty"`
 }
 
 func applyChange[T int64 | float64](dst **T, c Change[T]) {
@@ -203,6 +224,8 @@ func (o policyOverrides) apply(p PolicyPatch) policyOverrides {
 	applyChange(&o.RequestsPerSecond, p.RequestsPerSecond)
 	applyChange(&o.RetentionMS, p.RetentionMS)
 	applyChange(&o.BlobQuotaBytes, p.BlobQuotaBytes)
+	applyChange(&o.RetryInitialMS, p.RetryInitialMS)
+	applyChange(&o.RetryMaxMS, p.RetryMaxMS)
 	return o
 }
 
@@ -221,6 +244,8 @@ func (o policyOverrides) over(d Policy) Policy {
 	overlay(&d.RequestsPerSecond, o.RequestsPerSecond)
 	overlay(&d.RetentionMS, o.RetentionMS)
 	overlay(&d.BlobQuotaBytes, o.BlobQuotaBytes)
+	overlay(&d.RetryInitialMS, o.RetryInitialMS)
+	overlay(&d.RetryMaxMS, o.RetryMaxMS)
 	return d
 }
 
@@ -231,16 +256,16 @@ func (o policyOverrides) over(d Policy) Policy {
 func (p Policy) validate(ceilingMS int64, patch PolicyPatch) error {
 	switch {
 	case p.ClaimTTLDefaultMS < minClaimTTLMS:
-		return fault.Invalidf(fieldClaimTTLDefault, "must be at least %d", minClaimTTLMS)
+		return fault.Invalidf(fieldClaimTTLDefault, "must be at least %s", msText(minClaimTTLMS))
 	case p.ClaimTTLMaxMS < minClaimTTLMS:
-		return fault.Invalidf(fieldClaimTTLMax, "must be at least %d", minClaimTTLMS)
+		return fault.Invalidf(fieldClaimTTLMax, "must be at least %s", msText(minClaimTTLMS))
 	case p.ClaimTTLMaxMS > ceilingMS:
-		return fault.Invalidf(fieldClaimTTLMax, "must not exceed the server ceiling of %d", ceilingMS)
+		return fault.Invalidf(fieldClaimTTLMax, "must not exceed the server ceiling of %s", msText(ceilingMS))
 	case p.ClaimTTLDefaultMS > p.ClaimTTLMaxMS:
 		if patch.ClaimTTLMaxMS.Set && !patch.ClaimTTLDefaultMS.Set {
-			return fault.Invalidf(fieldClaimTTLMax, "must not be below %s (%d)", fieldClaimTTLDefault, p.ClaimTTLDefaultMS)
+			return fault.Invalidf(fieldClaimTTLMax, "must not be below %s: %s", fieldClaimTTLDefault, msText(p.ClaimTTLDefaultMS))
 		}
-		return fault.Invalidf(fieldClaimTTLDefault, "must not exceed %s (%d)", fieldClaimTTLMax, p.ClaimTTLMaxMS)
+		return fault.Invalidf(fieldClaimTTLDefault, "must not exceed %s: %s", fieldClaimTTLMax, msText(p.ClaimTTLMaxMS))
 	case p.MaxAttemptsDefault < 1:
 		return fault.Invalidf(fieldMaxAttempts, "must be at least 1")
 	case p.MaxLeasesPerIdentity < 0:
@@ -248,9 +273,26 @@ func (p Policy) validate(ceilingMS int64, patch PolicyPatch) error {
 	case p.RequestsPerSecond < 0 || math.IsNaN(p.RequestsPerSecond) || math.IsInf(p.RequestsPerSecond, 0):
 		return fault.Invalidf(fieldRPS, "must be a non-negative number")
 	case p.RetentionMS != 0 && (p.RetentionMS < MinRetentionMS || p.RetentionMS > MaxRetentionMS):
-		return fault.Invalidf(fieldRetention, "must be 0 (keep forever) or from %d to %d", MinRetentionMS, MaxRetentionMS)
+		return fault.Invalidf(fieldRetention, "must be 0 (keep forever) or from %s to %s", msText(MinRetentionMS), msText(MaxRetentionMS))
 	case p.BlobQuotaBytes < 0:
 		return fault.Invalidf(fieldBlobQuota, "must not be negative")
+	case p.RetryMaxMS < p.RetryInitialMS:
+		if patch.RetryInitialMS.Set && !patch.RetryMaxMS.Set {
+			return fault.Invalidf(fieldRetryInitial, "must not exceed %s: %s", fieldRetryMax, msText(p.RetryMaxMS))
+		}
+		return fault.Invalidf(fieldRetryMax, "must be at least %s: %s", fieldRetryInitial, msText(p.RetryInitialMS))
 	}
 	return nil
+}
+
+// msText says a number of milliseconds for people: "86400000 (24h)".
+func msText(ms int64) string {
+	d := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(d, "m0s") {
+		d = strings.TrimSuffix(d, "0s")
+	}
+	if strings.HasSuffix(d, "h0m") {
+		d = strings.TrimSuffix(d, "0m")
+	}
+	return strconv.FormatInt(ms, 10) + " (" + d + ")"
 }

@@ -28,6 +28,8 @@ var documentedDefaults = Policy{
 	ClaimTTLMaxMS:      7200000,
 	MaxAttemptsDefault: 5,
 	RetentionMS:        604800000,
+	RetryInitialMS:     5000,
+	RetryMaxMS:         600000,
 }
 
 func TestPolicyDefaults(t *testing.T) {
@@ -39,7 +41,7 @@ func TestPolicyDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Tenant{ID: "acme", Policy: documentedDefaults}, got)
 
-	custom := Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 600000, MaxAttemptsDefault: 3, MaxLeasesPerIdentity: 10, RequestsPerSecond: 50, RetentionMS: 3600000, BlobQuotaBytes: 1 << 30}
+	custom := Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 600000, MaxAttemptsDefault: 3, MaxLeasesPerIdentity: 10, RequestsPerSecond: 50, RetentionMS: 3600000, BlobQuotaBytes: 1 << 30, RetryInitialMS: 1000, RetryMaxMS: 60000}
 	b = setup(t, Config{Defaults: custom})
 	p, err := b.svc.Policy(ctx, "acme")
 	require.NoError(t, err)
@@ -48,7 +50,7 @@ func TestPolicyDefaults(t *testing.T) {
 	raw, err := json.Marshal(Tenant{ID: "acme", Policy: custom})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"id":"acme","policy":{"claim_ttl_default_ms":60000,"claim_ttl_max_ms":600000,
-		"max_attempts_default":3,"max_leases_per_identity":10,"requests_per_second":50,"retention_ms":3600000,"blob_quota_bytes":1073741824}}`, string(raw))
+		"max_attempts_default":3,"max_leases_per_identity":10,"requests_per_second":50,"retention_ms":3600000,"blob_quota_bytes":1073741824,"retry_initial_ms":1000,"retry_max_ms":60000}}`, string(raw))
 
 	_, err = b.svc.Policy(ctx, "Not A Tenant")
 	requireInvalid(t, err, "tenant")
@@ -127,7 +129,7 @@ func TestPolicyNullResetsToServerDefault(t *testing.T) {
 	newDefaults := Policy{ClaimTTLDefaultMS: 120000, MaxAttemptsDefault: 8, RequestsPerSecond: 3}
 	got, err = b.restart(t, Config{Defaults: newDefaults}).Policy(ctx, "acme")
 	require.NoError(t, err)
-	require.Equal(t, Policy{ClaimTTLDefaultMS: 120000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2, RequestsPerSecond: 3, RetentionMS: 604800000}, got)
+	require.Equal(t, Policy{ClaimTTLDefaultMS: 120000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2, RequestsPerSecond: 3, RetentionMS: 604800000, RetryInitialMS: 5000, RetryMaxMS: 600000}, got)
 }
 
 func TestPolicyPatchValidation(t *testing.T) {
@@ -146,9 +148,9 @@ func TestPolicyPatchValidation(t *testing.T) {
 		{`{"claim_ttl_default_ms": 999, "claim_ttl_max_ms": 999}`, "claim_ttl_default_ms", "from 1000 to"},
 		{`{"claim_ttl_max_ms": 999}`, "claim_ttl_max_ms", "from 1000 to"},
 		{`{"claim_ttl_max_ms": 3600001}`, "claim_ttl_max_ms", "server ceiling of 3600000"},
-		{`{"claim_ttl_default_ms": 600001}`, "claim_ttl_default_ms", "must not exceed claim_ttl_max_ms (600000)"},
-		{`{"claim_ttl_max_ms": 200000}`, "claim_ttl_max_ms", "must not be below claim_ttl_default_ms (300000)"},
-		{`{"claim_ttl_max_ms": 200000, "claim_ttl_default_ms": 250000}`, "claim_ttl_default_ms", "must not exceed claim_ttl_max_ms (200000)"},
+		{`{"claim_ttl_default_ms": 600001}`, "claim_ttl_default_ms", "must not exceed claim_ttl_max_ms: 600000 (10m)"},
+		{`{"claim_ttl_max_ms": 200000}`, "claim_ttl_max_ms", "must not be below claim_ttl_default_ms: 300000 (5m)"},
+		{`{"claim_ttl_max_ms": 200000, "claim_ttl_default_ms": 250000}`, "claim_ttl_default_ms", "must not exceed claim_ttl_max_ms: 200000 (3m20s)"},
 		{`{"max_attempts_default": 0}`, "max_attempts_default", "at least 1"},
 	} {
 		p, err := DecodePolicyPatch([]byte(tc.raw))
@@ -165,7 +167,7 @@ func TestPolicyPatchValidation(t *testing.T) {
 	// Values that are fine: the limits themselves, and zero caps.
 	got, err := b.svc.PatchPolicy(ctx, "acme", patch(t, `{"claim_ttl_default_ms": 1000, "claim_ttl_max_ms": 3600000, "max_attempts_default": 1, "max_leases_per_identity": 0, "requests_per_second": 0}`))
 	require.NoError(t, err)
-	require.Equal(t, Policy{ClaimTTLDefaultMS: 1000, ClaimTTLMaxMS: 3600000, MaxAttemptsDefault: 1, RetentionMS: 604800000}, got)
+	require.Equal(t, Policy{ClaimTTLDefaultMS: 1000, ClaimTTLMaxMS: 3600000, MaxAttemptsDefault: 1, RetentionMS: 604800000, RetryInitialMS: 5000, RetryMaxMS: 600000}, got)
 
 	// Patches built in Go are checked too.
 	neg := int64(-1)

@@ -24,7 +24,9 @@ type Config struct {
 	HeadTokens, LeftClawTokens, RightClawTokens []string
 	// Defaults are the server defaults of every policy field. A zero TTL or
 	// attempts field takes the documented default (300000, 7200000, 5); a
-	// zero RetentionMS takes a week, a negative one keeps forever.
+	// zero RetentionMS takes a week, a negative one keeps forever; a zero
+	// RetryInitialMS takes 5000 (a negative one: no backoff), a zero
+	// RetryMaxMS 600000.
 	Defaults Policy
 	// TTLCeilingMS is the most claim_ttl_max_ms may be; 0 means 86400000.
 	TTLCeilingMS int64
@@ -38,6 +40,8 @@ const (
 	defaultMaxAttempts       = 5
 	defaultTTLCeilingMS      = 86_400_000
 	defaultRetentionMS       = 7 * 24 * 3600 * 1000 // a week
+	defaultRetryInitialMS    = 5_000                // 5 s, 10 s, 20 s, ...
+	defaultRetryMaxMS        = 600_000              // at most 10 min
 )
 
 // HasCredentials reports whether any secret, public key or static token is
@@ -96,6 +100,15 @@ func NewService(cfg Config, store *graph.Store, clk clock.Clock) (*Service, erro
 		defaults.RetentionMS = defaultRetentionMS
 	case defaults.RetentionMS < 0:
 		defaults.RetentionMS = 0 // keep forever
+	}
+	switch {
+	case defaults.RetryInitialMS == 0:
+		defaults.RetryInitialMS = defaultRetryInitialMS
+	case defaults.RetryInitialMS < 0:
+		defaults.RetryInitialMS = 0 // retry at once
+	}
+	if defaults.RetryMaxMS == 0 {
+		defaults.RetryMaxMS = max(defaultRetryMaxMS, defaults.RetryInitialMS)
 	}
 	ceiling := cfg.TTLCeilingMS
 	if ceiling == 0 {

@@ -262,6 +262,9 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 			return nil, bad("backoff.factor", "must be a number from 1 to %d", MaxBackoffFactor)
 		}
 		n.Backoff = &b
+	} else if def.Backoff != nil {
+		b := *def.Backoff
+		n.Backoff = &b
 	}
 	if spec.OnChildFail != nil {
 		if *spec.OnChildFail != OnChildFailFail && *spec.OnChildFail != OnChildFailIgnore {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/tether-run/tether/fault"
@@ -75,7 +76,7 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 		if delay := retryDelay(n, p.RetryIn); delay > 0 {
 			at := tx.Now().Add(delay).UTC()
 			n.RunAt = &at
-			data["run_at"] = at
+			data["run_at"] = graph.Stamp(at)
 		}
 	case requeue:
 		n.Status = graph.StatusDead
@@ -101,11 +102,24 @@ func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node
 	return n, nil
 }
 
-// retryDelay is how long a failed run waits before it may run again.
+// retryDelay is how long a failed run waits before it may run again: what
+// the caller asked for, exactly, or else the node's backoff for its attempt
+// with equal jitter (a uniform delay from half the backoff to all of it), so
+// that the runs of many nodes failing together do not come back together.
 func retryDelay(n *graph.Node, asked *time.Duration) time.Duration {
 	if asked != nil {
 		return *asked
 	}
+	d := backoffDelay(n)
+	if d <= 1 {
+		return d
+	}
+	// Whole milliseconds, the precision of run_at in the API.
+	return (d/2 + rand.N(d-d/2+1)).Truncate(time.Millisecond)
+}
+
+// backoffDelay is the node's backoff for its attempt, before jitter.
+func backoffDelay(n *graph.Node) time.Duration {
 	b := n.Backoff
 	if b == nil || b.InitialMS <= 0 {
 		return 0

@@ -64,16 +64,24 @@ func (s *Service) Get(tenant, id string) (NodeView, error) {
 }
 
 // List returns one page of nodes; ready, when set, keeps only nodes whose
-// readiness equals it.
+// readiness equals it. Identity nodes (identity:<sub>, the far end of
+// assigned edges) are not work: they are listed only when q asks for type
+// identity.
 func (s *Service) List(tenant string, q graph.NodeQuery, ready *bool) ([]NodeView, string, error) {
 	var out []NodeView
 	var next string
 	err := s.store.View(func(tx *graph.Tx) error {
-		if ready != nil {
-			want := *ready
+		workOnly := q.Type != graph.IdentityType
+		if ready != nil || workOnly {
 			q.Match = func(tx *graph.Tx, n *graph.Node) (bool, error) {
+				if workOnly && n.Type == graph.IdentityType {
+					return false, nil
+				}
+				if ready == nil {
+					return true, nil
+				}
 				r, err := ReadinessTx(tx, n)
-				return r.Ready == want, err
+				return r.Ready == *ready, err
 			}
 		}
 		nodes, cursor, err := tx.NodeList(tenant, q)

@@ -18,10 +18,11 @@ type Readiness struct {
 
 // ReadinessTx computes n's readiness at tx's instant: open or queued, run_at
 // passed, every depends_on target done (or ended, with on_fail: ignore), and
-// every child terminal, and its queue not paused.
+// every child terminal, and its queue not paused. An identity node is never
+// ready: it stands for a caller, it is not work.
 func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
 	r := Readiness{BlockedBy: []string{}}
-	if !n.Status.AtRest() {
+	if !n.Status.AtRest() || n.Type == graph.IdentityType {
 		return r, nil
 	}
 	if n.RunAt != nil && n.RunAt.After(tx.Now()) {

@@ -13,6 +13,9 @@ import (
 // Defaults are the tenant policy values node creation needs.
 type Defaults struct {
 	MaxAttempts int64
+	// Backoff is the retry backoff of a node created without one (the
+	// tenant's retry_initial_ms and retry_max_ms, factor 2); nil: none.
+	Backoff *graph.Backoff
 }
 
 // DefaultsFunc returns the defaults of a tenant.

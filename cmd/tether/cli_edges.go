@@ -95,7 +95,7 @@ func (c *cli) edgesListCommand() *cobra.Command {
 				return err
 			}
 			res, err := api.ListNodeEdgesWithResponse(cmd.Context(), a[0], &client.ListNodeEdgesParams{
-				Dir: &d, Type: ifSet(cmd, "type", typ), IncludeRetired: ifSet(cmd, "retired", retired),
+				Dir: &d, Type: ifSet(cmd, "type", typ), IncludeRetired: ifSet(cmd, "include-retired", retired),
 				Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor),
 			})
 			if err != nil {
@@ -111,7 +111,8 @@ func (c *cli) edgesListCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "both", "edges leaving the node (out), arriving at it (in), or both")
 	f.StringVar(&typ, "type", "", "only edges of this type")
-	f.BoolVar(&retired, "retired", false, "include retired edges")
+	f.BoolVar(&retired, "include-retired", false, "include retired edges (the API's include_retired; --retired is the same)")
+	f.SetNormalizeFunc(flagAliases(map[string]string{"retired": "include-retired"}))
 	f.IntVar(&limit, "limit", 100, "page size (at most 1000)")
 	f.StringVar(&cursor, "cursor", "", "the next page, as printed after the previous one")
 	return cmd

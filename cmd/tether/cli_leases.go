@@ -117,12 +117,23 @@ func (c *cli) extendCommand() *cobra.Command {
 	var h holderFlags
 	var by time.Duration
 	cmd := &cobra.Command{
-		Use:   "extend <id> --by DURATION",
-		Short: "Push a lease's expiry out, for a long step (capped at the tenant's maximum)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:     "extend <id> DURATION",
+		Short:   "Push a lease's expiry out, for a long step (capped at the tenant's maximum)",
+		Example: "  tether extend task-1 30m --fence 3      # or --by 30m",
+		Args:    usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if len(a) == 2 {
+				if cmd.Flags().Changed("by") {
+					return usageErrorf("give the duration once: as an argument or as --by")
+				}
+				d, err := time.ParseDuration(a[1])
+				if err != nil {
+					return usageErrorf("%q is not a duration, like 30m or 1h", a[1])
+				}
+				by = d
+			}
 			if by <= 0 {
-				return usageErrorf("--by must be a positive duration, like 1h")
+				return usageErrorf("the duration must be positive, like 1h (tether extend <id> 1h)")
 			}
 			api, err := c.api()
 			if err != nil {
@@ -144,7 +155,7 @@ func (c *cli) extendCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&by, "by", 0, "how much longer (required), e.g. 1h")
+	cmd.Flags().DurationVar(&by, "by", 0, "how much longer, e.g. 1h (the same as the DURATION argument)")
 	h.flags(cmd)
 	return cmd
 }
@@ -183,7 +194,7 @@ func (c *cli) releaseCommand() *cobra.Command {
 
 func (c *cli) completeCommand() *cobra.Command {
 	var h holderFlags
-	var result string
+	var result, resultString string
 	var usage map[string]string
 	cmd := &cobra.Command{
 		Use:     "complete <id>",
@@ -192,8 +203,17 @@ func (c *cli) completeCommand() *cobra.Command {
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			body := client.CompleteRequest{Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd)}
-			if cmd.Flags().Changed("result") {
-				body.Result = jsonOrString(result)
+			switch {
+			case cmd.Flags().Changed("result") && cmd.Flags().Changed("result-string"):
+				return usageErrorf("give --result (JSON) or --result-string (text), not both")
+			case cmd.Flags().Changed("result"):
+				var v any
+				if err := json.Unmarshal([]byte(result), &v); err != nil {
+					return usageErrorf("--result is not valid JSON (%v); to store text, use --result-string", err)
+				}
+				body.Result = v
+			case cmd.Flags().Changed("result-string"):
+				body.Result = resultString
 			}
 			if len(usage) > 0 {
 				u := client.Usage{}
@@ -222,19 +242,11 @@ func (c *cli) completeCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&result, "result", "", "the result: a JSON value (anything else is sent as a string)")
+	cmd.Flags().StringVar(&result, "result", "", `the result, a JSON value: '{"pr": 42}', '"text"', 42 (invalid JSON is refused)`)
+	cmd.Flags().StringVar(&resultString, "result-string", "", "the result as text, stored as a JSON string")
 	cmd.Flags().StringToStringVar(&usage, "usage", nil, "counters to record, name=number (e.g. tokens=1200,cost=0.04)")
 	h.flags(cmd)
 	return cmd
-}
-
-// jsonOrString is s decoded when it is JSON, else s itself.
-func jsonOrString(s string) any {
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return s
-	}
-	return v
 }
 
 func (c *cli) failCommand() *cobra.Command {

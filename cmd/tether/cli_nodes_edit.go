@@ -13,7 +13,7 @@ import (
 )
 
 func (c *cli) nodesCreateCommand() *cobra.Command {
-	var id, typ, title, body, queue, parent, target, props, idemKey string
+	var id, typ, title, body, queue, parent, target, props, idemKey, backoff string
 	var labels, dependsOn, blobs []string
 	var priority, maxAttempts int64
 	var delay, timeout time.Duration
@@ -37,6 +37,13 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 				Priority: ifSet(cmd, "priority", priority), MaxAttempts: ifSet(cmd, "max-attempts", maxAttempts),
 				Labels: ifSet(cmd, "label", labels), DependsOn: ifSet(cmd, "depends-on", dependsOn),
 				Blobs: ifSet(cmd, "blob", blobs), DelayMS: ifSet(cmd, "delay", millis(delay)), TimeoutMS: ifSet(cmd, "timeout", millis(timeout)),
+			}
+			if cmd.Flags().Changed("backoff") {
+				b, err := parseBackoff(backoff)
+				if err != nil {
+					return err
+				}
+				n.Backoff = b
 			}
 			if cmd.Flags().Changed("props") {
 				m, err := jsonObject("props", props)
@@ -69,6 +76,7 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 	f.StringVar(&target, "target", "", "only this identity may claim it")
 	f.StringVar(&props, "props", "", "properties, a JSON object")
 	f.Int64Var(&maxAttempts, "max-attempts", 0, "runs before it is dead (default: the tenant's)")
+	f.StringVar(&backoff, "backoff", "", `retry backoff INITIAL[,MAX[,FACTOR]], e.g. 30s,1h,3 (default: the tenant's, 5s,10m,2; "none": at once)`)
 	f.DurationVar(&delay, "delay", 0, "not claimable before this long from now (e.g. 10m)")
 	f.DurationVar(&timeout, "timeout", 0, "a run longer than this is treated as expired, however often renewed")
 	f.StringVar(&idemKey, "idempotency-key", "", "replay the first answer instead of creating again (24 h)")
@@ -198,4 +206,37 @@ func (c *cli) nodesPatchCommand() *cobra.Command {
 	f.StringSliceVar(&clear, "clear", nil, "set a member to null (repeatable): title, body, queue, target, labels, props, run_at, ...")
 	f.Int64Var(&ifMatch, "if-match", 0, "apply only if the node is still at this version")
 	return cmd
+}
+
+// parseBackoff reads --backoff: INITIAL[,MAX[,FACTOR]] (MAX defaults to
+// INITIAL, FACTOR to 2) or "none" (failed runs come back at once).
+func parseBackoff(v string) (*client.Backoff, error) {
+	if v == "none" {
+		return &client.Backoff{InitialMS: 0, MaxMS: 0, Factor: 1}, nil
+	}
+	parts := strings.Split(v, ",")
+	bad := usageErrorf("--backoff %q: want INITIAL[,MAX[,FACTOR]], e.g. 30s,1h,3, or none", v)
+	if len(parts) > 3 {
+		return nil, bad
+	}
+	initial, err := time.ParseDuration(parts[0])
+	if err != nil || initial < 0 {
+		return nil, bad
+	}
+	b := &client.Backoff{InitialMS: millis(initial), MaxMS: millis(initial), Factor: 2}
+	if len(parts) > 1 {
+		maxD, err := time.ParseDuration(parts[1])
+		if err != nil || maxD < initial {
+			return nil, usageErrorf("--backoff %q: MAX must be a duration no shorter than INITIAL", v)
+		}
+		b.MaxMS = millis(maxD)
+	}
+	if len(parts) > 2 {
+		f, err := strconv.ParseFloat(parts[2], 64)
+		if err != nil {
+			return nil, bad
+		}
+		b.Factor = f // the server checks its range
+	}
+	return b, nil
 }

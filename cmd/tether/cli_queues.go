@@ -82,7 +82,7 @@ When nothing was ready, nothing is printed on stdout and the exit code is 0.`,
 			}
 			res, err := api.ClaimNextWithResponse(cmd.Context(), a[0], client.ClaimNextRequest{
 				TTLMS: ifSet(cmd, "ttl", millis(ttl)), WaitMS: ifSet(cmd, "wait", millis(wait)),
-				Session: ifSet(cmd, "session", session), Types: ifSet(cmd, "type", types), Labels: ifSet(cmd, "label", labels),
+				Session: ifSet(cmd, "session", session), Types: ifSet(cmd, "types", types), Labels: ifSet(cmd, "labels", labels),
 			})
 			if err != nil {
 				return c.unreachable(err)
@@ -101,8 +101,9 @@ When nothing was ready, nothing is printed on stdout and the exit code is 0.`,
 	f.DurationVar(&ttl, "ttl", 0, "lease TTL (default: the tenant's)")
 	f.DurationVar(&wait, "wait", 0, "wait up to this long for a node to become ready (long poll, at most 60s)")
 	f.StringVar(&session, "session", "", "scope the lease to one run")
-	f.StringSliceVar(&types, "type", nil, "only nodes of one of these types (repeatable)")
-	f.StringSliceVar(&labels, "label", nil, "only nodes carrying every one of these labels (repeatable)")
+	f.StringSliceVar(&types, "types", nil, "only nodes of one of these types (comma separated or repeatable; as tether work)")
+	f.StringSliceVar(&labels, "labels", nil, "only nodes carrying every one of these labels (comma separated or repeatable)")
+	f.SetNormalizeFunc(flagAliases(map[string]string{"type": "types", "label": "labels"}))
 	return cmd
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tether-run/tether/client"
 )
@@ -36,7 +37,7 @@ func newCLI(root *cobra.Command) *cli {
 	f := root.PersistentFlags()
 	f.StringVar(&c.server, "server", "", "Tether server URL (TETHER_URL, default "+defaultServer+")")
 	f.StringVar(&c.token, "token", "", "bearer token: a JWT or an API key (TETHER_TOKEN)")
-	f.StringVarP(&c.output, "output", "o", "table", "output format: table (for people) or json (the API's JSON)")
+	f.StringVarP(&c.output, "output", "o", "table", "output format: table (for people), json (the API's JSON; errors as problem JSON on stderr) or id (the answer's id alone, for $(...))")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return c
 }
@@ -71,8 +72,8 @@ func (c *cli) bearer() string {
 }
 
 func (c *cli) checkOutput() error {
-	if c.output != "table" && c.output != "json" {
-		return usageErrorf("--output must be table or json, not %q", c.output)
+	if c.output != "table" && c.output != "json" && c.output != "id" {
+		return usageErrorf("--output must be table, json or id, not %q", c.output)
 	}
 	return nil
 }
@@ -84,6 +85,9 @@ func (c *cli) json() bool { return c.output == "json" }
 func (c *cli) emit(w io.Writer, body []byte, table func(w io.Writer)) error {
 	if c.json() {
 		return writeJSON(w, body)
+	}
+	if c.output == "id" {
+		return writeID(w, body)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	table(tw)
@@ -100,6 +104,28 @@ func writeJSON(w io.Writer, body []byte) error {
 	return err
 }
 
+// writeID writes the answer's id alone (a blob's sha256, a claim's node
+// id), for `id=$(tether ... -o id)`.
+func writeID(w io.Writer, body []byte) error {
+	var a struct {
+		ID     string `json:"id"`
+		SHA256 string `json:"sha256"`
+		Node   struct {
+			ID string `json:"id"`
+		} `json:"node"`
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
+		return fmt.Errorf("error reading the server's answer: %w", err)
+	}
+	for _, id := range []string{a.ID, a.SHA256, a.Node.ID} {
+		if id != "" {
+			_, err := fmt.Fprintln(w, id)
+			return err
+		}
+	}
+	return errors.New("the answer has no id: -o id does not apply to this command")
+}
+
 // unreachable is the error of a call that got no answer.
 func (c *cli) unreachable(err error) error {
 	return fmt.Errorf("error calling the server at %s (set --server or TETHER_URL): %w", c.serverURL(), err)
@@ -111,7 +137,7 @@ func (c *cli) check(resp *http.Response, body []byte) error {
 	err := client.CheckResponse(resp, body)
 	var p *client.Problem
 	if errors.As(err, &p) {
-		return &problemError{p: p, noToken: c.bearer() == ""}
+		return &problemError{p: p, body: body, noToken: c.bearer() == ""}
 	}
 	return err
 }
@@ -120,6 +146,7 @@ func (c *cli) check(resp *http.Response, body []byte) error {
 // what to do about it: who holds the node and until when, what it waits for.
 type problemError struct {
 	p       *client.Problem
+	body    []byte // the problem document as the server sent it
 	noToken bool
 }
 
@@ -233,3 +260,15 @@ func jsonObject(flag, raw string) (map[string]any, error) {
 
 // millis is d in milliseconds, for the API's *_ms fields.
 func millis(d time.Duration) int64 { return d.Milliseconds() }
+
+// flagAliases lets a command take an older or singular flag name for its
+// canonical one (--retired for --include-retired, --type for --types), so
+// that the CLI speaks the API's vocabulary without breaking scripts.
+func flagAliases(aliases map[string]string) func(*pflag.FlagSet, string) pflag.NormalizedName {
+	return func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := aliases[name]; ok {
+			name = to
+		}
+		return pflag.NormalizedName(name)
+	}
+}

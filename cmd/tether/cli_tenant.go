@@ -57,10 +57,12 @@ func showPolicy(w io.Writer, p client.Policy) {
 	fmt.Fprintf(w, "max_attempts_default:\t%d\n", p.MaxAttemptsDefault)
 	fmt.Fprintf(w, "max_leases_per_identity:\t%s\n", capped(fmt.Sprint(p.MaxLeasesPerIdentity), p.MaxLeasesPerIdentity == 0))
 	fmt.Fprintf(w, "requests_per_second:\t%s\n", capped(fmt.Sprint(p.RequestsPerSecond), p.RequestsPerSecond == 0))
+	fmt.Fprintf(w, "retry_initial_ms:\t%s\n", capped(ttl(p.RetryInitialMS), p.RetryInitialMS == 0))
+	fmt.Fprintf(w, "retry_max_ms:\t%s\n", ttl(p.RetryMaxMS))
 }
 
 func (c *cli) policySetCommand() *cobra.Command {
-	var ttlDefault, ttlMax time.Duration
+	var ttlDefault, ttlMax, retryInitial, retryMax time.Duration
 	var maxAttempts, maxLeases int64
 	var rps float64
 	var reset []string
@@ -84,6 +86,8 @@ func (c *cli) policySetCommand() *cobra.Command {
 			set("max-attempts-default", func() { p.MaxAttemptsDefault = client.Value(maxAttempts) })
 			set("max-leases-per-identity", func() { p.MaxLeasesPerIdentity = client.Value(maxLeases) })
 			set("requests-per-second", func() { p.RequestsPerSecond = client.Value(rps) })
+			set("retry-initial", func() { p.RetryInitialMS = client.Value(millis(retryInitial)) })
+			set("retry-max", func() { p.RetryMaxMS = client.Value(millis(retryMax)) })
 			for _, name := range reset {
 				if err := resetPolicyField(&p, name); err != nil {
 					return err
@@ -113,6 +117,8 @@ func (c *cli) policySetCommand() *cobra.Command {
 	f.Int64Var(&maxAttempts, "max-attempts-default", 0, "max_attempts of a node that names none")
 	f.Int64Var(&maxLeases, "max-leases-per-identity", 0, "live leases one identity may hold (0: no cap)")
 	f.Float64Var(&rps, "requests-per-second", 0, "per identity, with a burst of twice that (0: no cap)")
+	f.DurationVar(&retryInitial, "retry-initial", 0, "the default retry backoff: the first retry waits about this long, each next one twice as long (0: at once)")
+	f.DurationVar(&retryMax, "retry-max", 0, "the longest default retry backoff, e.g. 10m")
 	f.StringSliceVar(&reset, "reset", nil, "put a field back to the server default (repeatable), e.g. claim_ttl_max_ms")
 	return cmd
 }
@@ -131,9 +137,13 @@ func resetPolicyField(p *client.PolicyPatch, name string) error {
 		p.MaxLeasesPerIdentity = client.Null[int64]()
 	case "requests_per_second":
 		p.RequestsPerSecond = client.Null[float64]()
+	case "retry_initial":
+		p.RetryInitialMS = client.Null[int64]()
+	case "retry_max":
+		p.RetryMaxMS = client.Null[int64]()
 	default:
 		return usageErrorf("--reset %q: not a policy field (claim_ttl_default_ms, claim_ttl_max_ms, "+
-			"max_attempts_default, max_leases_per_identity, requests_per_second)", name)
+			"max_attempts_default, max_leases_per_identity, requests_per_second, retry_initial_ms, retry_max_ms)", name)
 	}
 	return nil
 }

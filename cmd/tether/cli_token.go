@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -14,7 +16,8 @@ import (
 )
 
 func (c *cli) tokenCommand() *cobra.Command {
-	return groupCommand("token", "Make tokens (for operators)", c.tokenMintCommand())
+	return groupCommand("token", "Make tokens: JWTs (mint) and API keys (create, ls, revoke)",
+		c.tokenMintCommand(), c.tokenCreateCommand(), c.tokenListCommand(), c.tokenRevokeCommand())
 }
 
 // tenantID is the tenant id a token carries: its `tid` claim.
@@ -28,7 +31,9 @@ func (c *cli) tokenMintCommand() *cobra.Command {
 		Use:   "mint --sub SUBJECT --tenant TENANT [--roles r1,r2] [--ttl 24h]",
 		Short: "Sign an HS256 JWT with the server's secret (no server is called)",
 		Long: `Sign an HS256 JWT with the server's secret: --secret, or the first of the
-comma separated TETHER_JWT_SECRET, which the server verifies with. Claims: sub,
+comma separated TETHER_JWT_SECRET, which the server verifies with, or else the
+secret "tether serve --dev" keeps in its data directory (dev-secret in
+TETHER_DATA_DIR, default ./data), so it works beside a dev server. Claims: sub,
 tid (the tenant), roles (default, when not given: worker), iat, exp, and iss /
 aud from --issuer / --audience (TETHER_JWT_ISSUER / TETHER_JWT_AUDIENCE) when
 set. The token alone is printed, for export TETHER_TOKEN=$(tether token mint ...).`,
@@ -48,7 +53,10 @@ set. The token alone is printed, for export TETHER_TOKEN=$(tether token mint ...
 				}
 			}
 			if secret == "" {
-				return usageErrorf("no secret: set --secret or TETHER_JWT_SECRET")
+				secret = devSecretNearby()
+			}
+			if secret == "" {
+				return usageErrorf("no secret: set --secret or TETHER_JWT_SECRET (or run beside a dev server: found no %s)", devSecretPath())
 			}
 			tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
 			if err != nil {
@@ -72,7 +80,7 @@ set. The token alone is printed, for export TETHER_TOKEN=$(tether token mint ...
 	f.StringVar(&tid, "tenant", "", "the tenant (required)")
 	f.StringSliceVar(&roles, "roles", nil, "reader, worker, dispatcher or admin (comma separated; default worker)")
 	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long it is valid")
-	f.StringVar(&secret, "secret", "", "the HS256 secret (default: the first of TETHER_JWT_SECRET)")
+	f.StringVar(&secret, "secret", "", "the HS256 secret (default: the first of TETHER_JWT_SECRET, else a dev server's data/dev-secret)")
 	f.StringVar(&issuer, "issuer", os.Getenv("TETHER_JWT_ISSUER"), "the iss claim (TETHER_JWT_ISSUER)")
 	f.StringVar(&audience, "audience", os.Getenv("TETHER_JWT_AUDIENCE"), "the aud claim (TETHER_JWT_AUDIENCE)")
 	return cmd
@@ -108,4 +116,18 @@ func tokenClaims(sub, tid string, roles []string, ttl time.Duration, issuer, aud
 		claims["aud"] = audience
 	}
 	return claims, nil
+}
+
+// devSecretPath is where a dev server started here keeps its secret.
+func devSecretPath() string {
+	return filepath.Join(envString("TETHER_DATA_DIR", "./data"), "dev-secret")
+}
+
+// devSecretNearby is the secret of a dev server started here, or "".
+func devSecretNearby() string {
+	b, err := os.ReadFile(devSecretPath())
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -68,6 +68,7 @@ func loadEnv() (settings, error) {
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS, retentionMS, cleanerMS int64
 	var waitsIdentity, waitsTenant int64
 	var blobMax, blobGraceMS, blobQuota int64
+	var retryInitialMS, retryMaxMS int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -87,6 +88,8 @@ func loadEnv() (settings, error) {
 		"TETHER_BLOB_MAX_BYTES":         {&blobMax, 32 << 20},
 		"TETHER_BLOB_GRACE_MS":          {&blobGraceMS, 3600000},
 		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
+		"TETHER_RETRY_INITIAL_MS":       {&retryInitialMS, 5000},
+		"TETHER_RETRY_MAX_MS":           {&retryMaxMS, 600000},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -125,6 +128,14 @@ func loadEnv() (settings, error) {
 	if retentionMS == 0 {
 		retentionMS = -1 // the tenant package's "keep forever"
 	}
+	switch {
+	case retryInitialMS < 0 || retryInitialMS > duration.MaxMS || retryMaxMS < 0 || retryMaxMS > duration.MaxMS:
+		return s, fmt.Errorf("TETHER_RETRY_INITIAL_MS and TETHER_RETRY_MAX_MS must be from 0 to %d", int64(duration.MaxMS))
+	case retryMaxMS < retryInitialMS:
+		return s, fmt.Errorf("TETHER_RETRY_MAX_MS must be at least TETHER_RETRY_INITIAL_MS")
+	case retryInitialMS == 0:
+		retryInitialMS = -1 // the tenant package's "no backoff"
+	}
 	keys, err := tenant.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
 	if err != nil {
 		return s, fmt.Errorf("TETHER_JWT_PUBLIC_KEYS: %w", err)
@@ -154,6 +165,8 @@ func loadEnv() (settings, error) {
 				MaxAttemptsDefault: maxAttempts,
 				RetentionMS:        retentionMS,
 				BlobQuotaBytes:     blobQuota,
+				RetryInitialMS:     retryInitialMS,
+				RetryMaxMS:         retryMaxMS,
 			},
 		},
 	}

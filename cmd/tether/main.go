@@ -2,10 +2,11 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/internal/version"
 )
 
 func main() {
@@ -14,8 +15,10 @@ func main() {
 		Short:         "Tether coordinates work among fleets of AI agents and background workers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.String(), // --version
 	}
-	root.AddCommand(serveCommand())
+	root.SetVersionTemplate("tether {{.Version}}\n")
+	root.AddCommand(serveCommand(), versionCommand())
 	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
@@ -26,7 +29,7 @@ func main() {
 	root.AddCommand(cli.blobCommand(), cli.scheduleCommand())
 	root.AddCommand(cli.mcpCommand())
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "tether:", err)
+		printError(os.Stderr, err, cli.output == "json")
 		os.Exit(exitCode(err)) // 2 for a usage error
 	}
 }

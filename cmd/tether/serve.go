@@ -151,7 +151,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		}
 	}
 	if s.Dev {
-		if err := printDevBanner(url, devSecret); err != nil {
+		if err := printDevBanner(url, devSecret, filepath.Join(s.DataDir, "dev-secret")); err != nil {
 			return err
 		}
 	}
@@ -220,7 +220,7 @@ func devSecretIn(dir string) (string, error) {
 	return secret, nil
 }
 
-func printDevBanner(url, secret string) error {
+func printDevBanner(url, secret, secretPath string) error {
 	now := time.Now()
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
 		"sub": "admin", "tid": "default", "roles": []string{"admin"},
@@ -242,11 +242,16 @@ Try it:
        --json '{"id": "hello", "type": "task", "queue": "default"}'
   curl -s -X POST $TETHER_URL/v1/nodes/hello/claim -H "Authorization: Bearer $TETHER_TOKEN"
 
+The secret is in %[4]s; tether token mint finds it there when run in this
+directory with the same TETHER_DATA_DIR (or pass --secret):
+
+  tether token mint --sub alice --tenant default --roles worker
+
 An operator token, for tether backup:
 
   export TETHER_OPERATOR_TOKEN=%[3]s
 
-`, url, tok, devOperatorToken(secret))
+`, url, tok, devOperatorToken(secret), secretPath)
 	return nil
 }
 

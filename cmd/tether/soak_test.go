@@ -162,10 +162,10 @@ func TestSoakLevelsOff(t *testing.T) {
 		total += s.jobs
 	}
 	last := samples[len(samples)-1]
-	t.Logf("soak: %v at %d jobs/s (%d done, %.0f removed by retention), retention %v; steady state, first half → second half: disk peak %.1f → %.1f MiB, RSS peak %.1f → %.1f MiB, Go heap peak %.1f → %.1f MiB, claim p99 peak %.1f → %.1f ms",
+	t.Logf("soak: %v at %d jobs/s (%d done, %.0f removed by retention), retention %v; steady state, first half → second half: disk peak %.1f → %.1f MiB, RSS peak %.1f → %.1f MiB, Go heap peak %.1f → %.1f MiB, claim p99 peak %.1f → %.1f ms (median second %.1f → %.1f ms)",
 		dur, rate, total, last.removed, retention, peak(steady[:half], disk), peak(steady[half:], disk),
 		peak(steady[:half], rss), peak(steady[half:], rss), peak(steady[:half], heap), peak(steady[half:], heap),
-		peak(steady[:half], p99), peak(steady[half:], p99))
+		peak(steady[:half], p99), peak(steady[half:], p99), median(steady[:half], p99), median(steady[half:], p99))
 	step := max(1, len(samples)/60)
 	for i, s := range samples {
 		if i%step == 0 || i == len(samples)-1 {
@@ -177,7 +177,19 @@ func TestSoakLevelsOff(t *testing.T) {
 	require.LessOrEqual(t, peak(steady[half:], heap), 1.25*peak(steady[:half], heap)+8, "the Go heap keeps growing")
 	require.LessOrEqual(t, peak(steady[half:], disk), 1.25*peak(steady[:half], disk)+16, "disk use keeps growing")
 	require.LessOrEqual(t, peak(steady[half:], rss), 1.25*peak(steady[:half], rss)+16, "RSS keeps growing")
-	require.LessOrEqual(t, peak(steady[half:], p99), 2*peak(steady[:half], p99)+20, "claim latency grows")
+	// Latency is judged on the median second of each half: one stalled
+	// second of a machine shared with other tests is not growth.
+	require.LessOrEqual(t, median(steady[half:], p99), 2*median(steady[:half], p99)+20, "claim latency grows")
+}
+
+// median is the median of f over ss.
+func median(ss []soakSample, f func(soakSample) float64) float64 {
+	v := make([]float64, len(ss))
+	for i, s := range ss {
+		v[i] = f(s)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // diskMiB is the space the files under dir take on disk (allocated blocks,

@@ -101,7 +101,8 @@ a second signal ends the grace at once. If the runner dies without that
 	f.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, how long running commands may finish before they are stopped")
 	f.StringSliceVar(&o.types, "types", nil, "only claim nodes of these types (comma separated)")
 	f.StringSliceVar(&o.labels, "labels", nil, "only claim nodes carrying all these labels (comma separated)")
-	f.StringVar(&o.workerName, "worker-name", "", "slots are named NAME-1, NAME-2, ... in GET /v1/workers (default: the host name)")
+	f.SetNormalizeFunc(flagAliases(map[string]string{"type": "types", "label": "labels"}))
+	f.StringVar(&o.workerName, "worker-name", "", "slots are named NAME-1, NAME-2, ... in GET /v1/workers (default: HOST-PID, unique per runner process)")
 	f.DurationVar(&o.heartbeat, "heartbeat", 30*time.Second, "how often each slot reports itself when nothing changes")
 	f.StringVar(&o.inboxSignalName, "inbox-signal", "", "signal sent to the command when messages are added to $TETHER_INBOX: HUP, USR1, USR2 or WINCH (default: none)")
 	return cmd
@@ -123,7 +124,9 @@ func (o *workOptions) resolve() error {
 		if o.workerName == "" {
 			o.workerName = "slot"
 		}
-		o.workerName = o.workerName[:min(len(o.workerName), 100)]
+		// The pid keeps two runners on one host apart in GET /v1/workers.
+		pid := fmt.Sprintf("-%d", os.Getpid())
+		o.workerName = o.workerName[:min(len(o.workerName), 100-len(pid))] + pid
 	}
 	switch {
 	case o.token == "":

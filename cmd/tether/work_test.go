@@ -241,7 +241,8 @@ func TestWorkRunner(t *testing.T) {
 		t.Parallel()
 		r := e.startRunner(t, "runner-fail", "--queue", "w-fail", "--worker-name", "fail", "--", "sh", "-c",
 			`head -c 6000 /dev/zero | tr '\0' x >&2; printf '\nboom: exit three\n' >&2; exit 3`)
-		e.create(t, client.NodeCreate{ID: ptr("fail-1"), Queue: ptr("w-fail"), MaxAttempts: ptr(int64(2))})
+		e.create(t, client.NodeCreate{ID: ptr("fail-1"), Queue: ptr("w-fail"), MaxAttempts: ptr(int64(2)),
+			Backoff: &client.Backoff{InitialMS: 200, MaxMS: 200, Factor: 1}})
 		n := e.waitNode(t, "fail-1", client.NodeStatusDead) // failed, requeued, failed again: out of attempts
 		require.EqualValues(t, 2, n.Attempts)
 		require.NotNil(t, n.Error)

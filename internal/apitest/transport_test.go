@@ -49,7 +49,7 @@ func cannedServer(t *testing.T) *httptest.Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, jsonType, `{"status":"ok"}`)
+		reply(w, http.StatusOK, jsonType, `{"status":"ok","version":"dev"}`)
 	})
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusOK, jsonType, `{"status":"up","since":1}`) // wrong: enum and extra member
@@ -92,7 +92,7 @@ func TestValidatingTransport(t *testing.T) {
 		wantFail string // "" when the exchange matches the spec
 		wantBody string
 	}{
-		{name: "health matches", method: "GET", path: "/health", wantBody: `{"status":"ok"}`},
+		{name: "health matches", method: "GET", path: "/health", wantBody: `{"status":"ok","version":"dev"}`},
 		{name: "wrong shape", method: "GET", path: "/ready", wantFail: "response does not match the spec: GET /ready → 200", wantBody: `{"status":"up","since":1}`},
 		{name: "undocumented status", method: "GET", path: "/v1/tenant", wantFail: "status is not supported"},
 		{name: "error that is not a problem", method: "GET", path: "/v1/nodes/x", wantFail: "GET /v1/nodes/x → 404"},

@@ -10,7 +10,7 @@
 import { deepStrictEqual } from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 
-import { type Schemas, TetherProblem, createTetherClient, unwrap } from "./index.js";
+import { type Schemas, TetherProblem, createTetherClient, unwrap, unwrapOptional } from "./index.js";
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const OVERALL_TIMEOUT_MS = 90_000;
@@ -191,6 +191,13 @@ await check("a schedule: create, preview, trigger, runs, delete", async () => {
     unwrap(head.PATCH("/v1/schedules/{id}", { params: { path: { id: sid } }, body: { cron: "61 * * * *" } })),
   );
   await unwrap(head.DELETE("/v1/schedules/{id}", { params: { path: { id: sid } } }));
+});
+
+await check("claim-next on an empty queue is undefined with unwrapOptional", async () => {
+  const empty = await unwrapOptional(
+    head.POST("/v1/queues/{queue}/claim", { params: { path: { queue: `${id}-empty` } }, body: { wait_ms: 0 } }),
+  );
+  expect(empty === undefined, `got ${JSON.stringify(empty)}`);
 });
 
 await check("a bad token is unauthorized", async () => {

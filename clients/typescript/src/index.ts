@@ -79,8 +79,9 @@ export interface FetchResult<D> {
  *
  *   const claim = await unwrap(client.POST("/v1/nodes/{id}/claim", { params: { path: { id } } }));
  *
- * A 204 (claim-next with nothing ready) resolves to undefined, which the type does
- * not show (openapi-fetch types only the bodies): check for it there.
+ * For a call that may answer 204 with no body (claim-next and the claims of a
+ * queue with nothing ready), use unwrapOptional, whose type says so: openapi-fetch
+ * types only the bodies, so unwrap's D cannot show the empty answer.
  */
 export async function unwrap<D>(call: FetchResult<D> | Promise<FetchResult<D>>): Promise<D> {
   const { data, error, response } = await call;
@@ -93,4 +94,19 @@ export async function unwrap<D>(call: FetchResult<D> | Promise<FetchResult<D>>):
   }
   const text = typeof error === "string" ? error : JSON.stringify(error);
   throw new Error(`${response.status} ${response.statusText}: ${text}`);
+}
+
+/**
+ * unwrap for a call that may succeed with no body (204: claim-next when nothing
+ * was ready): resolves to undefined then, and the type says so.
+ *
+ *   const claim = await unwrapOptional(client.POST("/v1/queues/{queue}/claim", { params: { path: { queue } }, body: { wait_ms: 30000 } }));
+ *   if (claim) { ... claim.lease.fence ... }
+ */
+export async function unwrapOptional<D>(call: FetchResult<D> | Promise<FetchResult<D>>): Promise<D | undefined> {
+  const res = await call;
+  if (res.response.status === 204) {
+    return undefined;
+  }
+  return unwrap(res);
 }

@@ -14,7 +14,9 @@ export interface paths {
         /**
          * List nodes
          * @description Role: reader. Ordered by priority (high first), then creation (old first),
-         *     then id. Filters combine with AND.
+         *     then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
+         *     far end of `assigned` edges) are not work: they are never `ready`, never
+         *     claimable, and listed only with `type=identity`.
          */
         get: operations["listNodes"];
         put?: never;
@@ -345,8 +347,11 @@ export interface paths {
          * Fail a running node
          * @description Role: worker (the holder; a dispatcher may override). `error` is required.
          *     With `requeue` (the default) the node goes back to `queued` (or `open`) while
-         *     `attempts < max_attempts`, with `run_at` = now + `retry_in_ms`, or the node's
-         *     `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`), or no delay;
+         *     `attempts < max_attempts`, with `run_at` = now + `retry_in_ms` exactly, or else
+         *     the node's `backoff` (`initial_ms * factor^(attempts-1)`, capped at `max_ms`)
+         *     with equal jitter (a uniform delay from half of it to all of it), or no delay
+         *     when the node has no backoff; a node created without one has the tenant's
+         *     (`retry_initial_ms`, `retry_max_ms`, factor 2: 5 s, 10 s, 20 s, ... by default);
          *     once attempts are spent it is `dead`. `requeue: false` ends it `failed`. The
          *     `assigned` edge is retired with `outcome: failed`. A node that ends `failed` or
          *     `dead` fails its parent when the parent's `on_child_fail` is `fail` (the
@@ -1489,7 +1494,10 @@ export interface components {
         };
         /**
          * @description The delay before a failed run is retried: `initial_ms`, multiplied by `factor`
-         *     for every further attempt, capped at `max_ms` (and never beyond 315360000000).
+         *     for every further attempt, capped at `max_ms` (and never beyond 315360000000),
+         *     with equal jitter (half of it to all of it). `initial_ms: 0` retries at once.
+         *     A node created without one gets its tenant's default (the policy's
+         *     `retry_initial_ms` and `retry_max_ms`, factor 2).
          */
         Backoff: {
             /** Format: int64 */
@@ -1852,7 +1860,7 @@ export interface components {
             requeue: boolean;
             /**
              * Format: int64
-             * @description Delay before the retry; without it, the node's `backoff` (or none).
+             * @description Delay before the retry, exactly (no jitter); without it, the node's `backoff` with jitter (or none).
              */
             retry_in_ms?: number;
             session?: string;
@@ -2098,6 +2106,22 @@ export interface components {
              *     endpoints.
              */
             retention_ms: number;
+            /**
+             * Format: int64
+             * @description The retry backoff of a node created without `backoff` (it becomes the
+             *     node's `backoff`: `initial_ms` this, `max_ms` `retry_max_ms`, `factor`
+             *     2). A failed run that names no `retry_in_ms` waits about this long
+             *     before its second attempt, twice as long before each next one, with
+             *     equal jitter (a uniform delay from half the backoff to all of it).
+             *     0: it comes back at once. Server default `TETHER_RETRY_INITIAL_MS`
+             *     (5000: 5 s, 10 s, 20 s, 40 s for the default 5 attempts).
+             */
+            retry_initial_ms: number;
+            /**
+             * Format: int64
+             * @description The longest default retry backoff, before jitter; at least `retry_initial_ms`. Server default `TETHER_RETRY_MAX_MS` (600000, 10 min).
+             */
+            retry_max_ms: number;
         };
         /** @description A JSON merge patch of the policy; `null` restores the server default. */
         PolicyPatch: {
@@ -2118,6 +2142,10 @@ export interface components {
             retention_ms?: number | null;
             /** Format: int64 */
             blob_quota_bytes?: number | null;
+            /** Format: int64 */
+            retry_initial_ms?: number | null;
+            /** Format: int64 */
+            retry_max_ms?: number | null;
         };
         TokenCreate: {
             /** @description The identity the key authenticates as. */
@@ -2561,6 +2589,8 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "ok";
+            /** @description The running build (`tether version`), also the `version` label of the `tether_build_info` metric. */
+            version: string;
         };
         Readiness: {
             /** @enum {string} */
@@ -2800,6 +2830,7 @@ export interface operations {
     listNodes: {
         parameters: {
             query?: {
+                /** @description Nodes of this type; `identity` lists the identity nodes, which are otherwise left out. */
                 type?: string;
                 status?: components["schemas"]["NodeStatus"];
                 queue?: string;

@@ -1,0 +1,31 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/version"
+)
+
+// TestHealthAndMetricsNameTheBuild: /health carries the version, and
+// tether_build_info (always 1) labels it.
+func TestHealthAndMetricsNameTheBuild(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	ctx := context.Background()
+	anon := e.as("")
+	h, err := anon.GetHealthWithResponse(ctx)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, h.StatusCode(), string(h.Body))
+	require.Equal(t, version.String(), h.JSON200.Version)
+	require.NotEmpty(t, h.JSON200.Version)
+
+	m, err := anon.GetMetricsWithResponse(ctx)
+	require.NoError(t, err)
+	v, ok := metricValue(t, string(m.Body), "tether_build_info", `version="`+version.String()+`"`)
+	require.True(t, ok, "tether_build_info with the version label:\n%s", m.Body)
+	require.EqualValues(t, 1, v)
+}
