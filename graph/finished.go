@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -59,13 +60,7 @@ func (t *table) fillFinished() {
 	}
 	for _, q := range t.finished {
 		slices.SortFunc(q.items, func(a, b finishedItem) int {
-			if a.at != b.at {
-				if a.at < b.at {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.id, b.id)
+			return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.id, b.id))
 		})
 	}
 }

@@ -114,13 +114,13 @@ func (s *Store) Tenants() []string {
 	return slices.Compact(out)
 }
 
-// PurgeFinished removes up to max nodes of tenant that finished (and last
+// PurgeFinished removes up to batch nodes of tenant that finished (and last
 // changed) before cutoff, oldest first, with their comments, retired edges,
 // event pointers and live edges. A finished node still linked by a live
 // edge to a node that is not finished is kept, and looked at again a
 // retention period later. It returns how many it removed and whether more
 // are due.
-func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, max int) (removed int, more bool, err error) {
+func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, batch int) (removed int, more bool, err error) {
 	if !tx.writable {
 		return 0, false, errReadOnly
 	}
@@ -132,7 +132,7 @@ func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, max int) (removed i
 	mark := tx.mark(tenant)
 	var taken int
 	var again []finishedItem
-	for i := q.head; i < len(q.items) && removed < max; i++ {
+	for i := q.head; i < len(q.items) && removed < batch; i++ {
 		it := q.items[i]
 		if it.at >= limit {
 			break
@@ -151,7 +151,7 @@ func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, max int) (removed i
 			again = append(again, finishedItem{at: tx.now.UnixNano(), id: it.id})
 			continue
 		}
-		mark.fenceFloor = max64(mark.fenceFloor, fence)
+		mark.fenceFloor = max(mark.fenceFloor, fence)
 		removed++
 	}
 	more = q.head+taken < len(q.items) && q.items[q.head+taken].at < limit
@@ -166,13 +166,6 @@ func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, max int) (removed i
 		q.compact()
 	})
 	return removed, more, nil
-}
-
-func max64(a, b uint64) uint64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // purgeNode removes a finished node and everything that hangs off it; false
@@ -280,11 +273,11 @@ func (tx *Tx) edgeDrop(tenant string, e *Edge) error {
 	return nil
 }
 
-// PurgeEvents removes up to max of tenant's oldest event groups whose
+// PurgeEvents removes up to batch of tenant's oldest event groups whose
 // events all happened before cutoff, with their per-node pointers, and
 // moves the tenant's horizon to the last seq removed. It returns how many
 // groups it removed and whether more are due.
-func (tx *Tx) PurgeEvents(tenant string, cutoff time.Time, max int) (removed int, more bool, err error) {
+func (tx *Tx) PurgeEvents(tenant string, cutoff time.Time, batch int) (removed int, more bool, err error) {
 	if !tx.writable {
 		return 0, false, errReadOnly
 	}
@@ -299,7 +292,7 @@ func (tx *Tx) PurgeEvents(tenant string, cutoff time.Time, max int) (removed int
 		if len(evs) > 0 && !evs[len(evs)-1].At.Before(cutoff) {
 			return false, nil
 		}
-		if len(keys) == max {
+		if len(keys) == batch {
 			more = true
 			return false, nil
 		}
@@ -324,7 +317,7 @@ func (tx *Tx) PurgeEvents(tenant string, cutoff time.Time, max int) (removed int
 				return 0, false, err
 			}
 		}
-		mark.horizon = max64(mark.horizon, seq)
+		mark.horizon = max(mark.horizon, seq)
 	}
 	return len(keys), more, tx.setMark(tenant, mark)
 }

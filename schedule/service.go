@@ -241,22 +241,8 @@ func (s *Service) List(tenant, cursor string, limit int) ([]View, string, error)
 	more := false
 	err = s.store.View(func(tx *graph.Tx) error {
 		now := tx.Now()
-		return tx.ScheduleList(tenant, after, func(_ string, raw json.RawMessage) (bool, error) {
-			if len(out) == limit {
-				more = true
-				return false, nil
-			}
-			var rec Record
-			if err := json.Unmarshal(raw, &rec); err != nil {
-				return false, fmt.Errorf("error decoding a schedule record: %w", err)
-			}
-			v, err := view(tx, tenant, rec, now)
-			if err != nil {
-				return false, err
-			}
-			out = append(out, v)
-			return true, nil
-		})
+		take := pageOf(&out, &more, limit, "schedule", func(rec Record) (View, error) { return view(tx, tenant, rec, now) })
+		return tx.ScheduleList(tenant, after, func(_ string, raw json.RawMessage) (bool, error) { return take(raw) })
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("error listing schedules: %w", err)
@@ -596,22 +582,8 @@ func (s *Service) Runs(tenant, id, cursor string, limit int) ([]RunView, string,
 		if _, err := load(tx, tenant, id); err != nil {
 			return err
 		}
-		return tx.ScheduleRunList(tenant, id, before, func(_ uint64, raw json.RawMessage) (bool, error) {
-			if len(out) == limit {
-				more = true
-				return false, nil
-			}
-			var r Run
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return false, fmt.Errorf("error decoding a run record: %w", err)
-			}
-			v, err := viewRun(tx, tenant, id, r)
-			if err != nil {
-				return false, err
-			}
-			out = append(out, v)
-			return true, nil
-		})
+		take := pageOf(&out, &more, limit, "run", func(r Run) (RunView, error) { return viewRun(tx, tenant, id, r) })
+		return tx.ScheduleRunList(tenant, id, before, func(_ uint64, raw json.RawMessage) (bool, error) { return take(raw) })
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("error listing runs: %w", err)
@@ -621,4 +593,25 @@ func (s *Service) Runs(tenant, id, cursor string, limit int) ([]RunView, string,
 		next = encodeCursor("r:" + strconv.FormatUint(out[len(out)-1].Seq, 10))
 	}
 	return out, next, nil
+}
+
+// pageOf returns a list walker's step that decodes each raw record as R,
+// appends its view to out until limit, and then sets more and stops.
+func pageOf[R, V any](out *[]V, more *bool, limit int, what string, toView func(R) (V, error)) func(json.RawMessage) (bool, error) {
+	return func(raw json.RawMessage) (bool, error) {
+		if len(*out) == limit {
+			*more = true
+			return false, nil
+		}
+		var rec R
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return false, fmt.Errorf("error decoding a %s record: %w", what, err)
+		}
+		v, err := toView(rec)
+		if err != nil {
+			return false, err
+		}
+		*out = append(*out, v)
+		return true, nil
+	}
 }
