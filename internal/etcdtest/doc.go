@@ -1,0 +1,12 @@
+// Package etcdtest starts a real etcd cluster for tests: members embedded in
+// the test process (go.etcd.io/etcd/server/v3/embed) on loopback ports, each
+// in a temporary directory, which a test may kill and restart to prove what
+// Tether does when a member or a quorum is lost. TETHER_TEST_ETCD names an
+// external cluster to use instead (its client URLs, comma-separated); tests
+// that kill members then skip.
+//
+// Invariants:
+//   - Every cluster is stopped when its test ends.
+//   - Every test gets a key prefix of its own, so tests never see each other's
+//     keys on a shared cluster.
+package etcdtest

@@ -1,0 +1,220 @@
+package etcdtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// EnvCluster names an external cluster to test against instead of embedded
+// members: its client URLs, comma-separated.
+const EnvCluster = "TETHER_TEST_ETCD"
+
+// Cluster is a real etcd cluster for one test.
+type Cluster struct {
+	t         testing.TB
+	Endpoints []string
+	members   []*member // nil for an external cluster
+	prefix    string
+}
+
+type member struct {
+	mu   sync.Mutex
+	name string
+	dir  string
+	peer url.URL
+	cli  url.URL
+	all  string // the initial cluster, name=peer,...
+	etcd *embed.Etcd
+}
+
+var clusters atomic.Int64
+
+// Start starts a cluster of n members embedded in this process on loopback
+// ports (or takes the one TETHER_TEST_ETCD names), stopped when the test
+// ends. Every test gets a key prefix of its own (Prefix), so tests may share
+// an external cluster.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, prefix: fmt.Sprintf("/tether-test/%d-%d/", os.Getpid(), clusters.Add(1))}
+	if ext := os.Getenv(EnvCluster); ext != "" {
+		c.Endpoints = strings.Split(ext, ",")
+		return c
+	}
+	var peers []string
+	for i := range n {
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(t.TempDir(), "etcd"), peer: freeURL(t), cli: freeURL(t)}
+		c.members = append(c.members, m)
+		peers = append(peers, m.name+"="+m.peer.String())
+		c.Endpoints = append(c.Endpoints, m.cli.String())
+	}
+	for _, m := range c.members {
+		m.all = strings.Join(peers, ",")
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, m := range c.members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.start()
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(c.stopAll)
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("starting etcd: %v", err)
+		}
+	}
+	return c
+}
+
+// Embedded reports whether the members run in this process (and so can be
+// killed and restarted).
+func (c *Cluster) Embedded() bool { return c.members != nil }
+
+// Members is how many members the test may kill and restart (0 for an
+// external cluster).
+func (c *Cluster) Members() int { return len(c.members) }
+
+// Prefix is this test's key prefix: everything it stores goes under it.
+func (c *Cluster) Prefix() string { return c.prefix }
+
+// Client is a client of the whole cluster, closed when the test ends.
+func (c *Cluster) Client() *clientv3.Client {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		c.t.Fatalf("etcd client: %v", err)
+	}
+	c.t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// Kill stops member i at once, as a crash would (its data stays on disk).
+func (c *Cluster) Kill(i int) {
+	c.t.Helper()
+	if !c.Embedded() {
+		c.t.Skip("an external cluster's members cannot be killed from a test")
+	}
+	m := c.members[i]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.etcd != nil {
+		m.etcd.Server.HardStop()
+		m.etcd.Close()
+		m.etcd = nil
+	}
+}
+
+// Restart starts member i again from its data directory and waits until it
+// serves (which, if it restores a quorum, means the cluster has a leader).
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if !c.Embedded() {
+		c.t.Skip("an external cluster's members cannot be restarted from a test")
+	}
+	if err := c.members[i].start(); err != nil {
+		c.t.Fatalf("restarting etcd member %d: %v", i, err)
+	}
+}
+
+// RestartAsync starts member i again without waiting for it to serve: a
+// member alone without a quorum never does.
+func (c *Cluster) RestartAsync(i int) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- c.members[i].start() }()
+	return ch
+}
+
+func (c *Cluster) stopAll() {
+	for _, m := range c.members {
+		m.mu.Lock()
+		if m.etcd != nil {
+			m.etcd.Close()
+			m.etcd = nil
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *member) start() error {
+	m.mu.Lock()
+	if m.etcd != nil {
+		m.mu.Unlock()
+		return nil
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = m.name
+	cfg.Dir = m.dir
+	cfg.ListenPeerUrls = []url.URL{m.peer}
+	cfg.AdvertisePeerUrls = []url.URL{m.peer}
+	cfg.ListenClientUrls = []url.URL{m.cli}
+	cfg.AdvertiseClientUrls = []url.URL{m.cli}
+	cfg.InitialCluster = m.all
+	cfg.InitialClusterToken = "tether-test"
+	cfg.ClusterState = embed.ClusterStateFlagNew
+	// Fast elections, so that tests of a lost member take seconds.
+	cfg.TickMs = 20
+	cfg.ElectionMs = 200
+	cfg.LogLevel = "error"
+	cfg.Logger = "zap"
+	cfg.LogOutputs = []string{"stderr"}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	m.etcd = e
+	m.mu.Unlock()
+	select {
+	case <-e.Server.ReadyNotify():
+		return nil
+	case err := <-e.Err():
+		return err
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("etcd member %s did not become ready in 60 s", m.name)
+	}
+}
+
+// freeURL is a loopback URL on a port free right now.
+func freeURL(t testing.TB) url.URL {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer l.Close()
+	return url.URL{Scheme: "http", Host: l.Addr().String()}
+}
+
+// Wait waits until the cluster answers a linearizable read (it has a
+// leader and a quorum), or fails the test after d.
+func (c *Cluster) Wait(d time.Duration) {
+	c.t.Helper()
+	cli := c.Client()
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := cli.Get(ctx, "health-probe")
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("etcd did not answer within %v: %v", d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
