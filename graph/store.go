@@ -22,6 +22,10 @@ type Options struct {
 	// TenantInflight bounds the writes one tenant may have queued or running
 	// at once (default 64; see kv's fairness.go).
 	TenantInflight int
+	// KV, when set, is the storage engine to use (an etcd-backed store, say)
+	// instead of Badger in Dir; Dir then only names it in messages. The
+	// graph closes it on Close.
+	KV *kv.Store
 }
 
 // Store is the graph: its records in a kv.Store, and the in-memory state
@@ -61,12 +65,16 @@ func Open(opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	db, err := kv.Open(kv.Options{
-		Dir: opts.Dir, Logger: opts.Logger, InMemory: opts.InMemory,
-		MaxBatch: opts.MaxBatch, KeyInflight: opts.TenantInflight,
-	})
-	if err != nil {
-		return nil, err
+	db := opts.KV
+	if db == nil {
+		var err error
+		db, err = kv.Open(kv.Options{
+			Dir: opts.Dir, Logger: opts.Logger, InMemory: opts.InMemory,
+			MaxBatch: opts.MaxBatch, KeyInflight: opts.TenantInflight,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	s := &Store{
 		kv:     db,

@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/kv"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
 	"github.com/tether-run/tether/retention"
@@ -26,8 +27,11 @@ import (
 
 // Config is everything a server needs.
 type Config struct {
-	DataDir        string
-	InMemory       bool // tests only: no durability
+	DataDir  string
+	InMemory bool // tests only: no durability
+	// KV, when set, is the storage engine (one shard's etcd-backed store,
+	// say) instead of Badger in DataDir; the server closes it at Shutdown.
+	KV             *kv.Store
 	Tenant         tenant.Config
 	ReaperInterval time.Duration
 	MaxBodyBytes   int64
@@ -106,7 +110,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		skill = b
 	}
-	store, err := graph.Open(graph.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger})
+	store, err := graph.Open(graph.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
