@@ -47,14 +47,58 @@ var clusters atomic.Int64
 // an external cluster.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, prefix: fmt.Sprintf("/tether-test/%d-%d/", os.Getpid(), clusters.Add(1))}
+	c, err := start(t.TempDir(), n)
+	if c != nil && c.members != nil {
+		t.Cleanup(c.stopAll)
+	}
+	if err != nil {
+		t.Fatalf("starting etcd: %v", err)
+	}
+	c.t = t
+	return c
+}
+
+// StartShared starts a cluster of n members in dir for a whole test binary
+// (from TestMain), or takes the one TETHER_TEST_ETCD names; stop stops it.
+// Each test takes its own view of it with For.
+func StartShared(dir string, n int) (c *Cluster, stop func(), err error) {
+	c, err = start(dir, n)
+	if c == nil {
+		return nil, func() {}, err
+	}
+	if err != nil {
+		c.stopAll()
+		return nil, func() {}, err
+	}
+	return c, c.stopAll, nil
+}
+
+// For is a view of a shared cluster for test t, with a key prefix of its own.
+func (c *Cluster) For(t testing.TB) *Cluster {
+	return &Cluster{t: t, Endpoints: c.Endpoints, members: c.members, prefix: newPrefix()}
+}
+
+func newPrefix() string {
+	return fmt.Sprintf("/tether-test/%d-%d/", os.Getpid(), clusters.Add(1))
+}
+
+func start(dir string, n int) (*Cluster, error) {
+	c := &Cluster{prefix: newPrefix()}
 	if ext := os.Getenv(EnvCluster); ext != "" {
 		c.Endpoints = strings.Split(ext, ",")
-		return c
+		return c, nil
 	}
 	var peers []string
 	for i := range n {
-		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(t.TempDir(), "etcd"), peer: freeURL(t), cli: freeURL(t)}
+		peer, err := freeURL()
+		if err != nil {
+			return nil, err
+		}
+		cli, err := freeURL()
+		if err != nil {
+			return nil, err
+		}
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(dir, fmt.Sprintf("etcd-m%d", i)), peer: peer, cli: cli}
 		c.members = append(c.members, m)
 		peers = append(peers, m.name+"="+m.peer.String())
 		c.Endpoints = append(c.Endpoints, m.cli.String())
@@ -72,13 +116,12 @@ func Start(t testing.TB, n int) *Cluster {
 		}()
 	}
 	wg.Wait()
-	t.Cleanup(c.stopAll)
 	for _, err := range errs {
 		if err != nil {
-			t.Fatalf("starting etcd: %v", err)
+			return c, err
 		}
 	}
-	return c
+	return c, nil
 }
 
 // Embedded reports whether the members run in this process (and so can be
@@ -190,13 +233,13 @@ func (m *member) start() error {
 }
 
 // freeURL is a loopback URL on a port free right now.
-func freeURL(t testing.TB) url.URL {
+func freeURL() (url.URL, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("free port: %v", err)
+		return url.URL{}, fmt.Errorf("free port: %w", err)
 	}
 	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}
+	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
 }
 
 // Wait waits until the cluster answers a linearizable read (it has a
