@@ -12,7 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // EtcdOptions configure a Store whose records live in etcd.
@@ -133,11 +136,34 @@ func (e *etcdEngine) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.timeout)
 }
 
-// commitOps runs ops in one transaction guarded by the store's guard.
+// commitOps runs ops in one transaction guarded by the store's guard. A
+// transaction etcd answers "unavailable" (a member lost, a leader change),
+// or that a quarter of the timeout does not answer (a proposal lost with
+// the leader it went to, which etcd reports only after its own request
+// timeout), is tried again until the timeout. So a transaction may run
+// twice; that is harmless: the logger waits for each before the next one,
+// raft keeps a lost attempt, if it survives, before its retry, and the
+// second run writes what the first did, or finds the guard false.
 func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
 	ctx, cancel := e.ctx()
 	defer cancel()
-	resp, err := e.cli.Txn(ctx).If(e.guard...).Then(ops...).Commit()
+	attempt := min(max(e.timeout/4, 500*time.Millisecond), e.timeout)
+	var resp *clientv3.TxnResponse
+	var err error
+	for {
+		actx, acancel := context.WithTimeout(ctx, attempt)
+		resp, err = e.cli.Txn(actx).If(e.guard...).Then(ops...).Commit()
+		acancel()
+		if err == nil || ctx.Err() != nil || !(transient(err) || errors.Is(err, context.DeadlineExceeded)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+			continue
+		}
+		break
+	}
 	if err != nil {
 		return fmt.Errorf("error committing to etcd: %w", err)
 	}
@@ -151,4 +177,15 @@ func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
 		return ErrDeposed
 	}
 	return nil
+}
+
+// transient reports whether etcd's answer means "try again": no leader, a
+// leader change, a member that cannot be reached.
+func transient(err error) bool {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code() == codes.Unavailable
+	}
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable
 }
