@@ -80,7 +80,9 @@ const maxLogRecord = 64 << 20
 // write carries Guard in its transaction; when the guard fails the store
 // breaks (Healthy false, writes ErrUnavailable) and OnDeposed runs once.
 // Opening replays the commit log a previous owner left: every record with
-// its marker is applied, in order; chunks without one are deleted.
+// its marker is applied, in order; chunks without one are deleted. A guard
+// that fails while opening is an error wrapping ErrDeposed (OnDeposed does
+// not run for it).
 func OpenEtcd(opts EtcdOptions) (*Store, error) {
 	if opts.Client == nil {
 		return nil, errors.New("kv.OpenEtcd needs a client")
@@ -99,21 +101,22 @@ func OpenEtcd(opts EtcdOptions) (*Store, error) {
 	}
 	headroom := min(64<<10, opts.MaxRequestBytes/8)
 	e := &etcdEngine{
-		cli:       opts.Client,
-		data:      opts.Prefix + "d/",
-		logp:      opts.Prefix + "log/",
-		guard:     opts.Guard,
-		onDeposed: opts.OnDeposed,
-		maxOps:    opts.MaxTxnOps,
-		maxBytes:  opts.MaxRequestBytes - headroom,
-		timeout:   opts.Timeout,
-		log:       opts.Logger,
-		bucket:    60,
+		cli:      opts.Client,
+		data:     opts.Prefix + "d/",
+		logp:     opts.Prefix + "log/",
+		guard:    opts.Guard,
+		maxOps:   opts.MaxTxnOps,
+		maxBytes: opts.MaxRequestBytes - headroom,
+		timeout:  opts.Timeout,
+		log:      opts.Logger,
+		bucket:   60,
 	}
 	s := newStore(e, opts.Logger, opts.MaxBatch, opts.KeyInflight)
 	if err := e.replay(); err != nil {
 		return nil, fmt.Errorf("error replaying the commit log in etcd at %s: %w", e.logp, err)
 	}
+	// Set only now: a guard that fails while opening is OpenEtcd's error.
+	e.onDeposed = opts.OnDeposed
 	return s, nil
 }
 
