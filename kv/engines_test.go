@@ -362,3 +362,29 @@ func etcdClient(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
 }
+
+// Writes under a barrier return once applied; Wait returns once every one
+// is durable and visible.
+func TestEnginesBarrier(t *testing.T) {
+	t.Parallel()
+	for _, ec := range engines(t) {
+		t.Run(ec.name, func(t *testing.T) {
+			t.Parallel()
+			s := ec.reopen(t)
+			defer s.Close()
+			ctx, b := WithBarrier(context.Background())
+			for i := range 30 {
+				require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set(fmt.Appendf(nil, "b/%02d", i), []byte("v")) }))
+			}
+			require.NoError(t, b.Wait())
+			for i := range 30 {
+				_, ok := get(t, s, fmt.Sprintf("b/%02d", i))
+				require.True(t, ok, i)
+			}
+			st := s.Stats()
+			require.Positive(t, st.Syncs.Load())
+			require.EqualValues(t, 30, st.Keys.Load())
+			require.EqualValues(t, 30, st.Closures.Load())
+		})
+	}
+}

@@ -265,3 +265,19 @@ func TestEtcdALostQuorumBreaksTheStore(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "v", v)
 }
+
+// A value larger than one etcd request is refused as invalid, and the store
+// goes on.
+func TestEtcdAValueTooLargeIsRefused(t *testing.T) {
+	t.Parallel()
+	c := sharedEtcd(t)
+	s := openEtcd(t, EtcdOptions{Client: etcdClient(t, c), Prefix: c.Prefix() + "too-large/", MaxRequestBytes: 64 << 10})
+	defer s.Close()
+	ctx := context.Background()
+	err := s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("k"), make([]byte, 64<<10)) })
+	require.Error(t, err)
+	var inv *fault.Invalid
+	require.ErrorAs(t, err, &inv)
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("k"), make([]byte, 32<<10)) }))
+	require.True(t, s.Healthy())
+}
