@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ type engineCase struct {
 // a prefix of its own in it.
 var (
 	etcdOnce    sync.Once
+	etcdPrefix  atomic.Int64
 	etcdShared  *etcdtest.Cluster
 	etcdStores  int
 	etcdStoreMu sync.Mutex
@@ -72,6 +74,12 @@ func (k *keepAlive) TempDir() string {
 		k.Fatal(err)
 	}
 	return dir
+}
+
+// storePrefix is a prefix in c no other store has (tests may run again in
+// the same process, against the same shared cluster).
+func storePrefix(c *etcdtest.Cluster, name string) string {
+	return fmt.Sprintf("%s%s-%d/", c.Prefix(), name, etcdPrefix.Add(1))
 }
 
 func openEtcd(t *testing.T, opts EtcdOptions) *Store {

@@ -55,7 +55,7 @@ func TestEtcdLargeWritesCommitThroughTheLog(t *testing.T) {
 	t.Parallel()
 	c := sharedEtcd(t)
 	cli := etcdClient(t, c)
-	opts := EtcdOptions{Client: cli, Prefix: c.Prefix() + "large/", MaxTxnOps: 8, MaxRequestBytes: 16 << 10}
+	opts := EtcdOptions{Client: cli, Prefix: storePrefix(c, "large"), MaxTxnOps: 8, MaxRequestBytes: 16 << 10}
 	s := openEtcd(t, opts)
 	ctx := context.Background()
 	require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("gone"), []byte("v")) }))
@@ -93,7 +93,7 @@ func TestEtcdCrashBeforeTheMarkerLeavesNothing(t *testing.T) {
 	t.Parallel()
 	c := sharedEtcd(t)
 	cli := etcdClient(t, c)
-	opts := EtcdOptions{Client: cli, Prefix: c.Prefix() + "crash-before/", MaxTxnOps: 8, MaxRequestBytes: 16 << 10}
+	opts := EtcdOptions{Client: cli, Prefix: storePrefix(c, "crash-before"), MaxTxnOps: 8, MaxRequestBytes: 16 << 10}
 	s := openEtcdHooked(t, opts, func(e *etcdEngine) {
 		e.hook = func(step string) error {
 			if step == "chunks" {
@@ -124,7 +124,7 @@ func TestEtcdCrashAfterTheMarkerIsReplayed(t *testing.T) {
 	t.Parallel()
 	c := sharedEtcd(t)
 	cli := etcdClient(t, c)
-	opts := EtcdOptions{Client: cli, Prefix: c.Prefix() + "crash-after/", MaxTxnOps: 8, MaxRequestBytes: 16 << 10}
+	opts := EtcdOptions{Client: cli, Prefix: storePrefix(c, "crash-after"), MaxTxnOps: 8, MaxRequestBytes: 16 << 10}
 	s := openEtcdHooked(t, opts, func(e *etcdEngine) {
 		e.hook = func(step string) error {
 			if step == "marked" {
@@ -158,7 +158,7 @@ func TestEtcdAFailedGuardBreaksTheStore(t *testing.T) {
 	c := sharedEtcd(t)
 	cli := etcdClient(t, c)
 	ctx := context.Background()
-	prefix := c.Prefix() + "guard/"
+	prefix := storePrefix(c, "guard")
 	owner := prefix + "owner"
 	_, err := cli.Put(ctx, owner, "me")
 	require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestEtcdTTLKeysHaveLeasesEtcdEnds(t *testing.T) {
 	c := sharedEtcd(t)
 	cli := etcdClient(t, c)
 	ctx := context.Background()
-	prefix := c.Prefix() + "ttl/"
+	prefix := storePrefix(c, "ttl")
 	s := openEtcdHooked(t, EtcdOptions{Client: cli, Prefix: prefix}, func(e *etcdEngine) { e.bucket = 1 })
 	defer s.Close()
 	require.NoError(t, s.Update(ctx, func(tx *Txn) error {
@@ -271,7 +271,7 @@ func TestEtcdALostQuorumBreaksTheStore(t *testing.T) {
 func TestEtcdAValueTooLargeIsRefused(t *testing.T) {
 	t.Parallel()
 	c := sharedEtcd(t)
-	s := openEtcd(t, EtcdOptions{Client: etcdClient(t, c), Prefix: c.Prefix() + "too-large/", MaxRequestBytes: 64 << 10})
+	s := openEtcd(t, EtcdOptions{Client: etcdClient(t, c), Prefix: storePrefix(c, "too-large"), MaxRequestBytes: 64 << 10})
 	defer s.Close()
 	ctx := context.Background()
 	err := s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("k"), make([]byte, 64<<10)) })
