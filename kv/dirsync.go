@@ -17,16 +17,16 @@ const dirSyncEvery = 100 * time.Millisecond
 // Journaling filesystems (ext4, xfs) commit the name with the next fsync of
 // anything, so they never show it; elsewhere this loop narrows the window to
 // dirSyncEvery after a flush. Only Badger can close it (see docs/upstream).
-func (s *Store) syncDirLoop() {
+func (e *badgerEngine) syncDirLoop(done <-chan struct{}) {
 	t := time.NewTicker(dirSyncEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.done:
+		case <-done:
 			return
 		case <-t.C:
-			if err := syncDir(s.dir); err != nil {
-				s.log.Warn("error syncing the data directory", "err", err)
+			if err := syncDir(e.dir); err != nil {
+				e.log.Warn("error syncing the data directory", "err", err)
 			}
 		}
 	}

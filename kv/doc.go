@@ -1,26 +1,41 @@
 // Package kv is Tether's storage engine: an ordered, transactional key-value
-// store with one writer goroutine, group commit and durability. Badger holds
-// the data; a write-ahead log of our own (wal.go) makes writes durable. It
-// knows nothing of nodes, edges or tenants beyond the fairness key a request
+// store with one writer goroutine, group commit and durability. It knows
+// nothing of nodes, edges or tenants beyond the fairness key a request
 // carries (fairness.go); the graph model lives above it.
+//
+// One Store (its writer, segments, overlays, fairness, barriers, hooks) runs
+// over one of two engines (engine.go), which hold the committed state and
+// make writes durable:
+//
+//	Badger (Open)    Badger holds the data in a directory; a write-ahead log
+//	                 of our own (wal.go) makes a group durable with one
+//	                 fdatasync; the applier writes it into Badger behind.
+//	                 Durable = in the log on this machine's disk.
+//	etcd (OpenEtcd)  etcd holds the data under a prefix (etcd.go); a group
+//	                 is durable once etcd has committed it (raft quorum and
+//	                 fsync on a majority), and applied at the same time.
+//	                 Durable = committed by etcd.
 //
 // A write goes through three goroutines, each in commit order:
 //
 //	writer   applies closures into the current segment (a failed one is taken
 //	         back out by its undo log); hands the segment on without waiting
 //	         (writer.go)
-//	logger   appends every waiting segment to the log, one fdatasync for the
-//	         group; then makes them visible to View, runs their OnDurable
-//	         hooks and answers their callers
-//	applier  writes durable segments into Badger at most every 5 ms
+//	logger   makes every waiting segment durable as one group (Badger: one
+//	         log append and fdatasync; etcd: guarded transactions); then
+//	         makes them visible to View, runs their OnDurable hooks and
+//	         answers their callers
+//	applier  Badger: writes durable segments into Badger at most every 5 ms
 //	         (SyncWrites: each Badger commit is synced when it completes; a
 //	         segment too large for one is committed in parts), then drops them
-//	         from the readers' view and lets the log remove them
+//	         from the readers' view and lets the log remove them. etcd: the
+//	         logger applied them; it drops them from the readers' view
 //
-// Invariants:
+// Invariants (both engines):
 //   - Exactly one goroutine applies closures. A closure reads the segment
-//     (its own writes and its predecessors'), then the segments not yet in
-//     Badger, then a Badger snapshot; a closure that fails leaves nothing
+//     (its own writes and its predecessors'), then the segments not yet
+//     applied, then the engine's committed state (a Badger snapshot; etcd's
+//     linearizable reads at one revision); a closure that fails leaves nothing
 //     behind, and closures never conflict.
 //   - An Update returns only when its writes, and every write before them,
 //     are durable in the log and visible to View: nothing a reader sees can
@@ -33,6 +48,13 @@
 //     read is durable (under a Barrier, the barrier waits for them): a
 //     refusal never rests on a write that a crash could lose or that a
 //     reader cannot see yet.
+//   - A failed commit (a log or Badger write; an etcd transaction that
+//     times out, finds no quorum or finds the guard false) stops the store
+//     from taking writes: Healthy is false and every write waiting or
+//     queued is answered fault.ErrUnavailable. It is never retried behind
+//     the caller's back into a different order.
+//
+// Badger:
 //   - Durability uses no knowledge of Badger's files: the log is ours (one
 //     write and one fdatasync of a preallocated segment per group), and a
 //     log segment is removed only after Badger's synced commits hold every
@@ -52,10 +74,34 @@
 //     memtable flush, so under the strict rule a crash just after one can
 //     leave a store Badger will not open; syncDirLoop narrows that window to
 //     100 ms (docs/upstream/badger-flush-dirsync.md, with the reproduction).
-//   - A log or Badger write that fails stops the store from taking writes
-//     (Healthy is false); a restart recovers from the log.
+//   - After a failed log or Badger write a restart recovers from the log.
 //   - Opening removes zero-length *.mem files before Badger sees them: a crash
 //     between a memtable rotation and the new file's first sync can leave one,
 //     it can hold no data, and Badger refuses to open with it present. This
 //     is the one place Tether looks at Badger's files.
+//
+// etcd (etcd.go, etcd_write.go, etcd_read.go, etcd_log.go):
+//   - Keys live at Prefix + "d/" + key; a value is an envelope holding its
+//     expiry (etcd_write.go). Reads leave out expired keys, as Badger does;
+//     a TTL key is put on the etcd lease of its expiry bucket (a minute),
+//     so etcd deletes it a minute or two after it expired; a later plain
+//     write detaches it.
+//   - Every transaction carries the Guard (ownership): a deposed owner can
+//     never commit. A failed guard breaks the store and runs OnDeposed once.
+//   - Consecutive segments that fit one transaction (MaxTxnOps writes,
+//     MaxRequestBytes less headroom) commit as one. A segment that does not
+//     fit keeps all-or-nothing by the commit log in etcd (etcd_log.go):
+//     chunks, then a marker (the durable point), then the writes, then the
+//     log is deleted; opening a store replays marked records and deletes
+//     unmarked chunks. Transactions etcd answers "unavailable", or that do
+//     not answer in a quarter of Timeout, are tried again within Timeout:
+//     each is idempotent, and the logger runs one at a time.
+//   - Reads are linearizable; a View or a writer's segment reads at the
+//     revision of its first read; a scan reads pages of 256 keys; Snapshot
+//     reads every page at one revision.
+//   - One value may hold at most MaxRequestBytes less headroom; one closure
+//     at most what the commit log takes (64 MiB, less a fifth).
+//   - Durable means committed by a quorum of etcd: a server's crash loses
+//     nothing acknowledged, and whoever opens the store next (the new
+//     owner) replays the commit log first.
 package kv

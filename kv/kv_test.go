@@ -248,7 +248,7 @@ func TestASegmentLargerThanOneBadgerTransaction(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir, Options{})
 	const valueSize = 64 << 10
-	perTxn := int(s.db.MaxBatchSize()*8/10) / valueSize // values that fill one write's limit
+	perTxn := int(s.maxBytes) / valueSize // values that fill one write's limit
 	hold, holding := make(chan struct{}), make(chan struct{})
 	go func() {
 		_ = s.Update(context.Background(), func(*Txn) error { close(holding); <-hold; return nil })

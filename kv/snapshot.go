@@ -16,19 +16,22 @@ import (
 // after some durable segment, all of it and nothing later, however long fn
 // takes. Expired keys are left out. fn must not keep key or val.
 //
-// Unlike View, which opens Badger's snapshot only when a read needs it, the
-// snapshot and the copy of the segments Badger does not hold yet are taken
-// together, under the lock that moves segments between the two: so no
-// segment is half in and half out of what fn sees.
+// Unlike View, which opens the engine's snapshot only when a read needs it,
+// the snapshot and the copy of the segments the engine does not hold yet
+// are taken together, under the lock that moves segments between the two:
+// so no segment is half in and half out of what fn sees.
 func (s *Store) Snapshot(fn func(key, val []byte, expiresAt uint64) error) error {
 	s.visMu.Lock()
 	vis := slices.Clone(s.visible)
-	snap := s.db.NewTransaction(false)
+	snap, err := s.eng.snapshotReader()
 	s.visMu.Unlock()
-	defer snap.Discard()
+	if err != nil {
+		return err
+	}
+	defer snap.discard()
 
-	// The durable segments Badger does not hold yet, the newest write of
-	// each key winning, in key order.
+	// The durable segments the engine does not hold yet, the newest write
+	// of each key winning, in key order.
 	merged := map[string]value{}
 	for _, f := range vis {
 		for k, v := range f.over.vals {
@@ -43,21 +46,20 @@ func (s *Store) Snapshot(fn func(key, val []byte, expiresAt uint64) error) error
 	now := uint64(time.Now().Unix())
 	live := func(expiresAt uint64) bool { return expiresAt == 0 || expiresAt > now }
 
-	it := snap.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 64})
-	defer it.Close()
-	it.Rewind()
+	it := snap.scan(nil, nil, false, true)
+	defer it.close()
 	for {
-		valid := it.Valid()
+		valid := it.valid()
 		if len(pending) > 0 {
 			k := pending[0]
 			cmp := 1
 			if valid {
-				cmp = bytes.Compare(it.Item().Key(), []byte(k))
+				cmp = bytes.Compare(it.key(), []byte(k))
 			}
 			if cmp >= 0 {
 				pending = pending[1:]
 				if cmp == 0 {
-					it.Next() // the pending write is newer
+					it.next() // the pending write is newer
 				}
 				if v := merged[k]; !v.deleted && live(v.expiresAt) {
 					if err := fn([]byte(k), v.val, v.expiresAt); err != nil {
@@ -68,19 +70,16 @@ func (s *Store) Snapshot(fn func(key, val []byte, expiresAt uint64) error) error
 			}
 		}
 		if !valid {
-			return nil
+			return it.err()
 		}
-		item := it.Item()
-		if !item.IsDeletedOrExpired() {
-			val, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if err := fn(item.Key(), val, item.ExpiresAt()); err != nil {
-				return err
-			}
+		val, err := it.value()
+		if err != nil {
+			return err
 		}
-		it.Next()
+		if err := fn(it.key(), val, it.expiresAt()); err != nil {
+			return err
+		}
+		it.next()
 	}
 }
 
@@ -98,7 +97,11 @@ func Load(dir string, fill func(put func(key, val []byte, expiresAt uint64) erro
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-	wb := s.db.NewWriteBatch()
+	b, ok := s.eng.(*badgerEngine)
+	if !ok {
+		return errors.New("kv.Load fills a Badger store only")
+	}
+	wb := b.db.NewWriteBatch()
 	defer wb.Cancel()
 	put := func(key, val []byte, expiresAt uint64) error {
 		e := badger.NewEntry(bytes.Clone(key), bytes.Clone(val))

@@ -3,15 +3,10 @@ package kv
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/tether-run/tether/fault"
 )
@@ -29,10 +24,11 @@ type Options struct {
 	KeyInflight int
 }
 
-// Store is the engine: one Badger DB, written by exactly one goroutine.
+// Store is the storage engine's front: one writer goroutine applies every
+// write; an engine (Badger with our log, or etcd) makes them durable and
+// holds the committed state.
 type Store struct {
-	db     *badger.DB
-	dir    string // Badger's directory ("" in memory)
+	eng    engine
 	log    *slog.Logger
 	reqs   chan *request
 	urgent chan *request // the reaper's lane: taken before any queued request
@@ -43,28 +39,31 @@ type Store struct {
 	applyq chan *inflight // logger -> applier
 	once   sync.Once
 
-	wal     *wal          // nil in memory
-	applied atomic.Uint64 // the last log record Badger holds
-
 	visMu   sync.Mutex
-	visible []*inflight // durable, not yet in Badger: what View reads besides its snapshot
+	visible []*inflight // durable, not yet applied: what View reads besides committed state
 
 	maxBatch int
-	started  atomic.Bool
-	broken   atomic.Bool
-	stats    Stats
-	gates    *gates
+	// maxKeys and maxBytes bound one closure's writes, maxValue one value
+	// (the engine's limits).
+	maxKeys, maxBytes, maxValue int64
+	started                     atomic.Bool
+	broken                      atomic.Bool
+	stats                       Stats
+	gates                       *gates
 
-	pend []*inflight // segments handed to the logger and not yet in Badger, oldest first; owned by the writer
+	pend []*inflight // segments handed to the logger and not yet applied, oldest first; owned by the writer
 }
+
+// errBroken is a commit attempted once the store is broken.
+var errBroken = errors.New("the store is broken")
 
 // Stats are running totals of the write path, for metrics and benchmarks.
 type Stats struct {
-	Batches   atomic.Int64 // Badger commits made behind the log
+	Batches   atomic.Int64 // commits applying durable writes (Badger's behind the log; etcd's txns)
 	Closures  atomic.Int64 // write transactions applied
-	Syncs     atomic.Int64 // log appends, each with one fdatasync (group commit)
+	Syncs     atomic.Int64 // groups made durable: log appends with one fdatasync each, or etcd commits (group commit)
 	SyncNanos atomic.Int64 // time spent in them
-	Snapshots atomic.Int64 // Badger snapshots the writer opened (each waits for Badger's commits in flight)
+	Snapshots atomic.Int64 // snapshots of committed state the writer opened (Badger's wait for its commits in flight)
 	Keys      atomic.Int64 // keys written (sets and deletes)
 	Bytes     atomic.Int64 // bytes written (keys and values)
 }
@@ -91,55 +90,23 @@ func Open(opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 512
-	}
-	if opts.KeyInflight <= 0 {
-		opts.KeyInflight = 64
-	}
-	bopts := badger.DefaultOptions(opts.Dir).
-		WithLogger(nil).
-		// Acknowledged writes are durable in our own log (wal.go); Badger
-		// syncs each of its commits too, through its public API, so the log
-		// can drop what Badger holds.
-		WithSyncWrites(true).
-		WithNumVersionsToKeep(1).
-		WithCompactL0OnClose(false).
-		// Memory: Badger's defaults (five 64 MiB memtables, a 256 MiB block
-		// cache, four compactors) let a busy store pass 2 GiB. Live nodes are
-		// served from the graph's memory, so the caches can be small. The
-		// memtables trade memory for compaction, which is a third of the
-		// server's CPU under batched claims: scenario (b) did 8.4k jobs/s
-		// with 8 MiB memtables, 10.0k with 32 MiB, 11.7k with 64 MiB.
-		WithMemTableSize(32 << 20).
-		WithNumMemtables(3).
-		WithBlockCacheSize(32 << 20).
-		WithIndexCacheSize(16 << 20).
-		WithNumCompactors(2).
-		// Values are small binary records; compressing tables cost 8 % of
-		// the server's CPU in compactions for little space.
-		WithCompression(options.None)
-	if opts.InMemory {
-		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("").WithSyncWrites(false)
-	} else if err := removeEmptyMemtables(opts.Dir, opts.Logger); err != nil {
+	e, err := openBadger(opts)
+	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(bopts)
-	if err != nil {
-		return nil, fmt.Errorf("error opening badger in %s: %w", opts.Dir, err)
+	return newStore(e, opts.Logger, opts.MaxBatch, opts.KeyInflight), nil
+}
+
+func newStore(e engine, log *slog.Logger, maxBatch, keyInflight int) *Store {
+	if maxBatch <= 0 {
+		maxBatch = 512
 	}
-	var w *wal
-	if !opts.InMemory {
-		if w, err = recoverLog(db, filepath.Join(opts.Dir, "wal")); err != nil {
-			db.Close()
-			return nil, err
-		}
+	if keyInflight <= 0 {
+		keyInflight = 64
 	}
 	s := &Store{
-		dir:      dirOf(opts),
-		wal:      w,
-		db:       db,
-		log:      opts.Logger,
+		eng:      e,
+		log:      log,
 		reqs:     make(chan *request, 4096),
 		urgent:   make(chan *request, 64),
 		done:     make(chan struct{}),
@@ -147,10 +114,12 @@ func Open(opts Options) (*Store, error) {
 		idle:     make(chan struct{}),
 		commq:    make(chan *inflight, 1024),
 		applyq:   make(chan *inflight, 1024),
-		maxBatch: opts.MaxBatch,
-		gates:    &gates{size: opts.KeyInflight},
+		maxBatch: maxBatch,
+		gates:    &gates{size: keyInflight},
 	}
-	return s, nil
+	s.maxKeys, s.maxBytes, s.maxValue = e.limits()
+	e.attach(s)
+	return s
 }
 
 // Start starts the writer. Call it once the caller has rebuilt its in-memory
@@ -160,13 +129,11 @@ func (s *Store) Start() {
 	go s.writeLoop()
 	go s.logLoop()
 	go s.applyLoop()
-	if s.dir != "" {
-		go s.syncDirLoop()
-	}
+	s.eng.start(s.done)
 }
 
 // Close stops accepting writes, finishes the ones queued, waits for their
-// commits and closes Badger.
+// commits and closes the engine.
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
@@ -175,15 +142,7 @@ func (s *Store) Close() error {
 			<-s.closed
 			<-s.idle
 		}
-		if s.wal != nil {
-			err = s.wal.close()
-			if s.Healthy() {
-				// Everything is in Badger, and Badger's commits are synced:
-				// the log has nothing left to give.
-				err = errors.Join(err, s.wal.removeAll())
-			}
-		}
-		err = errors.Join(err, s.db.Close())
+		err = s.eng.close(s.Healthy())
 	})
 	return err
 }
@@ -281,24 +240,25 @@ func (s *Store) stopped() <-chan struct{} {
 	return s.idle
 }
 
-// View runs fn in a read-only transaction: a Badger snapshot, plus the
-// writes that are durable in the log and not yet in Badger. It holds every
-// write acknowledged before it began, and nothing that is not durable.
+// View runs fn in a read-only transaction: the engine's committed state
+// (a Badger snapshot; etcd at one revision), plus the writes that are
+// durable and not yet applied. It holds every write acknowledged before it
+// began, and nothing that is not durable.
 func (s *Store) View(fn func(*Txn) error) error {
-	// Before the snapshot: a segment leaves visible only after Badger holds
-	// it, so one that left before this copy is in the snapshot taken after.
+	// Before the snapshot: a segment leaves visible only after the engine
+	// holds it, so one that left before this copy is in the snapshot taken after.
 	// A key may then be newer in the snapshot than in the copy only through
 	// a write acknowledged after the copy; reads take the copy's (older,
 	// durable) value, which was current when the View began.
 	s.visMu.Lock()
 	vis := slices.Clone(s.visible)
 	s.visMu.Unlock()
-	// The snapshot is opened on the first read that needs Badger (a View
-	// that finds what it needs in memory never waits for Badger's commits).
-	t := &Txn{db: s.db, vis: vis}
+	// The snapshot is opened on the first read that needs the engine (a
+	// View that finds what it needs in memory never waits for its commits).
+	t := &Txn{eng: s.eng, vis: vis}
 	defer func() {
 		if t.snap != nil {
-			t.snap.Discard()
+			t.snap.discard()
 		}
 	}()
 	return fn(t)
@@ -312,13 +272,6 @@ func (s *Store) fail(err error) {
 	if s.broken.CompareAndSwap(false, true) {
 		s.log.Error("the store stopped taking writes", "err", err)
 	}
-}
-
-func dirOf(opts Options) string {
-	if opts.InMemory {
-		return ""
-	}
-	return opts.Dir
 }
 
 // settle tells a Barrier that this write will not become durable (it was

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/tether-run/tether/fault"
 )
 
 // Txn is one transaction: read-only from View, read-write inside Update.
@@ -14,11 +14,11 @@ import (
 // A write transaction writes straight into the writer's current segment,
 // keeping an undo log to take its writes back out if it fails; it reads the
 // segment (its own writes and those of the transactions before it in the
-// segment), then the segments in flight, then a Badger snapshot (see
-// writer.go).
+// segment), then the segments in flight, then the engine's committed state
+// (see writer.go).
 type Txn struct {
-	db   *badger.DB  // View: where its snapshot comes from
-	snap *badger.Txn // View: the read snapshot, opened on first use
+	eng  engine      // View: where its snapshot comes from
+	snap reader      // View: the read snapshot, opened on first use
 	vis  []*inflight // View: durable writes not yet in the snapshot, oldest first
 	w    *segment    // Update: the segment this transaction writes into
 
@@ -31,6 +31,9 @@ type Txn struct {
 
 // ErrReadOnly is a write in a read-only transaction.
 var ErrReadOnly = errors.New("write in a read-only transaction")
+
+// errValueTooLarge is a value larger than the engine takes for one key.
+var errValueTooLarge = fault.Invalidf("", "a value is too large for the store")
 
 // Writable reports whether this is a write transaction (on the writer).
 func (t *Txn) Writable() bool { return t.w != nil }
@@ -79,9 +82,9 @@ func (t *Txn) rollback() {
 	t.undo, t.written = nil, nil
 }
 
-// pending finds key among writes not yet in Badger's snapshot: in a write,
-// the segment and the segments in flight; in a
-// View, the durable segments Badger does not hold yet.
+// pending finds key among writes not yet in the engine's snapshot: in a
+// write, the segment and the segments in flight; in a View, the durable
+// segments the engine does not hold yet.
 func (t *Txn) pending(key string) (value, bool) {
 	if t.w == nil {
 		for i := len(t.vis) - 1; i >= 0; i-- {
@@ -100,12 +103,12 @@ func (t *Txn) Wrote(key []byte) bool {
 	return ok
 }
 
-func (t *Txn) reader() (*badger.Txn, error) {
+func (t *Txn) reader() (reader, error) {
 	if t.w != nil {
 		return t.w.snapshot()
 	}
 	if t.snap == nil {
-		t.snap = t.db.NewTransaction(false)
+		t.snap = t.eng.reader()
 	}
 	return t.snap, nil
 }
@@ -122,15 +125,7 @@ func (t *Txn) Get(key []byte) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	item, err := r.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	v, err := item.ValueCopy(nil)
-	return v, err == nil, err
+	return r.get(key)
 }
 
 // Has reports whether key exists.
@@ -142,17 +137,16 @@ func (t *Txn) Has(key []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, err = r.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return r.has(key)
 }
 
 // Set writes key. The value must not be changed afterwards.
 func (t *Txn) Set(key, val []byte) error {
 	if t.w == nil {
 		return ErrReadOnly
+	}
+	if int64(len(val)) > t.w.s.maxValue {
+		return errValueTooLarge
 	}
 	t.write(string(key), value{val: val})
 	return nil
@@ -163,6 +157,9 @@ func (t *Txn) Set(key, val []byte) error {
 func (t *Txn) SetTTL(key, val []byte, ttl time.Duration) error {
 	if t.w == nil {
 		return ErrReadOnly
+	}
+	if int64(len(val)) > t.w.s.maxValue {
+		return errValueTooLarge
 	}
 	t.write(string(key), value{val: val, expiresAt: uint64(time.Now().Add(ttl).Unix())})
 	return nil
@@ -187,33 +184,15 @@ func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 	if err != nil {
 		return err
 	}
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = prefix
-	opts.Reverse = reverse
-	opts.PrefetchValues = withValues
-	if withValues {
-		opts.PrefetchSize = 16
-	}
-	it := r.NewIterator(opts)
-	defer it.Close()
-	switch {
-	case after != nil:
-		it.Seek(after)
-		if it.ValidForPrefix(prefix) && bytes.Equal(it.Item().Key(), after) {
-			it.Next()
-		}
-	case reverse:
-		it.Seek(append(bytes.Clone(prefix), bytes.Repeat([]byte{0xff}, 64)...))
-	default:
-		it.Seek(prefix)
-	}
+	it := r.scan(prefix, after, reverse, withValues)
+	defer it.close()
 	for {
-		valid := it.ValidForPrefix(prefix)
+		valid := it.valid()
 		if len(pending) > 0 {
 			k := pending[0]
 			cmp := 1 // the pending key comes first unless the iterator's does
 			if valid {
-				cmp = bytes.Compare(it.Item().Key(), []byte(k))
+				cmp = bytes.Compare(it.key(), []byte(k))
 				if reverse {
 					cmp = -cmp
 				}
@@ -221,7 +200,7 @@ func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 			if cmp >= 0 {
 				pending = pending[1:]
 				if cmp == 0 {
-					it.Next() // shadowed by the pending write
+					it.next() // shadowed by the pending write
 				}
 				v, _ := t.pending(k)
 				if v.deleted {
@@ -235,22 +214,21 @@ func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 			}
 		}
 		if !valid {
-			return nil
+			return it.err()
 		}
-		item := it.Item()
 		var val []byte
 		if withValues {
-			v, err := item.ValueCopy(nil)
+			v, err := it.value()
 			if err != nil {
 				return err
 			}
 			val = v
 		}
-		more, err := fn(item.KeyCopy(nil), val)
+		more, err := fn(bytes.Clone(it.key()), val)
 		if err != nil || !more {
 			return err
 		}
-		it.Next()
+		it.next()
 	}
 }
 

@@ -289,27 +289,50 @@ func (w *wal) startSegment() error {
 // add encodes one record of the overlay into the pending buffer and returns
 // its seq.
 func (w *wal) add(o *overlay) uint64 {
-	start := len(w.buf)
-	w.buf = append(w.buf, make([]byte, walHeader)...)
-	w.buf = binary.LittleEndian.AppendUint64(w.buf, w.next)
+	w.buf = appendRecord(w.buf, w.next, o)
+	seq := w.next
+	w.next++
+	return seq
+}
+
+// appendRecord appends the record of the overlay's writes, with seq, to buf
+// (the log's format; etcd's commit log uses it too).
+func appendRecord(buf []byte, seq uint64, o *overlay) []byte {
+	start := len(buf)
+	buf = append(buf, make([]byte, walHeader)...)
+	buf = binary.LittleEndian.AppendUint64(buf, seq)
 	for k, v := range o.vals {
 		op := byte(opSet)
 		if v.deleted {
 			op = opDelete
 		}
-		w.buf = append(w.buf, op)
-		w.buf = binary.AppendUvarint(w.buf, uint64(len(k)))
-		w.buf = append(w.buf, k...)
-		w.buf = binary.AppendUvarint(w.buf, uint64(len(v.val)))
-		w.buf = append(w.buf, v.val...)
-		w.buf = binary.AppendUvarint(w.buf, v.expiresAt)
+		buf = append(buf, op)
+		buf = binary.AppendUvarint(buf, uint64(len(k)))
+		buf = append(buf, k...)
+		buf = binary.AppendUvarint(buf, uint64(len(v.val)))
+		buf = append(buf, v.val...)
+		buf = binary.AppendUvarint(buf, v.expiresAt)
 	}
-	payload := w.buf[start+walHeader:]
-	binary.LittleEndian.PutUint32(w.buf[start:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(w.buf[start+4:], crc32.Checksum(payload, crcTable))
-	seq := w.next
-	w.next++
-	return seq
+	payload := buf[start+walHeader:]
+	binary.LittleEndian.PutUint32(buf[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(buf[start+4:], crc32.Checksum(payload, crcTable))
+	return buf
+}
+
+// parseRecord reads back one whole record appendRecord wrote.
+func parseRecord(b []byte) (walRecord, error) {
+	if len(b) < walHeader {
+		return walRecord{}, errors.New("short record")
+	}
+	n := binary.LittleEndian.Uint32(b[:4])
+	if int(n) != len(b)-walHeader {
+		return walRecord{}, fmt.Errorf("a record of %d bytes says it holds %d", len(b)-walHeader, n)
+	}
+	payload := b[walHeader:]
+	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(b[4:]) {
+		return walRecord{}, errors.New("a record's checksum does not match")
+	}
+	return decodeRecord(payload)
 }
 
 // flush writes the pending records and fdatasyncs them. A batch that does

@@ -3,16 +3,13 @@ package kv
 // The writer: one goroutine applies every write, a segment at a time, each
 // closure writing into the segment's overlay, and hands each segment to the
 // logger without waiting for it; the logger makes it durable and the applier
-// writes it into Badger.
+// applies it (engine.go).
 
 import (
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/tether-run/tether/fault"
 )
@@ -24,16 +21,16 @@ type inflight struct {
 	seq       uint64     // its log record (0: none)
 	waiting   []*request // answered once durable
 	onDurable []func()
-	done      atomic.Bool // set by the applier once Badger holds it
+	done      atomic.Bool // set once the engine's committed state holds it
 }
 
 // segment is the writer's current unit of work: the writes applied so far.
-// Reads fall through to the segments handed on but not yet in Badger
-// (Store.pend), then to a Badger snapshot.
+// Reads fall through to the segments handed on but not yet applied
+// (Store.pend), then to the engine's committed state.
 type segment struct {
 	s    *Store
 	over *overlay
-	snap *badger.Txn // opened on the first read that needs Badger
+	snap reader // opened on the first read that needs the engine
 }
 
 // lookup finds key in the segment or in the segments still in flight,
@@ -59,13 +56,13 @@ func (g *segment) under(prefix string) []string {
 	return out
 }
 
-// snapshot opens the segment's Badger snapshot. Badger makes it wait for
-// every commit already handed over, so it holds everything not in flight
-// (and, harmlessly, some of what is).
-func (g *segment) snapshot() (*badger.Txn, error) {
+// snapshot opens the segment's reader of committed state. A Badger snapshot
+// waits for every commit already handed over, so it holds everything not in
+// flight (and, harmlessly, some of what is); etcd's reads are linearizable.
+func (g *segment) snapshot() (reader, error) {
 	if g.snap == nil {
 		g.s.stats.Snapshots.Add(1)
-		g.snap = g.s.db.NewTransaction(false)
+		g.snap = g.s.eng.reader()
 	}
 	return g.snap, nil
 }
@@ -129,14 +126,14 @@ const maxSegment = 10 * time.Millisecond
 
 // runSegment applies closures of the batch (taking urgent requests first)
 // until they are done, maxSegment has passed or the segment is as large as
-// one Badger transaction takes, hands the segment to the logger and
+// one commit of the engine takes, hands the segment to the logger and
 // returns the requests left.
 func (s *Store) runSegment(batch []*request) []*request {
 	s.dropDurable()
 	g := &segment{s: s, over: newOverlay()}
 	f := &inflight{over: g.over}
 	start := time.Now()
-	maxCount, maxSize := s.db.MaxBatchCount()*8/10, s.db.MaxBatchSize()*8/10
+	maxCount, maxSize := s.maxKeys, s.maxBytes
 	full := false
 	run := func(r *request) {
 		if err := r.ctx.Err(); err != nil {
@@ -187,7 +184,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 		}
 	}
 	if g.snap != nil {
-		g.snap.Discard()
+		g.snap.discard()
 	}
 	if len(f.waiting) == 0 && len(f.onDurable) == 0 && g.over.len() == 0 {
 		return rest
@@ -248,7 +245,7 @@ func (s *Store) dropDurable() {
 // segment waiting when a round starts shares one append and one fdatasync of
 // the log. Once durable, a segment becomes visible to readers (View), its
 // callers are answered and its OnDurable hooks run; then it goes to the
-// applier, which writes it into Badger.
+// applier, which applies it (engine.go).
 func (s *Store) logLoop() {
 	defer close(s.applyq)
 	for f := range s.commq {
@@ -280,58 +277,23 @@ func (s *Store) logLoop() {
 	}
 }
 
-// logGroup appends a record per segment of the group and syncs them once.
-// Without a log (in memory) it writes the group into Badger instead.
+// logGroup makes the group durable (engine.durable).
 func (s *Store) logGroup(group []*inflight) error {
 	if s.broken.Load() {
-		return errors.New("the store is broken")
+		return errBroken
 	}
-	if s.wal == nil {
-		return s.apply(group)
-	}
-	var keys, bytes int64
-	for _, f := range group {
-		if f.over.len() == 0 {
-			continue
-		}
-		f.seq = s.wal.add(f.over)
-		if len(s.wal.buf) > walSegmentSize/4 {
-			// A group this large is written in parts, so that no write is
-			// larger than a segment.
-			if err := s.wal.flush(); err != nil {
-				return fmt.Errorf("error writing the log: %w", err)
-			}
-		}
-		keys += int64(f.over.len())
-		for k, v := range f.over.vals {
-			bytes += int64(len(k) + len(v.val))
-		}
-	}
-	start := time.Now()
-	if err := s.wal.flush(); err != nil {
-		return fmt.Errorf("error writing the log: %w", err)
-	}
-	s.stats.Syncs.Add(1)
-	s.stats.SyncNanos.Add(time.Since(start).Nanoseconds())
-	s.stats.Keys.Add(keys)
-	s.stats.Bytes.Add(bytes)
-	if err := s.wal.removeApplied(s.applied.Load()); err != nil {
-		s.log.Warn("error removing applied log segments", "err", err)
-	}
-	return nil
+	return s.eng.durable(group)
 }
 
-// applyLoop writes durable segments into Badger, in order, as few commits as
-// Badger's limits allow; each one is then dropped from the readers' view
-// (Badger now holds it) and from the log (once its whole segment is in).
+// applyLoop applies durable segments, in order, as few commits as the
+// engine's limits allow; each one is then dropped from the readers' view
+// (the engine's committed state now holds it).
 func (s *Store) applyLoop() {
 	defer close(s.idle)
 	var last time.Time
+	every := s.eng.applyEvery()
 	for f := range s.applyq {
-		// Each Badger commit is synced (msync of its memtable), and readers
-		// see what is durable in the log anyway: commit at most every
-		// applyEvery, gathering everything logged meanwhile.
-		if wait := applyEvery - time.Since(last); wait > 0 && s.wal != nil {
+		if wait := every - time.Since(last); wait > 0 {
 			select {
 			case <-time.After(wait):
 			case <-s.done:
@@ -339,93 +301,16 @@ func (s *Store) applyLoop() {
 		}
 		last = time.Now()
 		group := drain(s.applyq, []*inflight{f})
-		// Without a log (in memory) the logger wrote the group into Badger.
-		if s.wal != nil {
-			if err := s.apply(group); err != nil {
-				// The log holds it: a restart applies it again.
-				s.fail(err)
-				continue
-			}
+		if err := s.eng.apply(group); err != nil {
+			// The log holds it: a restart applies it again.
+			s.fail(err)
+			continue
 		}
 		s.visMu.Lock()
 		clear(s.visible[:len(group)])
 		s.visible = s.visible[len(group):]
 		s.visMu.Unlock()
 	}
-}
-
-// applyEvery is the least time between two of the applier's Badger commits.
-const applyEvery = 5 * time.Millisecond
-
-// apply writes segments into Badger, as few commits as Badger's limits
-// allow (commit splits a run that does not fit), and marks them done. Badger
-// need not take a segment atomically: until all of it is in, readers and the
-// writer see it in the log's segments, and a crash replays it from the log.
-func (s *Store) apply(group []*inflight) error {
-	maxCount, maxSize := s.db.MaxBatchCount()*8/10, s.db.MaxBatchSize()*8/10
-	for i := 0; i < len(group); {
-		j, count, size := i, int64(0), int64(0)
-		for j < len(group) && (j == i || (count+int64(group[j].over.len()) <= maxCount && size+group[j].over.size <= maxSize)) {
-			count += int64(group[j].over.len())
-			size += group[j].over.size
-			j++
-		}
-		if err := s.commit(group[i:j]); err != nil {
-			return err
-		}
-		for _, f := range group[i:j] {
-			f.done.Store(true)
-			if f.seq > 0 {
-				s.applied.Store(f.seq)
-			}
-		}
-		i = j
-	}
-	return nil
-}
-
-// commit writes segments as one Badger transaction; with SyncWrites, Commit
-// returns once Badger has it on stable storage too, so the log may drop it.
-func (s *Store) commit(segs []*inflight) error {
-	if s.broken.Load() {
-		return errors.New("the store is broken")
-	}
-	merged := segs[0].over
-	if len(segs) > 1 {
-		merged = newOverlay()
-		for _, f := range segs {
-			merged.absorb(f.over)
-		}
-	}
-	if merged.len() == 0 {
-		return nil
-	}
-	txn := s.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	for k, v := range merged.vals {
-		e := walEntry{key: []byte(k), val: v.val, deleted: v.deleted, expiresAt: v.expiresAt}
-		err := e.stage(txn)
-		if err == badger.ErrTxnTooBig {
-			// More than one Badger transaction holds: commit what is staged
-			// and go on. Nothing reads Badger's half-way state: readers and
-			// the writer see these writes in the log's segments until all
-			// are in, and a crash in between replays the whole log record.
-			if err = txn.Commit(); err != nil {
-				return fmt.Errorf("error committing: %w", err)
-			}
-			s.stats.Batches.Add(1)
-			txn = s.db.NewTransaction(true)
-			err = e.stage(txn)
-		}
-		if err != nil {
-			return fmt.Errorf("error staging a commit: %w", err)
-		}
-	}
-	if err := txn.Commit(); err != nil {
-		return fmt.Errorf("error committing: %w", err)
-	}
-	s.stats.Batches.Add(1)
-	return nil
 }
 
 // drain appends to batch everything waiting on ch, without blocking.

@@ -1,0 +1,194 @@
+package kv
+
+// Engine 2: etcd holds the data. A group of segments is durable once etcd
+// has committed it (raft quorum and fsync): one guarded transaction when it
+// fits etcd's limits, else a log of our own in etcd (etcd_log.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// EtcdOptions configure a Store whose records live in etcd.
+type EtcdOptions struct {
+	Client *clientv3.Client
+	// Prefix is where the store lives: every key is stored as Prefix + "d/"
+	// + key, the commit log (etcd_log.go) under Prefix + "log/".
+	Prefix string
+	// Guard is compared in every write's transaction (ownership, say
+	// CreateRevision(electionKey) = rev); nil writes unguarded (tests of
+	// the engine only).
+	Guard []clientv3.Cmp
+	// OnDeposed runs once, on a goroutine of its own, when a write finds
+	// Guard false: the store is broken from then on.
+	OnDeposed func()
+	// MaxTxnOps is the most operations one etcd transaction may hold
+	// (default 128, etcd's --max-txn-ops).
+	MaxTxnOps int
+	// MaxRequestBytes is the largest request etcd takes (default 1.5 MiB,
+	// etcd's --max-request-bytes); the store keeps some headroom below it.
+	MaxRequestBytes int
+	// Timeout bounds every etcd call (default 5 s); a commit that times out
+	// breaks the store.
+	Timeout     time.Duration
+	Logger      *slog.Logger
+	MaxBatch    int
+	KeyInflight int
+}
+
+// ErrDeposed is a write whose transaction found the store's guard false:
+// another owner holds the store.
+var ErrDeposed = errors.New("the store's guard failed: it has another owner")
+
+// etcdEngine keeps the store in etcd.
+type etcdEngine struct {
+	cli       *clientv3.Client
+	data      string // Prefix + "d/": where keys live
+	logp      string // Prefix + "log/": the commit log of groups too large for one transaction
+	guard     []clientv3.Cmp
+	onDeposed func()
+	deposed   sync.Once
+	maxOps    int
+	maxBytes  int // what one transaction's operations may take
+	timeout   time.Duration
+	s         *Store
+	log       *slog.Logger
+	leases    leaseCache
+	bucket    int64  // the width of a lease's expiry bucket, seconds (60)
+	seq       uint64 // the next log record; only the logger uses it
+
+	// hook, in tests, runs between the steps of a logged commit ("chunks":
+	// every chunk written; "marked": the marker written); an error stops
+	// the commit there, as a crash would.
+	hook func(step string) error
+}
+
+// maxLogRecord bounds one logged segment; a closure larger than its share
+// is refused (Store.maxBytes).
+const maxLogRecord = 64 << 20
+
+// OpenEtcd opens a Store whose records live in etcd under Prefix. Every
+// write carries Guard in its transaction; when the guard fails the store
+// breaks (Healthy false, writes ErrUnavailable) and OnDeposed runs once.
+// Opening replays the commit log a previous owner left: every record with
+// its marker is applied, in order; chunks without one are deleted. A guard
+// that fails while opening is an error wrapping ErrDeposed (OnDeposed does
+// not run for it).
+func OpenEtcd(opts EtcdOptions) (*Store, error) {
+	if opts.Client == nil {
+		return nil, errors.New("kv.OpenEtcd needs a client")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxTxnOps <= 0 {
+		opts.MaxTxnOps = 128
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 3 << 19 // 1.5 MiB
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	headroom := min(64<<10, opts.MaxRequestBytes/8)
+	e := &etcdEngine{
+		cli:      opts.Client,
+		data:     opts.Prefix + "d/",
+		logp:     opts.Prefix + "log/",
+		guard:    opts.Guard,
+		maxOps:   opts.MaxTxnOps,
+		maxBytes: opts.MaxRequestBytes - headroom,
+		timeout:  opts.Timeout,
+		log:      opts.Logger,
+		bucket:   60,
+	}
+	s := newStore(e, opts.Logger, opts.MaxBatch, opts.KeyInflight)
+	if err := e.replay(); err != nil {
+		return nil, fmt.Errorf("error replaying the commit log in etcd at %s: %w", e.logp, err)
+	}
+	// Set only now: a guard that fails while opening is OpenEtcd's error.
+	e.onDeposed = opts.OnDeposed
+	return s, nil
+}
+
+func (e *etcdEngine) attach(s *Store) { e.s = s }
+
+// limits: a closure may write what one log record holds; one value must fit
+// one transaction (with its key).
+func (e *etcdEngine) limits() (int64, int64, int64) {
+	return maxLogRecord / 32, maxLogRecord * 8 / 10, int64(e.maxBytes) - 4096
+}
+
+func (e *etcdEngine) applyEvery() time.Duration { return 0 }
+
+func (e *etcdEngine) start(<-chan struct{}) {}
+
+func (e *etcdEngine) close(bool) error { return nil }
+
+// ctx is the context of one etcd call.
+func (e *etcdEngine) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), e.timeout)
+}
+
+// commitOps runs ops in one transaction guarded by the store's guard. A
+// transaction etcd answers "unavailable" (a member lost, a leader change),
+// or that a quarter of the timeout does not answer (a proposal lost with
+// the leader it went to, which etcd reports only after its own request
+// timeout), is tried again until the timeout. So a transaction may run
+// twice; that is harmless: the logger waits for each before the next one,
+// raft keeps a lost attempt, if it survives, before its retry, and the
+// second run writes what the first did, or finds the guard false.
+func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	attempt := min(max(e.timeout/4, 500*time.Millisecond), e.timeout)
+	var resp *clientv3.TxnResponse
+	var err error
+	for {
+		actx, acancel := context.WithTimeout(ctx, attempt)
+		resp, err = e.cli.Txn(actx).If(e.guard...).Then(ops...).Commit()
+		acancel()
+		if err == nil || ctx.Err() != nil || !(transient(err) || errors.Is(err, context.DeadlineExceeded)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return fmt.Errorf("error committing to etcd: %w", err)
+	}
+	if !resp.Succeeded {
+		e.deposed.Do(func() {
+			e.log.Warn("the store's guard failed: another owner holds it")
+			if e.onDeposed != nil {
+				go e.onDeposed()
+			}
+		})
+		return ErrDeposed
+	}
+	return nil
+}
+
+// transient reports whether etcd's answer means "try again": no leader, a
+// leader change, a member that cannot be reached.
+func transient(err error) bool {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code() == codes.Unavailable
+	}
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unavailable
+}
