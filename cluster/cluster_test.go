@@ -1,0 +1,273 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/etcdtest"
+)
+
+const testShards = 6
+
+// startPair starts two servers over one three-member etcd cluster, each
+// desired for at least two shards, and waits for them to settle.
+func startPair(t *testing.T) (etcd *etcdtest.Cluster, a, b *testNode) {
+	etcd = etcdtest.Start(t, 3)
+	cleanStores(t, etcd)
+	a = startNode(t, etcd, testShards, nil)
+	b = startNode(t, etcd, testShards, balancedListener(t, a.url, testShards, 2))
+	settle(t, a, b)
+	return etcd, a, b
+}
+
+func TestShardsSpreadAndRequestsForward(t *testing.T) {
+	_, a, b := startPair(t)
+	oa, ob := a.Owned(), b.Owned()
+	t.Logf("a owns %v, b owns %v", oa, ob)
+	require.GreaterOrEqual(t, len(oa), 2)
+	require.GreaterOrEqual(t, len(ob), 2)
+	require.Equal(t, testShards, len(oa)+len(ob))
+	for _, k := range oa {
+		require.NotContains(t, ob, k)
+	}
+
+	for _, k := range []int{oa[0], ob[0]} {
+		ten := tenantOn(a.Node, k)
+		tok := token(t, ten)
+		// Written through one server, read through both: the same answers.
+		for i, via := range []*testNode{a, b} {
+			id := "n" + strconv.Itoa(i)
+			st, _, body := call(t, http.MethodPost, via.url+"/v1/nodes", tok, map[string]any{"id": id, "type": "task", "queue": "q"})
+			require.Equal(t, http.StatusCreated, st, string(body))
+			_, _, fromA := call(t, http.MethodGet, a.url+"/v1/nodes/"+id, tok, nil)
+			_, _, fromB := call(t, http.MethodGet, b.url+"/v1/nodes/"+id, tok, nil)
+			require.JSONEq(t, string(fromA), string(fromB))
+		}
+		st, _, listA := call(t, http.MethodGet, a.url+"/v1/nodes", tok, nil)
+		require.Equal(t, http.StatusOK, st)
+		_, _, listB := call(t, http.MethodGet, b.url+"/v1/nodes", tok, nil)
+		require.JSONEq(t, string(listA), string(listB))
+		require.Contains(t, string(listA), `"n1"`)
+		// The tenant's server holds it; the other holds nothing of it.
+		require.True(t, (a.ShardServer(ten) == nil) != (b.ShardServer(ten) == nil))
+	}
+
+	// Bad credentials: answered by the front, as the API would.
+	st, hdr, body := call(t, http.MethodGet, a.url+"/v1/nodes", "", nil)
+	require.Equal(t, http.StatusUnauthorized, st)
+	require.Contains(t, string(body), `"code":"unauthorized"`)
+	require.NotEmpty(t, hdr.Get("WWW-Authenticate"))
+	st, _, _ = call(t, http.MethodGet, a.url+"/v1/nodes", "not-a-token", nil)
+	require.Equal(t, http.StatusUnauthorized, st)
+
+	// A request forwarded to a server that does not serve the shard is
+	// refused, never forwarded again.
+	ten := tenantOn(a.Node, ob[0])
+	st, hdr, body = call(t, http.MethodGet, a.url+"/v1/nodes", token(t, ten), nil, HeaderForwarded, "someone")
+	require.Equal(t, http.StatusServiceUnavailable, st, string(body))
+	require.Equal(t, "1", hdr.Get("Retry-After"))
+	require.Contains(t, string(body), `"code":"unavailable"`)
+
+	// Public routes, probes and metrics.
+	for _, path := range []string{"/health", "/ready", "/openapi.yaml", "/skill.md", "/ui/", "/metrics"} {
+		st, _, body := call(t, http.MethodGet, a.url+path, "", nil)
+		require.Equal(t, http.StatusOK, st, path+": "+string(body))
+	}
+	_, _, metrics := call(t, http.MethodGet, b.url+"/metrics", "", nil)
+	require.Contains(t, string(metrics), "tether_cluster_forwarded_requests_total")
+	require.Contains(t, string(metrics), `shard="`+shardName(ob[0])+`"`)
+	st, _, body = call(t, http.MethodGet, a.url+"/admin/backup", "op-token", nil)
+	require.Equal(t, http.StatusNotImplemented, st)
+	require.Contains(t, string(body), "etcdctl snapshot save")
+	st, _, body = call(t, http.MethodPost, a.url+"/v1/blobs", token(t, ten), "x")
+	require.Equal(t, http.StatusServiceUnavailable, st)
+	require.Contains(t, string(body), "TETHER_BLOB_DIR")
+}
+
+func TestLongPollAndStreamThroughTheProxy(t *testing.T) {
+	_, a, b := startPair(t)
+	k := b.Owned()[0]
+	ten := tenantOn(a.Node, k)
+	tok := token(t, ten)
+	require.Nil(t, a.ShardServer(ten))
+
+	// An event stream through a, which passes it on to b.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+"/v1/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+
+	// A long poll through a, answered when a node is made through b.
+	claimed := make(chan []byte, 1)
+	go func() {
+		st, _, body := call(t, http.MethodPost, a.url+"/v1/queues/q/claim", tok, map[string]any{"wait_ms": 20000})
+		if st != http.StatusOK {
+			body = []byte(strconv.Itoa(st) + " " + string(body))
+		}
+		claimed <- body
+	}()
+	time.Sleep(300 * time.Millisecond) // let the poll start waiting; its answer does not depend on it
+	st, _, body := call(t, http.MethodPost, b.url+"/v1/nodes", tok, map[string]any{"id": "job", "type": "task", "queue": "q"})
+	require.Equal(t, http.StatusCreated, st, string(body))
+	select {
+	case body := <-claimed:
+		require.Contains(t, string(body), `"job"`)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the long poll through the proxy did not answer")
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			require.True(t, ok, "the stream ended")
+			if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"job"`) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no event for the node on the stream through the proxy")
+		}
+	}
+}
+
+// writeEverywhere makes a node in a tenant of every shard, through a, and
+// returns the tenants.
+func writeEverywhere(t *testing.T, a *testNode) []string {
+	var tenants []string
+	for k := range testShards {
+		ten := tenantOn(a.Node, k)
+		st, _, body := call(t, http.MethodPost, a.url+"/v1/nodes", token(t, ten), map[string]any{"id": "kept", "type": "task", "queue": "q"})
+		require.Equal(t, http.StatusCreated, st, string(body))
+		tenants = append(tenants, ten)
+	}
+	return tenants
+}
+
+// requireKept checks that every tenant's node is there, read through n.
+func requireKept(t *testing.T, n *testNode, tenants []string) {
+	for _, ten := range tenants {
+		st, _, body := call(t, http.MethodGet, n.url+"/v1/nodes/kept", token(t, ten), nil)
+		require.Equal(t, http.StatusOK, st, "tenant %s: %s", ten, body)
+	}
+}
+
+// waitOwnsAll waits until n serves every shard and returns how long it took.
+func waitOwnsAll(t *testing.T, n *testNode, bound time.Duration) time.Duration {
+	start := time.Now()
+	for len(n.Owned()) < testShards {
+		if time.Since(start) > bound {
+			t.Fatalf("after %v the server owns only %v", bound, n.Owned())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func TestShutdownHandsEveryShardOver(t *testing.T) {
+	_, a, b := startPair(t)
+	tenants := writeEverywhere(t, a)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, b.Shutdown(ctx))
+	took := waitOwnsAll(t, a, 10*time.Second)
+	t.Logf("takeover after a clean shutdown: every shard served by a %v after Shutdown began (%v after it returned)", time.Since(start), took)
+	requireKept(t, a, tenants)
+}
+
+func TestRevokedSessionStopsWritingAndHandsOver(t *testing.T) {
+	etcd, a, b := startPair(t)
+	tenants := writeEverywhere(t, a)
+	k := a.Owned()[0]
+	ten := tenantOn(a.Node, k)
+	old := a.ShardServer(ten)
+	require.NotNil(t, old)
+	oldID := a.ID()
+	lease, err := strconv.ParseInt(oldID, 16, 64)
+	require.NoError(t, err)
+
+	// Watch for b serving the shard (it may hand it back to a soon after).
+	tookOver := make(chan time.Time, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for b.ShardServer(ten) == nil {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+		tookOver <- time.Now()
+	}()
+
+	start := time.Now()
+	_, err = etcd.Client().Revoke(context.Background(), clientv3.LeaseID(lease))
+	require.NoError(t, err)
+
+	// a stops writing to the shard it lost...
+	for a.ShardServer(ten) == old {
+		require.Less(t, time.Since(start), 3*testLeaseTTL, "a still serves the shard of its revoked session")
+		time.Sleep(2 * time.Millisecond)
+	}
+	// (it finishes the requests in flight first, then its store closes).
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := old.Store.Update(ctx, func(*graph.Tx) error { return nil })
+		cancel()
+		if err != nil {
+			break
+		}
+		require.Less(t, time.Since(start), 3*testLeaseTTL, "the old shard server still writes")
+		time.Sleep(2 * time.Millisecond)
+	}
+	stopped := time.Since(start)
+	// ...and b takes it over.
+	select {
+	case at := <-tookOver:
+		t.Logf("revoked session: a stopped writing to shard %d after %v, b served it after %v", k, stopped, at.Sub(start))
+	case <-time.After(3 * testLeaseTTL):
+		t.Fatal("b did not take over the shard")
+	}
+
+	// a joins again under a new id and gets its shards back; nothing is lost.
+	settle(t, a, b)
+	require.NotEqual(t, oldID, a.ID())
+	require.NotEmpty(t, a.Owned())
+	requireKept(t, a, tenants)
+	requireKept(t, b, tenants)
+}
+
+func TestShardCountIsFixed(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	cleanStores(t, etcd)
+	startNode(t, etcd, testShards, nil)
+	_, err := Open(context.Background(), Config{
+		Client: etcd.Client(), Prefix: etcd.Prefix(), Shards: testShards + 1, Advertise: "http://127.0.0.1:1",
+	})
+	require.ErrorContains(t, err, strconv.Itoa(testShards)+" shards")
+	require.ErrorContains(t, err, strconv.Itoa(testShards+1))
+}
