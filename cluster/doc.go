@@ -31,6 +31,11 @@
 //   - A request is forwarded at most once: one that arrives with
 //     X-Tether-Forwarded for a shard not served here is answered 503
 //     unavailable with Retry-After, never forwarded again.
+//   - A request waits at most 2 s for its shard to have an owner (an
+//     election or a takeover in progress), then is answered 503 with
+//     Retry-After.
 //   - The server id is the session's lease id in hex: it names the member
 //     key and the election keys, and changes when a new session starts.
+// Until the etcd kv engine (kv.OpenEtcd) is merged, a shard's store is a
+// TEMPORARY Badger directory on this machine (openShardStore, store.go).
 package cluster

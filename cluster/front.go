@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -139,6 +140,7 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case o.id != "" && o.id != n.ID() && !forwarded:
 			n.metrics.forwarded.Inc()
+			proxyDeadlines(w, r)
 			n.proxy(o.url).ServeHTTP(w, r)
 			return
 		case o.id != "" && o.id != n.ID():
@@ -164,6 +166,23 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// blobTransferTimeout is the API's deadline of a blob transfer.
+const blobTransferTimeout = 30 * time.Minute
+
+// proxyDeadlines gives a request passed on the deadlines the API gives it
+// when it serves it itself (on this same connection): a blob transfer has
+// 30 minutes, an event stream no write deadline.
+func proxyDeadlines(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/blobs"):
+		_ = rc.SetReadDeadline(time.Now().Add(blobTransferTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(blobTransferTimeout))
+	case r.URL.Path == "/v1/events" && strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+}
+
 // proxy is the reverse proxy to the server at base.
 func (n *Node) proxy(base string) http.Handler {
 	if p, ok := n.proxies.Load(base); ok {
@@ -183,7 +202,7 @@ func (n *Node) proxy(base string) http.Handler {
 		},
 		// Flush at once: long polls and event streams pass through.
 		FlushInterval: -1,
-		ErrorLog:      nil,
+		ErrorLog:      slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == nil {
 				n.log.Warn("error passing a request to its shard's owner", "owner", base, "err", err)
