@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/etcdtest"
 )
 
@@ -237,27 +237,32 @@ func TestRevokedSessionStopsWritingAndHandsOver(t *testing.T) {
 	_, err = etcd.Client().Revoke(context.Background(), clientv3.LeaseID(lease))
 	require.NoError(t, err)
 
-	// a stops writing to the shard it lost...
-	for a.ShardServer(ten) == old {
-		require.Less(t, time.Since(start), 3*testLeaseTTL, "a still serves the shard of its revoked session")
-		time.Sleep(2 * time.Millisecond)
-	}
-	// (it finishes the requests in flight first, then its store closes).
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := old.Store.Update(ctx, func(*graph.Tx) error { return nil })
-		cancel()
-		if err != nil {
+	// a stops writing to the shard it lost: its old shard server answers a
+	// write 503 (the etcd store's guard fails at once; the TEMPORARY Badger
+	// store is closed once a has seen its session end).
+	tok := token(t, ten)
+	for i := 0; ; i++ {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/v1/nodes", strings.NewReader(`{"type":"task","queue":"q"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		old.API.Handler().ServeHTTP(rec, req)
+		if rec.Code == http.StatusServiceUnavailable {
 			break
 		}
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
 		require.Less(t, time.Since(start), 3*testLeaseTTL, "the old shard server still writes")
 		time.Sleep(2 * time.Millisecond)
 	}
 	stopped := time.Since(start)
+	for a.ShardServer(ten) == old {
+		require.Less(t, time.Since(start), 3*testLeaseTTL, "a still serves the shard of its revoked session")
+		time.Sleep(2 * time.Millisecond)
+	}
 	// ...and the shard is served again.
 	select {
 	case by := <-servedAgain:
-		t.Logf("revoked session: a stopped writing to shard %d after %v; the shard was served again (by %s) after %v", k, stopped, by, time.Since(start))
+		t.Logf("revoked session: a's old server answered writes to shard %d 503 after %v; the shard was served again (by %s) after %v", k, stopped, by, time.Since(start))
 	case <-time.After(3 * testLeaseTTL):
 		t.Fatal("nobody took the shard over")
 	}

@@ -36,6 +36,7 @@
 //     Retry-After.
 //   - The server id is the session's lease id in hex: it names the member
 //     key and the election keys, and changes when a new session starts.
+//
 // Until the etcd kv engine (kv.OpenEtcd) is merged, a shard's store is a
 // TEMPORARY Badger directory on this machine (openShardStore, store.go).
 package cluster
