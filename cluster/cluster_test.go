@@ -275,6 +275,19 @@ func TestRevokedSessionStopsWritingAndHandsOver(t *testing.T) {
 	requireKept(t, b, tenants)
 }
 
+// TestCutOffServerLosesItsShards: a server cut off from etcd (its client
+// closed, as a crash or a partition would) keeps its shards for no longer
+// than its lease: then the other server serves every shard, with the data.
+func TestCutOffServerLosesItsShards(t *testing.T) {
+	_, a, b := startPair(t)
+	tenants := writeEverywhere(t, a)
+	require.NoError(t, a.cli.Close())
+	took := waitOwnsAll(t, b, 3*testLeaseTTL)
+	t.Logf("takeover of a server cut off from etcd: %v (lease TTL %v)", took, testLeaseTTL)
+	require.Empty(t, a.Owned())
+	requireKept(t, b, tenants)
+}
+
 func TestShardCountIsFixed(t *testing.T) {
 	etcd := etcdtest.Start(t, 3)
 	cleanStores(t, etcd)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tether-run/tether/internal/etcdtest"
 	"github.com/tether-run/tether/server"
@@ -31,6 +32,7 @@ const testLeaseTTL = 5 * time.Second
 type testNode struct {
 	*Node
 	url string
+	cli *clientv3.Client // the node's own etcd client
 }
 
 // startNode starts a server of the cluster at etcd's prefix, listening on
@@ -48,8 +50,9 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, shards int, l net.Listener)
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("node", url)
+	cli := etcd.Client()
 	n, err := Open(context.Background(), Config{
-		Client: etcd.Client(), Prefix: etcd.Prefix(), Shards: shards, Advertise: url, LeaseTTL: testLeaseTTL,
+		Client: cli, Prefix: etcd.Prefix(), Shards: shards, Advertise: url, LeaseTTL: testLeaseTTL,
 		Logger: log, DrainTimeout: 5 * time.Second,
 		Server: server.Config{Tenant: tenant.Config{JWTSecrets: []string{testSecret}}, OperatorTokens: []string{"op-token"}},
 	})
@@ -60,7 +63,7 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, shards int, l net.Listener)
 		defer cancel()
 		_ = n.Shutdown(ctx)
 	})
-	return &testNode{Node: n, url: url}
+	return &testNode{Node: n, url: url, cli: cli}
 }
 
 // cleanStores removes the TEMPORARY shard stores of the test's cluster.
