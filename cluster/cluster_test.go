@@ -286,6 +286,11 @@ func TestCutOffServerLosesItsShards(t *testing.T) {
 	t.Logf("takeover of a server cut off from etcd: %v (lease TTL %v)", took, testLeaseTTL)
 	require.Empty(t, a.Owned())
 	requireKept(t, b, tenants)
+	st, hdr, body := call(t, http.MethodGet, a.url+"/ready", "", nil)
+	require.Equal(t, http.StatusServiceUnavailable, st, string(body))
+	require.Equal(t, "1", hdr.Get("Retry-After"))
+	st, _, body = call(t, http.MethodGet, b.url+"/ready", "", nil)
+	require.Equal(t, http.StatusOK, st, string(body))
 }
 
 func TestShardCountIsFixed(t *testing.T) {

@@ -215,10 +215,15 @@ func (n *Node) proxy(base string) http.Handler {
 }
 
 // ready answers /ready: 503 when etcd does not answer or has an alarm
-// raised (NOSPACE, CORRUPT), or this server is stopping.
+// raised (NOSPACE, CORRUPT), or this server is stopping or not (yet, or
+// again) a member of the cluster.
 func (n *Node) ready(w http.ResponseWriter, r *http.Request) {
 	if n.ctx.Err() != nil {
 		unavailable(w, r, "this server is stopping")
+		return
+	}
+	if _, member := n.view().members[n.ID()]; !member {
+		unavailable(w, r, "this server is joining the cluster")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

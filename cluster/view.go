@@ -27,10 +27,7 @@ type view struct {
 	// orphanSince is when this server first saw shard k without an owner
 	// (zero when it has one).
 	orphanSince []time.Time
-	// local counts the shards open here when the view was published, so
-	// that opening and closing one publishes a new view too.
-	local   int
-	changed chan struct{}
+	changed     chan struct{}
 }
 
 // desired is the live member of highest rendezvous weight for shard k: its
@@ -72,14 +69,15 @@ func (n *Node) view() *view {
 	return n.cur
 }
 
-// publish replaces the view with one changed by edit.
+// publish replaces the view with one changed by edit. A shard opened or
+// closed here publishes an unchanged view: what waits on views waits on
+// that too.
 func (n *Node) publish(edit func(v *view)) {
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()
 	old := n.cur
 	v := &view{members: old.members, owners: old.owners, orphanSince: old.orphanSince, changed: make(chan struct{})}
 	edit(v)
-	v.local = n.localCount()
 	now := time.Now()
 	since := make([]time.Time, len(v.owners))
 	for k, o := range v.owners {
