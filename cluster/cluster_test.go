@@ -293,6 +293,41 @@ func TestCutOffServerLosesItsShards(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, string(body))
 }
 
+// TestLostQuorumThenResumes: with two of etcd's three members down, writes
+// answer 503 and nothing else happens; once they are back, every shard is
+// served again with everything acknowledged before.
+func TestLostQuorumThenResumes(t *testing.T) {
+	if temporaryStore {
+		t.Skip("the TEMPORARY Badger shard stores do not depend on etcd's quorum")
+	}
+	etcd, a, b := startPair(t)
+	if !etcd.Embedded() {
+		t.Skip("needs members the test can stop")
+	}
+	tenants := writeEverywhere(t, a)
+	etcd.Kill(1)
+	etcd.Kill(2)
+	start := time.Now()
+	tok := token(t, tenants[0])
+	for {
+		st, _, body := call(t, http.MethodPost, a.url+"/v1/nodes", tok, map[string]any{"type": "task", "queue": "q"})
+		if st == http.StatusServiceUnavailable {
+			break
+		}
+		require.Equal(t, http.StatusCreated, st, string(body)) // made before the members stopped answering
+		require.Less(t, time.Since(start), 4*testLeaseTTL, "writes still succeed without a quorum")
+	}
+	t.Logf("without a quorum, writes answer 503 after %v", time.Since(start))
+	r1, r2 := etcd.RestartAsync(1), etcd.RestartAsync(2)
+	require.NoError(t, <-r1)
+	require.NoError(t, <-r2)
+	back := time.Now()
+	settle(t, a, b)
+	t.Logf("quorum back: the cluster settled again after %v", time.Since(back))
+	requireKept(t, a, tenants)
+	requireKept(t, b, tenants)
+}
+
 func TestShardCountIsFixed(t *testing.T) {
 	etcd := etcdtest.Start(t, 3)
 	cleanStores(t, etcd)

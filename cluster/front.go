@@ -137,6 +137,9 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		}
 		v := n.view()
 		o := v.owners[s.k]
+		if _, live := v.members[o.id]; !live {
+			o = owner{} // a session that ended: its key goes when its lease does
+		}
 		switch {
 		case o.id != "" && o.id != n.ID() && !forwarded:
 			n.metrics.forwarded.Inc()

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -139,8 +140,17 @@ func (n *Node) run(sess *concurrency.Session) {
 		// Revoking the lease deletes the member key and every election key
 		// at once, so the other servers take over without waiting for it to
 		// expire.
-		if err := sess.Close(); err != nil && n.ctx.Err() != nil {
-			n.log.Warn("error revoking the session lease; its keys expire with it", "err", err)
+		sess.Orphan()
+		if n.ctx.Err() != nil {
+			if err := n.revoke(sess.Lease(), n.cfg.LeaseTTL); err != nil {
+				n.log.Warn("error revoking the session lease; its keys expire with it", "err", err)
+			}
+			return
+		}
+		if n.revoke(sess.Lease(), time.Second) != nil {
+			// etcd may have no quorum now, and a lease outlives one: its keys
+			// would hold the shards for a TTL after etcd is back.
+			go n.revokeUntilGone(sess.Lease())
 		}
 		for {
 			if n.ctx.Err() != nil {
@@ -157,6 +167,28 @@ func (n *Node) run(sess *concurrency.Session) {
 			n.log.Warn("error joining the cluster; retrying", "err", err)
 			sleep(n.ctx, 500*time.Millisecond)
 		}
+	}
+}
+
+// revoke revokes a lease (nil when it is gone already).
+func (n *Node) revoke(lease clientv3.LeaseID, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err := n.cfg.Client.Revoke(ctx, lease)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil
+	}
+	return err
+}
+
+// revokeUntilGone revokes the lease of an ended session once etcd answers,
+// until Shutdown.
+func (n *Node) revokeUntilGone(lease clientv3.LeaseID) {
+	for n.ctx.Err() == nil {
+		if n.revoke(lease, time.Second) == nil {
+			return
+		}
+		sleep(n.ctx, time.Second)
 	}
 }
 

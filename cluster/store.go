@@ -39,6 +39,10 @@ func openShardStore(n *Node, k int, guard []clientv3.Cmp, onDeposed func()) (*kv
 	return kv.Open(kv.Options{Dir: dir, Logger: n.log.With("shard", k)})
 }
 
+// temporaryStore says openShardStore is the TEMPORARY Badger one (tests of
+// what only the etcd engine does are skipped); it goes with it.
+const temporaryStore = true
+
 // temporaryStoreRoot is where openShardStore's TEMPORARY Badger stores of
 // the cluster at prefix live.
 func temporaryStoreRoot(prefix string) string {

@@ -22,7 +22,7 @@ type owner struct {
 // shard's owner. A view is never changed once published; changed is closed
 // when a newer one replaces it.
 type view struct {
-	members map[string]string // id -> advertise URL
+	members map[string]string // id -> advertise URL; one id per URL, its newest session
 	owners  []owner           // by shard; id "" when none
 	// orphanSince is when this server first saw shard k without an owner
 	// (zero when it has one).
@@ -121,9 +121,23 @@ func (n *Node) waitFor(ctx context.Context, cond func(v *view) (ok bool, again t
 // watchMembers keeps the view's members up to date until ctx ends.
 func (n *Node) watchMembers(ctx context.Context) {
 	n.watch(ctx, n.cfg.Prefix+"members/", func(resp *clientv3.GetResponse) {
+		// Of the members of one URL only the newest counts: an older one is
+		// a session of the same server that ended, its lease not expired yet
+		// (etcd had no quorum to expire or revoke it).
 		members := map[string]string{}
+		newest := map[string]int64{} // URL -> create revision
 		for _, kv := range resp.Kvs {
-			members[strings.TrimPrefix(string(kv.Key), n.cfg.Prefix+"members/")] = string(kv.Value)
+			u := string(kv.Value)
+			if rev, ok := newest[u]; ok && rev > kv.CreateRevision {
+				continue
+			}
+			for id, mu := range members {
+				if mu == u {
+					delete(members, id)
+				}
+			}
+			newest[u] = kv.CreateRevision
+			members[strings.TrimPrefix(string(kv.Key), n.cfg.Prefix+"members/")] = u
 		}
 		n.publish(func(v *view) { v.members = members })
 	})
