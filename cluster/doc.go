@@ -34,6 +34,11 @@
 //   - A request waits at most 2 s for its shard to have an owner (an
 //     election or a takeover in progress), then is answered 503 with
 //     Retry-After.
+//   - Of the member keys of one advertise URL only the newest counts: an
+//     older one is a session of the same server that ended while etcd could
+//     not expire or revoke its lease. An owner that is not a live member is
+//     no owner to route to; its key goes with its lease, which the server
+//     revokes as soon as etcd answers again.
 //   - The server id is the session's lease id in hex: it names the member
 //     key and the election keys, and changes when a new session starts.
 //
