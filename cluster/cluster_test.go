@@ -338,3 +338,45 @@ func TestShardCountIsFixed(t *testing.T) {
 	require.ErrorContains(t, err, strconv.Itoa(testShards)+" shards")
 	require.ErrorContains(t, err, strconv.Itoa(testShards+1))
 }
+
+// TestRequestsWaitForAnOwner: while a shard's election is held by a key of
+// no live member (a session that ended), a request waits up to 2 s and is
+// answered 503 with Retry-After; one that arrives while the shard gets its
+// owner is served.
+func TestRequestsWaitForAnOwner(t *testing.T) {
+	etcd := etcdtest.Start(t, 3)
+	cleanStores(t, etcd)
+	cli := etcd.Client()
+	lease, err := cli.Grant(context.Background(), 60)
+	require.NoError(t, err)
+	ghost := etcd.Prefix() + "shards/00/owner/ghost"
+	_, err = cli.Put(context.Background(), ghost, "http://127.0.0.1:1", clientv3.WithLease(lease.ID))
+	require.NoError(t, err)
+	n := startNode(t, etcd, 1, nil)
+	tok := token(t, "t0")
+
+	start := time.Now()
+	st, hdr, body := call(t, http.MethodPost, n.url+"/v1/nodes", tok, map[string]any{"type": "task", "queue": "q"})
+	waited := time.Since(start)
+	require.Equal(t, http.StatusServiceUnavailable, st, string(body))
+	require.Equal(t, "1", hdr.Get("Retry-After"))
+	require.GreaterOrEqual(t, waited, handoverWait-100*time.Millisecond)
+	require.Nil(t, n.ShardServer("t0"))
+
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_, _ = cli.Delete(context.Background(), ghost)
+	}()
+	start = time.Now()
+	st, _, body = call(t, http.MethodPost, n.url+"/v1/nodes", tok, map[string]any{"type": "task", "queue": "q"})
+	if st == http.StatusServiceUnavailable {
+		// A slow machine: the election and the opening took longer than
+		// the wait. The shard is served soon all the same.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, n.WaitSettled(ctx))
+		st, _, body = call(t, http.MethodPost, n.url+"/v1/nodes", tok, map[string]any{"type": "task", "queue": "q"})
+	}
+	require.Equal(t, http.StatusCreated, st, string(body))
+	t.Logf("503 after waiting %v for an owner; served %v after the election was freed", waited, time.Since(start)-300*time.Millisecond)
+}
