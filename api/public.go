@@ -19,6 +19,9 @@ var defaultSkillMD []byte
 // OpenAPI returns the embedded spec.
 func OpenAPI() []byte { return openapiYAML }
 
+// SkillMD returns the built-in /skill.md guide.
+func SkillMD() []byte { return defaultSkillMD }
+
 // statusJSON is the answer of the probes.
 type statusJSON struct {
 	Status string `json:"status"`

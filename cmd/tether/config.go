@@ -20,6 +20,10 @@ type settings struct {
 	Dev       bool
 	PprofAddr string // TETHER_PPROF_ADDR: serve /debug/pprof there (off when empty)
 	Server    server.Config
+	// Store is TETHER_STORE: badger (the data directory) or etcd (a cluster
+	// of servers over etcd, with the settings in Etcd).
+	Store string
+	Etcd  etcdSettings
 }
 
 func envString(name, def string) string {

@@ -35,7 +35,9 @@ func serveCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Tether server",
-		Long: `Run the Tether server on an embedded Badger store.
+		Long: `Run the Tether server on an embedded Badger store, or (TETHER_STORE=etcd)
+as one server of a cluster whose records live in etcd (TETHER_ETCD_*; see the
+README).
 
 Settings come from the environment (TETHER_ADDR, TETHER_DATA_DIR,
 TETHER_JWT_SECRET, TETHER_JWT_PUBLIC_KEYS, TETHER_CLAIM_TTL_*_MS, ...; see the
@@ -61,6 +63,10 @@ or not, and every request counts in /metrics.`,
 			}
 			if cmd.Flags().Changed("data-dir") {
 				s.DataDir = dataDir
+			}
+			// After --addr: the advertise URL defaults to it.
+			if err := loadStoreEnv(&s); err != nil {
+				return err
 			}
 			s.Dev = dev
 			log, err := lo.logger(os.Stderr)
@@ -125,8 +131,10 @@ Set TETHER_JWT_SECRET (HS256 secrets, comma separated), TETHER_JWT_PUBLIC_KEYS
 (PEM files, "kid=path,..."), or HEAD_TOKEN / LEFT_CLAW_TOKEN / RIGHT_CLAW_TOKEN,
 or run "tether serve --dev" to try it out with a generated secret`)
 	}
-	if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
-		return fmt.Errorf("error creating the data directory: %w", err)
+	if s.Store != storeEtcd {
+		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+			return fmt.Errorf("error creating the data directory: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -134,6 +142,21 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	}
 	s.Server.MCP = func(h http.Handler) server.MCPHandler { // /mcp: agents over MCP
 		return mcp.NewHandler(h, mcp.HTTPOptions{Options: mcp.Options{Logger: log}})
+	}
+	if s.PprofAddr != "" {
+		if err := servePprof(s.PprofAddr, log); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	banner := func(url string) error {
+		if !s.Dev {
+			return nil
+		}
+		return printDevBanner(url, devSecret, filepath.Join(s.DataDir, "dev-secret"))
+	}
+	if s.Store == storeEtcd {
+		return serveCluster(ctx, s, ln, log, banner)
 	}
 	srv, err := server.Open(ctx, s.Server)
 	if err != nil {
@@ -145,15 +168,8 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	debug.FreeOSMemory()
 	url := "http://" + ln.Addr().String()
 	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir)
-	if s.PprofAddr != "" {
-		if err := servePprof(s.PprofAddr, log); err != nil {
-			return err
-		}
-	}
-	if s.Dev {
-		if err := printDevBanner(url, devSecret, filepath.Join(s.DataDir, "dev-secret")); err != nil {
-			return err
-		}
+	if err := banner(url); err != nil {
+		return err
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

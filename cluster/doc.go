@@ -1,0 +1,46 @@
+// Package cluster runs Tether on many servers over one etcd cluster: the
+// tenants are split over a fixed number of shards, each shard is a whole
+// Tether (server.Open over the shard's own store) owned by exactly one
+// server at a time, and every server's front handler serves a request
+// itself when it owns the tenant's shard or passes it to the owner.
+//
+// Keys under Config.Prefix:
+//
+//	meta/shards               the shard count, written once by the first server
+//	members/<id>              = advertise URL, on the server's session lease
+//	shards/<NN>/owner/<id>    the shard's election (concurrency.Election)
+//	s/<NN>/...                the shard's records (its kv store)
+//
+// Invariants:
+//   - The shard count never changes: a server started with another count
+//     than meta/shards refuses to start, naming both.
+//   - tenant -> shard is fnv32a(tenant) % Shards, the same on every server.
+//   - A server serves a shard only while it is the shard's elected owner on
+//     its live session: the shard's store carries the guard
+//     CreateRevision(election key) == election revision in every write, so
+//     a deposed owner can never commit; when its session ends or its store
+//     breaks, it closes the shard's server before anything else.
+//   - A server closes its shard server (draining the requests it is
+//     serving) before it resigns the shard, so two servers never serve one
+//     shard at once.
+//   - The desired owner of a shard is the live member of highest
+//     rendezvous weight fnv64a(advertise URL, shard). A server campaigns
+//     for the shards it is desired for, and for a shard without an owner for
+//     longer than a lease TTL; an owner that is not the desired one hands
+//     the shard over (closes, then resigns).
+//   - A request is forwarded at most once: one that arrives with
+//     X-Tether-Forwarded for a shard not served here is answered 503
+//     unavailable with Retry-After, never forwarded again.
+//   - A request waits at most 2 s for its shard to have an owner (an
+//     election or a takeover in progress), then is answered 503 with
+//     Retry-After.
+//   - Of the member keys of one advertise URL only the newest counts: an
+//     older one is a session of the same server that ended while etcd could
+//     not expire or revoke its lease. An owner that is not a live member is
+//     no owner to route to; its key goes with its lease, which the server
+//     revokes as soon as etcd answers again.
+//   - The server id is the session's lease id in hex: it names the member
+//     key and the election keys, and changes when a new session starts.
+//   - A shard's records live in etcd under <prefix>s/NN/ (kv.OpenEtcd,
+//     store.go), every write guarded by its election.
+package cluster
