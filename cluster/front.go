@@ -27,6 +27,10 @@ const (
 	// HeaderForwarded marks a request one server passed to another (the
 	// value is the sender's id); it is never passed on again.
 	HeaderForwarded = "X-Tether-Forwarded"
+	// HeaderServedBy names the server (its id) that served a request: the
+	// owner of the tenant's shard, behind any forwarding; on /health, the
+	// server that answered. For operators and tests; clients need not care.
+	HeaderServedBy  = "Tether-Served-By"
 	headerRequestID = "X-Request-Id"
 )
 
@@ -55,6 +59,7 @@ func (n *Node) handler() http.Handler {
 			n.route(w, r)
 		case path == "/health":
 			if allow(w, r, http.MethodGet, http.MethodHead) {
+				w.Header().Set(HeaderServedBy, n.ID())
 				writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok", "version": version.String()})
 			}
 		case path == "/ready":
@@ -132,6 +137,7 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 	for {
 		if inst := s.inst.Load(); inst != nil && inst.acquire() {
 			defer inst.release()
+			w.Header().Set(HeaderServedBy, n.ID())
 			inst.srv.API.Handler().ServeHTTP(w, r)
 			return
 		}

@@ -212,7 +212,7 @@ func (m *member) start() error {
 	// Fast elections, so that tests of a lost member take seconds.
 	cfg.TickMs = 20
 	cfg.ElectionMs = 200
-	cfg.LogLevel = "error"
+	cfg.LogLevel = "fatal" // its errors at Close are noise; tests judge by behaviour
 	cfg.Logger = "zap"
 	cfg.LogOutputs = []string{"stderr"}
 	e, err := embed.StartEtcd(cfg)
