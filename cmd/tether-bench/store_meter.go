@@ -19,6 +19,16 @@ func (u storeUsage) minus(v storeUsage) storeUsage {
 	return storeUsage{u.writes - v.writes, u.commits - v.commits, u.keys - v.keys, u.bytes - v.bytes, u.commitSeconds - v.commitSeconds}
 }
 
+// storeCounters sums the servers' write-path counters.
+func storeCounters(srvs []*serverProc) storeUsage {
+	var sum storeUsage
+	for _, p := range srvs {
+		u := p.storeCounters()
+		sum = storeUsage{sum.writes + u.writes, sum.commits + u.commits, sum.keys + u.keys, sum.bytes + u.bytes, sum.commitSeconds + u.commitSeconds}
+	}
+	return sum
+}
+
 // storeCounters reads the server's write-path counters (zero when it cannot).
 func (p *serverProc) storeCounters() storeUsage {
 	c := http.Client{Timeout: 5 * time.Second}
