@@ -69,3 +69,22 @@ func TestTenantNames(t *testing.T) {
 		t.Errorf("client 6 of 4 tenants in %d, want 2", c.tenantOf(6))
 	}
 }
+
+func TestParseStoreCounters(t *testing.T) {
+	page := `# HELP tether_store_writes_total Writes.
+# TYPE tether_store_writes_total counter
+tether_store_writes_total{shard="03"} 10
+tether_store_writes_total{shard="07"} 5
+tether_store_fsyncs_total 4
+tether_store_keys_written_total{shard="03"} 80
+tether_store_bytes_written_total{shard="03"} 1.5e3
+tether_store_fsync_seconds_total{shard="03"} 0.25
+tether_store_writes_totalx 99
+tether_cluster_forwarded_requests_total 7
+`
+	got := parseStoreCounters(strings.NewReader(page))
+	want := storeUsage{writes: 15, commits: 4, keys: 80, bytes: 1500, commitSeconds: 0.25, forwarded: 7}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}

@@ -123,7 +123,8 @@ func (l *launcher) startOn(name, dataDir, etcdPrefix string, extra ...string) (*
 	}
 	// Profile a run: TETHER_PPROF_ADDR=127.0.0.1:6060 make bench, then fetch
 	// /debug/pprof/profile from that address while a scenario runs.
-	if v := os.Getenv("TETHER_PPROF_ADDR"); v != "" {
+	// Only with one server per stage: two cannot listen on one address.
+	if v := os.Getenv("TETHER_PPROF_ADDR"); v != "" && l.cfg.servers <= 1 {
 		env = append(env, "TETHER_PPROF_ADDR="+v)
 	}
 	if etcdPrefix != "" {
