@@ -33,6 +33,10 @@ const (
 	// settleTimeout bounds the wait for every tenant's shard to have an
 	// owner that every server can reach.
 	settleTimeout = 60 * time.Second
+	// settleStable is how long the shards' split over the servers must stay
+	// the same before a stage starts: a server that just started takes its
+	// shards over within about one watch round trip.
+	settleStable = time.Second
 )
 
 // etcdScenarios are the scenarios that run on etcd: they spread over
@@ -184,12 +188,34 @@ func (l *launcher) etcdEnv(prefix, addr string) []string {
 	return env
 }
 
-// settle waits until every tenant answers through every server: each
-// tenant's shard has an owner and the handoffs that follow the servers'
-// starts are over (a request during an election answers 503).
-func (s *stage) settle() (time.Duration, error) {
+// settle waits until every tenant answers through every server (each
+// tenant's shard has an owner: a request during an election answers 503)
+// and every shard is owned by exactly one server, as the servers' /metrics
+// count them (tether_cluster_shards_owned summed = tether_cluster_shards),
+// so that the handoffs that follow the servers' starts are over.
+func (s *stage) settle() (time.Duration, string, error) {
 	began := time.Now()
 	deadline := began.Add(settleTimeout)
+	var last string
+	var stableSince time.Time
+	for {
+		owned, shards, ok := clusterShards(s.srvs)
+		if !ok {
+			break // a server without those gauges: the answers below decide
+		}
+		// Every shard owned once, and the split unchanged for settleStable.
+		split := fmt.Sprint(owned)
+		if split != last {
+			last, stableSince = split, time.Now()
+		}
+		if sum(owned) == shards && time.Since(stableSince) >= settleStable {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 0, "", fmt.Errorf("shards owned per server %v of %.0f after %v", owned, shards, settleTimeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	for si, srv := range s.srvs {
 		for t, tok := range s.b.dispTokens {
 			c := newCaller(srv.url, tok, s.hc)
@@ -199,12 +225,45 @@ func (s *stage) settle() (time.Duration, error) {
 					break
 				}
 				if time.Now().After(deadline) {
-					return 0, fmt.Errorf("tenant %s through server %d did not answer within %v: status %d, %v: %.300s",
+					return 0, "", fmt.Errorf("tenant %s through server %d did not answer within %v: status %d, %v: %.300s",
 						tenantName(s.b.cfg.tenants, t), si, settleTimeout, st, err, body)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
 		}
 	}
-	return time.Since(began), nil
+	if last == "" {
+		last = "not reported"
+	}
+	return time.Since(began), last, nil
+}
+
+func sum(fs []float64) float64 {
+	var t float64
+	for _, f := range fs {
+		t += f
+	}
+	return t
+}
+
+// clusterShards reads tether_cluster_shards_owned of every server and
+// tether_cluster_shards; ok is false when a server does not report them.
+func clusterShards(srvs []*serverProc) (owned []float64, shards float64, ok bool) {
+	c := http.Client{Timeout: 5 * time.Second}
+	for _, p := range srvs {
+		resp, err := c.Get(p.url + "/metrics")
+		if err != nil {
+			return nil, 0, false
+		}
+		g := parseGauges(resp.Body, "tether_cluster_shards_owned", "tether_cluster_shards")
+		resp.Body.Close()
+		o, ok1 := g["tether_cluster_shards_owned"]
+		n, ok2 := g["tether_cluster_shards"]
+		if !ok1 || !ok2 {
+			return nil, 0, false
+		}
+		owned = append(owned, o)
+		shards = n
+	}
+	return owned, shards, true
 }

@@ -88,3 +88,11 @@ tether_cluster_forwarded_requests_total 7
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+func TestParseGauges(t *testing.T) {
+	page := "# TYPE tether_cluster_shards gauge\ntether_cluster_shards 16\ntether_cluster_shards_owned 5\ntether_cluster_members 3\n"
+	g := parseGauges(strings.NewReader(page), "tether_cluster_shards_owned", "tether_cluster_shards")
+	if len(g) != 2 || g["tether_cluster_shards"] != 16 || g["tether_cluster_shards_owned"] != 5 {
+		t.Errorf("got %v", g)
+	}
+}

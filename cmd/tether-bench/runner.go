@@ -81,12 +81,13 @@ func (b *bench) open(name string) (*stage, error) {
 	s := b.attach(name, srvs...)
 	s.began, s.fresh, s.prefix = began, true, prefix
 	if prefix != "" {
-		took, err := s.settle()
+		took, split, err := s.settle()
 		if err != nil {
 			s.tr.CloseIdleConnections()
 			return fail(err)
 		}
-		fmt.Fprintf(os.Stderr, "stage %s: %d servers ready, every tenant answering through each %.2fs later\n", name, len(srvs), took.Seconds())
+		fmt.Fprintf(os.Stderr, "stage %s: %d servers ready; shards per server %s; every tenant answering through each %.2fs later\n",
+			name, len(srvs), split, took.Seconds())
 	}
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,22 @@ func (p *serverProc) storeCounters() storeUsage {
 	}
 	defer resp.Body.Close()
 	return parseStoreCounters(resp.Body)
+}
+
+// parseGauges reads the unlabelled samples of the named metrics.
+func parseGauges(r io.Reader, names ...string) map[string]float64 {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(val, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // parseStoreCounters sums the write-path counters of a /metrics page over
