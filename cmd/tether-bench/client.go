@@ -13,12 +13,21 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// benchTenant is the tenant every benchmark token names.
+// benchTenant is the tenant every benchmark token names when there is one
+// tenant; with more, tenant t is benchTenant-t (see tenantName).
 const benchTenant = "bench"
 
-// mint is an HS256 JWT for sub in the bench tenant, valid for a day.
-func mint(secret, sub string, roles ...string) (string, error) {
-	claims := jwt.MapClaims{"sub": sub, "tid": benchTenant, "exp": time.Now().Add(24 * time.Hour).Unix()}
+// tenantName is the name of tenant t of n.
+func tenantName(n, t int) string {
+	if n <= 1 {
+		return benchTenant
+	}
+	return fmt.Sprintf("%s-%02d", benchTenant, t)
+}
+
+// mint is an HS256 JWT for sub in tenant, valid for a day.
+func mint(secret, sub, tenant string, roles ...string) (string, error) {
+	claims := jwt.MapClaims{"sub": sub, "tid": tenant, "exp": time.Now().Add(24 * time.Hour).Unix()}
 	if len(roles) > 0 {
 		claims["roles"] = roles
 	}

@@ -5,6 +5,12 @@
 //	go run ./cmd/tether-bench -quick           # every scenario for ~1 s (CI smoke)
 //	go run ./cmd/tether-bench -c 32 -d 10s     # the real run
 //	go run ./cmd/tether-bench -scenarios a,h -json
+//	go run ./cmd/tether-bench -store etcd -etcd-endpoints http://127.0.0.1:2379 -servers 3
+//
+// With -store etcd every stage starts -servers processes over one etcd
+// cluster under a fresh key prefix (TETHER_STORE=etcd) and spreads its
+// clients over -tenants tenants, so that the tenants' shards spread over the
+// servers; scenarios (a) to (d) and (h) run that way.
 //
 // Scenarios: a claim-next+complete, b claims+batch complete, c claim/renew/
 // release by id, d renew only, e fan-out, f reaper lag, g (a) on 1M nodes plus
@@ -41,13 +47,22 @@ type config struct {
 	json           bool
 	quick          bool
 	keep           bool
+
+	// The store the servers run on (see cluster.go).
+	store         string   // "badger" or "etcd"
+	etcdEndpoints []string // with etcd
+	etcdPrefix    string   // every stage's prefix starts with it
+	etcdShards    int      // TETHER_ETCD_SHARDS; 0: the server's default
+	etcdLeaseTTL  time.Duration
+	servers       int // tether processes per stage
+	tenants       int // tenants the clients are spread over
 }
 
 var allScenarios = []string{"a", "h", "b", "c", "d", "e", "f", "g"}
 
 func parseFlags() (config, error) {
 	var c config
-	var list string
+	var list, endpoints string
 	flag.StringVar(&c.tether, "tether", "", "path of the tether binary (default: go build ./cmd/tether into a temp dir)")
 	flag.IntVar(&c.clients, "c", 32, "concurrent clients, each its own identity")
 	flag.DurationVar(&c.duration, "d", 10*time.Second, "measured time per scenario")
@@ -60,7 +75,14 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.fanoutChildren, "fanout-children", 1000, "children of the parent in (e) (at most 1000)")
 	flag.BoolVar(&c.json, "json", false, "print one JSON object per scenario instead of text")
 	flag.BoolVar(&c.quick, "quick", false, "every scenario for ~1 s with small preloads (CI smoke run)")
-	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir (data dirs and server logs)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir (data dirs and server logs) and, with etcd, the stages' keys")
+	flag.StringVar(&c.store, "store", storeBadger, "the servers' store: badger (a data dir each) or etcd (TETHER_STORE=etcd)")
+	flag.StringVar(&endpoints, "etcd-endpoints", "", "comma separated etcd client URLs (with -store etcd)")
+	flag.StringVar(&c.etcdPrefix, "etcd-prefix", "/tether-bench/", "key prefix of the run in etcd; each stage gets a fresh prefix under it")
+	flag.IntVar(&c.etcdShards, "etcd-shards", 0, "TETHER_ETCD_SHARDS of the servers (0: the server's default)")
+	flag.DurationVar(&c.etcdLeaseTTL, "etcd-lease-ttl", 0, "TETHER_ETCD_LEASE_TTL_MS of the servers (0: the server's default)")
+	flag.IntVar(&c.servers, "servers", 1, "tether server processes per stage (more than 1 needs -store etcd); clients are spread over them")
+	flag.IntVar(&c.tenants, "tenants", 0, "tenants the clients are spread over, client i in tenant i mod n (0: 1 with badger, min(c, 16) with etcd)")
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -80,6 +102,9 @@ func parseFlags() (config, error) {
 				apply()
 			}
 		}
+	}
+	if !set["scenarios"] && c.store == storeEtcd {
+		list = strings.Join(etcdScenarios, ",")
 	}
 	for s := range strings.SplitSeq(list, ",") {
 		s = strings.TrimSpace(s)
@@ -103,7 +128,7 @@ func parseFlags() (config, error) {
 	case c.reaperLeases < 1 || c.preload < 1 || c.preloadBatched < 1 || c.scaleNodes < 1:
 		return c, fmt.Errorf("preload sizes must be positive")
 	}
-	return c, nil
+	return c, c.checkStore(endpoints)
 }
 
 func main() {
@@ -142,6 +167,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer b.l.killAll()
+	defer b.closeEtcd()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -157,7 +183,8 @@ func run(cfg config) error {
 	if !cfg.json {
 		fmt.Printf("tether-bench: %d clients, %v per scenario after %v warm-up; %d CPUs, %s/%s, %s\n",
 			cfg.clients, cfg.duration, cfg.warmup, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
-		fmt.Printf("server: %s, %s (durable writes, TETHER_REAPER_INTERVAL_MS=1000)\n\n", bin, source)
+		fmt.Printf("server: %s, %s (durable writes, TETHER_REAPER_INTERVAL_MS=1000)\n", bin, source)
+		fmt.Printf("store: %s\n\n", cfg.describeStore())
 	}
 	type timing struct {
 		name string
@@ -229,17 +256,25 @@ func newBench(cfg config, bin, tmp string) (*bench, error) {
 		return nil, err
 	}
 	secret := hex.EncodeToString(raw[:])
-	b := &bench{cfg: cfg, l: &launcher{bin: bin, secret: secret, tmp: tmp, running: map[*serverProc]bool{}}}
-	var err error
-	if b.dispToken, err = mint(secret, "dispatcher", "dispatcher"); err != nil {
-		return nil, err
+	b := &bench{cfg: cfg, l: &launcher{bin: bin, secret: secret, tmp: tmp, cfg: cfg, running: map[*serverProc]bool{}}}
+	for t := range cfg.tenants {
+		tok, err := mint(secret, "dispatcher", tenantName(cfg.tenants, t), "dispatcher")
+		if err != nil {
+			return nil, err
+		}
+		b.dispTokens = append(b.dispTokens, tok)
 	}
 	for i := range cfg.clients {
-		tok, err := mint(secret, fmt.Sprintf("worker-%d", i), "worker")
+		tok, err := mint(secret, fmt.Sprintf("worker-%d", i), tenantName(cfg.tenants, cfg.tenantOf(i)), "worker")
 		if err != nil {
 			return nil, err
 		}
 		b.workerTokens = append(b.workerTokens, tok)
+	}
+	if cfg.store == storeEtcd {
+		if err := b.openEtcd(); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
 }

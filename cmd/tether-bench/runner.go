@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,78 +10,139 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // bench is one run of the harness: its settings, the launcher, and the
-// tokens of its identities (worker i is "worker-i"; "dispatcher" creates).
+// tokens of its identities (worker i is "worker-i" in tenant tenantOf(i);
+// each tenant's "dispatcher" creates).
 type bench struct {
 	cfg          config
 	l            *launcher
 	workerTokens []string
-	dispToken    string
+	dispTokens   []string // by tenant
+
+	// With -store etcd (cluster.go).
+	etcd      *clientv3.Client
+	runPrefix string
+	stages    int
 }
 
-// stage is one server with the callers that drive it.
+// stage is the servers of a scenario with the callers that drive them.
 type stage struct {
 	b       *bench
 	name    string
-	srv     *serverProc
+	srv     *serverProc   // srvs[0]
+	srvs    []*serverProc // one with Badger; -servers with etcd
+	prefix  string        // the stage's etcd prefix ("" with Badger)
 	tr      *http.Transport
 	hc      *http.Client
-	disp    *caller   // the dispatcher, for creates and reads
-	loaders []*caller // dispatcher callers for parallel preloads
+	disp    *caller     // tenant 0's dispatcher on server 0, for creates and reads
+	loaders [][]*caller // [loader][tenant]: dispatchers for parallel preloads
 	began   time.Time
-	fresh   bool // the server was started for this stage (VmHWM is its own)
+	fresh   bool // the servers were started for this stage (VmHWM is their own)
 }
 
 // preloadConns is how many connections a preload spreads its batches over.
 const preloadConns = 4
 
-// open starts a server on a fresh data dir for the scenario name.
+// open starts the stage's servers (one on a fresh data dir; with etcd,
+// -servers on a fresh prefix) for the scenario name.
 func (b *bench) open(name string) (*stage, error) {
 	began := time.Now()
-	dir, err := b.l.freshDataDir(name)
-	if err != nil {
+	var prefix string
+	if b.cfg.store == storeEtcd {
+		prefix = b.stagePrefix(name)
+	}
+	var srvs []*serverProc
+	fail := func(err error) (*stage, error) {
+		for _, p := range srvs {
+			p.kill()
+		}
+		_, _ = b.dropPrefix(prefix)
 		return nil, err
 	}
-	srv, err := b.l.start(name, dir)
-	if err != nil {
-		return nil, err
+	for i := range b.cfg.servers {
+		srvName := name
+		if b.cfg.servers > 1 {
+			srvName = fmt.Sprintf("%s-%d", name, i)
+		}
+		dir, err := b.l.freshDataDir(srvName)
+		if err != nil {
+			return fail(err)
+		}
+		srv, err := b.l.startOn(srvName, dir, prefix)
+		if err != nil {
+			return fail(err)
+		}
+		srvs = append(srvs, srv)
 	}
-	s := b.attach(name, srv)
-	s.began, s.fresh = began, true
+	s := b.attach(name, srvs...)
+	s.began, s.fresh, s.prefix = began, true, prefix
+	if prefix != "" {
+		took, split, err := s.settle()
+		if err != nil {
+			s.tr.CloseIdleConnections()
+			return fail(err)
+		}
+		fmt.Fprintf(os.Stderr, "stage %s: %d servers ready; shards per server %s; every tenant answering through each %.2fs later\n",
+			name, len(srvs), split, took.Seconds())
+	}
 	return s, nil
 }
 
-// attach makes callers for a running server.
-func (b *bench) attach(name string, srv *serverProc) *stage {
-	tr := newTransport(b.cfg.clients + preloadConns + 4)
+// attach makes callers for running servers.
+func (b *bench) attach(name string, srvs ...*serverProc) *stage {
+	tr := newTransport(b.cfg.clients + preloadConns*b.cfg.tenants + 4)
 	hc := &http.Client{Transport: tr, Timeout: 90 * time.Second}
-	s := &stage{b: b, name: name, srv: srv, tr: tr, hc: hc, began: time.Now()}
-	s.disp = newCaller(srv.url, b.dispToken, hc)
-	for range preloadConns {
-		s.loaders = append(s.loaders, newCaller(srv.url, b.dispToken, hc))
+	s := &stage{b: b, name: name, srv: srvs[0], srvs: srvs, tr: tr, hc: hc, began: time.Now()}
+	s.disp = newCaller(srvs[0].url, b.dispTokens[0], hc)
+	for k := range preloadConns {
+		var byTenant []*caller
+		for _, tok := range b.dispTokens {
+			byTenant = append(byTenant, newCaller(srvs[k%len(srvs)].url, tok, hc))
+		}
+		s.loaders = append(s.loaders, byTenant)
 	}
 	return s
 }
 
-// close stops the server gracefully.
+// close stops the servers gracefully (and drops the stage's etcd keys).
 func (s *stage) close() error {
 	s.tr.CloseIdleConnections()
-	_, err := s.srv.stop()
-	return err
+	var errs []error
+	for _, p := range s.srvs {
+		if _, err := p.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := s.b.dropPrefix(s.prefix); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
-// abort kills the server (after a failure).
+// abort kills the servers (after a failure).
 func (s *stage) abort() {
 	s.tr.CloseIdleConnections()
-	s.srv.kill()
+	for _, p := range s.srvs {
+		p.kill()
+	}
+	_, _ = s.b.dropPrefix(s.prefix)
 }
 
 // newResult is the scenario's result with its server's figures filled in.
 func (s *stage) result(name string, cpu float64) *result {
 	r := newResult(name, s.b.cfg.clients)
-	r.RSSPeakMB = s.srv.mon.peakMB(s.fresh)
+	for _, p := range s.srvs {
+		r.RSSPeakMB += p.mon.peakMB(s.fresh)
+	}
+	r.RSSPeakMB = round1(r.RSSPeakMB)
+	if len(s.srvs) > 1 {
+		r.note("%d servers: server RSS and CPU are sums over them; client i talks to server i mod %d, in tenant i mod %d",
+			len(s.srvs), len(s.srvs), s.b.cfg.tenants)
+	}
 	r.CPUS = round3(cpu)
 	r.WallS = round3(time.Since(s.began).Seconds())
 	return r
@@ -106,7 +168,8 @@ func (w window) has(t time.Time) bool { return !t.Before(w.start) && t.Before(w.
 func (s *stage) workers() []*worker {
 	ws := make([]*worker, s.b.cfg.clients)
 	for i := range ws {
-		ws[i] = &worker{i: i, c: newCaller(s.srv.url, s.b.workerTokens[i], s.hc), rec: newRecorder(), scratch: make([]byte, 0, 256)}
+		url := s.srvs[i%len(s.srvs)].url
+		ws[i] = &worker{i: i, c: newCaller(url, s.b.workerTokens[i], s.hc), rec: newRecorder(), scratch: make([]byte, 0, 256)}
 	}
 	return ws
 }
@@ -157,16 +220,16 @@ func (u usage) add(v usage) usage {
 
 // cpuMeter measures usage from its start.
 type cpuMeter struct {
-	srv                   *serverProc
+	srvs                  []*serverProc
 	server, self, machine float64
 }
 
-func startCPU(srv *serverProc) cpuMeter {
-	return cpuMeter{srv: srv, server: srv.cpuSeconds(), self: selfCPU(), machine: machineCPU()}
+func startCPU(srvs ...*serverProc) cpuMeter {
+	return cpuMeter{srvs: srvs, server: serversCPU(srvs), self: selfCPU(), machine: machineCPU()}
 }
 
 func (m cpuMeter) read() usage {
-	u := usage{server: m.srv.cpuSeconds() - m.server, client: selfCPU() - m.self}
+	u := usage{server: serversCPU(m.srvs) - m.server, client: selfCPU() - m.self}
 	u.other = max(0, machineCPU()-m.machine-u.server-u.client)
 	return u
 }
@@ -186,9 +249,11 @@ func (s *stage) drive(ws []*worker, warmup, d time.Duration, fn func(w *worker))
 		}()
 	}
 	time.Sleep(time.Until(win.start))
-	s.srv.mon.reset()
-	meter := startCPU(s.srv)
-	before := s.srv.storeCounters()
+	for _, p := range s.srvs {
+		p.mon.reset()
+	}
+	meter := startCPU(s.srvs...)
+	before := storeCounters(s.srvs)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -196,9 +261,18 @@ func (s *stage) drive(ws []*worker, warmup, d time.Duration, fn func(w *worker))
 	case <-time.After(time.Until(win.end)):
 	}
 	cpu := meter.read()
-	st := s.srv.storeCounters().minus(before)
+	st := storeCounters(s.srvs).minus(before)
 	<-done
 	return driven{win: win, cpu: cpu, store: st}
+}
+
+// serversCPU is the CPU time of the servers together.
+func serversCPU(srvs []*serverProc) float64 {
+	var sum float64
+	for _, p := range srvs {
+		sum += p.cpuSeconds()
+	}
+	return sum
 }
 
 // selfCPU is this process's user+system CPU time.
@@ -256,28 +330,56 @@ func firstDry(ws []*worker) time.Time {
 const batchSize = 1000
 
 // createNodes creates n nodes through POST /v1/nodes/batch, 1000 a request,
-// spread over the stage's loader connections. item appends the create body of
-// node i to dst.
+// spread over the stage's loader connections; node i goes to tenant i mod
+// tenants. item appends the create body of node i to dst.
 func (s *stage) createNodes(n int, item func(dst []byte, i int) []byte) (time.Duration, error) {
+	return s.createNodesBy(n, s.b.cfg.tenantOf, item)
+}
+
+// createNodesBy is createNodes with node i in tenant tenantOf(i).
+func (s *stage) createNodesBy(n int, tenantOf func(i int) int, item func(dst []byte, i int) []byte) (time.Duration, error) {
 	began := time.Now()
-	batches := make(chan int)
+	// Each batch is one tenant's next (up to) 1000 nodes, tenants in turn.
+	type batch struct {
+		tenant int
+		ids    []int
+	}
+	byTenant := make([][]int, s.b.cfg.tenants)
+	for i := range n {
+		t := tenantOf(i)
+		byTenant[t] = append(byTenant[t], i)
+	}
+	var plan []batch
+	for more := true; more; {
+		more = false
+		for t, ids := range byTenant {
+			if len(ids) == 0 {
+				continue
+			}
+			k := min(batchSize, len(ids))
+			plan = append(plan, batch{t, ids[:k]})
+			byTenant[t] = ids[k:]
+			more = true
+		}
+	}
+	batches := make(chan batch)
 	errc := make(chan error, len(s.loaders))
 	var wg sync.WaitGroup
-	for _, c := range s.loaders {
+	for _, cs := range s.loaders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			body := make([]byte, 0, 128*batchSize)
-			for first := range batches {
+			for bt := range batches {
 				body = append(body[:0], `{"items":[`...)
-				for i := first; i < min(first+batchSize, n); i++ {
-					if i > first {
+				for j, i := range bt.ids {
+					if j > 0 {
 						body = append(body, ',')
 					}
 					body = item(body, i)
 				}
 				body = append(body, "]}"...)
-				if _, err := c.must("POST", "/v1/nodes/batch", body, http.StatusCreated); err != nil {
+				if _, err := cs[bt.tenant].must("POST", "/v1/nodes/batch", body, http.StatusCreated); err != nil {
 					errc <- err
 					return
 				}
@@ -286,9 +388,9 @@ func (s *stage) createNodes(n int, item func(dst []byte, i int) []byte) (time.Du
 	}
 	var err error
 feed:
-	for first := 0; first < n; first += batchSize {
+	for _, bt := range plan {
 		select {
-		case batches <- first:
+		case batches <- bt:
 		case err = <-errc:
 			break feed
 		}

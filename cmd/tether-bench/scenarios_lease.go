@@ -14,8 +14,8 @@ const (
 	renewNodes = 10
 )
 
-// ownNodes creates perClient open nodes (no queue) for every client; client
-// i's are prefix-i-0 ... and returned by client.
+// ownNodes creates perClient open nodes (no queue) for every client, in the
+// client's tenant; client i's are prefix-i-0 ... and returned by client.
 func (s *stage) ownNodes(prefix string, perClient int) ([][]string, error) {
 	clients := s.b.cfg.clients
 	ids := make([][]string, clients)
@@ -24,7 +24,8 @@ func (s *stage) ownNodes(prefix string, perClient int) ([][]string, error) {
 			ids[i] = append(ids[i], fmt.Sprintf("%s%d-%d", prefix, i, j))
 		}
 	}
-	_, err := s.createNodes(clients*perClient, func(dst []byte, k int) []byte {
+	tenantOf := func(k int) int { return s.b.cfg.tenantOf(k / perClient) }
+	_, err := s.createNodesBy(clients*perClient, tenantOf, func(dst []byte, k int) []byte {
 		dst = append(dst, `{"id":"`...)
 		dst = append(dst, ids[k/perClient][k%perClient]...)
 		return append(dst, `","type":"task"}`...)

@@ -68,6 +68,7 @@ type launcher struct {
 	secret string
 	tmp    string // where data dirs and logs go
 	n      int    // servers started so far, for unique names
+	cfg    config // the store settings (etcd)
 
 	mu      sync.Mutex
 	running map[*serverProc]bool // killed by killAll on an early exit
@@ -96,6 +97,12 @@ func (l *launcher) freshDataDir(name string) (string, error) {
 // start launches tether serve on dataDir at a free port and waits for /ready.
 // extra are added environment settings (KEY=value).
 func (l *launcher) start(name, dataDir string, extra ...string) (*serverProc, error) {
+	return l.startOn(name, dataDir, "", extra...)
+}
+
+// startOn is start with the store in etcd under etcdPrefix when that is not
+// empty (TETHER_STORE=etcd; dataDir still holds what is not in the store).
+func (l *launcher) startOn(name, dataDir, etcdPrefix string, extra ...string) (*serverProc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -116,8 +123,12 @@ func (l *launcher) start(name, dataDir string, extra ...string) (*serverProc, er
 	}
 	// Profile a run: TETHER_PPROF_ADDR=127.0.0.1:6060 make bench, then fetch
 	// /debug/pprof/profile from that address while a scenario runs.
-	if v := os.Getenv("TETHER_PPROF_ADDR"); v != "" {
+	// Only with one server per stage: two cannot listen on one address.
+	if v := os.Getenv("TETHER_PPROF_ADDR"); v != "" && l.cfg.servers <= 1 {
 		env = append(env, "TETHER_PPROF_ADDR="+v)
+	}
+	if etcdPrefix != "" {
+		env = append(env, l.etcdEnv(etcdPrefix, addr)...)
 	}
 	// GOMEMLIMIT and GOGC (the Go runtime's soft memory limit and GC
 	// target) reach the server too, so a run can show their effect.
