@@ -52,6 +52,10 @@ func start(t testing.TB, opts ...option) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if onEtcd != nil {
+		srv, url := startOnEtcd(t, cfg)
+		return &env{t: t, srv: srv, url: url, clk: clk}
+	}
 	srv, err := server.Open(context.Background(), cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
