@@ -282,3 +282,41 @@ func BenchmarkAccessLog(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRequestClaims100 is POST /v1/queues/{queue}/claims with max 100,
+// as scenario (b) sends it; an op is one request of 100 claims.
+func BenchmarkRequestClaims100(b *testing.B) {
+	be := startBench(b)
+	be.queued("claims", "jobs", 100*b.N)
+	r := be.request(http.MethodPost, "/v1/queues/jobs/claims", be.worker, `{"max":100,"wait_ms":0}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		be.serve(r, http.StatusOK)
+	}
+}
+
+// BenchmarkRequestBatchComplete100 is POST /v1/batch completing 100 claimed
+// nodes, as scenario (b) sends it; an op is one request of 100 completes.
+func BenchmarkRequestBatchComplete100(b *testing.B) {
+	be := startBench(b)
+	ids, fences := be.claimed("batch", "default", 100*b.N)
+	reqs := make([]*http.Request, b.N)
+	for i := range reqs {
+		body := []byte(`{"ops":[`)
+		for j := 0; j < 100; j++ {
+			if j > 0 {
+				body = append(body, ',')
+			}
+			k := 100*i + j
+			body = fmt.Appendf(body, `{"op":"complete","id":%q,"fence":%d}`, ids[k], fences[k])
+		}
+		body = append(body, "]}"...)
+		reqs[i] = be.request(http.MethodPost, "/v1/batch", be.worker, string(body))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		be.serve(reqs[i], http.StatusOK)
+	}
+}
