@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -190,6 +192,7 @@ func BenchmarkRequestClaim(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
 	for i := 0; i < b.N; i++ {
 		be.serve(reqs[i], http.StatusOK)
 	}
@@ -214,6 +217,7 @@ func BenchmarkRequestComplete(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
 	for i := 0; i < b.N; i++ {
 		be.serve(reqs[i], http.StatusOK)
 	}
@@ -225,6 +229,7 @@ func BenchmarkRequestClaimNext(b *testing.B) {
 	r := be.request(http.MethodPost, "/v1/queues/jobs/claim", be.worker, `{"ttl_ms":60000}`)
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
 	for i := 0; i < b.N; i++ {
 		be.serve(r, http.StatusOK)
 	}
@@ -291,6 +296,7 @@ func BenchmarkRequestClaims100(b *testing.B) {
 	r := be.request(http.MethodPost, "/v1/queues/jobs/claims", be.worker, `{"max":100,"wait_ms":0}`)
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
 	for i := 0; i < b.N; i++ {
 		be.serve(r, http.StatusOK)
 	}
@@ -316,7 +322,24 @@ func BenchmarkRequestBatchComplete100(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
 	for i := 0; i < b.N; i++ {
 		be.serve(reqs[i], http.StatusOK)
 	}
+}
+
+// allocsBase writes the allocation profile so far to the file
+// TETHER_BENCH_ALLOCS_BASE names, when set: with -memprofile (and
+// -memprofilerate 1) it is the base for pprof -diff_base, so that the
+// difference holds the measured loop's allocations without the setup's.
+func allocsBase(b *testing.B) {
+	path := os.Getenv("TETHER_BENCH_ALLOCS_BASE")
+	if path == "" {
+		return
+	}
+	runtime.GC()
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer f.Close()
+	require.NoError(b, pprof.Lookup("allocs").WriteTo(f, 0))
 }
