@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"reflect"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/labstack/echo/v4"
