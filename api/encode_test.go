@@ -148,3 +148,15 @@ func FuzzAppendFloat(f *testing.F) {
 		require.Equal(t, string(want), string(appendFloat(nil, v)))
 	})
 }
+
+func FuzzAppendTime(f *testing.F) {
+	for _, v := range []int64{0, -1, 1, 1e18, -62135596800000, 253402300799999, 253402300800000, 1767225600123} {
+		f.Add(v, int64(0))
+	}
+	f.Fuzz(func(t *testing.T, ms, ns int64) {
+		v := Time(time.UnixMilli(ms).Add(time.Duration(ns % 1e9)))
+		want, err := v.MarshalJSON()
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendTime(nil, v)))
+	})
+}
