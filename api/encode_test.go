@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
@@ -136,7 +137,7 @@ func FuzzAppendRaw(f *testing.F) {
 }
 
 func FuzzAppendFloat(f *testing.F) {
-	for _, v := range []float64{0, -0.0, 1, -1.5, 1e-6, 9.99e-7, 1e20, 1e21, 123456789.125, 5e-324, 1.7976931348623157e308} {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1.5, 1e-6, 9.99e-7, 1e20, 1e21, 123456789.125, 5e-324, 1.7976931348623157e308} {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v float64) {
