@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -157,6 +159,7 @@ func BenchmarkRequestHealth(b *testing.B) {
 	be := startBench(b)
 	r := be.request(http.MethodGet, "/health", "", "")
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		be.serve(r, http.StatusOK)
 	}
@@ -167,6 +170,7 @@ func BenchmarkRequestGetNode(b *testing.B) {
 	be.queued("get", "default", 1)
 	r := be.request(http.MethodGet, "/v1/nodes/get-0", be.worker, "")
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		be.serve(r, http.StatusOK)
 	}
@@ -190,6 +194,8 @@ func BenchmarkRequestClaim(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
+	defer cpuPerOp(b)()
 	for i := 0; i < b.N; i++ {
 		be.serve(reqs[i], http.StatusOK)
 	}
@@ -200,6 +206,7 @@ func BenchmarkRequestRenew(b *testing.B) {
 	ids, fences := be.claimed("renew", "default", 1)
 	r := be.request(http.MethodPost, "/v1/nodes/"+ids[0]+"/renew", be.worker, fmt.Sprintf(`{"fence":%d}`, fences[0]))
 	b.ReportAllocs()
+	defer cpuPerOp(b)()
 	for b.Loop() {
 		be.serve(r, http.StatusOK)
 	}
@@ -214,6 +221,8 @@ func BenchmarkRequestComplete(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
+	defer cpuPerOp(b)()
 	for i := 0; i < b.N; i++ {
 		be.serve(reqs[i], http.StatusOK)
 	}
@@ -225,6 +234,8 @@ func BenchmarkRequestClaimNext(b *testing.B) {
 	r := be.request(http.MethodPost, "/v1/queues/jobs/claim", be.worker, `{"ttl_ms":60000}`)
 	b.ReportAllocs()
 	b.ResetTimer()
+	allocsBase(b)
+	defer cpuPerOp(b)()
 	for i := 0; i < b.N; i++ {
 		be.serve(r, http.StatusOK)
 	}
@@ -280,5 +291,74 @@ func BenchmarkAccessLog(b *testing.B) {
 			require.NoError(b, err)
 			b.ReportMetric(float64(st.Size()-before)/float64(b.N), "logB/req")
 		})
+	}
+}
+
+// BenchmarkRequestClaims100 is POST /v1/queues/{queue}/claims with max 100,
+// as scenario (b) sends it; an op is one request of 100 claims.
+func BenchmarkRequestClaims100(b *testing.B) {
+	be := startBench(b)
+	be.queued("claims", "jobs", 100*b.N)
+	r := be.request(http.MethodPost, "/v1/queues/jobs/claims", be.worker, `{"max":100,"wait_ms":0}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	allocsBase(b)
+	defer cpuPerOp(b)()
+	for i := 0; i < b.N; i++ {
+		be.serve(r, http.StatusOK)
+	}
+}
+
+// BenchmarkRequestBatchComplete100 is POST /v1/batch completing 100 claimed
+// nodes, as scenario (b) sends it; an op is one request of 100 completes.
+func BenchmarkRequestBatchComplete100(b *testing.B) {
+	be := startBench(b)
+	ids, fences := be.claimed("batch", "default", 100*b.N)
+	reqs := make([]*http.Request, b.N)
+	for i := range reqs {
+		body := []byte(`{"ops":[`)
+		for j := 0; j < 100; j++ {
+			if j > 0 {
+				body = append(body, ',')
+			}
+			k := 100*i + j
+			body = fmt.Appendf(body, `{"op":"complete","id":%q,"fence":%d}`, ids[k], fences[k])
+		}
+		body = append(body, "]}"...)
+		reqs[i] = be.request(http.MethodPost, "/v1/batch", be.worker, string(body))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	allocsBase(b)
+	defer cpuPerOp(b)()
+	for i := 0; i < b.N; i++ {
+		be.serve(reqs[i], http.StatusOK)
+	}
+}
+
+// allocsBase writes the allocation profile so far to the file
+// TETHER_BENCH_ALLOCS_BASE names, when set: with -memprofile (and
+// -memprofilerate 1) it is the base for pprof -diff_base, so that the
+// difference holds the measured loop's allocations without the setup's.
+func allocsBase(b *testing.B) {
+	path := os.Getenv("TETHER_BENCH_ALLOCS_BASE")
+	if path == "" {
+		return
+	}
+	runtime.GC()
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer f.Close()
+	require.NoError(b, pprof.Lookup("allocs").WriteTo(f, 0))
+}
+
+// cpuPerOp starts counting the process's CPU time (user and system, every
+// goroutine: the writer's and the store's too); the function it returns
+// reports it per op as cpu-ns/op. Unlike ns/op, which is mostly waiting for
+// fsync, it is the work a request costs.
+func cpuPerOp(b *testing.B) func() {
+	start := processCPU(b)
+	return func() {
+		b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -65,13 +66,20 @@ func jsonMediaType(ct string) bool {
 
 // decodeStrict decodes a JSON object body into v, rejecting unknown fields and
 // trailing data, and holds every millisecond field of v to its range
-// (checkDurations). An empty body decodes as {} when optional is set.
+// (checkDurations). An empty body decodes as {} when optional is set. The
+// hot bodies take a fast path when they can (decode_fast.go).
 func decodeStrict(b []byte, v any, optional bool) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		if optional {
 			return nil
 		}
 		return fault.Invalidf("", "a JSON body is required")
+	}
+	if f, ok := v.(fastBody); ok {
+		if decodeFast(b, f) {
+			return checkDurations(v)
+		}
+		reflect.ValueOf(v).Elem().SetZero()
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -32,4 +32,11 @@
 //     argument, and every query is confined to the principal's tenant.
 //   - openapi.yaml describes every route and response; the API tests validate
 //     each response against it.
+//   - The hot answers (node, lease, edge, claim, completion, renew, the claims
+//     list, batch results) are written by hand-rolled appenders (encode.go)
+//     whose bytes equal encoding/json's for the same value; a field added to
+//     one of those types is added to its appender too, and encode_test.go
+//     compares the two. The hot request bodies (decode_fast.go) and batch ops
+//     (batch_split.go) have fast paths that leave every unusual input to
+//     encoding/json, so values and errors are the decoder's either way.
 package api

@@ -12,7 +12,8 @@ import (
 
 // writeJSON answers v as JSON with status. It is c.JSON without parsing the
 // query string when there is none: c.JSON looks for ?pretty on every answer,
-// which costs a map even when the URL has no query.
+// which costs a map even when the URL has no query. An answer with an
+// appender of its own (encode.go) is written by it.
 func writeJSON(c echo.Context, status int, v any) error {
 	if c.QueryString() != "" {
 		return c.JSON(status, v)
@@ -20,6 +21,9 @@ func writeJSON(c echo.Context, status int, v any) error {
 	r := c.Response()
 	r.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	r.Status = status
+	if a, ok := v.(jsonAppender); ok {
+		return writeAppender(r, a)
+	}
 	return json.NewEncoder(r).Encode(v)
 }
 

@@ -51,6 +51,13 @@ func (s *Server) batch(c echo.Context) error {
 	}
 	ops := make([]parsed, len(req.Ops))
 	for i, raw := range req.Ops {
+		if name, id, rest, ok := splitOp(raw); ok {
+			run, known := s.batchOps[name]
+			if known && graph.ValidID(id) {
+				ops[i] = parsed{id: id, run: run, body: rest}
+				continue
+			}
+		}
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 			return fault.Invalidf(fmt.Sprintf("ops[%d]", i), "must be an object")
@@ -59,7 +66,7 @@ func (s *Server) batch(c echo.Context) error {
 		if json.Unmarshal(fields["op"], &name) != nil || json.Unmarshal(fields["id"], &id) != nil {
 			return fault.Invalidf(fmt.Sprintf("ops[%d]", i), `needs "op" and "id" strings`)
 		}
-		run, ok := s.batchOps()[name]
+		run, ok := s.batchOps[name]
 		if !ok {
 			return fault.Invalidf(fmt.Sprintf("ops[%d].op", i), "must be one of renew, extend, release, complete, fail, progress")
 		}
@@ -107,14 +114,7 @@ func (s *Server) batch(c echo.Context) error {
 	if err := durable.Wait(); err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, map[string]any{"results": results})
-}
-
-func (s *Server) batchOps() map[string]op {
-	return map[string]op{
-		"renew": s.opRenew, "extend": s.opExtend, "release": s.opRelease,
-		"complete": s.opComplete, "fail": s.opFail, "progress": s.opProgress,
-	}
+	return writeJSON(c, http.StatusOK, &batchResults{Results: results})
 }
 
 func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string, run op, body []byte, requestID string) batchResult {

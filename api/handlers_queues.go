@@ -160,13 +160,9 @@ func (s *Server) claimMany(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	type claimed struct {
-		Lease leaseJSON `json:"lease"`
-		Node  nodeJSON  `json:"node"`
-	}
-	items := make([]claimed, len(got))
+	items := make([]claimedJSON, len(got))
 	for i, r := range got {
-		items[i] = claimed{Lease: toLease(r.Node.ID, r.Lease), Node: toNode(views[i])}
+		items[i] = claimedJSON{Lease: toLease(r.Node.ID, r.Lease), Node: toNode(views[i])}
 	}
-	return writeJSON(c, http.StatusOK, map[string]any{"items": items})
+	return writeJSON(c, http.StatusOK, &claimedList{Items: items})
 }

@@ -87,6 +87,8 @@ type Server struct {
 
 	routeTableOnce sync.Once // routeTable: the routes, for 405's Allow
 	routeTable     []routeShape
+
+	batchOps map[string]op // the ops of POST /v1/batch by name, made once
 }
 
 // New builds the server and its routes.
@@ -103,6 +105,10 @@ func New(cfg Config, d Deps) *Server {
 		waiters: newWaiters(cfg.Waits), messages: d.Messages, schedules: d.Schedules,
 	}
 	s.stopping, s.stop = context.WithCancel(context.Background())
+	s.batchOps = map[string]op{
+		"renew": s.opRenew, "extend": s.opExtend, "release": s.opRelease,
+		"complete": s.opComplete, "fail": s.opFail, "progress": s.opProgress,
+	}
 	for _, t := range cfg.OperatorTokens {
 		if t != "" {
 			s.operatorSums = append(s.operatorSums, sha256.Sum256([]byte(t)))

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 
 	"github.com/tether-run/tether/fault"
@@ -150,11 +151,12 @@ func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
 			return nil, &fault.NotFound{What: "node", ID: id}
 		}
 	}
-	var n Node
-	if err := decode(b, &n, nodeKey(tenant, id)); err != nil {
-		return nil, err
+	n := new(Node)
+	if _, err := n.UnmarshalMsg(b); err != nil {
+		// The key is built only for the error: NodeGet is on every hot path.
+		return nil, fmt.Errorf("error decoding %q: %w", nodeKey(tenant, id), err)
 	}
-	return &n, nil
+	return n, nil
 }
 
 // NodeExists reports whether the node exists.

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tinylib/msgp/msgp"
@@ -184,6 +185,9 @@ func (tx *Tx) finish() error {
 	if len(tx.events) == 0 {
 		return nil
 	}
+	if tenant := tx.events[0].Tenant; allOfTenant(tx.events, tenant) {
+		return tx.writeEventGroup(tenant, tx.events)
+	}
 	groups := map[string][]Event{}
 	var order []string
 	for _, ev := range tx.events {
@@ -193,24 +197,57 @@ func (tx *Tx) finish() error {
 		groups[ev.Tenant] = append(groups[ev.Tenant], ev)
 	}
 	for _, tenant := range order {
-		evs := groups[tenant]
-		last := evs[len(evs)-1].Seq
-		b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
-		if err != nil {
-			return fmt.Errorf("error encoding events: %w", err)
-		}
-		if err := tx.kv.Set(eventKey(tenant, last), b); err != nil {
+		if err := tx.writeEventGroup(tenant, groups[tenant]); err != nil {
 			return err
 		}
-		seen := map[string]bool{}
-		for _, ev := range evs {
-			if ev.NodeID == "" || seen[ev.NodeID] {
+	}
+	return nil
+}
+
+// allOfTenant reports whether every event is of tenant (the usual case:
+// a transaction acts for one tenant).
+func allOfTenant(evs []Event, tenant string) bool {
+	for _, ev := range evs {
+		if ev.Tenant != tenant {
+			return false
+		}
+	}
+	return true
+}
+
+// smallGroup is how many events a group may hold before writeEventGroup
+// finds the nodes already indexed with a set rather than a scan.
+const smallGroup = 16
+
+// writeEventGroup writes the events of one tenant as one group under the
+// seq of its last event, and the group's index entry for each node once.
+func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
+	last := evs[len(evs)-1].Seq
+	b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
+	if err != nil {
+		return fmt.Errorf("error encoding events: %w", err)
+	}
+	if err := tx.kv.Set(eventKey(tenant, last), b); err != nil {
+		return err
+	}
+	var seen map[string]bool
+	if len(evs) > smallGroup {
+		seen = map[string]bool{}
+	}
+	for i, ev := range evs {
+		if ev.NodeID == "" {
+			continue
+		}
+		if seen != nil {
+			if seen[ev.NodeID] {
 				continue
 			}
 			seen[ev.NodeID] = true
-			if err := tx.kv.Set(nodeEventKey(tenant, ev.NodeID, last), nil); err != nil {
-				return err
-			}
+		} else if slices.ContainsFunc(evs[:i], func(e Event) bool { return e.NodeID == ev.NodeID }) {
+			continue
+		}
+		if err := tx.kv.Set(nodeEventKey(tenant, ev.NodeID, last), nil); err != nil {
+			return err
 		}
 	}
 	return nil
