@@ -18,8 +18,13 @@ run: ## Start a dev server on the embedded store (prints an admin token)
 	$(GO) run ./cmd/tether serve --dev
 
 .PHONY: test
-test: ## Run every test with the race detector
+test: ## Run every test with the race detector, then the conformance suite again on etcd
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/
+
+.PHONY: test-etcd
+test-etcd: ## The conformance suite (api tests) on a real three-member etcd cluster (TETHER_TEST_ETCD=URLs: an external one)
+	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/
 
 .PHONY: test-race
 test-race: test ## Alias of test (the suite always runs with -race)

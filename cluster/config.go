@@ -37,6 +37,10 @@ type Config struct {
 	// LeaseTTL is the session lease: how long a crashed server keeps its
 	// shards (DefaultLeaseTTL when zero; whole seconds, rounded up).
 	LeaseTTL time.Duration
+	// MaxTxnOps is etcd's --max-txn-ops (128, etcd's default, when zero): a
+	// write group with more operations goes through the shard's commit log
+	// in etcd (several transactions) instead of one.
+	MaxTxnOps int
 	// Server is the template of every shard's server. DataDir, InMemory and
 	// KV are set per shard; BlobDir, when set, is the directory shared by
 	// every server, each shard's blobs in BlobDir/shard-NN. Without it blob

@@ -15,6 +15,7 @@ func openShardStore(n *Node, k int, guard []clientv3.Cmp, onDeposed func()) (*kv
 		Prefix:    n.cfg.Prefix + "s/" + shardName(k) + "/",
 		Guard:     guard,
 		OnDeposed: onDeposed,
+		MaxTxnOps: n.cfg.MaxTxnOps,
 		Logger:    n.log.With("shard", k),
 	})
 }
