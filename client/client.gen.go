@@ -2320,7 +2320,9 @@ type ClientInterface interface {
 	// `tether restore FILE DATA_DIR` into a new directory, then start a
 	// server on that directory. Needs an operator token
 	// (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
-	// holds every tenant.
+	// holds every tenant. A server of a cluster on etcd (`TETHER_STORE=etcd`)
+	// answers 501: the records live in etcd, whose own snapshot
+	// (`etcdctl snapshot save`) is the backup.
 	//
 	// Corresponds with GET /admin/backup (the `GetBackup` operationId).
 	GetBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3524,7 +3526,9 @@ type ClientInterface interface {
 // `tether restore FILE DATA_DIR` into a new directory, then start a
 // server on that directory. Needs an operator token
 // (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
-// holds every tenant.
+// holds every tenant. A server of a cluster on etcd (`TETHER_STORE=etcd`)
+// answers 501: the records live in etcd, whose own snapshot
+// (`etcdctl snapshot save`) is the backup.
 //
 // Corresponds with GET /admin/backup (the `GetBackup` operationId).
 func (c *Client) GetBackup(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -9076,7 +9080,9 @@ type ClientWithResponsesInterface interface {
 	// `tether restore FILE DATA_DIR` into a new directory, then start a
 	// server on that directory. Needs an operator token
 	// (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
-	// holds every tenant.
+	// holds every tenant. A server of a cluster on etcd (`TETHER_STORE=etcd`)
+	// answers 501: the records live in etcd, whose own snapshot
+	// (`etcdctl snapshot save`) is the backup.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10360,6 +10366,8 @@ type GetBackupResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationProblemJSON501 *Problem
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetBackupResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10374,6 +10382,11 @@ func (r GetBackupResponse) GetApplicationProblemJSON401() *Unauthorized {
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r GetBackupResponse) GetApplicationProblemJSON500() *Internal {
 	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r GetBackupResponse) GetApplicationProblemJSON501() *Problem {
+	return r.ApplicationProblemJSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -17056,7 +17069,9 @@ func (r HeartbeatWorkerResponse) ContentType() string {
 // `tether restore FILE DATA_DIR` into a new directory, then start a
 // server on that directory. Needs an operator token
 // (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
-// holds every tenant.
+// holds every tenant. A server of a cluster on etcd (`TETHER_STORE=etcd`)
+// answers 501: the records live in etcd, whose own snapshot
+// (`etcdctl snapshot save`) is the backup.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18937,6 +18952,13 @@ func ParseGetBackupResponse(rsp *http.Response) (*GetBackupResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON501 = &dest
 
 	}
 

@@ -1370,7 +1370,9 @@ export interface paths {
          *     `tether restore FILE DATA_DIR` into a new directory, then start a
          *     server on that directory. Needs an operator token
          *     (`TETHER_OPERATOR_TOKENS`), not a tenant credential: the backup
-         *     holds every tenant.
+         *     holds every tenant. A server of a cluster on etcd (`TETHER_STORE=etcd`)
+         *     answers 501: the records live in etcd, whose own snapshot
+         *     (`etcdctl snapshot save`) is the backup.
          */
         get: operations["getBackup"];
         put?: never;
@@ -4853,6 +4855,15 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
+            /** @description `unavailable`: this server keeps no records of its own (`TETHER_STORE=etcd`); back up etcd instead. */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getSkill: {
