@@ -1812,6 +1812,9 @@ type IdempotencyMismatch = Problem
 // Internal An RFC 9457 problem document with Tether's extension members.
 type Internal = Problem
 
+// NoBackupHere An RFC 9457 problem document with Tether's extension members.
+type NoBackupHere = Problem
+
 // NotFound An RFC 9457 problem document with Tether's extension members.
 type NotFound = Problem
 
@@ -10367,7 +10370,7 @@ type GetBackupResponse struct {
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON501 the response for an HTTP 501 `application/problem+json` response
-	ApplicationProblemJSON501 *Problem
+	ApplicationProblemJSON501 *NoBackupHere
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetBackupResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10385,7 +10388,7 @@ func (r GetBackupResponse) GetApplicationProblemJSON500() *Internal {
 }
 
 // GetApplicationProblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
-func (r GetBackupResponse) GetApplicationProblemJSON501() *Problem {
+func (r GetBackupResponse) GetApplicationProblemJSON501() *NoBackupHere {
 	return r.ApplicationProblemJSON501
 }
 
@@ -18954,7 +18957,7 @@ func ParseGetBackupResponse(rsp *http.Response) (*GetBackupResponse, error) {
 		response.ApplicationProblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest Problem
+		var dest NoBackupHere
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -2782,6 +2782,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `unavailable`: this server keeps no records of its own (a cluster on etcd, `TETHER_STORE=etcd`); back up etcd instead (`etcdctl snapshot save`). */
+        NoBackupHere: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `unavailable`: the server cannot serve right now. */
         Unavailable: {
             headers: {
@@ -4855,15 +4864,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
-            /** @description `unavailable`: this server keeps no records of its own (`TETHER_STORE=etcd`); back up etcd instead. */
-            501: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
+            501: components["responses"]["NoBackupHere"];
         };
     };
     getSkill: {
