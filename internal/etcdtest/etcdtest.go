@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 )
@@ -259,5 +260,37 @@ func (c *Cluster) Wait(d time.Duration) {
 			c.t.Fatalf("etcd did not answer within %v: %v", d, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// RaiseNoSpace raises etcd's NOSPACE alarm on member i, as etcd does when
+// its database reaches the quota: from then on etcd refuses every write but
+// deletes until the alarm is disarmed (DisarmAlarms).
+func (c *Cluster) RaiseNoSpace(i int) {
+	c.t.Helper()
+	if !c.Embedded() {
+		c.t.Skip("an external cluster's alarms cannot be raised from a test")
+	}
+	m := c.members[i]
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	if e == nil {
+		c.t.Fatalf("etcd member %d is not running", i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := e.Server.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, MemberID: uint64(e.Server.MemberID()), Alarm: pb.AlarmType_NOSPACE}); err != nil {
+		c.t.Fatalf("raising NOSPACE on member %d: %v", i, err)
+	}
+}
+
+// DisarmAlarms disarms every alarm of the cluster.
+func (c *Cluster) DisarmAlarms() {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.Client().AlarmDisarm(ctx, &clientv3.AlarmMember{}); err != nil {
+		c.t.Fatalf("disarming etcd's alarms: %v", err)
 	}
 }
