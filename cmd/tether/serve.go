@@ -171,14 +171,21 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	if err := banner(url); err != nil {
 		return err
 	}
+	return serveUntilSignal(log, func() error { return srv.Serve(ln) }, srv.Shutdown, "draining")
+}
+
+// serveUntilSignal runs serve until SIGINT or SIGTERM (or until it fails),
+// then shuts down within 30 s; a second signal exits at once. what says
+// what the shutdown does first, for the log.
+func serveUntilSignal(log *slog.Logger, serve func() error, shutdown func(context.Context) error, what string) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serve() }()
 	var serveErr error
 	select {
 	case sig := <-sigs:
-		log.Info("draining; a second signal stops at once", "signal", sig.String())
+		log.Info(what+"; a second signal stops at once", "signal", sig.String())
 		go func() {
 			sig := <-sigs
 			log.Error("stopping without draining", "signal", sig.String())
@@ -189,7 +196,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	if err := shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("error shutting down: %w", err)
 	}
 	if serveErr != nil {

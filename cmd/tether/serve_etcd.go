@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -161,30 +159,5 @@ func serveCluster(ctx context.Context, s settings, ln net.Listener, log *slog.Lo
 	if err := printBanner("http://" + ln.Addr().String()); err != nil {
 		return err
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	errc := make(chan error, 1)
-	go func() { errc <- node.Serve(ln) }()
-	var serveErr error
-	select {
-	case sig := <-sigs:
-		log.Info("handing the shards over and draining; a second signal stops at once", "signal", sig.String())
-		go func() {
-			sig := <-sigs
-			log.Error("stopping without draining", "signal", sig.String())
-			os.Exit(1)
-		}()
-	case serveErr = <-errc:
-		log.Error("server stopped", "err", serveErr)
-	}
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancelShutdown()
-	if err := node.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("error shutting down: %w", err)
-	}
-	if serveErr != nil {
-		return fmt.Errorf("error serving: %w", serveErr)
-	}
-	log.Info("stopped cleanly")
-	return nil
+	return serveUntilSignal(log, func() error { return node.Serve(ln) }, node.Shutdown, "handing the shards over and draining")
 }
