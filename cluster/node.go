@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net"
 	"net/http"
@@ -197,11 +196,7 @@ func (n *Node) revokeUntilGone(lease clientv3.LeaseID) {
 func (n *Node) ID() string { return *n.id.Load() }
 
 // ShardOf is the shard of tenant t.
-func (n *Node) ShardOf(t string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(t))
-	return int(h.Sum32() % uint32(n.cfg.Shards))
-}
+func (n *Node) ShardOf(t string) int { return ShardOfTenant(t, n.cfg.Shards) }
 
 // Owned lists the shards served here, in order.
 func (n *Node) Owned() []int {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-run/tether/cluster"
 	"github.com/tether-run/tether/internal/etcdtest"
 )
 
@@ -34,12 +35,41 @@ const efServedBy = "Tether-Served-By"
 // is ready.
 func startEtcdServer(t *testing.T, c *etcdtest.Cluster, name string, extra ...string) *proc {
 	t.Helper()
-	addr := freeAddr(t)
+	return startEtcdServerAt(t, c, name, freeAddr(t), extra...)
+}
+
+// efShards is the fault tests' shard count.
+const efShards = 8
+
+// spreadAddrs are two free addresses such that servers there would each own
+// the shards of at least two of efTenants (rendezvous placement is by
+// address: random ports could give one server every tenant).
+func spreadAddrs(t *testing.T) (string, string) {
+	t.Helper()
+	for range 1000 {
+		a, b := freeAddr(t), freeAddr(t)
+		n := 0
+		for _, tn := range efTenants {
+			if cluster.Placement([]string{"http://" + a, "http://" + b}, cluster.ShardOfTenant(tn, efShards)) == "http://"+a {
+				n++
+			}
+		}
+		if n >= 2 && n <= len(efTenants)-2 {
+			return a, b
+		}
+	}
+	t.Fatal("no two free addresses spread the tenants")
+	return "", ""
+}
+
+// startEtcdServerAt is startEtcdServer listening at addr.
+func startEtcdServerAt(t *testing.T, c *etcdtest.Cluster, name, addr string, extra ...string) *proc {
+	t.Helper()
 	env := serverEnv(t.TempDir(), addr, append([]string{
 		"TETHER_STORE=etcd",
 		"TETHER_ETCD_ENDPOINTS=" + strings.Join(c.Endpoints, ","),
 		"TETHER_ETCD_PREFIX=" + c.Prefix(),
-		"TETHER_ETCD_SHARDS=8",
+		fmt.Sprintf("TETHER_ETCD_SHARDS=%d", efShards),
 		fmt.Sprintf("TETHER_ETCD_LEASE_TTL_MS=%d", efLeaseTTL.Milliseconds()),
 		"TETHER_ADVERTISE_URL=http://" + addr,
 	}, extra...)...)
@@ -107,8 +137,9 @@ func tenantsOf(own map[string]string, id string) []string {
 // within the lease TTL plus a rebuild, and nothing acknowledged is lost.
 func TestEtcdOwnerKilledUnderLoad(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	a := startEtcdServer(t, c, "A")
-	b := startEtcdServer(t, c, "B")
+	addrA, addrB := spreadAddrs(t)
+	a := startEtcdServerAt(t, c, "A", addrA)
+	b := startEtcdServerAt(t, c, "B", addrB)
 	hc := httpClient(t)
 	ids := serverIDs(t, hc, a, b)
 	var idA string
@@ -301,8 +332,9 @@ func TestEtcdQuorumLostAndRestored(t *testing.T) {
 // request it answers is either refused or served by the new owner.
 func TestEtcdPausedOwnerIsRefused(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	a := startEtcdServer(t, c, "A")
-	b := startEtcdServer(t, c, "B")
+	addrA, addrB := spreadAddrs(t)
+	a := startEtcdServerAt(t, c, "A", addrA)
+	b := startEtcdServerAt(t, c, "B", addrB)
 	hc := httpClient(t)
 	ids := serverIDs(t, hc, a, b)
 	var idA string
