@@ -182,6 +182,9 @@ func (l *launcher) etcdEnv(prefix, addr string) []string {
 	if l.cfg.etcdShards > 0 {
 		env = append(env, "TETHER_ETCD_SHARDS="+strconv.Itoa(l.cfg.etcdShards))
 	}
+	if l.cfg.etcdMaxOps > 0 {
+		env = append(env, "TETHER_ETCD_MAX_TXN_OPS="+strconv.Itoa(l.cfg.etcdMaxOps))
+	}
 	if ms := l.cfg.etcdLeaseTTL.Milliseconds(); ms > 0 {
 		env = append(env, "TETHER_ETCD_LEASE_TTL_MS="+strconv.FormatInt(ms, 10))
 	}

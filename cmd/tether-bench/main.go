@@ -53,6 +53,7 @@ type config struct {
 	etcdEndpoints []string // with etcd
 	etcdPrefix    string   // every stage's prefix starts with it
 	etcdShards    int      // TETHER_ETCD_SHARDS; 0: the server's default
+	etcdMaxOps    int      // TETHER_ETCD_MAX_TXN_OPS; 0: the server's default
 	etcdLeaseTTL  time.Duration
 	servers       int // tether processes per stage
 	tenants       int // tenants the clients are spread over
@@ -80,6 +81,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&endpoints, "etcd-endpoints", "", "comma separated etcd client URLs (with -store etcd)")
 	flag.StringVar(&c.etcdPrefix, "etcd-prefix", "/tether-bench/", "key prefix of the run in etcd; each stage gets a fresh prefix under it")
 	flag.IntVar(&c.etcdShards, "etcd-shards", 0, "TETHER_ETCD_SHARDS of the servers (0: the server's default)")
+	flag.IntVar(&c.etcdMaxOps, "etcd-max-txn-ops", 0, "TETHER_ETCD_MAX_TXN_OPS of the servers: etcd's --max-txn-ops (0: the server's default, 128)")
 	flag.DurationVar(&c.etcdLeaseTTL, "etcd-lease-ttl", 0, "TETHER_ETCD_LEASE_TTL_MS of the servers (0: the server's default)")
 	flag.IntVar(&c.servers, "servers", 1, "tether server processes per stage (more than 1 needs -store etcd); clients are spread over them")
 	flag.IntVar(&c.tenants, "tenants", 0, "tenants the clients are spread over, client i in tenant i mod n (0: 1 with badger, min(c, 16) with etcd)")
