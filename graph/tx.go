@@ -27,11 +27,10 @@ type Tx struct {
 	edges  map[edgeRef]*liveEdge  // live edges added (or nil: retired) here
 	fences map[nodeRef]uint64     // fences of nodes deleted here
 	// assigned holds the assigned edges added (or nil: retired) here, to be
-	// written into their nodes' records; assignedOut marks the nodes whose
-	// record was written since their edge changed.
-	assigned    map[nodeRef]*liveEdgeRecord
-	assignedOut map[nodeRef]bool
-	blobs       map[blobRef]*blobState // blobs changed here; nil: deleted
+	// written into their nodes' records, and whether the record was written
+	// since the edge changed.
+	assigned map[nodeRef]assignedChange
+	blobs    map[blobRef]*blobState // blobs changed here; nil: deleted
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
 	events []Event
@@ -256,10 +255,11 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 // flushAssigned rewrites the record of each node whose assigned edge changed
 // after the transaction last wrote it.
 func (tx *Tx) flushAssigned() error {
-	for ref, a := range tx.assigned {
-		if tx.assignedOut[ref] {
+	for ref, ac := range tx.assigned {
+		if ac.written {
 			continue // written with it
 		}
+		a := ac.rec
 		st := tx.state(ref)
 		if st == nil {
 			continue // deleted
