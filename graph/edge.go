@@ -237,10 +237,10 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 			e.Props[k] = v
 		}
 	}
-	if err := tx.setRecord(retiredEdgeKey(tagRetiredOut, tenant, e.From, e.Type, e.To, le.seq), e); err != nil {
+	if err := tx.setRecord(tx.scratchKey(tagRetiredOut, tenant).str(e.From).str(e.Type).str(e.To).u64(le.seq).done(tx), e); err != nil {
 		return err
 	}
-	if err := tx.kv.Set(retiredEdgeKey(tagRetiredIn, tenant, e.To, e.Type, e.From, le.seq), nil); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(tagRetiredIn, tenant).str(e.To).str(e.Type).str(e.From).u64(le.seq).done(tx), nil); err != nil {
 		return err
 	}
 	data := map[string]any{"from": e.From, "type": e.Type, "to": e.To}

@@ -226,7 +226,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 	if err != nil {
 		return fmt.Errorf("error encoding events: %w", err)
 	}
-	if err := tx.kv.Set(eventKey(tenant, last), b); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(tagEvent, tenant).u64(last).done(tx), b); err != nil {
 		return err
 	}
 	var seen map[string]bool
@@ -245,7 +245,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 		} else if slices.ContainsFunc(evs[:i], func(e Event) bool { return e.NodeID == ev.NodeID }) {
 			continue
 		}
-		if err := tx.kv.Set(nodeEventKey(tenant, ev.NodeID, last), nil); err != nil {
+		if err := tx.kv.Set(tx.scratchKey(tagNodeEvent, tenant).str(ev.NodeID).u64(last).done(tx), nil); err != nil {
 			return err
 		}
 	}
@@ -301,6 +301,21 @@ func (tx *Tx) getRecord(key []byte, v msgp.Unmarshaler) (bool, error) {
 		return ok, err
 	}
 	return true, decode(b, v, key)
+}
+
+// scratchKey starts a key in the writer's reusable buffer, for a key only
+// handed to kv Set or Delete (which copy it) in a write transaction; done
+// gives the key back and keeps the buffer, and the key is valid until the
+// next scratchKey.
+func (tx *Tx) scratchKey(tag byte, tenant string) *keyBuilder {
+	return newKeyIn(tx.store.keyScratch, tag, tenant)
+}
+
+// done is the key built since scratchKey; it keeps the (maybe grown) buffer
+// for the next one.
+func (k *keyBuilder) done(tx *Tx) []byte {
+	tx.store.keyScratch = k.b
+	return k.b
 }
 
 func (tx *Tx) setRecord(key []byte, v msgp.Marshaler) error {
