@@ -23,10 +23,6 @@ type value struct {
 
 func newOverlay() *overlay { return &overlay{vals: map[string]value{}} }
 
-// newOverlaySized is an overlay with room for n keys, so that filling it
-// does not grow its map step by step.
-func newOverlaySized(n int) *overlay { return &overlay{vals: make(map[string]value, n)} }
-
 func (o *overlay) put(k string, v value) {
 	old, ok := o.vals[k]
 	o.putOver(k, v, old, ok)

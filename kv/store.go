@@ -54,8 +54,6 @@ type Store struct {
 	pend    []*inflight // segments handed to the logger and not yet applied, oldest first; owned by the writer
 	txnSeq  uint64      // the last write transaction's id (Txn.id); owned by the writer
 	scratch txnScratch  // owned by the writer
-	// lastSegKeys is how many keys the last segment wrote; owned by the writer
-	lastSegKeys int
 }
 
 // errBroken is a commit attempted once the store is broken.

@@ -148,11 +148,7 @@ const maxSegment = 10 * time.Millisecond
 // returns the requests left.
 func (s *Store) runSegment(batch []*request) []*request {
 	s.dropDurable()
-	// The segment's map is made as large as the last one grew: segments
-	// under load are alike, and growing a map copies it each time (capped:
-	// one huge segment should not make the next one huge).
-	g := &segment{s: s, over: newOverlaySized(min(s.lastSegKeys, 4096))}
-	defer func() { s.lastSegKeys = g.over.len() }()
+	g := &segment{s: s, over: newOverlay()}
 	f := &inflight{over: g.over}
 	start := time.Now()
 	maxCount, maxSize := s.maxKeys, s.maxBytes
