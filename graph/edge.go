@@ -52,11 +52,10 @@ func (tx *Tx) liveEdge(tenant, from, typ, to string) *liveEdge {
 // EdgeGet returns the live edge (from, typ, to) or a fault.NotFound. In a
 // View it is read from the store, so only a durable edge is found.
 func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*Edge, error) {
-	notFound := &fault.NotFound{What: "edge", ID: from + " " + typ + " " + to}
 	if tx.writable {
 		le := tx.liveEdge(tenant, from, typ, to)
 		if le == nil {
-			return nil, notFound
+			return nil, edgeNotFound(from, typ, to)
 		}
 		return le.e.clone(), nil
 	}
@@ -65,9 +64,15 @@ func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*Edge, error) {
 		return nil, err
 	}
 	if r == nil {
-		return nil, notFound
+		return nil, edgeNotFound(from, typ, to)
 	}
 	return &r.Edge, nil
+}
+
+// edgeNotFound is EdgeGet's refusal, built only when needed: EdgeGet is on
+// the hot path of every complete.
+func edgeNotFound(from, typ, to string) error {
+	return &fault.NotFound{What: "edge", ID: from + " " + typ + " " + to}
 }
 
 // storeLiveEdge writes a live edge (r.Seq > 0) or its removal (r.Seq == 0).
@@ -83,15 +88,20 @@ func (tx *Tx) storeLiveEdge(tenant string, r *liveEdgeRecord) error {
 		return tx.setRecord(liveEdgeKey(tenant, e.From, e.Type, e.To), r)
 	}
 	if tx.assigned == nil {
-		tx.assigned = map[nodeRef]*liveEdgeRecord{}
-		tx.assignedOut = map[nodeRef]bool{}
+		tx.assigned = map[nodeRef]assignedChange{}
 	}
 	if r.Seq == 0 {
 		r = nil
 	}
-	tx.assigned[nodeRef{tenant, e.From}] = r
-	delete(tx.assignedOut, nodeRef{tenant, e.From})
+	tx.assigned[nodeRef{tenant, e.From}] = assignedChange{rec: r}
 	return nil
+}
+
+// assignedChange is an assigned edge added (rec) or retired (nil) in a
+// transaction, and whether its node's record was written since (written).
+type assignedChange struct {
+	rec     *liveEdgeRecord
+	written bool
 }
 
 // storedLiveEdge reads a live edge from the store (nil when there is none).
@@ -193,7 +203,8 @@ func (tx *Tx) setEdge(ref edgeRef, le *liveEdge) {
 }
 
 // EdgeRetire moves a live edge to history with retired_at = now, merging
-// extraProps into its props, and emits edge_retired.
+// extraProps into its props, and emits edge_retired. extraProps becomes the
+// edge's props when it had none: the caller gives it up.
 func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[string]any) error {
 	if !tx.writable {
 		return errReadOnly
@@ -216,16 +227,20 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, nil)
 	now := tx.now.UTC()
 	e.RetiredAt = &now
-	if e.Props == nil {
+	switch {
+	case len(e.Props) == 0 && extraProps != nil:
+		e.Props = extraProps // the caller's map is the edge's from now on
+	case e.Props == nil:
 		e.Props = map[string]any{}
+	default:
+		for k, v := range extraProps {
+			e.Props[k] = v
+		}
 	}
-	for k, v := range extraProps {
-		e.Props[k] = v
-	}
-	if err := tx.setRecord(retiredEdgeKey(tagRetiredOut, tenant, e.From, e.Type, e.To, le.seq), e); err != nil {
+	if err := tx.setRecord(tx.scratchKey(tagRetiredOut, tenant).str(e.From).str(e.Type).str(e.To).u64(le.seq).done(tx), e); err != nil {
 		return err
 	}
-	if err := tx.kv.Set(retiredEdgeKey(tagRetiredIn, tenant, e.To, e.Type, e.From, le.seq), nil); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(tagRetiredIn, tenant).str(e.To).str(e.Type).str(e.From).u64(le.seq).done(tx), nil); err != nil {
 		return err
 	}
 	data := map[string]any{"from": e.From, "type": e.Type, "to": e.To}

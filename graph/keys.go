@@ -64,8 +64,14 @@ const (
 type keyBuilder struct{ b []byte }
 
 func newKey(tag byte, tenant string) *keyBuilder {
-	b := make([]byte, 0, 64)
-	b = append(b, tag, keySeparator)
+	return newKeyIn(make([]byte, 0, 64), tag, tenant)
+}
+
+// newKeyIn builds a key in buf (from its start), for a key only handed to
+// the store's Set or Delete, which copy it: a transaction reuses one buffer
+// (Tx.scratchKey).
+func newKeyIn(buf []byte, tag byte, tenant string) *keyBuilder {
+	b := append(buf[:0], tag, keySeparator)
 	b = append(b, tenant...)
 	b = append(b, keySeparator)
 	return &keyBuilder{b: b}

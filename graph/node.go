@@ -204,9 +204,11 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 // putNode encodes and writes n; the encoding, exactly sized, is what the
 // in-memory state keeps of a live node.
 func (tx *Tx) putNode(n *Node) ([]byte, error) {
-	if a, ok := tx.assigned[nodeRef{n.Tenant, n.ID}]; ok {
-		n.Assigned = a
-		tx.assignedOut[nodeRef{n.Tenant, n.ID}] = true
+	if ac, ok := tx.assigned[nodeRef{n.Tenant, n.ID}]; ok {
+		n.Assigned = ac.rec
+		if !ac.written {
+			tx.assigned[nodeRef{n.Tenant, n.ID}] = assignedChange{rec: ac.rec, written: true}
+		}
 	}
 	b, err := n.MarshalMsg(tx.store.scratch[:0])
 	if err != nil {

@@ -4,15 +4,16 @@ package graph
 // Settings are read on every claim, so committed ones are cached in memory;
 // a transaction that changed them reads its own write.
 func (tx *Tx) QueueSettingsGet(tenant, queue string) (QueueSettings, error) {
-	key := queueRecordKey(tenant, queue)
-	mine := tx.kv.Wrote(key)
+	// Wrote keeps nothing of the key it is given, so that one stays off the
+	// heap on this path of every claim; a miss builds it again.
+	mine := tx.kv.Wrote(queueRecordKey(tenant, queue))
 	if !mine {
 		if q, ok := tx.store.queueSettings.Load(tenantQueue{tenant, queue}); ok {
 			return q.(QueueSettings), nil
 		}
 	}
 	var q QueueSettings
-	_, err := tx.getRecord(key, &q)
+	_, err := tx.getRecord(queueRecordKey(tenant, queue), &q)
 	// Only the writer fills the cache: it alone reads the latest committed
 	// state (a view's snapshot may be older than a commit hook's value).
 	if err == nil && tx.writable && !mine {

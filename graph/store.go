@@ -44,6 +44,9 @@ type Store struct {
 	// Owned by the writer goroutine.
 	seqs    map[string]uint64
 	scratch []byte // encoding buffer
+	// keyScratch is the writer's buffer for keys handed to kv Set and
+	// Delete (Tx.scratchKey); only write transactions use it, one at a time
+	keyScratch []byte
 
 	// queueSettings caches committed queue settings (tenantQueue ->
 	// QueueSettings); written through by QueueSettingsPut's commit hook.

@@ -27,11 +27,10 @@ type Tx struct {
 	edges  map[edgeRef]*liveEdge  // live edges added (or nil: retired) here
 	fences map[nodeRef]uint64     // fences of nodes deleted here
 	// assigned holds the assigned edges added (or nil: retired) here, to be
-	// written into their nodes' records; assignedOut marks the nodes whose
-	// record was written since their edge changed.
-	assigned    map[nodeRef]*liveEdgeRecord
-	assignedOut map[nodeRef]bool
-	blobs       map[blobRef]*blobState // blobs changed here; nil: deleted
+	// written into their nodes' records, and whether the record was written
+	// since the edge changed.
+	assigned map[nodeRef]assignedChange
+	blobs    map[blobRef]*blobState // blobs changed here; nil: deleted
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
 	events []Event
@@ -227,7 +226,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 	if err != nil {
 		return fmt.Errorf("error encoding events: %w", err)
 	}
-	if err := tx.kv.Set(eventKey(tenant, last), b); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(tagEvent, tenant).u64(last).done(tx), b); err != nil {
 		return err
 	}
 	var seen map[string]bool
@@ -246,7 +245,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 		} else if slices.ContainsFunc(evs[:i], func(e Event) bool { return e.NodeID == ev.NodeID }) {
 			continue
 		}
-		if err := tx.kv.Set(nodeEventKey(tenant, ev.NodeID, last), nil); err != nil {
+		if err := tx.kv.Set(tx.scratchKey(tagNodeEvent, tenant).str(ev.NodeID).u64(last).done(tx), nil); err != nil {
 			return err
 		}
 	}
@@ -256,10 +255,11 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 // flushAssigned rewrites the record of each node whose assigned edge changed
 // after the transaction last wrote it.
 func (tx *Tx) flushAssigned() error {
-	for ref, a := range tx.assigned {
-		if tx.assignedOut[ref] {
+	for ref, ac := range tx.assigned {
+		if ac.written {
 			continue // written with it
 		}
+		a := ac.rec
 		st := tx.state(ref)
 		if st == nil {
 			continue // deleted
@@ -301,6 +301,21 @@ func (tx *Tx) getRecord(key []byte, v msgp.Unmarshaler) (bool, error) {
 		return ok, err
 	}
 	return true, decode(b, v, key)
+}
+
+// scratchKey starts a key in the writer's reusable buffer, for a key only
+// handed to kv Set or Delete (which copy it) in a write transaction; done
+// gives the key back and keeps the buffer, and the key is valid until the
+// next scratchKey.
+func (tx *Tx) scratchKey(tag byte, tenant string) *keyBuilder {
+	return newKeyIn(tx.store.keyScratch, tag, tenant)
+}
+
+// done is the key built since scratchKey; it keeps the (maybe grown) buffer
+// for the next one.
+func (k *keyBuilder) done(tx *Tx) []byte {
+	tx.store.keyScratch = k.b
+	return k.b
 }
 
 func (tx *Tx) setRecord(key []byte, v msgp.Marshaler) error {

@@ -186,35 +186,31 @@ func (e *badgerEngine) commit(segs []*inflight) error {
 	if e.s.broken.Load() {
 		return errBroken
 	}
-	merged := segs[0].over
-	if len(segs) > 1 {
-		merged = newOverlay()
-		for _, f := range segs {
-			merged.absorb(f.over)
-		}
-	}
-	if merged.len() == 0 {
-		return nil
-	}
 	txn := e.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
-	for k, v := range merged.vals {
-		en := walEntry{key: []byte(k), val: v.val, deleted: v.deleted, expiresAt: v.expiresAt}
-		err := en.stage(txn)
-		if err == badger.ErrTxnTooBig {
-			// More than one Badger transaction holds: commit what is staged
-			// and go on. Nothing reads Badger's half-way state: readers and
-			// the writer see these writes in the log's segments until all
-			// are in, and a crash in between replays the whole log record.
-			if err = txn.Commit(); err != nil {
-				return fmt.Errorf("error committing: %w", err)
+	// The segments are staged in order, without merging them first: a key
+	// written by several takes the last one's value (Badger keeps one
+	// pending write per key).
+	for _, f := range segs {
+		for k, v := range f.over.vals {
+			en := walEntry{key: []byte(k), val: v.val, deleted: v.deleted, expiresAt: v.expiresAt}
+			err := en.stage(txn)
+			if err == badger.ErrTxnTooBig {
+				// More than one Badger transaction holds: commit what is
+				// staged and go on. Nothing reads Badger's half-way state:
+				// readers and the writer see these writes in the log's
+				// segments until all are in, and a crash in between replays
+				// the whole log record.
+				if err = txn.Commit(); err != nil {
+					return fmt.Errorf("error committing: %w", err)
+				}
+				e.s.stats.Batches.Add(1)
+				txn = e.db.NewTransaction(true)
+				err = en.stage(txn)
 			}
-			e.s.stats.Batches.Add(1)
-			txn = e.db.NewTransaction(true)
-			err = en.stage(txn)
-		}
-		if err != nil {
-			return fmt.Errorf("error staging a commit: %w", err)
+			if err != nil {
+				return fmt.Errorf("error staging a commit: %w", err)
+			}
 		}
 	}
 	if err := txn.Commit(); err != nil {

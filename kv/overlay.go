@@ -18,12 +18,18 @@ type value struct {
 	val       []byte
 	deleted   bool
 	expiresAt uint64 // unix seconds; 0 = never (Badger's TTL)
+	txn       uint64 // the write transaction that put it (Txn.id; 0: none)
 }
 
 func newOverlay() *overlay { return &overlay{vals: map[string]value{}} }
 
 func (o *overlay) put(k string, v value) {
 	old, ok := o.vals[k]
+	o.putOver(k, v, old, ok)
+}
+
+// putOver is put when the caller has looked k up already: old, ok.
+func (o *overlay) putOver(k string, v value, old value, ok bool) {
 	if !ok {
 		o.size += int64(len(k)) + 24 // key, meta and version overhead
 	} else {

@@ -51,7 +51,9 @@ type Store struct {
 	stats                       Stats
 	gates                       *gates
 
-	pend []*inflight // segments handed to the logger and not yet applied, oldest first; owned by the writer
+	pend    []*inflight // segments handed to the logger and not yet applied, oldest first; owned by the writer
+	txnSeq  uint64      // the last write transaction's id (Txn.id); owned by the writer
+	scratch txnScratch  // owned by the writer
 }
 
 // errBroken is a commit attempted once the store is broken.

@@ -22,9 +22,9 @@ type Txn struct {
 	vis  []*inflight // View: durable writes not yet in the snapshot, oldest first
 	w    *segment    // Update: the segment this transaction writes into
 
-	undo      []undoEntry // Update: how to take this transaction's writes back out
-	written   map[string]struct{}
-	size      int64 // bytes this transaction wrote (estimated)
+	id        uint64      // Update: marks the segment's values this transaction wrote
+	undo      []undoEntry // Update: how to take this transaction's writes back out, a key each
+	size      int64       // bytes this transaction wrote (estimated)
 	onApply   []func()
 	onDurable []func()
 }
@@ -55,18 +55,16 @@ type undoEntry struct {
 }
 
 // write puts a key into the segment, remembering what it replaced the first
-// time this transaction writes it.
+// time this transaction writes it (a value in the segment carries the id of
+// the transaction that wrote it last, so no set of written keys is kept).
 func (t *Txn) write(key string, v value) {
-	if _, ok := t.written[key]; !ok {
-		if t.written == nil {
-			t.written = map[string]struct{}{}
-		}
-		t.written[key] = struct{}{}
-		prev, had := t.w.over.vals[key]
+	prev, had := t.w.over.vals[key]
+	if !had || prev.txn != t.id {
 		t.undo = append(t.undo, undoEntry{key: key, prev: prev, had: had})
 	}
 	t.size += int64(len(key)+len(v.val)) + 24
-	t.w.over.put(key, v)
+	v.txn = t.id
+	t.w.over.putOver(key, v, prev, had)
 }
 
 // rollback takes this transaction's writes back out of the segment.
@@ -79,7 +77,8 @@ func (t *Txn) rollback() {
 			t.w.over.remove(u.key)
 		}
 	}
-	t.undo, t.written = nil, nil
+	clear(t.undo)
+	t.undo = t.undo[:0]
 }
 
 // pending finds key among writes not yet in the engine's snapshot: in a
@@ -99,8 +98,11 @@ func (t *Txn) pending(key string) (value, bool) {
 
 // Wrote reports whether this transaction has written key.
 func (t *Txn) Wrote(key []byte) bool {
-	_, ok := t.written[string(key)]
-	return ok
+	if t.w == nil {
+		return false
+	}
+	v, ok := t.w.over.vals[string(key)]
+	return ok && v.txn == t.id
 }
 
 func (t *Txn) reader() (reader, error) {

@@ -67,6 +67,24 @@ func (g *segment) snapshot() (reader, error) {
 	return g.snap, nil
 }
 
+// txnScratch is the writer's reusable storage for a write transaction's
+// lists: each transaction starts with them empty and hands them back once
+// it is done (the hooks have been copied or run by then).
+type txnScratch struct {
+	undo      []undoEntry
+	onApply   []func()
+	onDurable []func()
+}
+
+// keep takes t's lists back, emptied, for the next transaction.
+func (sc *txnScratch) keep(t *Txn) {
+	clear(t.undo)
+	clear(t.onApply)
+	clear(t.onDurable)
+	sc.undo, sc.onApply, sc.onDurable = t.undo[:0], t.onApply[:0], t.onDurable[:0]
+	t.undo, t.onApply, t.onDurable = nil, nil, nil
+}
+
 func (s *Store) writeLoop() {
 	defer close(s.closed)
 	defer close(s.commq)
@@ -141,9 +159,11 @@ func (s *Store) runSegment(batch []*request) []*request {
 			r.settle(nil)
 			return
 		}
-		t := &Txn{w: g}
+		s.txnSeq++
+		t := &Txn{w: g, id: s.txnSeq, undo: s.scratch.undo, onApply: s.scratch.onApply, onDurable: s.scratch.onDurable}
+		defer s.scratch.keep(t)
 		err := s.call(r.fn, t)
-		if err == nil && (int64(len(t.written)) > maxCount || t.size > maxSize) {
+		if err == nil && (int64(len(t.undo)) > maxCount || t.size > maxSize) {
 			err = fault.Invalidf("", "the change is too large for one transaction")
 		}
 		if err != nil {
