@@ -135,7 +135,7 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 	forwarded := r.Header.Get(HeaderForwarded) != ""
 	var deadline <-chan time.Time
 	for {
-		if inst := s.inst.Load(); inst != nil && inst.acquire() {
+		if inst := s.inst.Load(); inst != nil && n.leaseFresh() && inst.acquire() {
 			defer inst.release()
 			w.Header().Set(HeaderServedBy, n.ID())
 			inst.srv.API.Handler().ServeHTTP(w, r)
@@ -165,6 +165,9 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-v.changed:
+		case <-time.After(50 * time.Millisecond):
+			// The owner here, with a lease not known fresh (lease.go): look
+			// again once a keepalive may have answered.
 		case <-deadline:
 			unavailable(w, r, "this tenant's shard has no server right now (an election is in progress); retry")
 			return

@@ -30,6 +30,10 @@ type Node struct {
 	metrics  *metrics
 	proxies  sync.Map // owner URL -> *httputil.ReverseProxy
 	id       atomic.Pointer[string]
+	// leaseUntil is when this server's session lease is surely still alive
+	// in etcd (unix nanoseconds; see lease.go): a shard is served here only
+	// before it.
+	leaseUntil atomic.Int64
 
 	viewMu sync.Mutex
 	cur    *view
@@ -105,10 +109,13 @@ func (n *Node) checkShards(ctx context.Context) error {
 // join starts a session and registers this server as a member on it.
 func (n *Node) join(ctx context.Context) (*concurrency.Session, error) {
 	// The session's own context is not ctx: Close revokes the lease with it.
+	granting := time.Now()
 	sess, err := concurrency.NewSession(n.cfg.Client, concurrency.WithTTL(n.cfg.leaseSeconds()))
 	if err != nil {
 		return nil, fmt.Errorf("error starting an etcd session: %w", err)
 	}
+	n.renewed(granting)
+	go n.followLease(sess)
 	id := strconv.FormatInt(int64(sess.Lease()), 16)
 	if _, err := n.cfg.Client.Put(ctx, n.cfg.Prefix+"members/"+id, n.cfg.Advertise, clientv3.WithLease(sess.Lease())); err != nil {
 		_ = sess.Close()

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/cluster"
 	"github.com/tether-run/tether/internal/etcdtest"
 )
@@ -356,6 +357,12 @@ func TestEtcdPausedOwnerIsRefused(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	victims := tenantsOf(own, idA)
+	// A node of A's first tenant, read back through A once A has been
+	// deposed and B has changed it: A must never answer the old version.
+	probeTok := mintTenant(t, victims[0], "prober", "dispatcher")
+	if res, err := a.as(hc, probeTok).CreateNodeWithResponse(context.Background(), nil, client.NodeCreate{ID: ptr("stale-probe"), Type: "task", Title: ptr("before")}); err != nil || res.StatusCode() != http.StatusCreated {
+		t.Fatalf("creating the probe: %v %s", err, body(res))
+	}
 	led := newEFLedger()
 	stop := make(chan struct{})
 	wg := efLoad(t, hc, func() *proc { return b }, led, stop, 2)
@@ -373,6 +380,29 @@ func TestEtcdPausedOwnerIsRefused(t *testing.T) {
 	answers := make(chan answer, 64)
 	var sent sync.WaitGroup
 	slow := &http.Client{Timeout: 60 * time.Second}
+	type read struct {
+		status int
+		title  string
+		by     string
+		err    error
+	}
+	reads := make(chan read, 8)
+	for range 8 {
+		sent.Add(1)
+		go func() {
+			defer sent.Done()
+			res, err := a.as(slow, probeTok).GetNodeWithResponse(context.Background(), "stale-probe")
+			if err != nil {
+				reads <- read{err: err}
+				return
+			}
+			r := read{status: res.StatusCode(), by: res.HTTPResponse.Header.Get(efServedBy)}
+			if res.JSON200 != nil {
+				r.title = res.JSON200.Title
+			}
+			reads <- r
+		}()
+	}
 	for i := range 16 {
 		tn := victims[i%len(victims)]
 		sent.Add(1)
@@ -404,10 +434,26 @@ func TestEtcdPausedOwnerIsRefused(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("A paused: B serves A's tenants %v after the pause", time.Since(paused).Round(time.Millisecond))
+	if res, err := b.as(hc, probeTok).UpdateNodeWithApplicationMergePatchPlusJSONBodyWithResponse(context.Background(), "stale-probe", nil, client.NodePatch{Title: client.Value("after")}); err != nil || res.StatusCode() != http.StatusOK {
+		t.Fatalf("changing the probe through B: %v %s", err, body(res))
+	}
 	time.Sleep(500 * time.Millisecond)
 	a.signal(syscall.SIGCONT)
 	sent.Wait()
 	close(answers)
+	close(reads)
+	readOutcomes := map[string]int{}
+	for r := range reads {
+		switch {
+		case r.err != nil:
+			readOutcomes["no answer"]++
+		case r.status == http.StatusOK && r.title != "after":
+			t.Errorf("A answered a read from before it was deposed (title %q, served by %s)", r.title, r.by)
+		default:
+			readOutcomes[fmt.Sprintf("%d %q from %s", r.status, r.title, r.by)]++
+		}
+	}
+	t.Logf("A resumed: 8 reads sent to it while paused: %v", readOutcomes)
 	refused, forwarded := 0, 0
 	outcomes := map[string]int{}
 	for ans := range answers {

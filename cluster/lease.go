@@ -1,0 +1,41 @@
+package cluster
+
+import (
+	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// A server serves its shards only while it knows its session lease is alive
+// in etcd, so that an owner deposed without knowing it (paused, or cut off
+// from etcd, past its lease) does not answer even a read from its memory
+// once another server may own the shard. etcd renewed the lease at some
+// instant between a keepalive's request and its answer, and keeps it a TTL
+// from then; taking the answer's arrival as that instant and trusting only
+// half the TTL after it is safe while a keepalive's round trip takes less
+// than half the TTL (and the clocks of this machine and etcd's leader run at
+// about the same rate). Keepalives go out every third of the TTL, so a live
+// server's lease stays fresh with a sixth of the TTL to spare.
+
+// renewed notes that etcd renewed (or granted) the session lease no earlier
+// than at.
+func (n *Node) renewed(at time.Time) {
+	n.leaseUntil.Store(at.Add(n.cfg.LeaseTTL / 2).UnixNano())
+}
+
+// leaseFresh reports whether the session lease is surely alive in etcd.
+func (n *Node) leaseFresh() bool {
+	return time.Now().UnixNano() < n.leaseUntil.Load()
+}
+
+// followLease notes every keepalive answer of sess's lease until the
+// session ends (the session keeps the lease alive; this only listens).
+func (n *Node) followLease(sess *concurrency.Session) {
+	ch, err := n.cfg.Client.KeepAlive(sess.Ctx(), sess.Lease())
+	if err != nil {
+		return
+	}
+	for range ch {
+		n.renewed(time.Now())
+	}
+}
