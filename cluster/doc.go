@@ -22,11 +22,11 @@
 //     breaks, it closes the shard's server before anything else.
 //   - A server closes its shard server (draining the requests it is
 //     serving) before it resigns the shard, so two servers never serve one
-//     shard at once, with one exception: an owner deposed without knowing
-//     it (paused or cut off past its lease) may still answer reads from its
-//     memory until its session ends (the client notices an expired lease
-//     within about half a second of waking); every write it attempts fails
-//     the guard.
+//     shard at once. An owner deposed without knowing it (paused or cut
+//     off past its lease) stops serving, reads included, once half the
+//     lease TTL has passed since etcd last answered a keepalive (lease.go),
+//     which is before etcd can expire the lease; a write it had already
+//     begun fails the guard.
 //   - The desired owner of a shard is the live member of highest
 //     rendezvous weight fnv64a(advertise URL, shard). A server campaigns
 //     for the shards it is desired for, and for a shard without an owner for
