@@ -33,14 +33,17 @@ type view struct {
 // desired is the live member of highest rendezvous weight for shard k: its
 // id and URL ("" when there is no member).
 func (v *view) desired(k int) (id, url string) {
-	var best uint64
+	urls := make([]string, 0, len(v.members))
+	for _, u := range v.members {
+		urls = append(urls, u)
+	}
+	url = Placement(urls, k)
 	for mid, u := range v.members {
-		w := weight(u, k)
-		if id == "" || w > best || w == best && u < url {
-			id, url, best = mid, u, w
+		if u == url {
+			return mid, url
 		}
 	}
-	return id, url
+	return "", ""
 }
 
 // weight is the rendezvous weight of a member (by its advertise URL, which

@@ -95,39 +95,7 @@ func TestEnginesKeepDurableWritesAndNothingOfFailedOnes(t *testing.T) {
 	for _, ec := range engines(t) {
 		t.Run(ec.name, func(t *testing.T) {
 			t.Parallel()
-			s := ec.reopen(t)
-			ctx := context.Background()
-			errBoom := errors.New("boom")
-			var wg sync.WaitGroup
-			for i := range 100 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					err := s.Update(ctx, func(tx *Txn) error {
-						if err := tx.Set(fmt.Appendf(nil, "k%03d", i), []byte("v")); err != nil {
-							return err
-						}
-						if i%3 == 0 {
-							return errBoom
-						}
-						return nil
-					})
-					if i%3 == 0 {
-						require.ErrorIs(t, err, errBoom)
-					} else {
-						require.NoError(t, err)
-					}
-				}()
-			}
-			wg.Wait()
-			require.NoError(t, s.Close())
-			s = ec.reopen(t)
-			defer s.Close()
-			for i := range 100 {
-				_, ok := get(t, s, fmt.Sprintf("k%03d", i))
-				require.Equal(t, i%3 != 0, ok, "key %d", i)
-			}
-			require.Positive(t, s.Stats().Syncs.Load()+1)
+			checkDurableAndFailed(t, ec.reopen, 100)
 		})
 	}
 }
@@ -318,31 +286,7 @@ func TestEnginesFailedWriteAnswersOnceWhatItReadIsDurable(t *testing.T) {
 			t.Parallel()
 			s := ec.reopen(t)
 			defer s.Close()
-			ctx := context.Background()
-			errTaken := errors.New("taken")
-			for i := range 20 {
-				key := fmt.Appendf(nil, "lease/%02d", i)
-				applied := make(chan struct{})
-				first := make(chan error, 1)
-				go func() {
-					first <- s.Update(ctx, func(tx *Txn) error {
-						defer close(applied)
-						return tx.Set(key, []byte("first"))
-					})
-				}()
-				<-applied
-				err := s.Update(ctx, func(tx *Txn) error {
-					if _, ok, err := tx.Get(key); err != nil || ok {
-						return errors.Join(err, errTaken)
-					}
-					return tx.Set(key, []byte("second"))
-				})
-				require.ErrorIs(t, err, errTaken)
-				v, ok := get(t, s, string(key))
-				require.True(t, ok, "round %d", i)
-				require.Equal(t, "first", v)
-				require.NoError(t, <-first)
-			}
+			checkFailedWaitsForWhatItRead(t, s, 20)
 		})
 	}
 }

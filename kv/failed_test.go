@@ -19,9 +19,16 @@ func TestAFailedWriteAnswersOnceWhatItReadIsDurable(t *testing.T) {
 	t.Parallel()
 	s := open(t, t.TempDir(), Options{})
 	defer s.Close()
+	checkFailedWaitsForWhatItRead(t, s, 50)
+}
+
+// checkFailedWaitsForWhatItRead runs rounds of a write and a second one
+// refused because it read the first while in flight, and checks that the
+// refusal comes only once a reader sees the first.
+func checkFailedWaitsForWhatItRead(t *testing.T, s *Store, rounds int) {
 	ctx := context.Background()
 	errTaken := errors.New("taken")
-	for i := range 50 {
+	for i := range rounds {
 		key := fmt.Appendf(nil, "lease/%02d", i)
 		applied := make(chan struct{})
 		first := make(chan error, 1)

@@ -38,11 +38,18 @@ func get(t *testing.T, s *Store, key string) (string, bool) {
 func TestDurableWritesSurviveReopenAndFailedOnesLeaveNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := open(t, dir, Options{})
+	checkDurableAndFailed(t, func(t *testing.T) *Store { return open(t, dir, Options{}) }, 200)
+}
+
+// checkDurableAndFailed runs n concurrent writes, every third failing, on
+// the store reopen opens, and checks after reopening it that exactly the
+// others are there.
+func checkDurableAndFailed(t *testing.T, reopen func(t *testing.T) *Store, n int) {
+	s := reopen(t)
 	ctx := context.Background()
 	errBoom := errors.New("boom")
 	var wg sync.WaitGroup
-	for i := range 200 {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -65,9 +72,9 @@ func TestDurableWritesSurviveReopenAndFailedOnesLeaveNothing(t *testing.T) {
 	wg.Wait()
 	require.NoError(t, s.Close())
 
-	s = open(t, dir, Options{})
+	s = reopen(t)
 	defer s.Close()
-	for i := range 200 {
+	for i := range n {
 		_, ok := get(t, s, fmt.Sprintf("k%03d", i))
 		require.Equal(t, i%3 != 0, ok, "key %d", i)
 	}

@@ -103,23 +103,42 @@ func owners(t *testing.T, hc *http.Client, p *proc) map[string]string {
 	return out
 }
 
-// serverID is the id p reports in Tether-Served-By for tenants it owns.
-func serverIDs(t *testing.T, hc *http.Client, ps ...*proc) map[string]*proc {
+// serverID is the id p reports in Tether-Served-By (on /health, and for
+// the tenants it owns).
+func serverID(t *testing.T, hc *http.Client, p *proc) string {
 	t.Helper()
-	ids := map[string]*proc{}
-	for _, p := range ps {
-		resp, err := hc.Get(p.url + "/health")
-		if err != nil {
-			t.Fatalf("%s: /health: %v", p.name, err)
-		}
-		resp.Body.Close()
-		id := resp.Header.Get(efServedBy)
-		if id == "" {
-			t.Fatalf("%s: /health names no server (%s header)", p.name, efServedBy)
-		}
-		ids[id] = p
+	resp, err := hc.Get(p.url + "/health")
+	if err != nil {
+		t.Fatalf("%s: /health: %v", p.name, err)
 	}
-	return ids
+	resp.Body.Close()
+	id := resp.Header.Get(efServedBy)
+	if id == "" {
+		t.Fatalf("%s: /health names no server (%s header)", p.name, efServedBy)
+	}
+	return id
+}
+
+// startSpreadPair starts servers A and B over c, placed so that both own
+// tenants, and waits until they do: it returns them, A's id and A's tenants.
+func startSpreadPair(t *testing.T, c *etcdtest.Cluster, hc *http.Client) (a, b *proc, idA string, victims []string) {
+	t.Helper()
+	addrA, addrB := spreadAddrs(t)
+	a = startEtcdServerAt(t, c, "A", addrA)
+	b = startEtcdServerAt(t, c, "B", addrB)
+	idA = serverID(t, hc, a)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		own := owners(t, hc, b)
+		victims = tenantsOf(own, idA)
+		if len(victims) > 0 && len(victims) < len(efTenants) {
+			return a, b, idA, victims
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tenants did not spread over both servers in 30 s: %v", own)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // tenantsOf are the tenants that the server with id serves.
@@ -138,31 +157,8 @@ func tenantsOf(own map[string]string, id string) []string {
 // within the lease TTL plus a rebuild, and nothing acknowledged is lost.
 func TestEtcdOwnerKilledUnderLoad(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	addrA, addrB := spreadAddrs(t)
-	a := startEtcdServerAt(t, c, "A", addrA)
-	b := startEtcdServerAt(t, c, "B", addrB)
 	hc := httpClient(t)
-	ids := serverIDs(t, hc, a, b)
-	var idA string
-	for id, p := range ids {
-		if p == a {
-			idA = id
-		}
-	}
-	// Wait until the shards have spread: A owns some tenants.
-	var own map[string]string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		own = owners(t, hc, b)
-		if len(tenantsOf(own, idA)) > 0 && len(tenantsOf(own, idA)) < len(efTenants) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tenants did not spread over both servers in 30 s: %v", own)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	victims := tenantsOf(own, idA)
+	a, b, idA, victims := startSpreadPair(t, c, hc)
 	t.Logf("A (%s) serves %v; B serves the rest", idA, victims)
 
 	led := newEFLedger()
@@ -333,30 +329,8 @@ func TestEtcdQuorumLostAndRestored(t *testing.T) {
 // request it answers is either refused or served by the new owner.
 func TestEtcdPausedOwnerIsRefused(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	addrA, addrB := spreadAddrs(t)
-	a := startEtcdServerAt(t, c, "A", addrA)
-	b := startEtcdServerAt(t, c, "B", addrB)
 	hc := httpClient(t)
-	ids := serverIDs(t, hc, a, b)
-	var idA string
-	for id, p := range ids {
-		if p == a {
-			idA = id
-		}
-	}
-	var own map[string]string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		own = owners(t, hc, b)
-		if len(tenantsOf(own, idA)) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("A owns no tenant after 30 s: %v", own)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	victims := tenantsOf(own, idA)
+	a, b, idA, victims := startSpreadPair(t, c, hc)
 	// A node of A's first tenant, read back through A once A has been
 	// deposed and B has changed it: A must never answer the old version.
 	probeTok := mintTenant(t, victims[0], "prober", "dispatcher")
