@@ -6,6 +6,11 @@ package main
 // and the work going on through the other. It runs the block twice, killing
 // each server once (the second time with the servers' roles swapped after
 // the kill line). Without an etcd binary it skips; .ci/run installs one.
+// The one liberty it takes with the text: each fixed loopback port of the
+// block in the kernel's ephemeral range (the servers' 36801 and 36802) is
+// replaced by a free one, the same everywhere it appears, since other tests
+// of this run listen on ports picked from that range. The etcd members'
+// ports (12379 to 32380, written as ${i}2379) are below it.
 
 import (
 	"bufio"
@@ -13,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,8 +69,29 @@ func TestREADMECluster(t *testing.T) {
 	// The other way round: kill the second server and go on through the first.
 	swapped := block[:i] + "kill -9 $s2\n" + strings.ReplaceAll(block[i+len(kill):], "127.0.0.1:36802", "127.0.0.1:36801")
 	for _, c := range []struct{ name, script string }{{"kill server 1", block}, {"kill server 2", swapped}} {
-		t.Run(c.name, func(t *testing.T) { runClusterBlock(t, c.script) })
+		t.Run(c.name, func(t *testing.T) { runClusterBlock(t, withFreePorts(t, c.script)) })
 	}
+}
+
+var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
+
+// firstEphemeralPort is where Linux starts picking ports for listeners on
+// port 0 (net.ipv4.ip_local_port_range's default).
+const firstEphemeralPort = 32768
+
+// withFreePorts replaces every loopback address of script with a port in the
+// ephemeral range by a free one, one for each distinct address.
+func withFreePorts(t *testing.T, script string) string {
+	free := map[string]string{}
+	return loopbackPort.ReplaceAllStringFunc(script, func(addr string) string {
+		if port, _ := strconv.Atoi(loopbackPort.FindStringSubmatch(addr)[1]); port < firstEphemeralPort {
+			return addr
+		}
+		if _, ok := free[addr]; !ok {
+			free[addr] = freeAddr(t)
+		}
+		return free[addr]
+	})
 }
 
 // runClusterBlock runs script with bash -e in an empty directory, tether
