@@ -58,8 +58,14 @@ func (a AccessLog) String() string {
 	return AccessLogSample + ":" + strconv.FormatUint(a.Every, 10)
 }
 
+// StatusClientGone is the status a request is logged and counted with when
+// its client went away before the answer (nginx's 499): a long poll or a
+// stream the client stopped is not a server error. The client got nothing.
+const StatusClientGone = 499
+
 // accessLevel says whether a request answered with status gets an access log
-// line, and at which level: 5xx are errors, 4xx warnings, the rest info.
+// line, and at which level: 5xx are errors, 4xx warnings, the rest info (a
+// client that went away, StatusClientGone, counts with the rest).
 func (s *Server) accessLevel(status int) (slog.Level, bool) {
 	a := s.cfg.AccessLog
 	switch {
@@ -67,7 +73,7 @@ func (s *Server) accessLevel(status int) (slog.Level, bool) {
 		return 0, false
 	case status >= 500:
 		return slog.LevelError, true
-	case status >= 400:
+	case status >= 400 && status != StatusClientGone:
 		return slog.LevelWarn, true
 	case a.Every == 0:
 		return 0, false

@@ -2,12 +2,15 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -180,4 +183,54 @@ func without(m map[string]any, keys ...string) map[string]any {
 		delete(out, k)
 	}
 	return out
+}
+
+// A client that stops waiting (a long poll it cancels) is logged and counted
+// as 499, not as a server error: the errors setting logs nothing of it.
+func TestAccessLogClientGone(t *testing.T) {
+	t.Parallel()
+	for _, setting := range []string{"errors", "all"} {
+		e, lines := startLogged(t, setting)
+		tok := e.token("acme", "alice", "worker")
+		ctx, cancel := context.WithCancel(context.Background())
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/queues/q/claim", strings.NewReader(`{"wait_ms": 60000}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		// Once the request is written, its bytes are the server's to read:
+		// it serves the poll and sees the client gone, whenever it gets there.
+		wrote := make(chan struct{})
+		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) },
+		}))
+		done := make(chan error, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		<-wrote
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		require.Eventually(t, func() bool {
+			_, body := e.raw(http.MethodGet, "/metrics", "", "", "")
+			return strings.Contains(string(body), `tether_http_requests_total{code="499",method="POST",route="/v1/queues/:queue/claim"} 1`)
+		}, 10*time.Second, 5*time.Millisecond, "the cancelled poll is counted as 499")
+		got := lines.requests(t)
+		var polls []map[string]any
+		for _, l := range got {
+			if l["route"] == "/v1/queues/:queue/claim" {
+				polls = append(polls, l)
+			}
+		}
+		if setting == "errors" {
+			require.Empty(t, polls, "a client that went away is not a server error")
+			continue
+		}
+		require.Len(t, polls, 1)
+		require.Equal(t, "INFO", polls[0]["level"])
+		require.Equal(t, float64(api.StatusClientGone), polls[0]["status"])
+	}
 }

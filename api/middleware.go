@@ -71,6 +71,9 @@ func (s *Server) observe(c echo.Context, id string, elapsed time.Duration) {
 		route = "unmatched"
 	}
 	r, status := c.Request(), c.Response().Status
+	if status >= 500 && r.Context().Err() != nil {
+		status = StatusClientGone
+	}
 	s.metrics.observe(r.Method, route, status, elapsed)
 	level, ok := s.accessLevel(status)
 	if !ok || !s.log.Enabled(r.Context(), level) {
