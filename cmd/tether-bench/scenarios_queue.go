@@ -57,10 +57,11 @@ func preloadNote(r *result, n int, took time.Duration) {
 	r.note("preloaded %d nodes in %.2fs (%.0f nodes/s)", n, took.Seconds(), float64(n)/took.Seconds())
 }
 
-// cpuNote says how busy the machine was besides the server: the harness
-// shares its cores, and so may other processes (noise).
+// cpuNote says how busy the server and the rest of the machine were in the
+// window: the harness shares its cores, and so may other processes (noise).
+// The server's CPU per op is steadier than ops/s on a noisy machine.
 func cpuNote(r *result, u usage) {
-	r.note("CPU in the window: harness %.2fs, other processes %.2fs (the machine's cores are shared)", u.client, u.other)
+	r.note("CPU in the window: server %.2fs, harness %.2fs, other processes %.2fs (the machine's cores are shared)", u.server, u.client, u.other)
 }
 
 // scenarioA runs (a) and, when withHealth, (h) on the same server.
