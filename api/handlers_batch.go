@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/work"
 )
 
 // MaxBatchOps is the most ops one POST /v1/batch may hold.
@@ -27,9 +28,10 @@ type batchResult struct {
 }
 
 // batch runs many lease ops in one request. Each op succeeds or fails on its
-// own, exactly as its endpoint would. Ops on different nodes run concurrently
-// (and so share fsyncs through the store's group commit); ops on the same node
-// run in the order given.
+// own, exactly as its endpoint would, and ops on the same node run in the
+// order given. A batch of completes (what a worker sends for the jobs it
+// finished) runs many per transaction (batchCompletes); any other runs one
+// goroutine per node (batchConcurrent).
 func (s *Server) batch(c echo.Context) error {
 	body, err := s.readBody(c)
 	if err != nil {
@@ -44,17 +46,12 @@ func (s *Server) batch(c echo.Context) error {
 	if len(req.Ops) == 0 || len(req.Ops) > MaxBatchOps {
 		return fault.Invalidf("ops", "must hold 1 to %d ops", MaxBatchOps)
 	}
-	type parsed struct {
-		id   string
-		run  op
-		body []byte
-	}
-	ops := make([]parsed, len(req.Ops))
+	ops := make([]batchOp, len(req.Ops))
 	for i, raw := range req.Ops {
 		if name, id, rest, ok := splitOp(raw); ok {
 			run, known := s.batchOps[name]
 			if known && graph.ValidID(id) {
-				ops[i] = parsed{id: id, run: run, body: rest}
+				ops[i] = batchOp{name: name, id: id, run: run, body: rest}
 				continue
 			}
 		}
@@ -79,8 +76,39 @@ func (s *Server) batch(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		ops[i] = parsed{id: id, run: run, body: rest}
+		ops[i] = batchOp{name: name, id: id, run: run, body: rest}
 	}
+	ctx, p := c.Request().Context(), principal(c)
+	// Every op is answered once applied; the batch answers once all of them
+	// are durable, with one wait for the log instead of one per op.
+	ctx, durable := graph.WithBarrier(ctx)
+	// Read once here: the response's header map is not safe to touch from
+	// the goroutines below.
+	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
+	var results []batchResult
+	if allComplete(ops) {
+		results = s.batchCompletes(ctx, p, ops, requestID)
+	} else {
+		results = s.batchConcurrent(ctx, p, ops, requestID)
+	}
+	if err := durable.Wait(); err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, &batchResults{Results: results})
+}
+
+// batchOp is one op of POST /v1/batch, read.
+type batchOp struct {
+	name string
+	id   string
+	run  op
+	body []byte
+}
+
+// batchConcurrent runs ops with one goroutine per node: ops on different
+// nodes run concurrently (and so share fsyncs through the store's group
+// commit), ops on the same node in the order given.
+func (s *Server) batchConcurrent(ctx context.Context, p *tenant.Principal, ops []batchOp, requestID string) []batchResult {
 	results := make([]batchResult, len(ops))
 	byNode := map[string][]int{}
 	var order []string
@@ -90,13 +118,6 @@ func (s *Server) batch(c echo.Context) error {
 		}
 		byNode[o.id] = append(byNode[o.id], i)
 	}
-	ctx, p := c.Request().Context(), principal(c)
-	// Every op is answered once applied; the batch answers once all of them
-	// are durable, with one wait for the log instead of one per op.
-	ctx, durable := graph.WithBarrier(ctx)
-	// Read once here: the response's header map is not safe to touch from
-	// the goroutines below.
-	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
 	sem := make(chan struct{}, batchParallelism)
 	var wg sync.WaitGroup
 	for _, id := range order {
@@ -111,14 +132,68 @@ func (s *Server) batch(c echo.Context) error {
 		}(byNode[id])
 	}
 	wg.Wait()
-	if err := durable.Wait(); err != nil {
-		return err
+	return results
+}
+
+// allComplete reports whether every op of a batch is a complete, the batch a
+// worker sends for the jobs it finished.
+func allComplete(ops []batchOp) bool {
+	for _, o := range ops {
+		if o.name != "complete" {
+			return false
+		}
 	}
-	return writeJSON(c, http.StatusOK, &batchResults{Results: results})
+	return true
+}
+
+// batchCompletes runs a batch of completes through work.CompleteMany, many
+// per transaction, in the order given (which is also the order per node the
+// concurrent path keeps). Each op's answer is the one its endpoint would give.
+func (s *Server) batchCompletes(ctx context.Context, p *tenant.Principal, ops []batchOp, requestID string) []batchResult {
+	results := make([]batchResult, len(ops))
+	params := make([]work.CompleteParams, 0, len(ops))
+	at := make([]int, 0, len(ops)) // the op each of params is
+	for i, o := range ops {
+		status, _, err := runRecovered(ctx, p, o.id, o.body, func(_ context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+			var b completeBody
+			if err := decodeStrict(body, &b, true); err != nil {
+				return 0, nil, err
+			}
+			hp, err := b.params(p, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			hp.Override = p.Allows(tenant.RoleDispatcher)
+			params = append(params, work.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage})
+			at = append(at, i)
+			return http.StatusOK, nil, nil
+		})
+		if err != nil {
+			results[i] = s.batchAnswer(o.id, status, nil, err, requestID)
+		}
+	}
+	nodes, errs := s.work.CompleteMany(ctx, params)
+	for j, i := range at {
+		n, err := nodes[j], errs[j]
+		status, out, err := runRecovered(ctx, p, ops[i].id, nil, func(context.Context, *tenant.Principal, string, []byte) (int, any, error) {
+			if err != nil {
+				return 0, nil, err
+			}
+			return s.nodeAnswer(n)
+		})
+		results[i] = s.batchAnswer(ops[i].id, status, out, err, requestID)
+	}
+	return results
 }
 
 func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string, run op, body []byte, requestID string) batchResult {
 	status, out, err := runRecovered(ctx, p, id, body, run)
+	return s.batchAnswer(id, status, out, err, requestID)
+}
+
+// batchAnswer is one op's entry in a batch's results: its answer, or the
+// problem its error makes (an unknown error logged, as a handler's is).
+func (s *Server) batchAnswer(id string, status int, out any, err error, requestID string) batchResult {
 	if err == nil {
 		return batchResult{ID: id, Status: status, Body: out}
 	}

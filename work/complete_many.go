@@ -1,0 +1,75 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tether-run/tether/graph"
+)
+
+// completeChunk bounds the completions one transaction makes, as claimChunk
+// bounds claims: the reaper's urgent work and other callers' writes run
+// between chunks instead of waiting behind one long transaction.
+const completeChunk = 64
+
+// errChunkFailed rolls back a chunk of CompleteMany in which an op failed.
+var errChunkFailed = errors.New("an op of the chunk failed")
+
+// CompleteMany completes many nodes, in the order given, and answers each op
+// on its own with exactly what Complete would have: out[i] and errs[i] are
+// Complete(ctx, ps[i]) as if the ops had run one after another.
+//
+// It runs completeChunk ops per transaction (one event group and one store
+// request for the chunk, instead of one each per op). When any op of a chunk
+// fails, the chunk's transaction is rolled back, leaving nothing, and its ops
+// run again one transaction each, so that the failure is that op's alone and
+// the others succeed as they would have. Under a barrier (graph.WithBarrier)
+// it returns once the ops are applied, and the barrier waits for the log.
+func (s *Service) CompleteMany(ctx context.Context, ps []CompleteParams) (out []*graph.Node, errs []error) {
+	out, errs = make([]*graph.Node, len(ps)), make([]error, len(ps))
+	idx := make([]int, 0, min(len(ps), completeChunk))
+	for start := 0; start < len(ps); start += completeChunk {
+		idx = idx[:0]
+		for i := start; i < min(len(ps), start+completeChunk); i++ {
+			if err := validUsage(ps[i].Usage); err != nil {
+				errs[i] = err
+				continue
+			}
+			idx = append(idx, i)
+		}
+		err := s.store.Update(ctx, func(tx *graph.Tx) (err error) {
+			defer func() {
+				// A panic is one op's too: its own transaction below meets
+				// it again, as Complete would have.
+				if recover() != nil {
+					err = errChunkFailed
+				}
+			}()
+			for _, i := range idx {
+				n, err := tx.NodeGet(ps[i].Tenant, ps[i].NodeID)
+				if err != nil {
+					return errChunkFailed
+				}
+				if out[i], err = s.CompleteTx(tx, n, ps[i]); err != nil {
+					return errChunkFailed
+				}
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+		case errors.Is(err, errChunkFailed):
+			for _, i := range idx {
+				out[i], errs[i] = s.Complete(ctx, ps[i])
+			}
+		default:
+			// The store refused the whole transaction (unavailable, the
+			// caller gone): each op would have met the same.
+			for _, i := range idx {
+				out[i], errs[i] = nil, fmt.Errorf("error completing node: %w", err)
+			}
+		}
+	}
+	return out, errs
+}
