@@ -26,7 +26,7 @@ func TestBatchOfCompletesAnswersAsTheEndpoint(t *testing.T) {
 	w, bob := e.user("w"), e.user("bob")
 	const n = 150
 	failing := func(i int) bool { return i < 128 } // the first two chunks
-	for _, prefix := range []string{"b", "s"} { // b*: batched; s*: their twins on the endpoint
+	for _, prefix := range []string{"b", "s"} {    // b*: batched; s*: their twins on the endpoint
 		e.mustCreate(task(prefix + "epic"))
 		for i := range n {
 			id := fmt.Sprintf("%s%03d", prefix, i)
