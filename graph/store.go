@@ -43,6 +43,7 @@ type Store struct {
 
 	// Owned by the writer goroutine.
 	seqs    map[string]uint64
+	spare   txMaps // the last successful write transaction's maps, for the next
 	scratch []byte // encoding buffer
 	// keyScratch is the writer's buffer for keys handed to kv Set and
 	// Delete (Tx.scratchKey); only write transactions use it, one at a time
@@ -159,6 +160,7 @@ func (s *Store) UpdateUrgent(ctx context.Context, fn func(*Tx) error) error {
 func (s *Store) wrap(fn func(*Tx) error) func(*kv.Txn) error {
 	return func(ktx *kv.Txn) error {
 		tx := &Tx{kv: ktx, store: s, now: s.clock.Now(), writable: true}
+		s.spare.lend(tx)
 		// The state is folded in first, so every other hook sees it.
 		ktx.OnApply(tx.apply)
 		if err := fn(tx); err != nil {

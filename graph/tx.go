@@ -37,6 +37,44 @@ type Tx struct {
 	marks  map[string]retentionMark // retention marks changed here (retention.go)
 }
 
+// txMaps are a write transaction's maps of changes, kept on the writer from
+// one successful transaction to the next: cleared, a map keeps its room, so a
+// transaction of many ops (a chunk of claims or completions) does not grow
+// its maps from nothing each time. Maps that grew past maxSpareMap are
+// dropped (an empty map costs its room on every range over it).
+type txMaps struct {
+	nodes    map[nodeRef]*nodeState
+	edges    map[edgeRef]*liveEdge
+	assigned map[nodeRef]assignedChange
+}
+
+const maxSpareMap = 1024
+
+// keep takes tx's maps for the next transaction. It runs last in tx.apply:
+// no hook of tx reads them after that (OnDurable hooks never do), and the
+// next transaction starts only after every hook of this one has run.
+func (m *txMaps) keep(tx *Tx) {
+	*m = txMaps{}
+	if len(tx.nodes) <= maxSpareMap {
+		m.nodes = tx.nodes
+	}
+	if len(tx.edges) <= maxSpareMap {
+		m.edges = tx.edges
+	}
+	if len(tx.assigned) <= maxSpareMap {
+		m.assigned = tx.assigned
+	}
+}
+
+// lend gives the kept maps, cleared, to a new write transaction.
+func (m *txMaps) lend(tx *Tx) {
+	clear(m.nodes)
+	clear(m.edges)
+	clear(m.assigned)
+	tx.nodes, tx.edges, tx.assigned = m.nodes, m.edges, m.assigned
+	*m = txMaps{}
+}
+
 // edgeRef names a live edge.
 type edgeRef struct{ tenant, from, typ, to string }
 
@@ -108,6 +146,7 @@ func (tx *Tx) setState(ref nodeRef, st *nodeState) {
 // when the transaction has succeeded.
 func (tx *Tx) apply() {
 	s := tx.store
+	defer s.spare.keep(tx)
 	for tenant, seq := range tx.seqs {
 		s.seqs[tenant] = seq
 	}
