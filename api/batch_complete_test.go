@@ -11,22 +11,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/work"
 )
 
 // A batch of completes runs many per transaction (work.CompleteMany). Each op
 // must still answer exactly as POST /v1/nodes/{id}/complete would, failing
-// ops among them included: this runs the same 150 completes (three chunks of
-// at most 64: the first two with failures of every kind, which run again op
-// by op, the last with none, which commits whole) through a batch on one set
-// of nodes and through the endpoint on twins, and compares every answer and
-// effect.
+// ops among them included: this runs the same completes (three chunks: the
+// first two with failures of every kind, which run again op by op, the last
+// with none, which commits whole) through a batch on one set of nodes and
+// through the endpoint on twins, and compares every answer and effect.
 func TestBatchOfCompletesAnswersAsTheEndpoint(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	w, bob := e.user("w"), e.user("bob")
-	const n = 150
-	failing := func(i int) bool { return i < 128 } // the first two chunks
-	for _, prefix := range []string{"b", "s"} {    // b*: batched; s*: their twins on the endpoint
+	const n = 2*work.CompleteChunk + 22
+	failing := func(i int) bool { return i < 2*work.CompleteChunk } // the first two chunks
+	// b*: batched; s*: their twins on the endpoint.
+	for _, prefix := range []string{"b", "s"} {
 		e.mustCreate(task(prefix + "epic"))
 		for i := range n {
 			id := fmt.Sprintf("%s%03d", prefix, i)
