@@ -41,6 +41,7 @@ var conformanceFiles = map[string]bool{
 	"nodes_test.go":             true,
 	"edges_test.go":             true,
 	"batch_test.go":             true,
+	"batch_complete_test.go":    true,
 	"idempotency_test.go":       true,
 }
 
