@@ -23,9 +23,8 @@
 //     transaction as the nodes, so a retry sees both or neither.
 //   - usage_total of a node is its own usage plus its children's usage_total,
 //     maintained by adding each run's usage along the parent chain.
-//   - Many ops in one transaction (a chunk of claims, CompleteMany's chunk of
-//     completions) answer each op as its own transaction would: a claim chunk
-//     never fails an op (it claims what it can), and a completion chunk in
-//     which any op fails is rolled back whole and run again one op per
-//     transaction.
+//   - Many ops share a transaction only where each still gets its own
+//     answer: a chunk of claims serves one request (what it claimed, or on an
+//     error nothing of it), and a chunk of CompleteMany's completions in which
+//     any op fails is rolled back whole and run again one op per transaction.
 package work
