@@ -159,12 +159,11 @@ func (s *Server) batchCompletes(ctx context.Context, p *tenant.Principal, ops []
 			if err := decodeStrict(body, &b, true); err != nil {
 				return 0, nil, err
 			}
-			hp, err := b.params(p, id)
+			cp, err := b.completeParams(p, id)
 			if err != nil {
 				return 0, nil, err
 			}
-			hp.Override = p.Allows(tenant.RoleDispatcher)
-			params = append(params, work.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage})
+			params = append(params, cp)
 			at = append(at, i)
 			return http.StatusOK, nil, nil
 		})

@@ -235,6 +235,16 @@ type completeBody struct {
 	Usage  map[string]float64 `json:"usage"`
 }
 
+// completeParams are the params of p's complete of node id.
+func (b completeBody) completeParams(p *tenant.Principal, id string) (work.CompleteParams, error) {
+	hp, err := b.params(p, id)
+	if err != nil {
+		return work.CompleteParams{}, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	return work.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage}, nil
+}
+
 func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
 	var b completeBody
 	if err := decodeStrict(body, &b, true); err != nil {
@@ -244,12 +254,11 @@ func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string,
 }
 
 func (s *Server) complete(ctx context.Context, p *tenant.Principal, id string, b completeBody) (int, any, error) {
-	hp, err := b.params(p, id)
+	cp, err := b.completeParams(p, id)
 	if err != nil {
 		return 0, nil, err
 	}
-	hp.Override = p.Allows(tenant.RoleDispatcher)
-	n, err := s.work.Complete(ctx, work.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage})
+	n, err := s.work.Complete(ctx, cp)
 	if err != nil {
 		return 0, nil, err
 	}
