@@ -188,3 +188,40 @@ func TestReadyMirrorSurvivesRestartAndPromotesDelayed(t *testing.T) {
 	require.EqualValues(t, 5, stats[0].Counts[StatusQueued])
 	require.True(t, slices.ContainsFunc(stats, func(q QueueStat) bool { return q.Ready == 5 }))
 }
+
+// The mirror offers a delayed node only once the record's run_at has passed,
+// to the nanosecond (at the first whole ms from it): the claim checks the
+// record to the nanosecond, and a node offered early
+// was refused while the long poll the offer had woken waited on for a change
+// that would not come again (its whole wait; seen as a flaky runner test).
+func TestReadyMirrorOffersNoNodeBeforeItsRunAt(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	s, err := Open(Options{Dir: t.TempDir(), Clock: clk})
+	require.NoError(t, err)
+	defer s.Close()
+	at := clk.Now().Add(20*time.Millisecond + 600*time.Microsecond)
+	n := newNode("acme", "later", 0)
+	n.RunAt = &at
+	insert(t, s, n)
+	changed, stop := s.ReadyWatch("acme", "q", ReadyFilter{})
+	defer stop()
+
+	clk.Advance(20*time.Millisecond + 200*time.Microsecond) // the same ms as run_at, before it
+	_, mirrored := haveReady(t, s, "acme", "q")
+	require.Empty(t, mirrored, "not offered before its run_at")
+	select {
+	case <-changed:
+		t.Fatal("a waiter was woken for a node not yet due")
+	default:
+	}
+
+	clk.Advance(800 * time.Microsecond) // the first whole ms after run_at
+	_, mirrored = haveReady(t, s, "acme", "q")
+	require.Equal(t, []string{"later"}, mirrored, "offered once due")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not woken when the node came due")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"strings"
 	"sync"
+	"time"
 	"unique"
 
 	"github.com/google/btree"
@@ -32,7 +33,7 @@ type nodeState struct {
 	target string
 	labels []string
 	holder string // the live lease's identity ("" for none)
-	runAt  int64  // unix ms; 0 = none
+	runAt  int64  // unix ms, rounded up (runAtMS); 0 = none
 	// changed is when a finished node last changed (unix ns), for
 	// retention; 0 while the node is not finished.
 	changed int64
@@ -263,7 +264,7 @@ func stateOf(n *Node, record []byte) nodeState {
 		st.holder = intern(n.Lease.By)
 	}
 	if n.RunAt != nil {
-		st.runAt = n.RunAt.UnixMilli()
+		st.runAt = runAtMS(*n.RunAt)
 	}
 	st.hasBlobs = len(n.Blobs) > 0
 	if !n.Status.Terminal() {
@@ -288,4 +289,18 @@ func intern(s string) string {
 		return ""
 	}
 	return unique.Make(s).Value()
+}
+
+// runAtMS is run_at in unix ms for the ready mirror, rounded up: the mirror
+// offers a node once its run_at in ms has come, and the claim checks the
+// record's run_at to the ns. Rounded down, a node due at .6 ms into a
+// millisecond was offered at .2, refused by the claim as not yet due, and
+// the long poll it had woken waited for a change that had already happened
+// (up to its whole wait).
+func runAtMS(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		ms++
+	}
+	return ms
 }
