@@ -154,31 +154,27 @@ func (s *Server) batchCompletes(ctx context.Context, p *tenant.Principal, ops []
 	params := make([]work.CompleteParams, 0, len(ops))
 	at := make([]int, 0, len(ops)) // the op each of params is
 	for i, o := range ops {
-		status, _, err := runRecovered(ctx, p, o.id, o.body, func(_ context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
-			var b completeBody
-			if err := decodeStrict(body, &b, true); err != nil {
-				return 0, nil, err
+		// Read on the handler's goroutine, but recovered as an op's panic is
+		// on the concurrent path: it is that op's 500.
+		_, _, err := runRecovered(ctx, p, o.id, o.body, func(_ context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+			cp, err := completeRequest(p, id, body)
+			if err == nil {
+				params, at = append(params, cp), append(at, i)
 			}
-			cp, err := b.completeParams(p, id)
-			if err != nil {
-				return 0, nil, err
-			}
-			params = append(params, cp)
-			at = append(at, i)
-			return http.StatusOK, nil, nil
+			return 0, nil, err
 		})
 		if err != nil {
-			results[i] = s.batchAnswer(o.id, status, nil, err, requestID)
+			results[i] = s.batchAnswer(o.id, 0, nil, err, requestID)
 		}
 	}
 	nodes, errs := s.work.CompleteMany(ctx, params)
 	for j, i := range at {
-		n, err := nodes[j], errs[j]
+		if errs[j] != nil {
+			results[i] = s.batchAnswer(ops[i].id, 0, nil, errs[j], requestID)
+			continue
+		}
 		status, out, err := runRecovered(ctx, p, ops[i].id, nil, func(context.Context, *tenant.Principal, string, []byte) (int, any, error) {
-			if err != nil {
-				return 0, nil, err
-			}
-			return s.nodeAnswer(n)
+			return s.nodeAnswer(nodes[j])
 		})
 		results[i] = s.batchAnswer(ops[i].id, status, out, err, requestID)
 	}

@@ -245,12 +245,22 @@ func (b completeBody) completeParams(p *tenant.Principal, id string) (work.Compl
 	return work.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage}, nil
 }
 
-func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+// completeRequest reads the body of p's complete of node id (an endpoint's
+// or a batch op's) into its params.
+func completeRequest(p *tenant.Principal, id string, body []byte) (work.CompleteParams, error) {
 	var b completeBody
 	if err := decodeStrict(body, &b, true); err != nil {
+		return work.CompleteParams{}, err
+	}
+	return b.completeParams(p, id)
+}
+
+func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	cp, err := completeRequest(p, id, body)
+	if err != nil {
 		return 0, nil, err
 	}
-	return s.complete(ctx, p, id, b)
+	return s.completeWith(ctx, cp)
 }
 
 func (s *Server) complete(ctx context.Context, p *tenant.Principal, id string, b completeBody) (int, any, error) {
@@ -258,6 +268,11 @@ func (s *Server) complete(ctx context.Context, p *tenant.Principal, id string, b
 	if err != nil {
 		return 0, nil, err
 	}
+	return s.completeWith(ctx, cp)
+}
+
+// completeWith completes a node and answers with it.
+func (s *Server) completeWith(ctx context.Context, cp work.CompleteParams) (int, any, error) {
 	n, err := s.work.Complete(ctx, cp)
 	if err != nil {
 		return 0, nil, err

@@ -23,12 +23,6 @@ type value struct {
 
 func newOverlay() *overlay { return &overlay{vals: map[string]value{}} }
 
-// newOverlaySized is newOverlay with room for about n keys.
-func newOverlaySized(n int) *overlay { return &overlay{vals: make(map[string]value, n)} }
-
-// maxOverlayHint bounds the room a segment's overlay starts with.
-const maxOverlayHint = 4096
-
 func (o *overlay) put(k string, v value) {
 	old, ok := o.vals[k]
 	o.putOver(k, v, old, ok)

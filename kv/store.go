@@ -54,9 +54,6 @@ type Store struct {
 	pend    []*inflight // segments handed to the logger and not yet applied, oldest first; owned by the writer
 	txnSeq  uint64      // the last write transaction's id (Txn.id); owned by the writer
 	scratch txnScratch  // owned by the writer
-	// overlayHint is how many keys the writer's last segment held: the
-	// next starts with that much room instead of growing to it (writer).
-	overlayHint int
 }
 
 // errBroken is a commit attempted once the store is broken.

@@ -148,8 +148,7 @@ const maxSegment = 10 * time.Millisecond
 // returns the requests left.
 func (s *Store) runSegment(batch []*request) []*request {
 	s.dropDurable()
-	g := &segment{s: s, over: newOverlaySized(s.overlayHint)}
-	defer func() { s.overlayHint = min(g.over.len(), maxOverlayHint) }()
+	g := &segment{s: s, over: newOverlay()}
 	f := &inflight{over: g.over}
 	start := time.Now()
 	maxCount, maxSize := s.maxKeys, s.maxBytes

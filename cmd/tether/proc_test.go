@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -93,6 +95,27 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
+
+// firstEphemeralPort is where Linux starts picking ports for listeners on
+// port 0 (net.ipv4.ip_local_port_range's default).
+const firstEphemeralPort = 32768
+
+// withFreePorts replaces every loopback address of script with a port in the
+// ephemeral range by a free one, one for each distinct address.
+func withFreePorts(t *testing.T, script string) string {
+	free := map[string]string{}
+	return loopbackPort.ReplaceAllStringFunc(script, func(addr string) string {
+		if port, _ := strconv.Atoi(loopbackPort.FindStringSubmatch(addr)[1]); port < firstEphemeralPort {
+			return addr
+		}
+		if _, ok := free[addr]; !ok {
+			free[addr] = freeAddr(t)
+		}
+		return free[addr]
+	})
 }
 
 // baseEnv is the clean environment every subprocess starts from: nothing of

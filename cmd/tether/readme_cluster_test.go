@@ -18,8 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,27 +69,6 @@ func TestREADMECluster(t *testing.T) {
 	for _, c := range []struct{ name, script string }{{"kill server 1", block}, {"kill server 2", swapped}} {
 		t.Run(c.name, func(t *testing.T) { runClusterBlock(t, withFreePorts(t, c.script)) })
 	}
-}
-
-var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
-
-// firstEphemeralPort is where Linux starts picking ports for listeners on
-// port 0 (net.ipv4.ip_local_port_range's default).
-const firstEphemeralPort = 32768
-
-// withFreePorts replaces every loopback address of script with a port in the
-// ephemeral range by a free one, one for each distinct address.
-func withFreePorts(t *testing.T, script string) string {
-	free := map[string]string{}
-	return loopbackPort.ReplaceAllStringFunc(script, func(addr string) string {
-		if port, _ := strconv.Atoi(loopbackPort.FindStringSubmatch(addr)[1]); port < firstEphemeralPort {
-			return addr
-		}
-		if _, ok := free[addr]; !ok {
-			free[addr] = freeAddr(t)
-		}
-		return free[addr]
-	})
 }
 
 // runClusterBlock runs script with bash -e in an empty directory, tether

@@ -20,8 +20,9 @@ package main
 //   - A command that runs until it is stopped (`tether work`, `tether serve`,
 //     `--follow`, `--watch`) runs for a few seconds (5 for work, 2 for the
 //     rest) and is stopped with SIGTERM; it passes unless it exited non-zero.
-//   - A fixed listen address in a block (`--addr 127.0.0.1:36726`) is replaced
-//     by a free one: other tests of this run listen on loopback ports too.
+//   - A fixed loopback port in the ephemeral range (`--addr 127.0.0.1:36726`)
+//     is replaced by a free one (withFreePorts): other tests of this run
+//     listen on ports picked from that range.
 //
 // After the script, the test checks what the examples claim to have done.
 
@@ -85,8 +86,6 @@ func readmeShellBlocks(t *testing.T, path string) []readmeBlock {
 	}
 	return blocks
 }
-
-var readmeListenAddr = regexp.MustCompile(`--addr 127\.0\.0\.1:[0-9]+`)
 
 var readmeExportLine = regexp.MustCompile(`^\s*export .*\bTETHER_(URL|TOKEN|OPERATOR_TOKEN)=`)
 
@@ -160,11 +159,8 @@ func TestREADMEExamples(t *testing.T) {
 	if op == nil {
 		t.Fatalf("the dev banner prints no operator token:\n%s", srv.stdout.String())
 	}
-	for i := range blocks {
-		blocks[i].text = readmeListenAddr.ReplaceAllStringFunc(blocks[i].text, func(string) string { return "--addr " + freeAddr(t) })
-	}
 	script := filepath.Join(dir, "readme.sh")
-	if err := os.WriteFile(script, []byte(readmeScript(blocks)), 0o644); err != nil {
+	if err := os.WriteFile(script, []byte(withFreePorts(t, readmeScript(blocks))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
