@@ -36,6 +36,12 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		// can drop what Badger holds.
 		WithSyncWrites(true).
 		WithNumVersionsToKeep(1).
+		// One goroutine (the applier) writes Badger, so its transactions
+		// never conflict: without conflict detection a commit no longer
+		// hashes every key into a set that Badger keeps until no older
+		// read is open. A/B, 8 s windows: (b) 87-97 -> 84-92 µs of server
+		// CPU per job, (a) 355-390 -> 283-298 µs per pair.
+		WithDetectConflicts(false).
 		WithCompactL0OnClose(false).
 		// Memory: Badger's defaults (five 64 MiB memtables, a 256 MiB block
 		// cache, four compactors) let a busy store pass 2 GiB. Live nodes are
