@@ -138,7 +138,7 @@ func TestOpenRefusesAnotherFormatNamingBoth(t *testing.T) {
 
 	_, err = Open(Options{Dir: dir})
 	require.ErrorContains(t, err, "holds store format 2")
-	require.ErrorContains(t, err, "reads format 3")
+	require.ErrorContains(t, err, "reads format 4 (and migrates 3)")
 }
 
 func TestCheckFindsANodeNamingAMissingBlob(t *testing.T) {

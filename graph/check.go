@@ -58,13 +58,12 @@ func Check(dir string) (*CheckReport, error) {
 	defer db.Close()
 	s := &Store{kv: db, clock: clock.Real{}, table: newTable(), ready: newReadyMirror(clock.Real{}), events: newEventHub()}
 	defer s.ready.close()
-	r := &CheckReport{Format: FormatVersion}
-	fresh, err := s.checkFormat(dir)
+	stored, err := s.checkFormat(dir)
 	if err != nil {
 		return nil, err
 	}
-	if fresh {
-		r.Format = 0
+	r := &CheckReport{Format: stored}
+	if stored == 0 {
 		return r, nil
 	}
 	if err := s.derive(s.table, s.ready); err != nil {
@@ -97,6 +96,13 @@ type checker struct {
 	liveTen   []string
 	edgeAdded map[string]map[uint64]string // tenant -> seq -> "from type to"
 	marks     *marks
+	// pointers are the event pointers at the end of node records.
+	pointers []recordPointer
+}
+
+type recordPointer struct {
+	ref nodeRef
+	seq uint64
 }
 
 // horizon is the highest event seq retention removed from tenant.
@@ -106,10 +112,22 @@ func (c *checker) nodes_() error {
 	return c.tx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 		parts := splitKey(key, 2)
 		var n Node
-		if err := decode(val, &n, key); err != nil || len(parts) != 2 {
+		rest, err := n.UnmarshalMsg(val)
+		if err != nil || len(parts) != 2 {
 			c.r.problem("node record %q does not decode: %v", key, err)
 			return true, nil
 		}
+		if tuple, _ := recordPointers(val); len(val)-len(rest) != tuple {
+			c.r.problem("node record %q holds %d bytes after its fields that are not event pointers", key, len(rest))
+		}
+		var prev uint64
+		eachRecordPointer(val, func(seq uint64) {
+			if seq <= prev {
+				c.r.problem("node record %q points at event group %d after %d", key, seq, prev)
+			}
+			prev = seq
+			c.pointers = append(c.pointers, recordPointer{nodeRef{n.Tenant, n.ID}, seq})
+		})
 		if string(parts[0]) != n.Tenant || string(parts[1]) != n.ID {
 			c.r.problem("node record under %q names %s/%s", key, n.Tenant, n.ID)
 		}
@@ -287,6 +305,15 @@ func (c *checker) events() error {
 		pointed[fmt.Sprint(tenant, "\x00", id, "\x00", at)] = true
 		return true, nil
 	})
+	for _, p := range c.pointers {
+		if ids, ok := groups[p.ref.tenant][p.seq]; !ok || !ids[p.ref.id] {
+			if !ok && p.seq <= c.horizon(p.ref.tenant) {
+				continue // retention removed the group; a full record drops such pointers to make room
+			}
+			c.r.problem("node %s/%s points at event group %d from its record, which has no event of it", p.ref.tenant, p.ref.id, p.seq)
+		}
+		pointed[fmt.Sprint(p.ref.tenant, "\x00", p.ref.id, "\x00", p.seq)] = true
+	}
 	for tenant, gs := range groups {
 		for at, ids := range gs {
 			for id := range ids {

@@ -5,8 +5,10 @@
 // what a lease means.
 //
 // What is stored, and only that (keys.go): node records (each with its live
-// assigned edge, so a claim and a completion write no edge key), live and
-// retired edges, deleted nodes' last fences, event groups with per-node pointers,
+// assigned edge, so a claim and a completion write no edge key, and with
+// pointers to the event groups of the transactions that wrote it, so they
+// write no pointer key either: node_events.go), live and retired edges,
+// deleted nodes' last fences, event groups with per-node pointers,
 // comments and the small records. Records use a generated MessagePack codec
 // (records.go, records_gen.go) under a format version (format.go): a data
 // directory of another version is refused with both versions named.
@@ -47,7 +49,10 @@
 //     OnDurable hooks.
 //   - Event seqs are handed out on the writer in commit order, so seq
 //     strictly increases per tenant; a transaction's events are stored as one
-//     group under the seq of its last event, with one pointer per node.
+//     group under the seq of its last event, with one pointer per node: in the
+//     node's record when the transaction wrote it (at most maxRecordPointers
+//     there), else a key; NodeEvents merges the two in seq order, and a
+//     deleted node's record pointers become keys.
 //   - At most one live edge per (from, type, to); retiring moves it to
 //     history under the seq of its edge_added event, never erasing it.
 //   - A depends_on or parent_of edge that would close a cycle through either

@@ -129,28 +129,64 @@ func takeEvents(out, evs []Event, tenant, id string, after uint64, limit int) (_
 	return out, true
 }
 
-// NodeEvents returns up to limit events of node id with seq > after, oldest first.
+// NodeEvents returns up to limit events of node id with seq > after, oldest
+// first: the groups its record points at and those its pointer keys name,
+// merged in seq order (node_events.go).
 func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]Event, error) {
+	var st *nodeState
+	if tx.writable {
+		st = tx.state(nodeRef{tenant, id})
+	}
+	record, err := tx.storedRecord(tenant, id, st)
+	if err != nil {
+		return nil, err
+	}
+	var inRecord []uint64
+	eachRecordPointer(record, func(seq uint64) {
+		if seq >= after {
+			inRecord = append(inRecord, seq)
+		}
+	})
+	var out []Event
+	more := true
+	take := func(seq uint64) error {
+		gk := eventKey(tenant, seq)
+		val, ok, err := tx.kv.Get(gk)
+		if err != nil || !ok {
+			return err // a group retention removed: nothing of it is left
+		}
+		evs, err := tx.eventGroupAt(gk, val)
+		if err != nil {
+			return err
+		}
+		out, more = takeEvents(out, evs, tenant, id, after, limit)
+		return nil
+	}
 	prefix := newKey(tagNodeEvent, tenant).str(id).bytes()
 	var start []byte
 	if after > 0 {
 		start = nodeEventKey(tenant, id, after)
 	}
-	var out []Event
-	err := tx.kv.Scan(prefix, start, false, false, func(key, _ []byte) (bool, error) {
-		gk := eventKey(tenant, uint64FromBytes(key[len(key)-8:]))
-		val, ok, err := tx.kv.Get(gk)
-		if err != nil || !ok {
-			return err == nil, err
+	err = tx.kv.Scan(prefix, start, false, false, func(key, _ []byte) (bool, error) {
+		seq := uint64FromBytes(key[len(key)-8:])
+		for ; more && len(inRecord) > 0 && inRecord[0] <= seq; inRecord = inRecord[1:] {
+			if inRecord[0] == seq {
+				continue // named twice: taken once, below
+			}
+			if err := take(inRecord[0]); err != nil {
+				return false, err
+			}
 		}
-		evs, err := tx.eventGroupAt(gk, val)
-		if err != nil {
-			return false, err
+		if more {
+			if err := take(seq); err != nil {
+				return false, err
+			}
 		}
-		var more bool
-		out, more = takeEvents(out, evs, tenant, id, after, limit)
 		return more, nil
 	})
+	for ; err == nil && more && len(inRecord) > 0; inRecord = inRecord[1:] {
+		err = take(inRecord[0])
+	}
 	return out, err
 }
 

@@ -14,22 +14,31 @@ import (
 //	2: MessagePack records (records.go), indexes in memory, events grouped
 //	   per transaction.
 //	3: node records end with the blobs they reference; blob records.
-const FormatVersion = 3
+//	4: a node record may carry pointers to its event groups after its
+//	   fields (node_events.go) instead of pointer keys.
+const FormatVersion = 4
+
+// migratesFrom is the oldest format this server opens and moves to
+// FormatVersion. A format-3 store is a format-4 store without pointers in
+// its records (every pointer is a key, which format 4 reads too), so moving
+// it is writing the new version.
+const migratesFrom = 3
 
 var formatKey = []byte{0x01, 'f', 'o', 'r', 'm', 'a', 't'}
 
-// checkFormat reads the format of the data directory: fresh (empty) stores
-// take the current one; another version is refused with both named.
-func (s *Store) checkFormat(dir string) (fresh bool, err error) {
+// checkFormat reads the format of the data directory: 0 for a fresh (empty)
+// store, which takes the current one; a version this server neither reads
+// nor migrates is refused with both named.
+func (s *Store) checkFormat(dir string) (stored int, err error) {
 	err = s.kv.View(func(tx *kv.Txn) error {
 		b, ok, err := tx.Get(formatKey)
 		if err != nil {
 			return err
 		}
 		if ok {
-			v, _ := strconv.Atoi(string(b))
-			if v != FormatVersion {
-				return fmt.Errorf("the data directory %s holds store format %d, and this server reads format %d: run the release that wrote it, or start from an empty directory", dir, v, FormatVersion)
+			stored, _ = strconv.Atoi(string(b))
+			if stored < migratesFrom || stored > FormatVersion {
+				return fmt.Errorf("the data directory %s holds store format %d, and this server reads format %d (and migrates %d): run the release that wrote it, or start from an empty directory", dir, stored, FormatVersion, migratesFrom)
 			}
 			return nil
 		}
@@ -43,10 +52,9 @@ func (s *Store) checkFormat(dir string) (fresh bool, err error) {
 		if !empty {
 			return fmt.Errorf("the data directory %s holds store format 1 (JSON records, before the binary codec), and this server reads format %d: run the release that wrote it, or start from an empty directory", dir, FormatVersion)
 		}
-		fresh = true
 		return nil
 	})
-	return fresh, err
+	return stored, err
 }
 
 func (s *Store) writeFormat() error {

@@ -13,7 +13,7 @@ import (
 // set, live leases, blocker and dependent counts, incoming live edges) is
 // rebuilt in memory at open (see state.go and rebuild.go).
 //
-//	n|t|id                          node record
+//	n|t|id                          node record (may end with pointers to its event groups, node_events.go)
 //	F|t|id                          last fence of a deleted node (fences never repeat)
 //	E|t|from|type|to                live edge (record, with the seq of its edge_added event);
 //	                                a live assigned edge is kept in its node's record instead
@@ -21,7 +21,9 @@ import (
 //	S|t|to|type|from|seq            retired edge, incoming side (no value)
 //	U|t|queue                       queue settings (paused, max_running)
 //	v|t|seq                         the events one transaction appended, under the seq of its last one
-//	w|t|id|seq                      the node has an event in the group v|t|seq (no value)
+//	w|t|id|seq                      the node has an event in the group v|t|seq (no value), when
+//	                                the group's transaction did not write the node's record, or
+//	                                the record holds maxRecordPointers pointers already
 //	C|t|id|created|seq              comment on a node (created: the node's creation instant, see comment.go)
 //	T|t                             tenant record
 //	K|t|keyid                       API key record

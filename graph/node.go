@@ -159,6 +159,16 @@ func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
 	return n, nil
 }
 
+// storedRecord is the node's record as last written: kept in memory while the
+// node is live, read otherwise.
+func (tx *Tx) storedRecord(tenant, id string, st *nodeState) ([]byte, error) {
+	if st != nil && st.record != nil {
+		return st.record, nil
+	}
+	b, _, err := tx.kv.Get(nodeKey(tenant, id))
+	return b, err
+}
+
 // NodeExists reports whether the node exists.
 func (tx *Tx) NodeExists(tenant, id string) (bool, error) {
 	if tx.writable {
@@ -192,7 +202,7 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	if err := tx.blobRefs(n.Tenant, nil, n.Blobs); err != nil {
 		return err
 	}
-	b, err := tx.putNode(n)
+	b, err := tx.putNode(n, nil)
 	if err != nil {
 		return err
 	}
@@ -201,9 +211,10 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	return tx.Emit(n.Tenant, EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
 }
 
-// putNode encodes and writes n; the encoding, exactly sized, is what the
+// putNode encodes and writes n, with the event pointers of the record it
+// replaces (node_events.go); the encoding, exactly sized, is what the
 // in-memory state keeps of a live node.
-func (tx *Tx) putNode(n *Node) ([]byte, error) {
+func (tx *Tx) putNode(n *Node, replaced []byte) ([]byte, error) {
 	if ac, ok := tx.assigned[nodeRef{n.Tenant, n.ID}]; ok {
 		n.Assigned = ac.rec
 		if !ac.written {
@@ -215,7 +226,7 @@ func (tx *Tx) putNode(n *Node) ([]byte, error) {
 		return nil, err
 	}
 	tx.store.scratch = b
-	b = bytes.Clone(b)
+	b = appendRecordPointers(bytes.Clone(b), replaced)
 	return b, tx.kv.Set(nodeKey(n.Tenant, n.ID), b)
 }
 
@@ -263,7 +274,11 @@ func (tx *Tx) NodePutQuiet(n *Node) error {
 	if st == nil {
 		return &fault.NotFound{What: "node", ID: n.ID}
 	}
-	b, err := tx.putNode(n)
+	replaced, err := tx.storedRecord(n.Tenant, n.ID, st)
+	if err != nil {
+		return err
+	}
+	b, err := tx.putNode(n, replaced)
 	if err != nil {
 		return err
 	}
@@ -279,6 +294,20 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 	}
 	ref := nodeRef{n.Tenant, n.ID}
 	if err := tx.blobRefs(n.Tenant, n.Blobs, nil); err != nil {
+		return err
+	}
+	// The events of a deleted node stay, and so do its pointers to them:
+	// those in its record become keys.
+	record, err := tx.storedRecord(n.Tenant, n.ID, tx.state(ref))
+	if err != nil {
+		return err
+	}
+	eachRecordPointer(record, func(seq uint64) {
+		if err == nil {
+			err = tx.kv.Set(nodeEventKey(n.Tenant, n.ID, seq), nil)
+		}
+	})
+	if err != nil {
 		return err
 	}
 	if err := tx.kv.Delete(nodeKey(n.Tenant, n.ID)); err != nil {

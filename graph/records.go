@@ -4,7 +4,9 @@ package graph
 // github.com/tinylib/msgp (records_gen.go; `go generate ./graph/`). Each
 // struct is encoded as a MessagePack array in field order (tuple), so a
 // field may only be appended; any other change bumps FormatVersion (see
-// format.go). JSON tags serve the HTTP edge and tests, never the store.
+// format.go). A node record may carry event pointers after its tuple
+// (node_events.go), which decoding a Node ignores. JSON tags serve the HTTP
+// edge and tests, never the store.
 
 import (
 	"encoding/json"

@@ -90,7 +90,7 @@ func Open(opts Options) (*Store, error) {
 		marks:  newMarks(),
 		seqs:   map[string]uint64{},
 	}
-	fresh, err := s.checkFormat(opts.Dir)
+	stored, err := s.checkFormat(opts.Dir)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -100,10 +100,13 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
 	db.Start()
-	if fresh {
+	if stored != FormatVersion {
 		if err := s.writeFormat(); err != nil {
 			s.Close()
 			return nil, err
+		}
+		if stored != 0 && s.log != nil {
+			s.log.Info("store format migrated", "from", stored, "to", FormatVersion)
 		}
 	}
 	return s, nil

@@ -260,7 +260,8 @@ func allOfTenant(evs []Event, tenant string) bool {
 const smallGroup = 16
 
 // writeEventGroup writes the events of one tenant as one group under the
-// seq of its last event, and the group's index entry for each node once.
+// seq of its last event, and the group's pointer for each node once: in the
+// node's record when this transaction wrote it, else as a key.
 func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 	last := evs[len(evs)-1].Seq
 	b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
@@ -286,11 +287,46 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 		} else if slices.ContainsFunc(evs[:i], func(e Event) bool { return e.NodeID == ev.NodeID }) {
 			continue
 		}
+		if ok, err := tx.pointFromRecord(tenant, ev.NodeID, last); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := tx.kv.Set(tx.scratchKey(tagNodeEvent, tenant).str(ev.NodeID).u64(last).done(tx), nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pointFromRecord adds the group seq to the pointers at the end of the node's
+// record (node_events.go) when this transaction wrote the record and it has
+// room, and reports whether it did; otherwise the pointer is a key of its own.
+func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
+	key := tx.scratchKey(tagNode, tenant).last(id)
+	tx.store.keyScratch = key
+	if !tx.kv.Wrote(key) {
+		return false, nil
+	}
+	record, ok, err := tx.kv.Get(key)
+	if err != nil || !ok {
+		return false, err
+	}
+	var horizon uint64 // pointers behind it go only to make room
+	if _, seqs := recordPointers(record); len(seqs)/8 >= maxRecordPointers {
+		horizon = tx.mark(tenant).horizon
+	}
+	if record, ok = withRecordPointer(record, seq, horizon); !ok {
+		return false, nil
+	}
+	if err := tx.kv.Set(key, record); err != nil {
+		return false, err
+	}
+	if st := tx.nodes[nodeRef{tenant, id}]; st != nil && st.record != nil {
+		st.record = record // what NodeGet and the next putNode read
+	}
+	return true, nil
 }
 
 // flushAssigned rewrites the record of each node whose assigned edge changed
