@@ -61,7 +61,7 @@ type blobTable struct {
 }
 
 func newBlobTable() *blobTable {
-	return &blobTable{blobs: map[blobRef]*blobState{}, usage: map[string]int64{}, orphans: btree.NewG(16, lessOrphan)}
+	return &blobTable{blobs: map[blobRef]*blobState{}, usage: map[string]int64{}, orphans: btree.NewG(btreeDegree, lessOrphan)}
 }
 
 // put makes st the state of ref (nil: gone), keeping usage and orphans.

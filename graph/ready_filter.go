@@ -71,7 +71,7 @@ type claimIndex struct {
 
 func newClaimIndex() *claimIndex {
 	return &claimIndex{
-		all:     btree.NewG(16, lessClaimOrder),
+		all:     btree.NewG(btreeDegree, lessClaimOrder),
 		byType:  map[string]*readyTree{},
 		byLabel: map[string]*readyTree{},
 	}
@@ -96,7 +96,7 @@ func (ix *claimIndex) delete(it *readyItem) {
 func insertInto(trees map[string]*readyTree, key string, it *readyItem) {
 	t, ok := trees[key]
 	if !ok {
-		t = btree.NewG(16, lessClaimOrder)
+		t = btree.NewG(btreeDegree, lessClaimOrder)
 		trees[key] = t
 	}
 	t.ReplaceOrInsert(it)

@@ -79,8 +79,8 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 	if !ok {
 		q = &queueMirror{
 			present:  map[string]*readyItem{},
-			byClaim:  btree.NewG(16, lessClaimOrder),
-			byAge:    btree.NewG(16, lessAge),
+			byClaim:  btree.NewG(btreeDegree, lessClaimOrder),
+			byAge:    btree.NewG(btreeDegree, lessAge),
 			open:     newClaimIndex(),
 			targeted: map[string]*claimIndex{},
 			counts:   map[Status]int64{},
