@@ -31,6 +31,7 @@ var (
 	etcdOnce    sync.Once
 	etcdPrefix  atomic.Int64
 	etcdShared  *etcdtest.Cluster
+	etcdStop    = func() {}
 	etcdStores  int
 	etcdStoreMu sync.Mutex
 )
@@ -53,27 +54,23 @@ func engines(t *testing.T) []engineCase {
 }
 
 // sharedEtcd starts the cluster the engine table shares, once for the
-// package's tests (it stops with the process).
+// package's tests; TestMain stops it before removing its directories (a
+// member still running then dies on its next purge of a removed WAL
+// directory, and takes the test binary with it).
 func sharedEtcd(t *testing.T) *etcdtest.Cluster {
-	etcdOnce.Do(func() { etcdShared = etcdtest.Start(&keepAlive{T: t}, 3) })
+	etcdOnce.Do(func() {
+		dir, err := osMkdirTemp()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if etcdShared, etcdStop, err = etcdtest.StartShared(dir, 3); err != nil {
+			t.Fatalf("starting the shared etcd cluster: %v", err)
+		}
+	})
 	if etcdShared == nil {
 		t.Fatal("the shared etcd cluster did not start")
 	}
 	return etcdShared
-}
-
-// keepAlive is the testing.TB the shared cluster is started with: its
-// cleanups never run (the cluster outlives the test that started it), its
-// temporary directories are the process's.
-type keepAlive struct{ *testing.T }
-
-func (k *keepAlive) Cleanup(func()) {}
-func (k *keepAlive) TempDir() string {
-	dir, err := osMkdirTemp()
-	if err != nil {
-		k.Fatal(err)
-	}
-	return dir
 }
 
 // storePrefix is a prefix in c no other store has (tests may run again in
@@ -302,6 +299,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	code := m.Run()
+	etcdStop()
 	_ = os.RemoveAll(etcdTmp)
 	os.Exit(code)
 }
