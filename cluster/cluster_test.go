@@ -317,10 +317,33 @@ func TestLostQuorumThenResumes(t *testing.T) {
 	require.NoError(t, <-r1)
 	require.NoError(t, <-r2)
 	back := time.Now()
+	// A server may not have seen yet that its session ended while etcd had
+	// no quorum, so its view can look settled at once; until it rejoins, a
+	// tenant of its shards is answered 503 with Retry-After. Every tenant
+	// must be served again within a few lease TTLs, by either server.
 	settle(t, a, b)
-	t.Logf("quorum back: the cluster settled again after %v", time.Since(back))
+	for _, n := range []*testNode{a, b} {
+		waitServed(t, n, tenants, back.Add(4*testLeaseTTL))
+	}
+	t.Logf("quorum back: every tenant served again through both servers after %v", time.Since(back))
 	requireKept(t, a, tenants)
 	requireKept(t, b, tenants)
+}
+
+// waitServed waits until n answers every tenant's kept node with anything
+// but 503 (a shard between owners), failing the test at deadline.
+func waitServed(t *testing.T, n *testNode, tenants []string, deadline time.Time) {
+	t.Helper()
+	for _, ten := range tenants {
+		for {
+			st, _, body := call(t, http.MethodGet, n.url+"/v1/nodes/kept", token(t, ten), nil)
+			if st != http.StatusServiceUnavailable {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "tenant %s still unserved: %s", ten, body)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 func TestShardCountIsFixed(t *testing.T) {
