@@ -89,6 +89,9 @@ func decodeStrict(b []byte, v any, optional bool) error {
 	if dec.More() {
 		return fault.Invalidf("", "the body must hold exactly one JSON value")
 	}
+	if err := checkKeyCase(b, v); err != nil {
+		return err
+	}
 	return checkDurations(v)
 }
 

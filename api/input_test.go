@@ -204,3 +204,29 @@ func TestNonJSONBodiesAre415(t *testing.T) {
 	resp, b = e.raw(http.MethodPatch, "/v1/nodes/held", d, "application/merge-patch+json", `{"title":"x"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
 }
+
+// TestFieldNamesAreCaseSensitive: a key that matches a field only when case
+// is ignored (which encoding/json accepts) is refused naming it and the
+// field it meant, and changes nothing; upper case in values is no key.
+func TestFieldNamesAreCaseSensitive(t *testing.T) {
+	t.Parallel()
+	e, w, d, admin := inputEnv(t)
+	requireRefused(t, e, []badInput{
+		{http.MethodPost, "/v1/nodes", `{"Type":"t"}`, "Type", d},
+		{http.MethodPost, "/v1/nodes", `{"type":"t","backoff":{"Initial_ms":10,"max_ms":20,"factor":2}}`, "backoff.Initial_ms", d},
+		{http.MethodPost, "/v1/nodes", `{"type":"t","labelſ":["x"]}`, "labelſ", d}, // ſ folds to s
+		{http.MethodPost, "/v1/nodes/batch", `{"items":[{"type":"t"},{"type":"t","Queue":"q"}]}`, "items[1].Queue", d},
+		{http.MethodPost, "/v1/nodes/batch", `{"Items":[{"type":"t"}]}`, "Items", d},
+		{http.MethodPost, "/v1/nodes/ready/claim", `{"TTL_MS":1000}`, "TTL_MS", w},
+		{http.MethodPost, "/v1/nodes/held/complete", `{"Fence":1}`, "Fence", w},
+		{http.MethodPost, "/v1/batch", `{"ops":[{"op":"complete","id":"held","Fence":1}]}`, "Fence", w},
+	}, "case-sensitive")
+	// Merge patches compare their keys exactly already.
+	requireRefused(t, e, []badInput{
+		{http.MethodPatch, "/v1/nodes/held", `{"Title":"a"}`, "Title", d},
+		{http.MethodPatch, "/v1/tenant/policy", `{"Max_attempts_default":3}`, "Max_attempts_default", admin},
+	}, "unknown field")
+	requireUnchanged(t, e, d)
+	resp, b := e.raw(http.MethodPost, "/v1/nodes", d, "application/json", `{"type":"Task","title":"Hello, ſ and K","props":{"Upper":1}}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(b))
+}
