@@ -57,13 +57,13 @@ func keyCase(raw json.RawMessage, t reflect.Type, path string) error {
 		}
 		fields := fieldsOf(t)
 		for k, v := range obj {
-			if f, ok := fields.exact[k]; ok {
+			if f, ok := fields[k]; ok {
 				if err := keyCase(v, f, joinPath(path, k)); err != nil {
 					return err
 				}
 				continue
 			}
-			for _, name := range fields.names {
+			for name := range fields {
 				if strings.EqualFold(k, name) { // encoding/json's match
 					return fault.Invalidf(joinPath(path, k), "unknown field (field names are case-sensitive: %q)", name)
 				}
@@ -115,54 +115,19 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
-// structFields are a struct type's JSON field names, with each field's type.
-type structFields struct {
-	exact map[string]reflect.Type
-	names []string
-}
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
 
-var fieldCache sync.Map // reflect.Type -> *structFields
-
-func fieldsOf(t reflect.Type) *structFields {
+// fieldsOf maps the JSON names of struct type t's fields to their types.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
 	if f, ok := fieldCache.Load(t); ok {
-		return f.(*structFields)
+		return f.(map[string]reflect.Type)
 	}
-	f := &structFields{exact: map[string]reflect.Type{}}
-	addFields(f, t)
+	f := map[string]reflect.Type{}
+	jsonFields(t, func(name string, sf reflect.StructField, _ []int) {
+		if _, ok := f[name]; !ok {
+			f[name] = sf.Type
+		}
+	})
 	fieldCache.Store(t, f)
 	return f
-}
-
-// addFields adds t's fields as encoding/json sees them: the name in the json
-// tag or the Go name, skipping "-" and unexported ones, and the fields of an
-// embedded struct without a name of its own as if they were t's.
-func addFields(f *structFields, t reflect.Type) {
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		tag := sf.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		ft := sf.Type
-		if sf.Anonymous && name == "" {
-			for ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				addFields(f, ft)
-				continue
-			}
-		}
-		if !sf.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		if _, ok := f.exact[name]; !ok {
-			f.exact[name] = ft
-			f.names = append(f.names, name)
-		}
-	}
 }

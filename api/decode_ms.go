@@ -2,9 +2,7 @@ package api
 
 import (
 	"reflect"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/tether-run/tether/fault"
@@ -74,39 +72,22 @@ func buildMSPlan(t reflect.Type, building map[reflect.Type]bool) *msPlan {
 	building[t] = true
 	defer delete(building, t)
 	p := &msPlan{}
-	addMSFields(p, t, nil, building)
+	addMSFields(p, t, building)
 	if len(p.fields) == 0 && len(p.nested) == 0 {
 		return nil
 	}
 	return p
 }
 
-func addMSFields(p *msPlan, t reflect.Type, prefix []int, building map[reflect.Type]bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		index := append(slices.Clone(prefix), i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			addMSFields(p, f.Type, index, building) // promoted fields
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
+func addMSFields(p *msPlan, t reflect.Type, building map[reflect.Type]bool) {
+	jsonFields(t, func(name string, f reflect.StructField, index []int) {
 		ft := f.Type
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
 		if duration.IsField(name) && isIntKind(ft.Kind()) {
 			p.fields = append(p.fields, msField{index: index, name: name})
-			continue
+			return
 		}
 		if ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array {
 			ft = ft.Elem()
@@ -119,7 +100,7 @@ func addMSFields(p *msPlan, t reflect.Type, prefix []int, building map[reflect.T
 				p.nested = append(p.nested, msNested{index: index, name: name, plan: inner})
 			}
 		}
-	}
+	})
 }
 
 func isIntKind(k reflect.Kind) bool {

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"fmt"
 	"regexp"
 
@@ -132,24 +131,18 @@ func ValidSubject(sub string) bool { return validSubject(sub) }
 // is decoded from memory; a terminal one, and every node in a View, is read
 // from the store (in a View: as durable).
 func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
-	var b []byte
+	var st *nodeState
 	if tx.writable {
-		st := tx.state(nodeRef{tenant, id})
-		if st == nil {
+		if st = tx.state(nodeRef{tenant, id}); st == nil {
 			return nil, &fault.NotFound{What: "node", ID: id}
 		}
-		b = st.record
+	}
+	b, err := tx.storedRecord(tenant, id, st)
+	if err != nil {
+		return nil, err
 	}
 	if b == nil {
-		var ok bool
-		var err error
-		b, ok, err = tx.kv.Get(nodeKey(tenant, id))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, &fault.NotFound{What: "node", ID: id}
-		}
+		return nil, &fault.NotFound{What: "node", ID: id}
 	}
 	n := new(Node)
 	if _, err := n.UnmarshalMsg(b); err != nil {
@@ -159,8 +152,9 @@ func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
 	return n, nil
 }
 
-// storedRecord is the node's record as last written: kept in memory while the
-// node is live, read otherwise.
+// storedRecord is the node's record as last written (nil for none): kept in
+// memory while the node is live (st, its state in a write transaction),
+// read otherwise.
 func (tx *Tx) storedRecord(tenant, id string, st *nodeState) ([]byte, error) {
 	if st != nil && st.record != nil {
 		return st.record, nil
@@ -226,7 +220,7 @@ func (tx *Tx) putNode(n *Node, replaced []byte) ([]byte, error) {
 		return nil, err
 	}
 	tx.store.scratch = b
-	b = appendRecordPointers(bytes.Clone(b), replaced)
+	b = withPointersOf(b, replaced)
 	return b, tx.kv.Set(nodeKey(n.Tenant, n.ID), b)
 }
 

@@ -1,6 +1,9 @@
 package graph
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // A node's pointers to the event groups that hold its events live in two
 // places (format 4):
@@ -52,15 +55,17 @@ func eachRecordPointer(record []byte, fn func(seq uint64)) {
 	}
 }
 
-// appendRecordPointers appends to tuple (a freshly encoded record) the
-// pointers of the record it replaces (nil for a new node).
-func appendRecordPointers(tuple, replaced []byte) []byte {
+// withPointersOf returns a copy of tuple (a freshly encoded record), exactly
+// sized, followed by the pointers of the record it replaces (nil for a new
+// node).
+func withPointersOf(tuple, replaced []byte) []byte {
 	_, seqs := recordPointers(replaced)
 	if len(seqs) == 0 {
-		return tuple
+		return bytes.Clone(tuple)
 	}
-	tuple = append(tuple, seqs...)
-	return append(tuple, byte(len(seqs)/8), recordPointersMark)
+	out := make([]byte, 0, len(tuple)+len(seqs)+2)
+	out = append(append(out, tuple...), seqs...)
+	return append(out, byte(len(seqs)/8), recordPointersMark)
 }
 
 // withRecordPointer returns a copy of record with seq added to its pointers,

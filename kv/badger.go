@@ -40,7 +40,7 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		// never conflict: without conflict detection a commit no longer
 		// hashes every key into a set that Badger keeps until no older
 		// read is open. A/B, 8 s windows: (b) 87-97 -> 84-92 µs of server
-		// CPU per job, (a) 355-390 -> 283-298 µs per pair.
+		// CPU per job; (a) within this machine's noise.
 		WithDetectConflicts(false).
 		WithCompactL0OnClose(false).
 		// Memory: Badger's defaults (five 64 MiB memtables, a 256 MiB block

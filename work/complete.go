@@ -26,18 +26,23 @@ func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graph.Node, 
 		return nil, err
 	}
 	var out *graph.Node
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
-		n, err := tx.NodeGet(p.Tenant, p.NodeID)
-		if err != nil {
-			return err
-		}
-		out, err = s.CompleteTx(tx, n, p)
+	err := s.store.Update(ctx, func(tx *graph.Tx) (err error) {
+		out, err = s.completeIn(tx, p)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error completing node: %w", err)
 	}
 	return out, nil
+}
+
+// completeIn is Complete's work inside tx: the node read, then CompleteTx.
+func (s *Service) completeIn(tx *graph.Tx, p CompleteParams) (*graph.Node, error) {
+	n, err := tx.NodeGet(p.Tenant, p.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	return s.CompleteTx(tx, n, p)
 }
 
 // CompleteTx is Complete inside an open transaction.

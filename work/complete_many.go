@@ -51,11 +51,7 @@ func (s *Service) CompleteMany(ctx context.Context, ps []CompleteParams) (out []
 				}
 			}()
 			for _, i := range idx {
-				n, err := tx.NodeGet(ps[i].Tenant, ps[i].NodeID)
-				if err != nil {
-					return errChunkFailed
-				}
-				if out[i], err = s.CompleteTx(tx, n, ps[i]); err != nil {
+				if out[i], err = s.completeIn(tx, ps[i]); err != nil {
 					return errChunkFailed
 				}
 			}
