@@ -56,12 +56,20 @@ func newTransport(conns int) *http.Transport {
 type caller struct {
 	base string
 	auth string
-	hc   *http.Client
+	hc   *http.Client // -client go
+	raw  *rawConn     // -client raw
 	buf  bytes.Buffer
 }
 
-func newCaller(base, token string, hc *http.Client) *caller {
-	c := &caller{base: base, auth: "Bearer " + token, hc: hc}
+func newCaller(base, token string, cs *clients) *caller {
+	c := &caller{base: base, auth: "Bearer " + token, hc: cs.hc}
+	if cs.raw {
+		rc, err := cs.rawConn(base)
+		if err != nil { // base is a server's own http URL; see rawConn
+			panic(err)
+		}
+		c.raw = rc
+	}
 	c.buf.Grow(64 << 10)
 	return c
 }
@@ -69,6 +77,14 @@ func newCaller(base, token string, hc *http.Client) *caller {
 // do sends one request and reads the whole answer (so that the connection
 // is reused). The returned body is only valid until the next call.
 func (c *caller) do(method, path string, body []byte) (int, []byte, error) {
+	if c.raw != nil {
+		c.buf.Reset()
+		st, err := c.raw.do(method, path, c.auth, body, &c.buf)
+		if err != nil {
+			return st, nil, err
+		}
+		return st, c.buf.Bytes(), nil
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

@@ -234,7 +234,7 @@ func (s *stage) settle() (time.Duration, string, error) {
 	}
 	for si, srv := range s.srvs {
 		for t, tok := range s.b.dispTokens {
-			c := newCaller(srv.url, tok, s.hc)
+			c := newCaller(srv.url, tok, s.cl)
 			for {
 				st, body, err := c.do("GET", "/v1/tenant", nil)
 				if err == nil && st == http.StatusOK {

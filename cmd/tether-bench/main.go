@@ -36,6 +36,7 @@ import (
 type config struct {
 	tether         string
 	clients        int
+	client         string // clientRaw or clientGo
 	duration       time.Duration
 	warmup         time.Duration
 	scenarios      []string
@@ -59,6 +60,12 @@ type config struct {
 	tenants       int // tenants the clients are spread over
 }
 
+// The harness's HTTP clients (-client).
+const (
+	clientRaw = "raw"
+	clientGo  = "go"
+)
+
 var allScenarios = []string{"a", "h", "b", "c", "d", "e", "f", "g"}
 
 func parseFlags() (config, error) {
@@ -66,6 +73,7 @@ func parseFlags() (config, error) {
 	var list, endpoints string
 	flag.StringVar(&c.tether, "tether", "", "path of the tether binary (default: go build ./cmd/tether into a temp dir)")
 	flag.IntVar(&c.clients, "c", 32, "concurrent clients, each its own identity")
+	flag.StringVar(&c.client, "client", clientRaw, "the harness's HTTP client: raw (its own HTTP/1.1, as wrk) or go (net/http's, ~4× its CPU per request)")
 	flag.DurationVar(&c.duration, "d", 10*time.Second, "measured time per scenario")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measurement")
 	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h")
@@ -123,6 +131,8 @@ func parseFlags() (config, error) {
 	switch {
 	case c.clients < 1:
 		return c, fmt.Errorf("-c must be at least 1")
+	case c.client != clientRaw && c.client != clientGo:
+		return c, fmt.Errorf("-client must be %s or %s", clientRaw, clientGo)
 	case c.duration <= 0 || c.warmup < 0:
 		return c, fmt.Errorf("-d must be positive and -warmup not negative")
 	case c.fanoutChildren < 1 || c.fanoutChildren > 1000:
@@ -183,8 +193,8 @@ func run(cfg config) error {
 	}()
 
 	if !cfg.json {
-		fmt.Printf("tether-bench: %d clients, %v per scenario after %v warm-up; %d CPUs, %s/%s, %s\n",
-			cfg.clients, cfg.duration, cfg.warmup, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+		fmt.Printf("tether-bench: %d clients (%s HTTP client), %v per scenario after %v warm-up; %d CPUs, %s/%s, %s\n",
+			cfg.clients, cfg.client, cfg.duration, cfg.warmup, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 		fmt.Printf("server: %s, %s (durable writes, TETHER_REAPER_INTERVAL_MS=1000)\n", bin, source)
 		fmt.Printf("store: %s\n\n", cfg.describeStore())
 	}

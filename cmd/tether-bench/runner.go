@@ -36,8 +36,7 @@ type stage struct {
 	srv     *serverProc   // srvs[0]
 	srvs    []*serverProc // one with Badger; -servers with etcd
 	prefix  string        // the stage's etcd prefix ("" with Badger)
-	tr      *http.Transport
-	hc      *http.Client
+	cl      *clients
 	disp    *caller     // tenant 0's dispatcher on server 0, for creates and reads
 	loaders [][]*caller // [loader][tenant]: dispatchers for parallel preloads
 	began   time.Time
@@ -83,7 +82,7 @@ func (b *bench) open(name string) (*stage, error) {
 	if prefix != "" {
 		took, split, err := s.settle()
 		if err != nil {
-			s.tr.CloseIdleConnections()
+			s.cl.closeAll()
 			return fail(err)
 		}
 		fmt.Fprintf(os.Stderr, "stage %s: %d servers ready; shards per server %s; every tenant answering through each %.2fs later\n",
@@ -94,14 +93,13 @@ func (b *bench) open(name string) (*stage, error) {
 
 // attach makes callers for running servers.
 func (b *bench) attach(name string, srvs ...*serverProc) *stage {
-	tr := newTransport(b.cfg.clients + preloadConns*b.cfg.tenants + 4)
-	hc := &http.Client{Transport: tr, Timeout: 90 * time.Second}
-	s := &stage{b: b, name: name, srv: srvs[0], srvs: srvs, tr: tr, hc: hc, began: time.Now()}
-	s.disp = newCaller(srvs[0].url, b.dispTokens[0], hc)
+	cl := newClients(b.cfg.client == clientRaw, b.cfg.clients+preloadConns*b.cfg.tenants+4)
+	s := &stage{b: b, name: name, srv: srvs[0], srvs: srvs, cl: cl, began: time.Now()}
+	s.disp = newCaller(srvs[0].url, b.dispTokens[0], cl)
 	for k := range preloadConns {
 		var byTenant []*caller
 		for _, tok := range b.dispTokens {
-			byTenant = append(byTenant, newCaller(srvs[k%len(srvs)].url, tok, hc))
+			byTenant = append(byTenant, newCaller(srvs[k%len(srvs)].url, tok, cl))
 		}
 		s.loaders = append(s.loaders, byTenant)
 	}
@@ -110,7 +108,7 @@ func (b *bench) attach(name string, srvs ...*serverProc) *stage {
 
 // close stops the servers gracefully (and drops the stage's etcd keys).
 func (s *stage) close() error {
-	s.tr.CloseIdleConnections()
+	s.cl.closeAll()
 	var errs []error
 	for _, p := range s.srvs {
 		if _, err := p.stop(); err != nil {
@@ -125,7 +123,7 @@ func (s *stage) close() error {
 
 // abort kills the servers (after a failure).
 func (s *stage) abort() {
-	s.tr.CloseIdleConnections()
+	s.cl.closeAll()
 	for _, p := range s.srvs {
 		p.kill()
 	}
@@ -169,7 +167,7 @@ func (s *stage) workers() []*worker {
 	ws := make([]*worker, s.b.cfg.clients)
 	for i := range ws {
 		url := s.srvs[i%len(s.srvs)].url
-		ws[i] = &worker{i: i, c: newCaller(url, s.b.workerTokens[i], s.hc), rec: newRecorder(), scratch: make([]byte, 0, 256)}
+		ws[i] = &worker{i: i, c: newCaller(url, s.b.workerTokens[i], s.cl), rec: newRecorder(), scratch: make([]byte, 0, 256)}
 	}
 	return ws
 }

@@ -169,7 +169,7 @@ func (b *bench) runF(s *stage) ([]*result, error) {
 		after = page.Items[len(page.Items)-1].Seq
 	}
 	// The poller follows the log from there with long polls.
-	poller := newCaller(s.srv.url, b.dispTokens[0], s.hc)
+	poller := newCaller(s.srv.url, b.dispTokens[0], s.cl)
 	var mu sync.Mutex
 	var seen []expiry
 	stop := make(chan struct{})

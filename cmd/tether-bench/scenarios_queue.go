@@ -235,7 +235,7 @@ func (b *bench) runGBig() (*result, error) {
 	}
 	rssLoaded := s.srv.mon.peakMB(true)
 	cpuLoad := s.srv.cpuSeconds()
-	s.tr.CloseIdleConnections()
+	s.cl.closeAll()
 	drain, err := s.srv.stop()
 	if err != nil {
 		return nil, fmt.Errorf("error stopping the loaded server: %w", err)
