@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -131,10 +132,12 @@ Set TETHER_JWT_SECRET (HS256 secrets, comma separated), TETHER_JWT_PUBLIC_KEYS
 (PEM files, "kid=path,..."), or HEAD_TOKEN / LEFT_CLAW_TOKEN / RIGHT_CLAW_TOKEN,
 or run "tether serve --dev" to try it out with a generated secret`)
 	}
+	procs := runtime.GOMAXPROCS(0)
 	if s.Store != storeEtcd {
 		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
 			return fmt.Errorf("error creating the data directory: %w", err)
 		}
+		procs = spareProcs()
 	}
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -167,7 +170,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	// heap that decoding left behind back to the OS before serving.
 	debug.FreeOSMemory()
 	url := "http://" + ln.Addr().String()
-	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir)
+	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs)
 	if err := banner(url); err != nil {
 		return err
 	}
