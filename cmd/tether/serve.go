@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -132,12 +131,10 @@ Set TETHER_JWT_SECRET (HS256 secrets, comma separated), TETHER_JWT_PUBLIC_KEYS
 (PEM files, "kid=path,..."), or HEAD_TOKEN / LEFT_CLAW_TOKEN / RIGHT_CLAW_TOKEN,
 or run "tether serve --dev" to try it out with a generated secret`)
 	}
-	procs := runtime.GOMAXPROCS(0)
 	if s.Store != storeEtcd {
 		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
 			return fmt.Errorf("error creating the data directory: %w", err)
 		}
-		procs = spareProcs()
 	}
 	ln, err := net.Listen("tcp", s.Addr)
 	if err != nil {
@@ -169,6 +166,9 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	// Rebuilding the in-memory state decodes every record once; hand the
 	// heap that decoding left behind back to the OS before serving.
 	debug.FreeOSMemory()
+	// After the rebuild, which is one goroutine: spare Ps would only have
+	// run more of the GC's idle workers beside it.
+	procs := spareProcs()
 	url := "http://" + ln.Addr().String()
 	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs)
 	if err := banner(url); err != nil {
