@@ -407,3 +407,61 @@ func TestMessagesAreSealedPerTenant(t *testing.T) {
 	require.Equal(t, client.MessageStatePending, r.JSON200.State)
 	require.Equal(t, []string{"acme only"}, bodies(inbox(t, e.user("alice", "worker"), client.ListInboxParams{})))
 }
+
+// A node that is deleted, or removed by retention, can never be held again:
+// its unread messages expire with it (in the same transaction), leave every
+// inbox and count, and are counted as expired; a read one stays read.
+// Without this they stayed in the store and the index forever.
+func TestMessagesToARemovedNodeExpire(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	ctx := context.Background()
+	admin, head, alice := e.admin(), e.dispatcher(), e.user("alice", "worker")
+
+	// Deleted while running, one message read and one not.
+	e.mustCreate(task("t1"))
+	e.claim(alice, "t1")
+	read := send(t, head, client.MessageCreate{To: "node:t1", Body: "read before the delete"})
+	unread := send(t, head, client.MessageCreate{To: "node:t1", Body: "never read", Thread: ptr("x")})
+	require.Equal(t, http.StatusOK, ack(t, alice, read.ID).StatusCode())
+	require.Equal(t, []string{"never read"}, bodies(inbox(t, alice, client.ListInboxParams{Unread: ptr(true)})))
+	e.clk.Advance(time.Second)
+	del, err := head.DeleteNodeWithResponse(ctx, "t1", &client.DeleteNodeParams{Force: ptr(true)})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, del.StatusCode(), string(del.Body))
+
+	r := getMessage(t, head, unread.ID)
+	require.Equal(t, http.StatusOK, r.StatusCode(), string(r.Body))
+	require.Equal(t, client.MessageStateExpired, r.JSON200.State)
+	require.True(t, r.JSON200.ExpiresAt.Equal(e.clk.Now()), "expired at the delete's instant")
+	require.Nil(t, r.JSON200.ReadAt)
+	r = getMessage(t, head, read.ID)
+	require.Equal(t, client.MessageStateRead, r.JSON200.State, "a read message stays read")
+
+	// Removed by retention after it finished, with a message nobody read
+	// (sent after the node finished: nobody will hold it again).
+	res, err := admin.PatchTenantPolicyWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, client.PolicyPatch{RetentionMS: client.Value(int64(60000))})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	e.mustCreate(task("t2"))
+	e.mustClaim(alice, "t2", 0)
+	e.mustComplete(alice, "t2", nil)
+	late := send(t, head, client.MessageCreate{To: "node:t2", Body: "too late"})
+	require.Equal(t, client.MessageStatePending, getMessage(t, head, late.ID).JSON200.State)
+	e.clk.Advance(2 * time.Minute) // the cleaner's timer fires on the fake clock
+	require.Eventually(t, func() bool {
+		r, err := head.GetNodeWithResponse(ctx, "t2")
+		return err == nil && r.StatusCode() == http.StatusNotFound
+	}, 10*time.Second, 10*time.Millisecond, "the finished node was removed")
+	r = getMessage(t, head, late.ID)
+	require.Equal(t, http.StatusOK, r.StatusCode(), string(r.Body))
+	require.Equal(t, client.MessageStateExpired, r.JSON200.State)
+
+	require.Empty(t, inbox(t, alice, client.ListInboxParams{Unread: ptr(true)}).Items)
+	res2, err := http.Get(e.url + "/metrics")
+	require.NoError(t, err)
+	defer res2.Body.Close()
+	metrics, err := io.ReadAll(res2.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(metrics), "tether_messages_expired_total 2\n")
+}

@@ -908,7 +908,7 @@ type Message struct {
 
 	// State Where a message is: `pending` (no inbox listed it yet), `delivered` (an inbox
 	// listed it), `read` (a recipient acknowledged it), `expired` (its `ttl_ms`
-	// passed before anyone read it).
+	// passed, or the node it was sent to was removed, before anyone read it).
 	State  MessageState `json:"state"`
 	Thread *string      `json:"thread"`
 
@@ -937,7 +937,7 @@ type MessageList struct {
 
 // MessageState Where a message is: `pending` (no inbox listed it yet), `delivered` (an inbox
 // listed it), `read` (a recipient acknowledged it), `expired` (its `ttl_ms`
-// passed before anyone read it).
+// passed, or the node it was sent to was removed, before anyone read it).
 type MessageState string
 
 // Node A work item.
@@ -2600,6 +2600,9 @@ type ClientInterface interface {
 	//   passed is expired: gone from every inbox and count, no longer
 	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
 	//   `tether_messages_expired_total`. Without it the message waits until read.
+	// - A message to a node that is deleted, or removed by retention, before
+	//   anyone read it expires then (`expires_at` is the removal's instant): no
+	//   one can hold that node again.
 	//
 	// A message to a node appends a `message_sent` event to the node
 	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -2629,6 +2632,9 @@ type ClientInterface interface {
 	//   passed is expired: gone from every inbox and count, no longer
 	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
 	//   `tether_messages_expired_total`. Without it the message waits until read.
+	// - A message to a node that is deleted, or removed by retention, before
+	//   anyone read it expires then (`expires_at` is the removal's instant): no
+	//   one can hold that node again.
 	//
 	// A message to a node appends a `message_sent` event to the node
 	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -4056,6 +4062,9 @@ func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEd
 //     passed is expired: gone from every inbox and count, no longer
 //     acknowledgeable, shown to its sender as `state: expired`, and counted in
 //     `tether_messages_expired_total`. Without it the message waits until read.
+//   - A message to a node that is deleted, or removed by retention, before
+//     anyone read it expires then (`expires_at` is the removal's instant): no
+//     one can hold that node again.
 //
 // A message to a node appends a `message_sent` event to the node
 // (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -4095,6 +4104,9 @@ func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, bo
 //     passed is expired: gone from every inbox and count, no longer
 //     acknowledgeable, shown to its sender as `state: expired`, and counted in
 //     `tether_messages_expired_total`. Without it the message waits until read.
+//   - A message to a node that is deleted, or removed by retention, before
+//     anyone read it expires then (`expires_at` is the removal's instant): no
+//     one can hold that node again.
 //
 // A message to a node appends a `message_sent` event to the node
 // (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -9396,6 +9408,9 @@ type ClientWithResponsesInterface interface {
 	//   passed is expired: gone from every inbox and count, no longer
 	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
 	//   `tether_messages_expired_total`. Without it the message waits until read.
+	// - A message to a node that is deleted, or removed by retention, before
+	//   anyone read it expires then (`expires_at` is the removal's instant): no
+	//   one can hold that node again.
 	//
 	// A message to a node appends a `message_sent` event to the node
 	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -9425,6 +9440,9 @@ type ClientWithResponsesInterface interface {
 	//   passed is expired: gone from every inbox and count, no longer
 	//   acknowledgeable, shown to its sender as `state: expired`, and counted in
 	//   `tether_messages_expired_total`. Without it the message waits until read.
+	// - A message to a node that is deleted, or removed by retention, before
+	//   anyone read it expires then (`expires_at` is the removal's instant): no
+	//   one can hold that node again.
 	//
 	// A message to a node appends a `message_sent` event to the node
 	// (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -17535,6 +17553,9 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 //     passed is expired: gone from every inbox and count, no longer
 //     acknowledgeable, shown to its sender as `state: expired`, and counted in
 //     `tether_messages_expired_total`. Without it the message waits until read.
+//   - A message to a node that is deleted, or removed by retention, before
+//     anyone read it expires then (`expires_at` is the removal's instant): no
+//     one can hold that node again.
 //
 // A message to a node appends a `message_sent` event to the node
 // (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -17570,6 +17591,9 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 //     passed is expired: gone from every inbox and count, no longer
 //     acknowledgeable, shown to its sender as `state: expired`, and counted in
 //     `tether_messages_expired_total`. Without it the message waits until read.
+//   - A message to a node that is deleted, or removed by retention, before
+//     anyone read it expires then (`expires_at` is the removal's instant): no
+//     one can hold that node again.
 //
 // A message to a node appends a `message_sent` event to the node
 // (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same

@@ -315,5 +315,8 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 	}
 	tx.fences[ref] = n.LastFence
 	tx.setState(ref, nil)
+	if err := tx.nodeGone(n.Tenant, n.ID); err != nil {
+		return err
+	}
 	return tx.Emit(n.Tenant, EventDeleted, n.ID, by, map[string]any{"status": n.Status})
 }

@@ -202,6 +202,9 @@ func (tx *Tx) purgeNode(ref nodeRef) (uint64, bool, error) {
 		return 0, false, err
 	}
 	tx.setState(ref, nil)
+	if err := tx.nodeGone(tenant, id); err != nil {
+		return 0, false, err
+	}
 	// Comments and event pointers: every key under the node's prefixes.
 	for _, tag := range []byte{tagComment, tagNodeEvent} {
 		if err := tx.deleteUnder(newKey(tag, tenant).str(id).bytes(), nil); err != nil {

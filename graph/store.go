@@ -52,6 +52,30 @@ type Store struct {
 	// queueSettings caches committed queue settings (tenantQueue ->
 	// QueueSettings); written through by QueueSettingsPut's commit hook.
 	queueSettings sync.Map
+
+	// goneHooks run inside every transaction that removes a node
+	// (OnNodeGone); registered before the store serves writes.
+	goneHooks []NodeGoneHook
+}
+
+// NodeGoneHook runs inside a write transaction that removes node id of
+// tenant, a delete or retention's purge, after the node's record is gone:
+// what it writes commits with the removal, and its error fails it.
+type NodeGoneHook func(tx *Tx, tenant, id string) error
+
+// OnNodeGone registers h for every node removal. Register hooks before the
+// store serves writes (the services built on it do, in their constructors);
+// they run on the writer, in the order registered.
+func (s *Store) OnNodeGone(h NodeGoneHook) { s.goneHooks = append(s.goneHooks, h) }
+
+// nodeGone runs the NodeGoneHooks for a node this transaction removed.
+func (tx *Tx) nodeGone(tenant, id string) error {
+	for _, h := range tx.store.goneHooks {
+		if err := h(tx, tenant, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // StoreStats are running totals of the write path, for metrics.

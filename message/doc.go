@@ -14,6 +14,7 @@
 //	pending ───────────────▶ delivered ─────▶ read
 //	   │                        │
 //	   └──── ttl passes ────────┴────────────▶ expired
+//	         (or its node is removed)
 //
 // (an ack of a pending message makes it delivered and read at once).
 //
@@ -47,6 +48,12 @@
 //     and merged. The unread count of a renewal or progress (the caller's
 //     identity and that node) is two map lookups; a heartbeat's (the whole
 //     inbox) is O(held).
+//   - A message to a node that is removed (deleted, or purged by retention)
+//     before anyone read it expires in the removal's transaction (gone.go,
+//     a graph.NodeGoneHook): nobody can hold that node again. Candidates
+//     come from the index and from the sends committed but not yet durable
+//     (index.sending), and each is read again in the transaction. New
+//     expires those a server without this hook left behind.
 //   - A read message is kept Retention after it was read, an expired one
 //     Retention after its expiry; then it is gone (its record expires by a
 //     Badger TTL, its index entries by the sweep). An unread message without

@@ -72,6 +72,10 @@ type index struct {
 	boxes   map[boxKey]*box
 	due     dueHeap
 	expired func() // counts a message that expired unread
+	// sending holds the messages to nodes whose send has committed but is
+	// not durable yet, by recipient (gone.go): a node removed meanwhile
+	// must expire them too.
+	sending map[boxKey]map[string]struct{}
 }
 
 func newIndex(expired func()) *index {

@@ -49,6 +49,9 @@ type Service struct {
 func New(store *graph.Store) (*Service, error) {
 	s := &Service{store: store, clock: store.Clock(), hub: newHub()}
 	s.ix = newIndex(func() { s.stats.Expired.Add(1) })
+	// Unread messages to nodes that are gone: removed before removals
+	// expired them (gone.go), by a server older than that.
+	orphans := map[string][]string{} // tenant -> ids
 	err := store.View(func(tx *graph.Tx) error {
 		now := tx.Now()
 		return tx.MessageRecordScanAll(func(tenant string, raw json.RawMessage) (bool, error) {
@@ -61,12 +64,35 @@ func New(store *graph.Store) (*Service, error) {
 				return true, nil // gone already (an expiry while down is not counted)
 			}
 			s.ix.add(placedOf(tenant, &r), r.ReadAt != nil, forget)
+			if node := r.Node(); node != "" && r.ReadAt == nil {
+				exists, err := tx.NodeExists(tenant, node)
+				if err != nil {
+					return false, err
+				}
+				if !exists {
+					orphans[tenant] = append(orphans[tenant], r.ID)
+				}
+			}
 			return true, nil
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error rebuilding the inbox indexes: %w", err)
 	}
+	if len(orphans) > 0 {
+		err := store.Update(context.Background(), func(tx *graph.Tx) error {
+			for tenant, ids := range orphans {
+				if err := s.expireUnread(tx, tenant, ids); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error expiring the messages to removed nodes: %w", err)
+		}
+	}
+	store.OnNodeGone(s.nodeGone)
 	s.ix.mu.Lock()
 	next := s.ix.sweep(s.clock.Now())
 	s.ix.mu.Unlock()
@@ -159,8 +185,16 @@ func (s *Service) Send(ctx context.Context, p SendParams) (*Record, error) {
 			}
 		}
 		pl, forget := placedOf(p.Tenant, &rec), rec.forgetAt()
+		if node != "" {
+			tx.OnCommit(func() {
+				s.ix.mu.Lock()
+				s.ix.sendingAdd(pl.key, rec.ID)
+				s.ix.mu.Unlock()
+			})
+		}
 		tx.OnDurable(func() {
 			s.ix.mu.Lock()
+			s.ix.sendingDone(pl.key, rec.ID)
 			s.ix.add(pl, false, forget)
 			s.ix.mu.Unlock()
 			s.arm(forget)

@@ -76,3 +76,55 @@ func TestIndexesAreRebuiltAtOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"high", "low"}, ids(page))
 }
+
+// A store where a node was removed without its messages expiring (a server
+// older than gone.go, or any removal without the hook) heals at New: the
+// unread messages to the missing node expire then, a read one stays read,
+// and one to an identity is left alone.
+func TestNewExpiresMessagesToRemovedNodes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	store, s := open(t, dir, clk)
+	require.NoError(t, store.Update(ctx, func(tx *graph.Tx) error {
+		return tx.NodeInsert(&graph.Node{
+			Tenant: "acme", ID: "t1", Type: "task", Status: graph.StatusOpen,
+			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1,
+			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
+		}, "head")
+	}))
+	sendTo := func(to, body string) *Record {
+		r, err := s.Send(ctx, SendParams{Tenant: "acme", From: "head", To: to, Body: body})
+		require.NoError(t, err)
+		return r
+	}
+	lost, toAlice := sendTo("node:t1", "lost"), sendTo("alice", "for alice")
+	s.Close()
+	require.NoError(t, store.Close())
+
+	// The node goes on a store without the message service's hook.
+	store, err := graph.Open(graph.Options{Dir: dir, Clock: clk})
+	require.NoError(t, err)
+	require.NoError(t, store.Update(ctx, func(tx *graph.Tx) error {
+		n, err := tx.NodeGet("acme", "t1")
+		if err != nil {
+			return err
+		}
+		return tx.NodeDelete(n, "head")
+	}))
+	require.NoError(t, store.Close())
+
+	clk.Advance(time.Second)
+	store, s = open(t, dir, clk)
+	t.Cleanup(func() { s.Close(); require.NoError(t, store.Close()) })
+	v, err := s.Get(Viewer{Tenant: "acme", Sub: "head"}, lost.ID)
+	require.NoError(t, err)
+	require.Equal(t, StateExpired, v.State)
+	require.True(t, v.ExpiresAt.Equal(clk.Now()), "expired when New found it")
+	require.Eventually(t, func() bool { return s.Stats().Expired.Load() == 1 }, 5*time.Second, time.Millisecond)
+	v, err = s.Get(Viewer{Tenant: "acme", Sub: "head"}, toAlice.ID)
+	require.NoError(t, err)
+	require.Equal(t, StatePending, v.State, "a message to an identity is not a node's")
+	require.EqualValues(t, 1, s.Unread("acme", "alice", ""))
+}

@@ -915,6 +915,9 @@ export interface paths {
          *       passed is expired: gone from every inbox and count, no longer
          *       acknowledgeable, shown to its sender as `state: expired`, and counted in
          *       `tether_messages_expired_total`. Without it the message waits until read.
+         *     - A message to a node that is deleted, or removed by retention, before
+         *       anyone read it expires then (`expires_at` is the removal's instant): no
+         *       one can hold that node again.
          *
          *     A message to a node appends a `message_sent` event to the node
          *     (`data: {"message_id", "priority", "thread"?}`, `by` the sender) in the same
@@ -2223,7 +2226,7 @@ export interface components {
         /**
          * @description Where a message is: `pending` (no inbox listed it yet), `delivered` (an inbox
          *     listed it), `read` (a recipient acknowledged it), `expired` (its `ttl_ms`
-         *     passed before anyone read it).
+         *     passed, or the node it was sent to was removed, before anyone read it).
          * @enum {string}
          */
         MessageState: "pending" | "delivered" | "read" | "expired";
