@@ -1,9 +1,6 @@
 package message
 
 import (
-	"container/heap"
-	"time"
-
 	"github.com/tether-run/tether/graph"
 )
 
@@ -54,7 +51,9 @@ func (s *Service) expireUnread(tx *graph.Tx, tenant string, ids []string) error 
 	tx.OnDurable(func() {
 		s.ix.mu.Lock()
 		for _, p := range gone {
-			s.ix.expireAt(p, now)
+			// Placed again, unread, to leave at now: the sweep drops it
+			// as expired.
+			s.ix.add(p, false, now)
 		}
 		s.ix.mu.Unlock()
 		s.arm(now)
@@ -76,12 +75,6 @@ func (ix *index) unreadIDs(k boxKey) []string {
 		ids = append(ids, id)
 	}
 	return ids
-}
-
-// expireAt makes a message leave the index at `at` as expired unread (the
-// sweep drops and counts it). Call with mu held.
-func (ix *index) expireAt(p placed, at time.Time) {
-	heap.Push(&ix.due, dueItem{at: at.UnixNano(), p: p, expiry: true})
 }
 
 // sendingAdd notes a message to a node whose send committed but is not yet

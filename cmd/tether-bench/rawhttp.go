@@ -55,8 +55,7 @@ func (cs *clients) closeAll() {
 // again after an error or a "Connection: close".
 type rawConn struct {
 	cs       *clients
-	addr     string // host:port
-	host     string // the Host header
+	addr     string // host:port, also the Host header
 	conn     net.Conn
 	br       *bufio.Reader
 	wbuf     []byte
@@ -78,7 +77,7 @@ func (cs *clients) rawConn(base string) (*rawConn, error) {
 	if u.Scheme != "http" {
 		return nil, fmt.Errorf("-client raw speaks plain http, not %s (use -client go)", u.Scheme)
 	}
-	return &rawConn{cs: cs, addr: u.Host, host: u.Host, wbuf: make([]byte, 0, 1024)}, nil
+	return &rawConn{cs: cs, addr: u.Host, wbuf: make([]byte, 0, 1024)}, nil
 }
 
 func (rc *rawConn) close() {
@@ -117,7 +116,8 @@ func (rc *rawConn) dial() error {
 // on a kept-alive connection that the server closed before answering is
 // sent once more on a new one, as net/http does; anything else is an error.
 func (rc *rawConn) do(method, path, auth string, body []byte, out *bytes.Buffer) (int, error) {
-	if rc.conn != nil && time.Since(rc.used) > idleRedial {
+	now := time.Now()
+	if rc.conn != nil && now.Sub(rc.used) > idleRedial {
 		rc.drop()
 	}
 	fresh := rc.conn == nil
@@ -126,14 +126,14 @@ func (rc *rawConn) do(method, path, auth string, body []byte, out *bytes.Buffer)
 			return 0, err
 		}
 	}
-	st, err := rc.roundTrip(method, path, auth, body, out)
+	st, err := rc.roundTrip(now, method, path, auth, body, out)
 	if err != nil {
 		rc.drop()
 		if !fresh && st == 0 && errors.Is(err, errReset) && (method == "GET" || method == "HEAD") {
 			if err := rc.dial(); err != nil {
 				return 0, err
 			}
-			if st, err = rc.roundTrip(method, path, auth, body, out); err != nil {
+			if st, err = rc.roundTrip(now, method, path, auth, body, out); err != nil {
 				rc.drop()
 			}
 		}
@@ -144,8 +144,7 @@ func (rc *rawConn) do(method, path, auth string, body []byte, out *bytes.Buffer)
 // errReset is a connection closed by the server before any answer.
 var errReset = errors.New("connection reset before an answer")
 
-func (rc *rawConn) roundTrip(method, path, auth string, body []byte, out *bytes.Buffer) (int, error) {
-	now := time.Now()
+func (rc *rawConn) roundTrip(now time.Time, method, path, auth string, body []byte, out *bytes.Buffer) (int, error) {
 	if rc.deadline.Sub(now) < requestTimeout/2 {
 		rc.deadline = now.Add(requestTimeout)
 		if err := rc.conn.SetDeadline(rc.deadline); err != nil {
@@ -157,7 +156,7 @@ func (rc *rawConn) roundTrip(method, path, auth string, body []byte, out *bytes.
 	b = append(b, ' ')
 	b = append(b, path...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, rc.host...)
+	b = append(b, rc.addr...)
 	b = append(b, "\r\nAuthorization: "...)
 	b = append(b, auth...)
 	if body != nil {
