@@ -16,7 +16,7 @@
 // What lives in memory, derived from the records (state.go, rebuild.go):
 //   - every node's state: its place in the list indexes (by tenant in list
 //     order, by status, by queue and status, by parent, live leases by id
-//     and by holder), its blocker counts (unmet depends_on targets,
+//     and by holder; lists.go, kept off the writer), its blocker counts (unmet depends_on targets,
 //     unfinished children), how many live depends_on edges point at it, and,
 //     while it is live (open, queued or running), its encoded record, so the
 //     writer's hot paths never read the store;
@@ -45,6 +45,10 @@
 //   - Readers (View) read records from a snapshot that holds what is durable
 //     and acknowledged; the in-memory indexes they walk may be a few commits
 //     ahead, so every list re-reads each record and checks its filters on it.
+//   - The list indexes never lag a list: Tx.apply only marks the entries it
+//     changed, and every walk of the list indexes first moves each marked
+//     entry to where its state puts it now (a background loop does the same
+//     every 50 ms), so a list holds every commit before it began.
 //     Nothing not yet durable reaches a reader: event long polls are woken by
 //     OnDurable hooks.
 //   - Event seqs are handed out on the writer in commit order, so seq

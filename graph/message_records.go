@@ -47,9 +47,11 @@ func (tx *Tx) MessageRecordScanAll(fn func(tenant string, raw json.RawMessage) (
 // whether holder holds a node now reads its record.
 func (tx *Tx) HeldNodeIDs(tenant, holder string) []string {
 	t := tx.store.table
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	ti, ok := t.tenants[tenant]
+	t.syncLists()
+	l := t.lists
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ti, ok := l.tenants[tenant]
 	if !ok {
 		return nil
 	}

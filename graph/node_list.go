@@ -55,7 +55,7 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
 		}
 		pivot = &nodeEntry{ref: nodeRef{tenant, string(raw[1+orderKeyLength:])}}
-		copy(pivot.st.order[:], raw[1:1+orderKeyLength])
+		copy(pivot.listed.order[:], raw[1:1+orderKeyLength])
 	}
 	tree := func(ti *tenantIndex) *btree.BTreeG[*nodeEntry] {
 		switch kind {
@@ -68,6 +68,7 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 		}
 		return ti.all
 	}
+	tx.store.table.syncLists()
 	limit := q.Limit
 	var out []*Node
 	next := ""
@@ -107,9 +108,10 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 // ascend returns up to n ids of one of tenant's indexes strictly after
 // pivot (from the start when nil), and the last entry returned.
 func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nodeEntry], pivot *nodeEntry, n int) ([]string, *nodeEntry) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	ti, ok := t.tenants[tenant]
+	l := t.lists
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ti, ok := l.tenants[tenant]
 	if !ok {
 		return nil, nil
 	}
@@ -136,7 +138,7 @@ func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nod
 		return ids, nil
 	}
 	// A copy: the entry itself may move once the lock is released.
-	return ids, &nodeEntry{ref: last.ref, st: nodeState{order: last.st.order}}
+	return ids, &nodeEntry{ref: last.ref, listed: listKey{order: last.listed.order}}
 }
 
 func encodeCursor(kind byte, order []byte, id string) string {
@@ -167,17 +169,19 @@ func matches(tx *Tx, n *Node, q NodeQuery, status string) (bool, error) {
 // tenant "" walks every tenant (start-up only).
 func (tx *Tx) LiveLeaseIDs(tenant, after string, fn func(tenant, id string) (bool, error)) error {
 	t := tx.store.table
+	t.syncLists()
+	l := t.lists
 	var tenants []string
-	t.mu.RLock()
+	l.mu.RLock()
 	if tenant == "" {
-		for name := range t.tenants {
+		for name := range l.tenants {
 			tenants = append(tenants, name)
 		}
 		slices.Sort(tenants)
 	} else {
 		tenants = []string{tenant}
 	}
-	t.mu.RUnlock()
+	l.mu.RUnlock()
 	for _, name := range tenants {
 		pivot := after
 		if tenant == "" {
@@ -185,8 +189,8 @@ func (tx *Tx) LiveLeaseIDs(tenant, after string, fn func(tenant, id string) (boo
 		}
 		for {
 			var ids []string
-			t.mu.RLock()
-			if ti, ok := t.tenants[name]; ok {
+			l.mu.RLock()
+			if ti, ok := l.tenants[name]; ok {
 				ti.leased.AscendGreaterOrEqual(&nodeEntry{ref: nodeRef{name, pivot}}, func(e *nodeEntry) bool {
 					if e.ref.id == pivot && pivot != "" {
 						return true
@@ -195,7 +199,7 @@ func (tx *Tx) LiveLeaseIDs(tenant, after string, fn func(tenant, id string) (boo
 					return len(ids) < 128
 				})
 			}
-			t.mu.RUnlock()
+			l.mu.RUnlock()
 			for _, id := range ids {
 				more, err := fn(name, id)
 				if err != nil || !more {

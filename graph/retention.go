@@ -99,12 +99,14 @@ func (s *Store) EventHorizon(tenant string) uint64 {
 // Tenants lists every tenant that has nodes, or had some that retention
 // removed.
 func (s *Store) Tenants() []string {
-	s.table.mu.RLock()
-	out := make([]string, 0, len(s.table.tenants))
-	for t := range s.table.tenants {
+	s.table.syncLists()
+	l := s.table.lists
+	l.mu.RLock()
+	out := make([]string, 0, len(l.tenants))
+	for t := range l.tenants {
 		out = append(out, t)
 	}
-	s.table.mu.RUnlock()
+	l.mu.RUnlock()
 	s.marks.mu.RLock()
 	for t := range s.marks.writer {
 		out = append(out, t)

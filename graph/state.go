@@ -8,16 +8,14 @@ package graph
 // transaction succeeds (Tx.apply), so a failed transaction leaves nothing.
 //
 // The writer reads it without a lock (it alone changes it); readers outside
-// the writer (lists, readiness in a GET) take mu for reading.
+// the writer (readiness in a GET) take mu for reading. The list indexes are
+// apart, under their own lock, and catch up with the table when a list
+// walks them (lists.go).
 
 import (
-	"bytes"
-	"strings"
 	"sync"
 	"time"
 	"unique"
-
-	"github.com/google/btree"
 )
 
 // nodeRef names a node across tenants.
@@ -70,43 +68,25 @@ type nodeEntry struct {
 	st  nodeState
 	out map[edgeSlot]*liveEdge
 	in  map[edgeSlot]*liveEdge
+
+	// Under the table's mu: marked says the entry waits in table.marked
+	// for the list indexes to catch up with it (lists.go); gone, that it
+	// left the table.
+	marked, gone bool
+	// Under lists.mu: where the entry sits in the list indexes, if listed.
+	listed   listKey
+	isListed bool
 }
-
-// compareEntry orders a tenant's nodes in list order: by order bytes, then id.
-func compareEntry(a, b *nodeEntry) int {
-	if c := bytes.Compare(a.st.order[:], b.st.order[:]); c != 0 {
-		return c
-	}
-	return strings.Compare(a.ref.id, b.ref.id)
-}
-
-func lessEntry(a, b *nodeEntry) bool { return compareEntry(a, b) < 0 }
-
-func lessEntryID(a, b *nodeEntry) bool { return a.ref.id < b.ref.id }
-
-type queueStatus struct {
-	queue  string
-	status Status
-}
-
-// tenantIndex holds one tenant's list indexes, in list order (priority high
-// first, then oldest, then id); leased and byHolder are in id order.
-type tenantIndex struct {
-	all      *btree.BTreeG[*nodeEntry]
-	byStatus map[Status]*btree.BTreeG[*nodeEntry]
-	byQueue  map[queueStatus]*btree.BTreeG[*nodeEntry]
-	byParent map[string]*btree.BTreeG[*nodeEntry]
-	leased   *btree.BTreeG[*nodeEntry]
-	byHolder map[string]*btree.BTreeG[*nodeEntry]
-}
-
-func newListTree() *btree.BTreeG[*nodeEntry] { return btree.NewG(btreeDegree, lessEntry) }
 
 // table is every node of every tenant.
 type table struct {
-	mu      sync.RWMutex
-	nodes   map[nodeRef]*nodeEntry
-	tenants map[string]*tenantIndex
+	mu    sync.RWMutex
+	nodes map[nodeRef]*nodeEntry
+	// marked lists the entries changed since the list indexes last caught
+	// up with the table, each once (lists.go).
+	marked []*nodeEntry
+	// lists are the list indexes, under their own locks (lists.go).
+	lists *lists
 	// fences keeps the last fence of each deleted node id, so a node
 	// re-created under it continues the numbers.
 	fences map[nodeRef]uint64
@@ -118,134 +98,15 @@ type table struct {
 }
 
 func newTable() *table {
-	return &table{nodes: map[nodeRef]*nodeEntry{}, tenants: map[string]*tenantIndex{}, fences: map[nodeRef]uint64{}, finished: map[string]*finishedQueue{}, blobs: newBlobTable()}
+	return &table{nodes: map[nodeRef]*nodeEntry{}, lists: newLists(), fences: map[nodeRef]uint64{}, finished: map[string]*finishedQueue{}, blobs: newBlobTable()}
 }
 
-func (t *table) tenant(name string) *tenantIndex {
-	ti, ok := t.tenants[name]
-	if !ok {
-		ti = &tenantIndex{
-			all:      newListTree(),
-			byStatus: map[Status]*btree.BTreeG[*nodeEntry]{},
-			byQueue:  map[queueStatus]*btree.BTreeG[*nodeEntry]{},
-			byParent: map[string]*btree.BTreeG[*nodeEntry]{},
-			leased:   btree.NewG(btreeDegree, lessEntryID),
-			byHolder: map[string]*btree.BTreeG[*nodeEntry]{},
-		}
-		t.tenants[name] = ti
-	}
-	return ti
-}
-
-func treeOf[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K) *btree.BTreeG[*nodeEntry] {
-	tr, ok := m[k]
-	if !ok {
-		tr = newListTree()
-		m[k] = tr
-	}
-	return tr
-}
-
-// unindex takes e out of its tenant's indexes (call with mu held, before
-// changing e.st).
-func (t *table) unindex(e *nodeEntry) {
-	ti := t.tenant(e.ref.tenant)
-	ti.all.Delete(e)
-	dropFrom(ti.byStatus, e.st.status, e)
-	if e.st.queue != "" {
-		dropFrom(ti.byQueue, queueStatus{e.st.queue, e.st.status}, e)
-	}
-	if e.st.parent != "" {
-		dropFrom(ti.byParent, e.st.parent, e)
-	}
-	if e.st.holder != "" {
-		ti.leased.Delete(e)
-		dropFrom(ti.byHolder, e.st.holder, e)
-	}
-}
-
-// index puts e into its tenant's indexes (call with mu held).
-func (t *table) index(e *nodeEntry) {
-	ti := t.tenant(e.ref.tenant)
-	ti.all.ReplaceOrInsert(e)
-	treeOf(ti.byStatus, e.st.status).ReplaceOrInsert(e)
-	if e.st.queue != "" {
-		treeOf(ti.byQueue, queueStatus{e.st.queue, e.st.status}).ReplaceOrInsert(e)
-	}
-	if e.st.parent != "" {
-		treeOf(ti.byParent, e.st.parent).ReplaceOrInsert(e)
-	}
-	if e.st.holder != "" {
-		ti.leased.ReplaceOrInsert(e)
-		ti.heldBy(e.st.holder).ReplaceOrInsert(e)
-	}
-}
-
-// heldBy is the tree of the nodes whose lease names holder, in id order (an
-// id never changes, so a node never moves in it while held).
-func (ti *tenantIndex) heldBy(holder string) *btree.BTreeG[*nodeEntry] {
-	tr, ok := ti.byHolder[holder]
-	if !ok {
-		tr = btree.NewG(btreeDegree, lessEntryID)
-		ti.byHolder[holder] = tr
-	}
-	return tr
-}
-
-// move gives e the state st, moving it only in the indexes whose place
-// changed (call with mu held): a status change touches the status and queue
-// indexes, not the list of every node.
-func (t *table) move(e *nodeEntry, st *nodeState) {
-	old := &e.st
-	ti := t.tenant(e.ref.tenant)
-	sameOrder := old.order == st.order
-	moveAll := !sameOrder
-	moveStatus := !sameOrder || old.status != st.status
-	moveQueue := !sameOrder || old.status != st.status || old.queue != st.queue
-	moveParent := !sameOrder || old.parent != st.parent
-	moveLeased := old.holder != st.holder
-	if moveAll {
-		ti.all.Delete(e)
-	}
-	if moveStatus {
-		dropFrom(ti.byStatus, old.status, e)
-	}
-	if moveQueue && old.queue != "" {
-		dropFrom(ti.byQueue, queueStatus{old.queue, old.status}, e)
-	}
-	if moveParent && old.parent != "" {
-		dropFrom(ti.byParent, old.parent, e)
-	}
-	if moveLeased && old.holder != "" {
-		ti.leased.Delete(e)
-		dropFrom(ti.byHolder, old.holder, e)
-	}
-	e.st = *st
-	if moveAll {
-		ti.all.ReplaceOrInsert(e)
-	}
-	if moveStatus {
-		treeOf(ti.byStatus, st.status).ReplaceOrInsert(e)
-	}
-	if moveQueue && st.queue != "" {
-		treeOf(ti.byQueue, queueStatus{st.queue, st.status}).ReplaceOrInsert(e)
-	}
-	if moveParent && st.parent != "" {
-		treeOf(ti.byParent, st.parent).ReplaceOrInsert(e)
-	}
-	if moveLeased && st.holder != "" {
-		ti.leased.ReplaceOrInsert(e)
-		ti.heldBy(st.holder).ReplaceOrInsert(e)
-	}
-}
-
-// dropFrom deletes e from the tree m[k], and the tree once it is empty.
-func dropFrom[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K, e *nodeEntry) {
-	if tr, ok := m[k]; ok {
-		tr.Delete(e)
-		if tr.Len() == 0 {
-			delete(m, k)
-		}
+// mark queues e for the list indexes to catch up with (call with mu held,
+// after changing e.st or taking e out of nodes).
+func (t *table) mark(e *nodeEntry) {
+	if !e.marked {
+		e.marked = true
+		t.marked = append(t.marked, e)
 	}
 }
 

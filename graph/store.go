@@ -56,6 +56,10 @@ type Store struct {
 	// goneHooks run inside every transaction that removes a node
 	// (OnNodeGone); registered before the store serves writes.
 	goneHooks []NodeGoneHook
+
+	// closing stops the list indexes' catch-up loop (lists.go).
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // NodeGoneHook runs inside a write transaction that removes node id of
@@ -105,14 +109,15 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{
-		kv:     db,
-		clock:  opts.Clock,
-		log:    opts.Logger,
-		table:  newTable(),
-		events: newEventHub(),
-		ready:  newReadyMirror(opts.Clock),
-		marks:  newMarks(),
-		seqs:   map[string]uint64{},
+		kv:      db,
+		clock:   opts.Clock,
+		log:     opts.Logger,
+		table:   newTable(),
+		events:  newEventHub(),
+		ready:   newReadyMirror(opts.Clock),
+		marks:   newMarks(),
+		seqs:    map[string]uint64{},
+		closing: make(chan struct{}),
 	}
 	stored, err := s.checkFormat(opts.Dir)
 	if err != nil {
@@ -124,6 +129,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
 	db.Start()
+	go s.table.syncLoop(s.closing)
 	if stored != FormatVersion {
 		if err := s.writeFormat(); err != nil {
 			s.Close()
@@ -140,6 +146,7 @@ func Open(opts Options) (*Store, error) {
 func (s *Store) Close() error {
 	err := s.kv.Close()
 	s.ready.close()
+	s.closeOnce.Do(func() { close(s.closing) })
 	return err
 }
 

@@ -171,15 +171,19 @@ func (tx *Tx) apply() {
 		}
 		switch {
 		case st == nil && had:
-			t.unindex(e)
+			e.gone = true
+			t.mark(e)
 			delete(t.nodes, ref)
 		case st == nil:
 		case had:
-			t.move(e, st)
+			if listKeyOf(&e.st) != listKeyOf(st) {
+				t.mark(e)
+			}
+			e.st = *st
 		default:
 			e = &nodeEntry{ref: ref, st: *st}
 			t.nodes[ref] = e
-			t.index(e)
+			t.mark(e)
 		}
 		s.ready.track(ref, old, st, &moves)
 		t.noteFinished(ref, old, st)

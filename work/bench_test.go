@@ -63,3 +63,38 @@ func BenchmarkClaimNextComplete(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkClaims100CompleteMany measures make bench's (b) through the domain
+// layer: claim-next of 100, then one batch completion of the 100, per
+// iteration (b.N counts jobs). The writer's share of it bounds (b).
+func BenchmarkClaims100CompleteMany(b *testing.B) {
+	w, _ := benchSetup(b, b.N+200)
+	ctx := context.Background()
+	c := Caller{Tenant: "acme", Sub: "worker"}
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ps := make([]CompleteParams, 0, 100)
+		for {
+			n := 0
+			for n < 100 && pb.Next() {
+				n++
+			}
+			if n == 0 {
+				return
+			}
+			got, err := w.ClaimNext(ctx, ClaimNextParams{Caller: c, Queue: "q", Max: n})
+			if err != nil || len(got) != n {
+				b.Fatalf("claim: %v %d", err, len(got))
+			}
+			ps = ps[:0]
+			for _, g := range got {
+				ps = append(ps, CompleteParams{HolderParams: lease.HolderParams{Tenant: "acme", NodeID: g.Node.ID, By: "worker"}})
+			}
+			if _, errs := w.CompleteMany(ctx, ps); errs[0] != nil {
+				b.Fatal(errs[0])
+			}
+		}
+	})
+}
