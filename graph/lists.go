@@ -7,7 +7,10 @@ package graph
 // entry it changed (table.mark), and catching up (table.syncLists) moves a
 // marked entry once, from the key it is listed under to the one its state
 // gives now, however many commits changed it meanwhile (a job claimed and
-// completed between two catch-ups moves from queued to done directly).
+// completed between two catch-ups moves from queued to done directly). The
+// key an entry was listed under is kept with its mark, taken from its state
+// when the writer first changes it after a catch-up; the entry itself keeps
+// only the order its trees compare.
 //
 // Every list catches up before it walks, so it holds at least every commit
 // before it began; it may hold a few after (lists re-read each record and
@@ -48,7 +51,7 @@ func listKeyOf(st *nodeState) listKey {
 // compareEntry orders a tenant's listed nodes in list order: by order bytes,
 // then id.
 func compareEntry(a, b *nodeEntry) int {
-	if c := bytes.Compare(a.listed.order[:], b.listed.order[:]); c != 0 {
+	if c := bytes.Compare(a.listedOrder[:], b.listedOrder[:]); c != 0 {
 		return c
 	}
 	return strings.Compare(a.ref.id, b.ref.id)
@@ -79,16 +82,24 @@ func newListTree() *btree.BTreeG[*nodeEntry] { return btree.NewG(btreeDegree, le
 // lists are the list indexes of every tenant.
 type lists struct {
 	sync    sync.Mutex   // one catch-up at a time; guards targets and spare
-	mu      sync.RWMutex // the trees, and every entry's listed and isListed
+	mu      sync.RWMutex // the trees, and every entry's listedOrder
 	tenants map[string]*tenantIndex
 	targets []listTarget
-	spare   []*nodeEntry
+	spare   []markedEntry
+}
+
+// markedEntry is an entry the writer changed since the last catch-up, and
+// the key it is listed under (when listed).
+type markedEntry struct {
+	e      *nodeEntry
+	from   listKey
+	listed bool
 }
 
 // listTarget is a marked entry and where it belongs now.
 type listTarget struct {
-	e    *nodeEntry
-	key  listKey
+	markedEntry
+	to   listKey
 	gone bool
 }
 
@@ -104,9 +115,9 @@ func (t *table) syncLists() {
 	marked := t.marked
 	t.marked = l.spare
 	targets := l.targets[:0]
-	for _, e := range marked {
-		e.marked = false
-		targets = append(targets, listTarget{e: e, key: listKeyOf(&e.st), gone: e.gone})
+	for _, m := range marked {
+		m.e.marked = false
+		targets = append(targets, listTarget{markedEntry: m, to: listKeyOf(&m.e.st), gone: m.e.gone})
 	}
 	t.mu.Unlock()
 	if len(targets) > 0 {
@@ -140,15 +151,14 @@ func (l *lists) place(tg *listTarget) {
 	e := tg.e
 	switch {
 	case tg.gone:
-		if e.isListed {
-			l.tenant(e.ref.tenant).unlist(e)
-			e.isListed = false
+		if tg.listed {
+			l.tenant(e.ref.tenant).unlist(e, &tg.from)
 		}
-	case !e.isListed:
-		e.listed, e.isListed = tg.key, true
-		l.tenant(e.ref.tenant).list(e)
+	case !tg.listed:
+		e.listedOrder = tg.to.order
+		l.tenant(e.ref.tenant).list(e, &tg.to)
 	default:
-		l.tenant(e.ref.tenant).move(e, tg.key)
+		l.tenant(e.ref.tenant).move(e, &tg.from, &tg.to)
 	}
 }
 
@@ -178,9 +188,8 @@ func treeOf[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K) *btree.BTreeG[
 	return tr
 }
 
-// unlist takes e out of the indexes, from its listed key.
-func (ti *tenantIndex) unlist(e *nodeEntry) {
-	k := &e.listed
+// unlist takes e out of the indexes, where k lists it.
+func (ti *tenantIndex) unlist(e *nodeEntry, k *listKey) {
 	ti.all.Delete(e)
 	dropFrom(ti.byStatus, k.status, e)
 	if k.queue != "" {
@@ -195,9 +204,8 @@ func (ti *tenantIndex) unlist(e *nodeEntry) {
 	}
 }
 
-// list puts e into the indexes, under its listed key.
-func (ti *tenantIndex) list(e *nodeEntry) {
-	k := &e.listed
+// list puts e into the indexes under k (e.listedOrder is k.order).
+func (ti *tenantIndex) list(e *nodeEntry, k *listKey) {
 	ti.all.ReplaceOrInsert(e)
 	treeOf(ti.byStatus, k.status).ReplaceOrInsert(e)
 	if k.queue != "" {
@@ -223,11 +231,10 @@ func (ti *tenantIndex) heldBy(holder string) *btree.BTreeG[*nodeEntry] {
 	return tr
 }
 
-// move lists e under key, moving it only in the indexes whose place changed:
-// a status change touches the status and queue indexes, not the list of
-// every node.
-func (ti *tenantIndex) move(e *nodeEntry, key listKey) {
-	old := &e.listed
+// move lists e, listed under old, under key instead, moving it only in the
+// indexes whose place changed: a status change touches the status and queue
+// indexes, not the list of every node.
+func (ti *tenantIndex) move(e *nodeEntry, old, key *listKey) {
 	sameOrder := old.order == key.order
 	moveAll := !sameOrder
 	moveStatus := !sameOrder || old.status != key.status
@@ -250,7 +257,7 @@ func (ti *tenantIndex) move(e *nodeEntry, key listKey) {
 		ti.leased.Delete(e)
 		dropFrom(ti.byHolder, old.holder, e)
 	}
-	e.listed = key
+	e.listedOrder = key.order
 	if moveAll {
 		ti.all.ReplaceOrInsert(e)
 	}

@@ -55,7 +55,7 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
 		}
 		pivot = &nodeEntry{ref: nodeRef{tenant, string(raw[1+orderKeyLength:])}}
-		copy(pivot.listed.order[:], raw[1:1+orderKeyLength])
+		copy(pivot.listedOrder[:], raw[1:1+orderKeyLength])
 	}
 	tree := func(ti *tenantIndex) *btree.BTreeG[*nodeEntry] {
 		switch kind {
@@ -138,7 +138,7 @@ func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nod
 		return ids, nil
 	}
 	// A copy: the entry itself may move once the lock is released.
-	return ids, &nodeEntry{ref: last.ref, listed: listKey{order: last.listed.order}}
+	return ids, &nodeEntry{ref: last.ref, listedOrder: last.listedOrder}
 }
 
 func encodeCursor(kind byte, order []byte, id string) string {

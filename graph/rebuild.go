@@ -106,7 +106,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		// they were most of the start-up time at a million nodes.
 		entries := make([]*nodeEntry, 0, len(t.nodes))
 		for _, e := range t.nodes {
-			e.listed, e.isListed = listKeyOf(&e.st), true
+			e.listedOrder = e.st.order
 			entries = append(entries, e)
 		}
 		slices.SortFunc(entries, func(a, b *nodeEntry) int {
@@ -117,7 +117,8 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		})
 		var moves []countMove
 		for _, e := range entries {
-			t.lists.tenant(e.ref.tenant).list(e)
+			k := listKeyOf(&e.st)
+			t.lists.tenant(e.ref.tenant).list(e, &k)
 			st := e.st
 			m.track(e.ref, nil, &st, &moves)
 		}

@@ -73,9 +73,9 @@ type nodeEntry struct {
 	// for the list indexes to catch up with it (lists.go); gone, that it
 	// left the table.
 	marked, gone bool
-	// Under lists.mu: where the entry sits in the list indexes, if listed.
-	listed   listKey
-	isListed bool
+	// Under lists.mu: the order the entry sits at in the list indexes
+	// (their trees compare it).
+	listedOrder [orderKeyLength]byte
 }
 
 // table is every node of every tenant.
@@ -83,8 +83,8 @@ type table struct {
 	mu    sync.RWMutex
 	nodes map[nodeRef]*nodeEntry
 	// marked lists the entries changed since the list indexes last caught
-	// up with the table, each once (lists.go).
-	marked []*nodeEntry
+	// up with the table, each once, with where they are listed (lists.go).
+	marked []markedEntry
 	// lists are the list indexes, under their own locks (lists.go).
 	lists *lists
 	// fences keeps the last fence of each deleted node id, so a node
@@ -102,12 +102,20 @@ func newTable() *table {
 }
 
 // mark queues e for the list indexes to catch up with (call with mu held,
-// after changing e.st or taking e out of nodes).
-func (t *table) mark(e *nodeEntry) {
-	if !e.marked {
-		e.marked = true
-		t.marked = append(t.marked, e)
+// before changing e.st or taking e out of nodes; isNew for an entry just
+// made). An entry already in the table and not marked is listed under the
+// key its state gives: the last catch-up put it there, and nothing has
+// changed it since.
+func (t *table) mark(e *nodeEntry, isNew bool) {
+	if e.marked {
+		return
 	}
+	e.marked = true
+	m := markedEntry{e: e}
+	if !isNew {
+		m.from, m.listed = listKeyOf(&e.st), true
+	}
+	t.marked = append(t.marked, m)
 }
 
 // stateOf fills a nodeState from a record.

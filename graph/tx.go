@@ -171,19 +171,19 @@ func (tx *Tx) apply() {
 		}
 		switch {
 		case st == nil && had:
+			t.mark(e, false)
 			e.gone = true
-			t.mark(e)
 			delete(t.nodes, ref)
 		case st == nil:
 		case had:
 			if listKeyOf(&e.st) != listKeyOf(st) {
-				t.mark(e)
+				t.mark(e, false)
 			}
 			e.st = *st
 		default:
 			e = &nodeEntry{ref: ref, st: *st}
 			t.nodes[ref] = e
-			t.mark(e)
+			t.mark(e, true)
 		}
 		s.ready.track(ref, old, st, &moves)
 		t.noteFinished(ref, old, st)
