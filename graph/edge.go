@@ -52,25 +52,31 @@ func (tx *Tx) liveEdge(tenant, from, typ, to string) *liveEdge {
 // EdgeGet returns the live edge (from, typ, to) or a fault.NotFound. In a
 // View it is read from the store, so only a durable edge is found.
 func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*Edge, error) {
+	e, err := tx.EdgeFind(tenant, from, typ, to)
+	if err == nil && e == nil {
+		return nil, edgeNotFound(from, typ, to)
+	}
+	return e, err
+}
+
+// EdgeFind is EdgeGet answering nil, nil when there is no such live edge:
+// a claim looks for a lingering assigned edge that is almost never there.
+func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*Edge, error) {
 	if tx.writable {
 		le := tx.liveEdge(tenant, from, typ, to)
 		if le == nil {
-			return nil, edgeNotFound(from, typ, to)
+			return nil, nil
 		}
 		return le.e.clone(), nil
 	}
 	r, err := tx.storedLiveEdge(tenant, from, typ, to)
-	if err != nil {
+	if err != nil || r == nil {
 		return nil, err
-	}
-	if r == nil {
-		return nil, edgeNotFound(from, typ, to)
 	}
 	return &r.Edge, nil
 }
 
-// edgeNotFound is EdgeGet's refusal, built only when needed: EdgeGet is on
-// the hot path of every complete.
+// edgeNotFound is EdgeGet's refusal.
 func edgeNotFound(from, typ, to string) error {
 	return &fault.NotFound{What: "edge", ID: from + " " + typ + " " + to}
 }

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/duration"
@@ -208,11 +207,7 @@ func (s *Service) LiveCount(tenant, sub string) int64 {
 
 // assignedEdge returns the live assigned edge from node id to sub, or nil.
 func assignedEdge(tx *graph.Tx, tenant, id, sub string) (*graph.Edge, error) {
-	e, err := tx.EdgeGet(tenant, id, graph.EdgeAssigned, graph.IdentityID(sub))
-	if _, ok := err.(*fault.NotFound); ok {
-		return nil, nil
-	}
-	return e, err
+	return tx.EdgeFind(tenant, id, graph.EdgeAssigned, graph.IdentityID(sub))
 }
 
 // EndRun ends the current lease of n inside tx: the holder's assigned edge is
