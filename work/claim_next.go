@@ -98,17 +98,6 @@ const claimChunk = 64
 // claimChunks claims up to p.Max ready nodes, claimChunk per transaction, and
 // returns once all of them are durable.
 func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
-	if p.Max <= claimChunk {
-		// One transaction: its Update returns once it is durable, without
-		// a barrier's second wait (most workers claim one node at a time).
-		var got []*lease.ClaimResult
-		err := s.store.Update(ctx, func(tx *graph.Tx) error {
-			var err error
-			got, err = s.claimNextTx(tx, p, filter, lim)
-			return err
-		})
-		return got, err
-	}
 	bctx, durable := graph.WithBarrier(ctx)
 	var out []*lease.ClaimResult
 	for len(out) < p.Max {
