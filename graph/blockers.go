@@ -22,7 +22,7 @@ func (tx *Tx) Blockers(tenant, id string) (deps, children int64, err error) {
 	if st == nil {
 		return 0, 0, nil
 	}
-	return st.deps, st.children, nil
+	return int64(st.deps), int64(st.children), nil
 }
 
 // addBlockers moves the counts of id by the deltas.
@@ -31,7 +31,7 @@ func (tx *Tx) addBlockers(tenant, id string, dDeps, dChildren int64) {
 	if st == nil {
 		return
 	}
-	st.deps, st.children = max(0, st.deps+dDeps), max(0, st.children+dChildren)
+	st.deps, st.children = int32(max(0, int64(st.deps)+dDeps)), int32(max(0, int64(st.children)+dChildren))
 }
 
 // propagateStatus adjusts the blockers of n's dependents and parent when n's

@@ -401,7 +401,7 @@ func (c *checker) readiness(s *Store) {
 			c.r.problem("node %s/%s is missing from the derived state", ref.tenant, ref.id)
 			continue
 		}
-		if e.st.deps != deps[ref] || e.st.children != children[ref] || e.st.dependents != dependents[ref] {
+		if int64(e.st.deps) != deps[ref] || int64(e.st.children) != children[ref] || int64(e.st.dependents) != dependents[ref] {
 			c.r.problem("node %s/%s: derived blockers %d/%d/%d, recounted %d/%d/%d", ref.tenant, ref.id,
 				e.st.deps, e.st.children, e.st.dependents, deps[ref], children[ref], dependents[ref])
 		}

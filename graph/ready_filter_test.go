@@ -14,7 +14,7 @@ import (
 )
 
 func testItem(id string, priority, created int64, typ, target string, labels ...string) readyItem {
-	it := readyItem{id: id, created: created, typ: typ, target: target, labels: labels}
+	it := readyItem{id: id, typ: typ, target: target, labels: labels}
 	copy(it.order[:], orderBytes(priority, created))
 	return it
 }

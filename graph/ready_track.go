@@ -17,7 +17,7 @@ type countMove struct {
 func (m *readyMirror) track(ref nodeRef, old, st *nodeState, shown *[]countMove) {
 	wasReady, isReady := old != nil && old.ready(), st != nil && st.ready()
 	if wasReady && (!isReady || old.queue != st.queue || old.order != st.order || old.runAt != st.runAt ||
-		old.typ != st.typ || old.target != st.target || !slices.Equal(old.labels, st.labels)) {
+		old.typ != st.typ || old.target != st.target || !slices.Equal(old.labelList(), st.labelList())) {
 		m.remove(ref.tenant, old.queue, ref.id)
 		wasReady = false
 	}
@@ -65,7 +65,7 @@ func (m *readyMirror) showCounts(moves []countMove) {
 }
 
 func readyItemOf(id string, st *nodeState) readyItem {
-	return readyItem{order: st.order, id: id, runAt: st.runAt, created: createdOf(st.order), typ: st.typ, target: st.target, labels: st.labels}
+	return readyItem{order: st.order, id: id, runAt: st.runAt, typ: st.typ, target: st.target, labels: st.labelList()}
 }
 
 // readySets returns every queue's ready entries (claimable or delayed) by

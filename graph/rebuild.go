@@ -58,7 +58,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			}
 			ref := nodeRef{intern(n.Tenant), n.ID}
 			st := stateOf(&n, val)
-			st.labels = slices.Clone(n.Labels)
+			st.labels = labelsOf(n.Labels)
 			t.nodes[ref] = &nodeEntry{ref: ref, st: st}
 			if n.Assigned != nil {
 				assigned = append(assigned, assignedEdge{ref.tenant, n.Assigned})

@@ -13,6 +13,7 @@ package graph
 // walks them (lists.go).
 
 import (
+	"slices"
 	"sync"
 	"time"
 	"unique"
@@ -22,6 +23,10 @@ import (
 type nodeRef struct{ tenant, id string }
 
 // nodeState is what the store keeps in memory of one node.
+//
+// A million queued nodes each hold one, inside their table entry: the entry
+// is kept within 256 bytes, one allocation size class (labels behind a
+// pointer, counts in 32 bits, the flag beside them).
 type nodeState struct {
 	order  [orderKeyLength]byte
 	status Status
@@ -29,22 +34,40 @@ type nodeState struct {
 	parent string
 	typ    string
 	target string
-	labels []string
-	holder string // the live lease's identity ("" for none)
-	runAt  int64  // unix ms, rounded up (runAtMS); 0 = none
+	labels *[]string // nil for none (labelList)
+	holder string    // the live lease's identity ("" for none)
+	runAt  int64     // unix ms, rounded up (runAtMS); 0 = none
 	// changed is when a finished node last changed (unix ns), for
 	// retention; 0 while the node is not finished.
 	changed int64
-	// hasBlobs says the record names blobs, so a change reads the stored
-	// record to move their reference counts.
-	hasBlobs bool
 	// record is the encoded record while the node is live (open, queued or
 	// running), so the hot paths never read the store; nil once terminal.
 	record []byte
 
-	deps       int64 // live depends_on edges whose target is not satisfied
-	children   int64 // children not terminal
-	dependents int64 // live depends_on edges pointing at the node
+	deps       int32 // live depends_on edges whose target is not satisfied
+	children   int32 // children not terminal
+	dependents int32 // live depends_on edges pointing at the node
+	// hasBlobs says the record names blobs, so a change reads the stored
+	// record to move their reference counts.
+	hasBlobs bool
+}
+
+// labelList is the node's labels (nil for none).
+func (st *nodeState) labelList() []string {
+	if st.labels == nil {
+		return nil
+	}
+	return *st.labels
+}
+
+// labelsOf is labels as a nodeState holds them: a copy behind a pointer,
+// nil for none.
+func labelsOf(labels []string) *[]string {
+	if len(labels) == 0 {
+		return nil
+	}
+	c := slices.Clone(labels)
+	return &c
 }
 
 // ready reports whether the node waits in its queue with nothing blocking it.
@@ -126,7 +149,7 @@ func stateOf(n *Node, record []byte) nodeState {
 		parent: n.Parent,
 		typ:    intern(n.Type),
 		target: intern(n.Target),
-		labels: n.Labels,
+		labels: labelsOf(n.Labels),
 	}
 	copy(st.order[:], n.order())
 	if n.Lease != nil {
