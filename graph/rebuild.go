@@ -48,8 +48,9 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 	var assigned []assignedEdge
 	blobRefs := map[blobRef]int64{}
 	return s.kv.View(func(ktx *kv.Txn) error {
-		// One Node is decoded into again and again (msgp reuses its maps);
-		// what the state keeps of it is copied out.
+		// One Node is decoded into again and again (msgp reuses its maps and
+		// slices); what the state keeps of it is copied out (stateOf copies
+		// the labels).
 		var n Node
 		err := ktx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			n.Assigned, n.Lease, n.RunAt, n.Blobs = nil, nil, nil, nil
@@ -58,7 +59,6 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			}
 			ref := nodeRef{intern(n.Tenant), n.ID}
 			st := stateOf(&n, val)
-			st.labels = labelsOf(n.Labels)
 			t.nodes[ref] = &nodeEntry{ref: ref, st: st}
 			if n.Assigned != nil {
 				assigned = append(assigned, assignedEdge{ref.tenant, n.Assigned})
