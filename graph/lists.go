@@ -117,7 +117,10 @@ func (t *table) syncLists() {
 	targets := l.targets[:0]
 	for _, m := range marked {
 		m.e.marked = false
-		targets = append(targets, listTarget{markedEntry: m, to: listKeyOf(&m.e.st), gone: m.e.gone})
+		// Gone: removed from the table (a node made again under its id
+		// has another entry).
+		gone := t.nodes[m.e.ref] != m.e
+		targets = append(targets, listTarget{markedEntry: m, to: listKeyOf(&m.e.st), gone: gone})
 	}
 	t.mu.Unlock()
 	if len(targets) > 0 {

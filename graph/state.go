@@ -93,9 +93,8 @@ type nodeEntry struct {
 	in  map[edgeSlot]*liveEdge
 
 	// Under the table's mu: marked says the entry waits in table.marked
-	// for the list indexes to catch up with it (lists.go); gone, that it
-	// left the table.
-	marked, gone bool
+	// for the list indexes to catch up with it (lists.go).
+	marked bool
 	// Under lists.mu: the order the entry sits at in the list indexes
 	// (their trees compare it).
 	listedOrder [orderKeyLength]byte

@@ -172,7 +172,6 @@ func (tx *Tx) apply() {
 		switch {
 		case st == nil && had:
 			t.mark(e, false)
-			e.gone = true
 			delete(t.nodes, ref)
 		case st == nil:
 		case had:
