@@ -53,7 +53,8 @@
 //     OnDurable hooks.
 //   - Event seqs are handed out on the writer in commit order, so seq
 //     strictly increases per tenant; a transaction's events are stored as one
-//     group under the seq of its last event, with one pointer per node: in the
+//     group under the seq of its last event (consecutive groups when they
+//     encode larger than maxEventGroupBytes), with one pointer per node: in the
 //     node's record when the transaction wrote it (at most maxRecordPointers
 //     there), else a key; NodeEvents merges the two in seq order, and a
 //     deleted node's record pointers become keys.

@@ -235,3 +235,65 @@ func TestAFormat3StoreIsMigrated(t *testing.T) {
 	require.Empty(t, rep.Problems)
 	require.Equal(t, FormatVersion, rep.Format)
 }
+
+// TestALargeTransactionsEventsAreStoredAsSeveralGroups: the events of one
+// transaction that encode larger than maxEventGroupBytes are stored as
+// consecutive groups, each within the bound; the feed and every node's
+// events read back whole and in order, and tether check accepts the store.
+func TestALargeTransactionsEventsAreStoredAsSeveralGroups(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, Clock: clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))})
+	require.NoError(t, err)
+	ctx := context.Background()
+	const nodes = 40
+	for i := range nodes {
+		insert(t, s, newNode("acme", fmt.Sprint("n", i), 0))
+	}
+	var before uint64
+	require.NoError(t, s.View(func(tx *Tx) error {
+		all, err := tx.EventsAfter("acme", 0, 100000)
+		before = all[len(all)-1].Seq
+		return err
+	}))
+	pad := string(make([]byte, 1000))
+	const events = 3000 // ~3 MB: six groups or more
+	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+		for i := range events {
+			if err := tx.Emit("acme", EventCommented, fmt.Sprint("n", i%nodes), "head", map[string]any{"i": i, "pad": pad}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+
+	var sizes []int
+	require.NoError(t, s.kv.View(func(tx *kv.Txn) error {
+		return tx.Scan(newKey(tagEvent, "acme").bytes(), eventKey("acme", before), false, true, func(_, val []byte) (bool, error) {
+			sizes = append(sizes, len(val))
+			return true, nil
+		})
+	}))
+	require.GreaterOrEqual(t, len(sizes), 6, "one transaction's events in several groups")
+	for _, n := range sizes {
+		require.LessOrEqual(t, n, maxEventGroupBytes)
+	}
+
+	require.NoError(t, s.View(func(tx *Tx) error {
+		all, err := tx.EventsAfter("acme", before, 100000)
+		require.NoError(t, err)
+		require.Len(t, all, events)
+		for i, ev := range all {
+			require.Equal(t, before+1+uint64(i), ev.Seq)
+			require.EqualValues(t, i, ev.Data["i"])
+		}
+		return nil
+	}))
+	feed, paged := eventsOf(t, s, "acme", "n7", 10)
+	require.Len(t, feed, 1+events/nodes, "created, then its comments")
+	require.Equal(t, feed, paged)
+	require.NoError(t, s.Close())
+	rep, err := Check(dir)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+}

@@ -262,14 +262,29 @@ func allOfTenant(evs []Event, tenant string) bool {
 // finds the nodes already indexed with a set rather than a scan.
 const smallGroup = 16
 
+// maxEventGroupBytes bounds one event group's record: a transaction's
+// events of one tenant that encode larger (a cancel of thousands of nodes)
+// are written as consecutive groups, each under its own last seq. Well below
+// what either engine takes for one value (Badger's 1 MiB, etcd's request
+// size).
+const maxEventGroupBytes = 512 << 10
+
 // writeEventGroup writes the events of one tenant as one group under the
-// seq of its last event, and the group's pointer for each node once: in the
-// node's record when this transaction wrote it, else as a key.
+// seq of its last event (halves of it, again and again, while it encodes
+// larger than maxEventGroupBytes), and the group's pointer for each node
+// once: in the node's record when this transaction wrote it, else as a key.
 func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 	last := evs[len(evs)-1].Seq
 	b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("error encoding events: %w", err)
+	}
+	if len(b) > maxEventGroupBytes && len(evs) > 1 {
+		half := len(evs) / 2
+		if err := tx.writeEventGroup(tenant, evs[:half]); err != nil {
+			return err
+		}
+		return tx.writeEventGroup(tenant, evs[half:])
 	}
 	if err := tx.kv.Set(tx.scratchKey(tagEvent, tenant).u64(last).done(tx), b); err != nil {
 		return err

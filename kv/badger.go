@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -18,12 +17,20 @@ import (
 )
 
 type badgerEngine struct {
-	db      *badger.DB
-	dir     string // Badger's directory ("" in memory)
-	wal     *wal   // nil in memory
-	applied atomic.Uint64
-	s       *Store
-	log     *slog.Logger
+	db  *badger.DB
+	dir string // Badger's directory ("" in memory)
+	wal *wal   // nil in memory
+	// flushed is the seq up to which Badger's tables hold every log record
+	// (flushed.go): the log may drop those. Set by the applier, read by the
+	// logger.
+	flushed atomic.Uint64
+	// unflushed are the applier's commits whose memtables Badger may not
+	// have flushed yet, oldest first; checked is when the applier last
+	// looked. Applier only.
+	unflushed []commitAt
+	checked   time.Time
+	s         *Store
+	log       *slog.Logger
 }
 
 // openBadger opens (or creates) Badger in opts.Dir and applies what its log
@@ -31,10 +38,17 @@ type badgerEngine struct {
 func openBadger(opts Options) (*badgerEngine, error) {
 	bopts := badger.DefaultOptions(opts.Dir).
 		WithLogger(nil).
-		// Acknowledged writes are durable in our own log (wal.go); Badger
-		// syncs each of its commits too, through its public API, so the log
-		// can drop what Badger holds.
-		WithSyncWrites(true).
+		// Acknowledged writes are durable in our own log (wal.go), so
+		// Badger's commits need not be: the log keeps every record until
+		// Badger has flushed it into a table, which Badger syncs
+		// (flushed.go). Syncing each commit (an msync of the memtable's
+		// log, a journal commit of its own) cost ~15 % of (a)'s pairs/s:
+		// it stalled the log's fdatasync behind it.
+		WithSyncWrites(false).
+		// Every value stays in the LSM tree (limits refuses a larger one):
+		// Badger's value log, unsynced, could lose a value a flushed table
+		// points to.
+		WithValueThreshold(valueThreshold).
 		WithNumVersionsToKeep(1).
 		// One goroutine (the applier) writes Badger, so its transactions
 		// never conflict: without conflict detection a commit no longer
@@ -64,29 +78,49 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		// the server's CPU in compactions for little space.
 		WithCompression(options.None)
 	if opts.InMemory {
-		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("").WithSyncWrites(false)
+		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
 	} else if err := removeEmptyMemtables(opts.Dir, opts.Logger); err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(bopts)
+	db, err := openBadgerDB(bopts)
 	if err != nil {
-		return nil, fmt.Errorf("error opening badger in %s: %w", opts.Dir, err)
+		return nil, err
 	}
 	e := &badgerEngine{db: db, log: opts.Logger}
 	if !opts.InMemory {
 		e.dir = opts.Dir
-		if e.wal, err = recoverLog(db, filepath.Join(opts.Dir, "wal")); err != nil {
-			db.Close()
+		if e.db, e.wal, err = recoverLog(db, bopts, filepath.Join(opts.Dir, "wal")); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
 }
 
+// openBadgerDB opens Badger and syncs it once. Its commits are not synced,
+// and Badger makes the files it opens with (the first memtable's log and a
+// value log) without syncing them; a crash could leave one with no length,
+// which Badger refuses to open ("Create a new file"). Its public Sync makes
+// both durable.
+func openBadgerDB(opts badger.Options) (*badger.DB, error) {
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("error opening badger in %s: %w", opts.Dir, err)
+	}
+	if err := db.Sync(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("error syncing badger in %s: %w", opts.Dir, err)
+	}
+	return db, nil
+}
+
+// valueThreshold is Badger's largest (its default): a value of this size
+// or more would go to its value log.
+const valueThreshold = 1 << 20
+
 func (e *badgerEngine) attach(s *Store) { e.s = s }
 
 func (e *badgerEngine) limits() (int64, int64, int64) {
-	return e.db.MaxBatchCount() * 8 / 10, e.db.MaxBatchSize() * 8 / 10, math.MaxInt64
+	return e.db.MaxBatchCount() * 8 / 10, e.db.MaxBatchSize() * 8 / 10, valueThreshold - 1
 }
 
 // reader opens a Badger snapshot. Badger makes it wait for every commit
@@ -108,8 +142,7 @@ func (e *badgerEngine) applyEvery() time.Duration {
 	if e.wal == nil {
 		return 0
 	}
-	// Each Badger commit is synced (msync of its memtable), and readers
-	// see what is durable in the log anyway: commit at most every
+	// Readers see what is durable in the log anyway: commit at most every
 	// applyEvery, gathering everything logged meanwhile.
 	return applyEvery
 }
@@ -151,18 +184,23 @@ func (e *badgerEngine) durable(group []*inflight) error {
 	st.SyncNanos.Add(time.Since(start).Nanoseconds())
 	st.Keys.Add(keys)
 	st.Bytes.Add(bytes)
-	if err := e.wal.removeApplied(e.applied.Load()); err != nil {
+	if err := e.wal.removeApplied(e.flushed.Load()); err != nil {
 		e.log.Warn("error removing applied log segments", "err", err)
 	}
 	return nil
 }
 
-// apply writes durable segments into Badger (in memory, durable did).
+// apply writes durable segments into Badger (in memory, durable did), and
+// moves the flushed mark on when Badger has flushed earlier commits.
 func (e *badgerEngine) apply(group []*inflight) error {
 	if e.wal == nil {
 		return nil
 	}
-	return e.commitGroup(group)
+	if err := e.commitGroup(group); err != nil {
+		return err
+	}
+	e.noteCommitted(group)
+	return nil
 }
 
 // commitGroup writes segments into Badger, as few commits as Badger's limits
@@ -183,17 +221,14 @@ func (e *badgerEngine) commitGroup(group []*inflight) error {
 		}
 		for _, f := range group[i:j] {
 			f.done.Store(true)
-			if f.seq > 0 {
-				e.applied.Store(f.seq)
-			}
 		}
 		i = j
 	}
 	return nil
 }
 
-// commit writes segments as one Badger transaction; with SyncWrites, Commit
-// returns once Badger has it on stable storage too, so the log may drop it.
+// commit writes segments as one Badger transaction (not synced: the log
+// holds them until Badger has flushed them, flushed.go).
 func (e *badgerEngine) commit(segs []*inflight) error {
 	if e.s.broken.Load() {
 		return errBroken
@@ -233,14 +268,15 @@ func (e *badgerEngine) commit(segs []*inflight) error {
 }
 
 func (e *badgerEngine) close(healthy bool) error {
-	var err error
+	// Closing Badger flushes its memtables into synced tables.
+	err := e.db.Close()
 	if e.wal != nil {
-		err = e.wal.close()
-		if healthy {
-			// Everything is in Badger, and Badger's commits are synced:
-			// the log has nothing left to give.
-			err = errors.Join(err, e.wal.removeAll())
+		err = errors.Join(err, e.wal.close())
+		if healthy && err == nil {
+			// Everything is in Badger's tables: the log has nothing left
+			// to give.
+			err = e.wal.removeAll()
 		}
 	}
-	return errors.Join(err, e.db.Close())
+	return err
 }

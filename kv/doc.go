@@ -26,10 +26,11 @@
 //	         makes them visible to View, runs their OnDurable hooks and
 //	         answers their callers
 //	applier  Badger: writes durable segments into Badger at most every 5 ms
-//	         (SyncWrites: each Badger commit is synced when it completes; a
-//	         segment too large for one is committed in parts), then drops them
-//	         from the readers' view and lets the log remove them. etcd: the
-//	         logger applied them; it drops them from the readers' view
+//	         (commits Badger does not sync; a segment too large for one is
+//	         committed in parts), then drops them from the readers' view,
+//	         and lets the log remove them once Badger has flushed them into
+//	         its synced tables (flushed.go). etcd: the logger applied them;
+//	         it drops them from the readers' view
 //
 // Invariants (both engines):
 //   - Exactly one goroutine applies closures. A closure reads the segment
@@ -56,10 +57,15 @@
 //
 // Badger:
 //   - Durability uses no knowledge of Badger's files: the log is ours (one
-//     write and one fdatasync of a preallocated segment per group), and a
-//     log segment is removed only after Badger's synced commits hold every
-//     record in it. At open, what is left of the log is applied to Badger
-//     again, in order, up to the first torn record.
+//     write and one fdatasync of a preallocated segment per group). Badger's
+//     commits are not synced; a log segment is removed only once every
+//     record in it is in a table Badger has flushed (its public Tables lists
+//     each table's highest version, and memtables flush in commit order:
+//     flushed.go), and every value stays in those tables (a value of 1 MiB,
+//     which Badger would put in its unsynced value log, is refused). At
+//     open, what is left of the log is applied to Badger again, in order,
+//     up to the first torn record, and Badger is closed and opened once to
+//     flush it.
 //   - The writer applies segment N+1 while N is logged and applied; a Badger
 //     snapshot is opened only when a closure reads a key no segment
 //     in flight holds, and opening it waits for the commits already handed

@@ -8,17 +8,50 @@ import (
 )
 
 // recoverLog applies every record left in the log at dir to Badger, in
-// order, and opens the log for appending after them. A record may already
-// be in Badger; applying it again changes nothing, because the records that
-// follow it are applied again too.
-func recoverLog(db *badger.DB, dir string) (*wal, error) {
+// order, makes Badger flush them into its synced tables (closing and
+// opening it again with opts), and opens the log for appending after them.
+// A record may already be in Badger; applying it again changes nothing,
+// because the records that follow it are applied again too. It returns
+// the Badger to use from now on; on an error, db is closed.
+func recoverLog(db *badger.DB, opts badger.Options, dir string) (*badger.DB, *wal, error) {
 	recs, next, err := readWAL(dir)
 	if err != nil && !os.IsNotExist(err) {
-		return nil, fmt.Errorf("error reading the log in %s: %w", dir, err)
+		db.Close()
+		return nil, nil, fmt.Errorf("error reading the log in %s: %w", dir, err)
 	}
 	if next == 0 {
 		next = 1
 	}
+	if err := applyRecords(db, recs); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	if len(recs) > 0 {
+		// Badger's commits are not synced; its Close flushes every
+		// memtable into synced tables, after which the log may go.
+		if err := db.Close(); err != nil {
+			return nil, nil, fmt.Errorf("error flushing the log's records into badger: %w", err)
+		}
+		if db, err = openBadgerDB(opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	w, err := openWAL(dir, next)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("error opening the log in %s: %w", dir, err)
+	}
+	// Badger's tables hold every record now.
+	if err := w.removeApplied(next - 1); err != nil {
+		w.close()
+		db.Close()
+		return nil, nil, err
+	}
+	return db, w, nil
+}
+
+// applyRecords writes the log's records into Badger, in order.
+func applyRecords(db *badger.DB, recs []walRecord) error {
 	txn := db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	for _, rec := range recs {
@@ -26,29 +59,20 @@ func recoverLog(db *badger.DB, dir string) (*wal, error) {
 			err := e.stage(txn)
 			if err == badger.ErrTxnTooBig {
 				if err = txn.Commit(); err != nil {
-					return nil, fmt.Errorf("error applying the log: %w", err)
+					return fmt.Errorf("error applying the log: %w", err)
 				}
 				txn = db.NewTransaction(true)
 				err = e.stage(txn)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("error applying the log: %w", err)
+				return fmt.Errorf("error applying the log: %w", err)
 			}
 		}
 	}
 	if err := txn.Commit(); err != nil {
-		return nil, fmt.Errorf("error applying the log: %w", err)
+		return fmt.Errorf("error applying the log: %w", err)
 	}
-	w, err := openWAL(dir, next)
-	if err != nil {
-		return nil, fmt.Errorf("error opening the log in %s: %w", dir, err)
-	}
-	// Badger holds every record now (its commits are synced).
-	if err := w.removeApplied(next - 1); err != nil {
-		w.close()
-		return nil, err
-	}
-	return w, nil
+	return nil
 }
 
 // stage writes the entry into a Badger transaction.

@@ -18,9 +18,9 @@ package kv
 // record whose length is zero, whose checksum fails or that runs past the
 // end is the end of the log: only the last write before a crash can be torn,
 // and it was never acknowledged. A segment is removed once every record in
-// it has been applied to Badger (whose commits, with SyncWrites, are durable
-// when they complete); at open, every record left is applied again, in
-// order, which leaves the same state whatever was applied before.
+// it is in a table Badger has flushed (flushed.go: Badger's commits are not
+// synced); at open, every record left is applied again, in order, which
+// leaves the same state whatever was applied before.
 
 import (
 	"bufio"

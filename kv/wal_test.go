@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/fault"
 )
 
 func overlayOf(kvs ...string) *overlay {
@@ -69,14 +71,15 @@ func TestRecoveryAppliesTheLogAndStopsAtATornRecord(t *testing.T) {
 	require.Equal(t, []uint64{102}, segs, "applied segments are gone; the new one starts after the last intact record")
 }
 
-// TestLogSegmentsRollAndAreRemovedOnceApplied: a busy log moves to new
-// segments and keeps only what Badger may not hold yet.
-func TestLogSegmentsRollAndAreRemovedOnceApplied(t *testing.T) {
+// TestLogSegmentsRollAndAreRemovedOnceFlushed: a busy log moves to new
+// segments and drops those whose records Badger's tables hold; a clean
+// close leaves no log at all (Badger's Close flushes its memtables).
+func TestLogSegmentsRollAndAreRemovedOnceFlushed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{})
 	big := make([]byte, 256<<10)
-	for i := range 600 { // 150 MiB: more than two segments
+	for i := range 600 { // 150 MiB: three segments
 		require.NoError(t, s.Update(t.Context(), func(tx *Txn) error {
 			return tx.Set([]byte{byte(i >> 8), byte(i)}, big)
 		}))
@@ -86,12 +89,63 @@ func TestLogSegmentsRollAndAreRemovedOnceApplied(t *testing.T) {
 		require.NoError(t, s.Update(t.Context(), func(tx *Txn) error { return tx.Set([]byte("x"), nil) }))
 		segs, err := listSegments(filepath.Join(dir, "wal"))
 		require.NoError(t, err)
-		return len(segs) == 1
-	}, 10e9, 10e6)
+		return len(segs) < 3
+	}, 20e9, 10e6, "the first segment went once Badger flushed it")
 	require.NoError(t, s.Close())
+	segs, err := listSegments(filepath.Join(dir, "wal"))
+	require.NoError(t, err)
+	require.Empty(t, segs, "a clean close leaves no log")
 	s = open(t, dir, Options{})
 	defer s.Close()
 	v, ok := get(t, s, string([]byte{2, 87}))
 	require.True(t, ok)
 	require.Len(t, v, 256<<10)
+}
+
+// TestTheLogKeepsWhatBadgerHasNotFlushed: Badger's commits are not synced,
+// so the log may drop a record only once a table Badger flushed holds it.
+// Writes that fit one memtable leave the flushed mark at zero however long
+// they have been applied; a memtable's worth more moves it past them, never
+// past what is still in a memtable.
+func TestTheLogKeepsWhatBadgerHasNotFlushed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := open(t, dir, Options{})
+	defer s.Close()
+	e := s.eng.(*badgerEngine)
+	ctx := t.Context()
+	for i := range 20 {
+		require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte{'a', byte(i)}, []byte("v")) }))
+	}
+	// Applied over and over for three of the applier's looks at the tables:
+	// still nothing is in one.
+	require.Never(t, func() bool {
+		require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("b"), nil) }))
+		return e.flushed.Load() != 0
+	}, 3*flushCheckEvery, flushCheckEvery/10, "nothing is in a table yet")
+
+	big := make([]byte, 256<<10)
+	for i := range 320 { // 80 MiB: more than one 64 MiB memtable
+		require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte{'c', byte(i >> 8), byte(i)}, big) }))
+	}
+	last := e.wal.next - 1
+	require.Eventually(t, func() bool {
+		require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("b"), nil) }))
+		return e.flushed.Load() > 20
+	}, 20e9, 10e6, "the first memtable was flushed")
+	require.Less(t, e.flushed.Load(), last, "the last writes are still in a memtable")
+}
+
+// TestBadgerRefusesAValueItWouldPutInItsValueLog: every value stays in the
+// LSM tree, so one of Badger's value threshold is refused as invalid.
+func TestBadgerRefusesAValueItWouldPutInItsValueLog(t *testing.T) {
+	t.Parallel()
+	s := open(t, t.TempDir(), Options{})
+	defer s.Close()
+	ctx := t.Context()
+	err := s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("k"), make([]byte, valueThreshold)) })
+	var inv *fault.Invalid
+	require.ErrorAs(t, err, &inv)
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("k"), make([]byte, valueThreshold-1)) }))
+	require.True(t, s.Healthy())
 }

@@ -7,8 +7,8 @@ import (
 
 // syncSpareProcs is how many Go Ps the server runs beyond its CPUs on the
 // Badger store, once its store is open: one for a goroutine that blocks in
-// a disk sync on the write path (the log's fdatasync, Badger's msync of its
-// memtable) while the CPUs serve requests.
+// a disk sync on the write path (the log's fdatasync; Badger's msync of a
+// table it flushed) while the CPUs serve requests.
 //
 // A goroutine in a system call keeps its P until the runtime's monitor
 // takes it back, 20 µs to 10 ms later; a sync takes about 0.5 ms here. With
