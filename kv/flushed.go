@@ -33,12 +33,20 @@ func (e *badgerEngine) noteCommitted(group []*inflight) {
 		last = max(last, f.seq)
 	}
 	if last > 0 {
-		e.unflushed = append(e.unflushed, commitAt{seq: last, version: e.version()})
+		c := commitAt{seq: last, version: e.version()}
+		if n := len(e.unflushed); n > 0 && e.sinceCheck {
+			// The mark moves at most once per look, so the commits
+			// between two looks need one entry: the latest.
+			e.unflushed[n-1] = c
+		} else {
+			e.unflushed = append(e.unflushed, c)
+			e.sinceCheck = true
+		}
 	}
 	if len(e.unflushed) == 0 || time.Since(e.checked) < flushCheckEvery {
 		return
 	}
-	e.checked = time.Now()
+	e.checked, e.sinceCheck = time.Now(), false
 	top := e.flushedVersion()
 	n := 0
 	for n < len(e.unflushed) && e.unflushed[n].version <= top {
