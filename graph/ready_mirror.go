@@ -127,11 +127,10 @@ func (q *queueMirror) deleteClaimable(it *readyItem) {
 	}
 }
 
+// add puts a ready node's item in its queue's trees. The label trees find
+// an item again by its labels when it leaves: the item shares its node
+// state's labels, which are never changed in place (labelsOf).
 func (m *readyMirror) add(tenant, queue string, item readyItem) {
-	// The label trees find an item again by its labels when it leaves, so
-	// the item holds its own copy: a caller changing the slice in place
-	// would otherwise leave it behind in a tree it no longer names.
-	item.labels = slices.Clone(item.labels)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	it := &item

@@ -61,7 +61,8 @@ func (st *nodeState) labelList() []string {
 }
 
 // labelsOf is labels as a nodeState holds them: a copy behind a pointer,
-// nil for none.
+// nil for none. The copy is never changed in place (a change makes a new
+// one), so copies of the state and the ready mirror's items share it.
 func labelsOf(labels []string) *[]string {
 	if len(labels) == 0 {
 		return nil

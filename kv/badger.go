@@ -25,14 +25,14 @@ type badgerEngine struct {
 	// logger.
 	flushed atomic.Uint64
 	// unflushed are the applier's commits whose memtables Badger may not
-	// have flushed yet, oldest first, one per look at the tables (the last
-	// commit before it); checked is when the applier last looked, and
-	// sinceCheck whether the last entry was noted after that. Applier only.
-	unflushed  []commitAt
-	checked    time.Time
-	sinceCheck bool
-	s          *Store
-	log        *slog.Logger
+	// have flushed yet, oldest first, one per look at the tables; newest is
+	// the newest record committed since the last look (0: none), checked
+	// when that look was. Applier only.
+	unflushed []commitAt
+	newest    uint64
+	checked   time.Time
+	s         *Store
+	log       *slog.Logger
 }
 
 // openBadger opens (or creates) Badger in opts.Dir and applies what its log

@@ -25,28 +25,22 @@ type commitAt struct{ seq, version uint64 }
 // flushCheckEvery is how often the applier looks at Badger's tables.
 const flushCheckEvery = 100 * time.Millisecond
 
-// noteCommitted records the group the applier has just committed and moves
-// the flushed mark on past every commit Badger's tables now hold.
+// noteCommitted records the group the applier has just committed and, at
+// most every flushCheckEvery, moves the flushed mark on past every commit
+// Badger's tables now hold. The commits between two looks need one entry,
+// the latest (the mark moves at most once per look), noted at the look.
 func (e *badgerEngine) noteCommitted(group []*inflight) {
-	var last uint64
 	for _, f := range group {
-		last = max(last, f.seq)
+		e.newest = max(e.newest, f.seq)
 	}
-	if last > 0 {
-		c := commitAt{seq: last, version: e.version()}
-		if n := len(e.unflushed); n > 0 && e.sinceCheck {
-			// The mark moves at most once per look, so the commits
-			// between two looks need one entry: the latest.
-			e.unflushed[n-1] = c
-		} else {
-			e.unflushed = append(e.unflushed, c)
-			e.sinceCheck = true
-		}
-	}
-	if len(e.unflushed) == 0 || time.Since(e.checked) < flushCheckEvery {
+	if time.Since(e.checked) < flushCheckEvery {
 		return
 	}
-	e.checked, e.sinceCheck = time.Now(), false
+	e.checked = time.Now()
+	if e.newest > 0 {
+		e.unflushed = append(e.unflushed, commitAt{seq: e.newest, version: e.version()})
+		e.newest = 0
+	}
 	top := e.flushedVersion()
 	n := 0
 	for n < len(e.unflushed) && e.unflushed[n].version <= top {
@@ -61,7 +55,8 @@ func (e *badgerEngine) noteCommitted(group []*inflight) {
 
 // version is the version of Badger's latest commit: a read transaction
 // reads at it, once every commit up to it is done. Only the applier
-// commits, so right after its commit this is that commit's version.
+// commits, so right after its commit this is that commit's version, and
+// that commit holds the newest record.
 func (e *badgerEngine) version() uint64 {
 	txn := e.db.NewTransaction(false)
 	defer txn.Discard()

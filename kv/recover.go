@@ -12,24 +12,28 @@ import (
 // opening it again with opts), and opens the log for appending after them.
 // A record may already be in Badger; applying it again changes nothing,
 // because the records that follow it are applied again too. It returns
-// the Badger to use from now on; on an error, db is closed.
-func recoverLog(db *badger.DB, opts badger.Options, dir string) (*badger.DB, *wal, error) {
+// the Badger to use from now on; on an error, no Badger is left open.
+func recoverLog(db *badger.DB, opts badger.Options, dir string) (_ *badger.DB, _ *wal, err error) {
+	defer func() {
+		if err != nil && db != nil {
+			db.Close()
+		}
+	}()
 	recs, next, err := readWAL(dir)
 	if err != nil && !os.IsNotExist(err) {
-		db.Close()
 		return nil, nil, fmt.Errorf("error reading the log in %s: %w", dir, err)
 	}
 	if next == 0 {
 		next = 1
 	}
 	if err := applyRecords(db, recs); err != nil {
-		db.Close()
 		return nil, nil, err
 	}
 	if len(recs) > 0 {
 		// Badger's commits are not synced; its Close flushes every
 		// memtable into synced tables, after which the log may go.
-		if err := db.Close(); err != nil {
+		err, db = db.Close(), nil
+		if err != nil {
 			return nil, nil, fmt.Errorf("error flushing the log's records into badger: %w", err)
 		}
 		if db, err = openBadgerDB(opts); err != nil {
@@ -38,13 +42,11 @@ func recoverLog(db *badger.DB, opts badger.Options, dir string) (*badger.DB, *wa
 	}
 	w, err := openWAL(dir, next)
 	if err != nil {
-		db.Close()
 		return nil, nil, fmt.Errorf("error opening the log in %s: %w", dir, err)
 	}
 	// Badger's tables hold every record now.
 	if err := w.removeApplied(next - 1); err != nil {
 		w.close()
-		db.Close()
 		return nil, nil, err
 	}
 	return db, w, nil
