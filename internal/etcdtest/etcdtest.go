@@ -2,6 +2,7 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,12 +85,33 @@ func newPrefix() string {
 	return fmt.Sprintf("/tether-test/%d-%d/", os.Getpid(), clusters.Add(1))
 }
 
+// startAttempts is how many times start picks new ports when one it picked
+// was taken before etcd could bind it (another test process's server took
+// it in between).
+const startAttempts = 3
+
 func start(dir string, n int) (*Cluster, error) {
-	c := &Cluster{prefix: newPrefix()}
 	if ext := os.Getenv(EnvCluster); ext != "" {
-		c.Endpoints = strings.Split(ext, ",")
-		return c, nil
+		return &Cluster{prefix: newPrefix(), Endpoints: strings.Split(ext, ",")}, nil
 	}
+	for attempt := 1; ; attempt++ {
+		c, err := startMembers(filepath.Join(dir, fmt.Sprintf("try%d", attempt)), n)
+		if err == nil || c == nil || attempt == startAttempts || !portTaken(err) {
+			return c, err
+		}
+		c.stopAll()
+	}
+}
+
+// portTaken reports whether err is a listen on a port already in use.
+func portTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// startMembers starts n members on ports free a moment before, their data
+// under dir.
+func startMembers(dir string, n int) (*Cluster, error) {
+	c := &Cluster{prefix: newPrefix()}
 	var peers []string
 	for i := range n {
 		peer, err := freeURL()

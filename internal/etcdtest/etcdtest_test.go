@@ -2,9 +2,12 @@ package etcdtest
 
 import (
 	"context"
+	"errors"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -48,4 +51,16 @@ func TestClusterSurvivesAMemberAndRecoversAQuorum(t *testing.T) {
 	if res.Count < 2 {
 		t.Fatalf("after the quorum came back, %d keys (want a and b at least)", res.Count)
 	}
+}
+
+// TestAPortTakenIsToldApart: start tries new ports only when a listen found
+// its port taken, which is what a second listen on a bound port returns.
+func TestAPortTakenIsToldApart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = net.Listen("tcp", l.Addr().String())
+	require.Error(t, err)
+	require.True(t, portTaken(err), "%v", err)
+	require.False(t, portTaken(errors.New("etcd member m0 did not become ready in 60 s")))
 }
