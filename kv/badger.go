@@ -173,9 +173,7 @@ func (e *badgerEngine) durable(group []*inflight) error {
 			}
 		}
 		keys += int64(f.over.len())
-		for k, v := range f.over.vals {
-			bytes += int64(len(k) + len(v.val))
-		}
+		bytes += f.over.bytes()
 	}
 	start := time.Now()
 	if err := e.wal.flush(); err != nil {

@@ -24,7 +24,7 @@
 //	logger   makes every waiting segment durable as one group (Badger: one
 //	         log append and fdatasync; etcd: guarded transactions); then
 //	         makes them visible to View, runs their OnDurable hooks and
-//	         answers their callers
+//	         answers their callers (logger.go)
 //	applier  Badger: writes durable segments into Badger at most every 5 ms
 //	         (commits Badger does not sync; a segment too large for one is
 //	         committed in parts), then drops them from the readers' view,

@@ -21,6 +21,10 @@ type value struct {
 	txn       uint64 // the write transaction that put it (Txn.id; 0: none)
 }
 
+// keyOverhead is what size counts per key beyond its bytes: Badger's meta
+// and version.
+const keyOverhead = 24
+
 func newOverlay() *overlay { return &overlay{vals: map[string]value{}} }
 
 func (o *overlay) put(k string, v value) {
@@ -31,7 +35,7 @@ func (o *overlay) put(k string, v value) {
 // putOver is put when the caller has looked k up already: old, ok.
 func (o *overlay) putOver(k string, v value, old value, ok bool) {
 	if !ok {
-		o.size += int64(len(k)) + 24 // key, meta and version overhead
+		o.size += int64(len(k)) + keyOverhead
 	} else {
 		o.size -= int64(len(old.val))
 	}
@@ -42,12 +46,16 @@ func (o *overlay) putOver(k string, v value, old value, ok bool) {
 // remove takes k out (undoing a write that added it).
 func (o *overlay) remove(k string) {
 	if old, ok := o.vals[k]; ok {
-		o.size -= int64(len(k)) + 24 + int64(len(old.val))
+		o.size -= int64(len(k)) + keyOverhead + int64(len(old.val))
 		delete(o.vals, k)
 	}
 }
 
 func (o *overlay) len() int { return len(o.vals) }
+
+// bytes is the bytes of the keys and values written (size without the
+// per-key overhead it counts).
+func (o *overlay) bytes() int64 { return o.size - keyOverhead*int64(len(o.vals)) }
 
 // under lists the keys with prefix p in order. It walks every key: scans
 // inside a write or over writes in flight are rare and small, and keeping

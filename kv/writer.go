@@ -2,8 +2,8 @@ package kv
 
 // The writer: one goroutine applies every write, a segment at a time, each
 // closure writing into the segment's overlay, and hands each segment to the
-// logger without waiting for it; the logger makes it durable and the applier
-// applies it (engine.go).
+// logger without waiting for it; the logger makes it durable (logger.go) and
+// the applier applies it (engine.go).
 
 import (
 	"fmt"
@@ -259,50 +259,6 @@ func (s *Store) dropDurable() {
 		clear(s.pend[:n])
 		s.pend = s.pend[n:]
 	}
-}
-
-// logLoop makes the segments the writer hands over durable, in order: every
-// segment waiting when a round starts shares one append and one fdatasync of
-// the log. Once durable, a segment becomes visible to readers (View), its
-// callers are answered and its OnDurable hooks run; then it goes to the
-// applier, which applies it (engine.go).
-func (s *Store) logLoop() {
-	defer close(s.applyq)
-	for f := range s.commq {
-		group := drain(s.commq, []*inflight{f})
-		err := s.logGroup(group)
-		if err != nil {
-			s.fail(err)
-			for _, f := range group {
-				for _, r := range f.waiting {
-					r.err <- fault.ErrUnavailable
-				}
-			}
-			continue
-		}
-		s.visMu.Lock()
-		s.visible = append(s.visible, group...)
-		s.visMu.Unlock()
-		for _, f := range group {
-			for _, h := range f.onDurable {
-				h()
-			}
-			for _, r := range f.waiting {
-				r.err <- r.failed
-			}
-		}
-		for _, f := range group {
-			s.applyq <- f
-		}
-	}
-}
-
-// logGroup makes the group durable (engine.durable).
-func (s *Store) logGroup(group []*inflight) error {
-	if s.broken.Load() {
-		return errBroken
-	}
-	return s.eng.durable(group)
 }
 
 // applyLoop applies durable segments, in order, as few commits as the
