@@ -35,6 +35,15 @@ type Tx struct {
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
 	events []Event
 	marks  map[string]retentionMark // retention marks changed here (retention.go)
+
+	// last is the node state a write transaction looked up last (or set),
+	// so the several lookups one op makes of a node (read, check, change,
+	// move) cost one access to maps of up to millions of entries.
+	last struct {
+		ref nodeRef
+		st  *nodeState
+		ok  bool
+	}
 }
 
 // txMaps are a write transaction's maps of changes, kept on the writer from
@@ -100,8 +109,12 @@ var errReadOnly = kv.ErrReadOnly
 // (nil when there is no such node). The result is read-only: use mut to
 // change it.
 func (tx *Tx) state(ref nodeRef) *nodeState {
+	if tx.last.ok && tx.last.ref == ref {
+		return tx.last.st
+	}
 	if tx.nodes != nil {
 		if st, ok := tx.nodes[ref]; ok {
+			tx.remember(ref, st)
 			return st
 		}
 	}
@@ -118,7 +131,13 @@ func (tx *Tx) state(ref nodeRef) *nodeState {
 		st := e.st
 		return &st
 	}
+	tx.remember(ref, &e.st)
 	return &e.st
+}
+
+// remember makes st the last state looked up, as ref's.
+func (tx *Tx) remember(ref nodeRef, st *nodeState) {
+	tx.last.ref, tx.last.st, tx.last.ok = ref, st, true
 }
 
 // mut returns this transaction's own copy of a node's state, to change
@@ -141,6 +160,7 @@ func (tx *Tx) setState(ref nodeRef, st *nodeState) {
 		tx.nodes = map[nodeRef]*nodeState{}
 	}
 	tx.nodes[ref] = st
+	tx.remember(ref, st)
 }
 
 // apply folds this transaction's state changes into the table and the ready
