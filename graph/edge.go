@@ -151,18 +151,21 @@ func (tx *Tx) EdgeInsert(tenant string, e *Edge) error {
 }
 
 // EdgeInsertKnownNodes is EdgeInsert for a caller that has just read both
-// nodes in this transaction (a claim writing its assigned edge): it skips
-// the existence checks.
+// nodes in this transaction and built e for this call (a claim writing its
+// assigned edge): it skips the existence checks, and the store keeps e
+// itself rather than a copy, so the caller may read e afterwards but never
+// change it (the store never changes a live edge in place either).
 func (tx *Tx) EdgeInsertKnownNodes(tenant string, e *Edge) error {
 	return tx.edgeInsert(tenant, e, true)
 }
 
-func (tx *Tx) edgeInsert(tenant string, e *Edge, nodesKnown bool) error {
+// edgeInsert is EdgeInsert; known is EdgeInsertKnownNodes's case.
+func (tx *Tx) edgeInsert(tenant string, e *Edge, known bool) error {
 	if !tx.writable {
 		return errReadOnly
 	}
 	for _, id := range []string{e.From, e.To} {
-		if nodesKnown {
+		if known {
 			break
 		}
 		if tx.state(nodeRef{tenant, id}) == nil {
@@ -189,7 +192,11 @@ func (tx *Tx) edgeInsert(tenant string, e *Edge, nodesKnown bool) error {
 	if err := tx.storeLiveEdge(tenant, &liveEdgeRecord{Edge: *e, Seq: seq}); err != nil {
 		return err
 	}
-	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: e.clone(), seq: seq})
+	kept := e
+	if !known {
+		kept = e.clone()
+	}
+	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: kept, seq: seq})
 	if dDeps, dChildren := tx.edgeBlocks(tenant, e); dDeps != 0 || dChildren != 0 {
 		tx.addBlockers(tenant, e.From, dDeps, dChildren)
 	}
