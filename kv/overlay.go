@@ -27,9 +27,6 @@ const keyOverhead = 24
 
 func newOverlay() *overlay { return &overlay{vals: map[string]value{}} }
 
-// newOverlaySized is newOverlay with room for about n keys.
-func newOverlaySized(n int) *overlay { return &overlay{vals: make(map[string]value, n)} }
-
 func (o *overlay) put(k string, v value) {
 	old, ok := o.vals[k]
 	o.putOver(k, v, old, ok)

@@ -54,7 +54,6 @@ type Store struct {
 	pend    []*inflight // segments handed to the logger and not yet applied, oldest first; owned by the writer
 	txnSeq  uint64      // the last write transaction's id (Txn.id); owned by the writer
 	scratch txnScratch  // owned by the writer
-	segKeys int         // keys the last segment wrote, to size the next one's overlay; owned by the writer
 }
 
 // errBroken is a commit attempted once the store is broken.

@@ -142,16 +142,13 @@ func (s *Store) drain() {
 // this plus one closure's own time (a batch create of 1000 nodes, say).
 const maxSegment = 10 * time.Millisecond
 
-// maxSegmentKeysHint bounds the room a segment's overlay starts with.
-const maxSegmentKeysHint = 4096
-
 // runSegment applies closures of the batch (taking urgent requests first)
 // until they are done, maxSegment has passed or the segment is as large as
 // one commit of the engine takes, hands the segment to the logger and
 // returns the requests left.
 func (s *Store) runSegment(batch []*request) []*request {
 	s.dropDurable()
-	g := &segment{s: s, over: newOverlaySized(s.segKeys)}
+	g := &segment{s: s, over: newOverlay()}
 	f := &inflight{over: g.over}
 	start := time.Now()
 	maxCount, maxSize := s.maxKeys, s.maxBytes
@@ -209,9 +206,6 @@ func (s *Store) runSegment(batch []*request) []*request {
 	if g.snap != nil {
 		g.snap.discard()
 	}
-	// The next segment's overlay starts with room for as many keys, up to
-	// a bound (one huge transaction should not make every later map huge).
-	s.segKeys = min(g.over.len(), maxSegmentKeysHint)
 	if len(f.waiting) == 0 && len(f.onDurable) == 0 && g.over.len() == 0 {
 		return rest
 	}
