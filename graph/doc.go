@@ -28,8 +28,10 @@
 //     match in O(log n); delayed ones wait in a heap for a timer;
 //   - each tenant's last event seq (read from the store on first use).
 //
-// Rebuilding: Open scans the node records, then the live edges (counting
-// blockers and dependents), then the kept fences, and indexes every node;
+// Rebuilding: Open scans the node records (one goroutine reads them, another
+// decodes them, in key order), then the live edges (counting blockers and
+// dependents), then the kept fences, and indexes every node (the lists and
+// the ready mirror built side by side, from the nodes sorted once);
 // tether check (check.go) derives the same state and compares it with a
 // recount from the records.
 //
