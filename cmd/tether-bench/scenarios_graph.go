@@ -224,36 +224,30 @@ func (b *bench) runF(s *stage) ([]*result, error) {
 	var lmu sync.Mutex
 	claimRec := newRecorder()
 	var firstErr error
-	var wg sync.WaitGroup
-	reqs := (n + 999) / 1000
-	for k := range reqs {
-		w := ws[k%len(ws)]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t0 := time.Now()
-			resp, err := w.c.must("POST", "/v1/queues/r/claims", []byte(`{"max":1000,"ttl_ms":1000,"wait_ms":0}`), http.StatusOK)
-			took := time.Since(t0)
-			answered := time.Now().UnixMilli()
-			var got []claimed
-			if err == nil {
-				var ok bool
-				if got, ok = parseClaims(resp, nil); !ok {
-					err = fmt.Errorf("unparsable claims answer: %.200s", resp)
-				}
+	claim := func(w *worker) {
+		t0 := time.Now()
+		resp, err := w.c.must("POST", "/v1/queues/r/claims", []byte(`{"max":1000,"ttl_ms":1000,"wait_ms":0}`), http.StatusOK)
+		took := time.Since(t0)
+		answered := time.Now().UnixMilli()
+		var got []claimed
+		if err == nil {
+			var ok bool
+			if got, ok = parseClaims(resp, nil); !ok {
+				err = fmt.Errorf("unparsable claims answer: %.200s", resp)
 			}
-			lmu.Lock()
-			defer lmu.Unlock()
-			claimRec.add("claims_1000_ttl_1s", took)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			for _, c := range got {
-				leases[c.id+"/"+strconv.FormatInt(c.fence, 10)] = heldLease{expires: c.expires, answered: answered}
-			}
-		}()
+		}
+		lmu.Lock()
+		defer lmu.Unlock()
+		claimRec.add("claims_1000_ttl_1s", took)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		for _, c := range got {
+			leases[c.id+"/"+strconv.FormatInt(c.fence, 10)] = heldLease{expires: c.expires, answered: answered}
+		}
 	}
-	wg.Wait()
+	reqs := (n + 999) / 1000
+	onWorkers(len(ws), reqs, func(w, _ int) { claim(ws[w]) })
 	claimTook := time.Since(claimStart)
 	if firstErr != nil {
 		return nil, firstErr
@@ -369,4 +363,20 @@ func queueRunning(c *caller, queue string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("queue %q not listed", queue)
+}
+
+// onWorkers runs reqs requests at once over workers, fn(w, k) making request
+// k on worker w, and returns when all are done. A worker's connection
+// carries one request at a time, so a worker given more than one (more
+// requests than workers) makes them in turn.
+func onWorkers(workers, reqs int, fn func(w, k int)) {
+	var wg sync.WaitGroup
+	for w := range min(reqs, workers) {
+		wg.Go(func() {
+			for k := w; k < reqs; k += workers {
+				fn(w, k)
+			}
+		})
+	}
+	wg.Wait()
 }
