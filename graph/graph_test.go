@@ -312,3 +312,21 @@ func TestBatchedClosuresFailAlone(t *testing.T) {
 		return err
 	}))
 }
+
+// FuzzCompareOrder: compareOrder orders any two keys exactly as
+// bytes.Compare does (the keys orderBytes makes among them).
+func FuzzCompareOrder(f *testing.F) {
+	f.Add(orderBytes(0, 0), orderBytes(0, 1))
+	f.Add(orderBytes(-1, 5), orderBytes(1, 5))
+	f.Add([]byte{0xff, 0, 0, 0, 0, 0, 0, 0, 1}, []byte{0xff, 0, 0, 0, 0, 0, 0, 0, 2})
+	f.Fuzz(func(t *testing.T, x, y []byte) {
+		var a, b [orderKeyLength]byte
+		copy(a[:], x)
+		copy(b[:], y)
+		for _, pair := range [][2]*[orderKeyLength]byte{{&a, &b}, {&b, &a}, {&a, &a}} {
+			if got, want := compareOrder(pair[0], pair[1]), bytes.Compare(pair[0][:], pair[1][:]); got != want {
+				t.Fatalf("compareOrder(%x, %x) = %d, bytes.Compare says %d", pair[0], pair[1], got, want)
+			}
+		}
+	})
+}

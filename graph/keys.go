@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 )
 
@@ -107,6 +108,19 @@ func orderBytes(priority int64, createdNanos int64) []byte {
 	binary.BigEndian.PutUint64(b[8:], uint64(createdNanos)^(1<<63))
 	return b[:]
 }
+
+// compareOrder compares two order keys as bytes, which is comparing their
+// big-endian halves as numbers: two loads and compares instead of a call to
+// bytes.Compare, in the comparisons of every ready and list tree.
+func compareOrder(a, b *[orderKeyLength]byte) int {
+	if c := cmp.Compare(binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(b[:8])); c != 0 {
+		return c
+	}
+	return cmp.Compare(binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(b[8:]))
+}
+
+// An order key is two big-endian uint64s (orderBytes, compareOrder).
+var _ = [1]struct{}{}[orderKeyLength-16]
 
 // createdOf returns the creation instant (unix ns) that orderBytes encoded.
 func createdOf(order [orderKeyLength]byte) int64 {

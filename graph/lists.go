@@ -24,7 +24,6 @@ package graph
 // for a B-tree.
 
 import (
-	"bytes"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +50,7 @@ func listKeyOf(st *nodeState) listKey {
 // compareEntry orders a tenant's listed nodes in list order: by order bytes,
 // then id.
 func compareEntry(a, b *nodeEntry) int {
-	if c := bytes.Compare(a.listedOrder[:], b.listedOrder[:]); c != 0 {
+	if c := compareOrder(&a.listedOrder, &b.listedOrder); c != 0 {
 		return c
 	}
 	return strings.Compare(a.ref.id, b.ref.id)

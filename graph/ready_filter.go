@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"time"
@@ -253,7 +252,7 @@ func (m *readyMirror) mergeLocked(srcs []*readyTree, after *readyItem, match fun
 }
 
 func compareClaimOrder(a, b *readyItem) int {
-	if c := bytes.Compare(a.order[:], b.order[:]); c != 0 {
+	if c := compareOrder(&a.order, &b.order); c != 0 {
 		return c
 	}
 	return strings.Compare(a.id, b.id)
