@@ -56,6 +56,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		var entries []*nodeEntry
 		err := scanNodes(ktx, func(ref nodeRef, n *Node, val []byte) {
 			e := &nodeEntry{ref: ref, st: stateOf(n, val)}
+			e.listedOrder = e.st.order
 			t.nodes[ref] = e
 			entries = append(entries, e)
 			if n.Assigned != nil {
@@ -101,9 +102,6 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		}
 		// In list order: B-tree inserts in order touch one path, at random
 		// they were most of the start-up time at a million nodes.
-		for _, e := range entries {
-			e.listedOrder = e.st.order
-		}
 		slices.SortFunc(entries, func(a, b *nodeEntry) int {
 			if c := compareEntry(a, b); c != 0 {
 				return c
