@@ -159,6 +159,15 @@ func until(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(10*time.Second))
 }
 
+// press clicks the element sel selects from inside the page, once it is
+// there. The dashboard redraws its panels as events arrive, so an element
+// the browser resolved for a click driven from outside (chromedp.Click) can
+// be replaced before the click lands ("Could not find node with given id");
+// a click in the page finds and clicks the element in one step.
+func press(sel string) chromedp.Action[chromedp.Void] {
+	return until(fmt.Sprintf(`(() => { const el = document.querySelector(%q); if (!el) return false; el.click(); return true })()`, sel))
+}
+
 func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -268,20 +277,20 @@ func TestDashboard(t *testing.T) {
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#workers').textContent`), "working")
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#schedules').textContent`), "nightly-docs")
 	step(t, ctx, "a schedule's next fires",
-		chromedp.Click(chromedp.CSS(`#schedules button.link`)),
+		press(`#schedules button.link`),
 		until(`document.querySelectorAll('#schedules tr.detail li').length === 5`))
 	screenshot(t, ctx, shots, "overview.png")
 
 	// Pause a queue from the page; the API says it is paused.
 	step(t, ctx, "pause the builds queue",
-		chromedp.Click(chromedp.CSS(`#queues tr[data-queue="builds"] button.pause`)),
+		press(`#queues tr[data-queue="builds"] button.pause`),
 		until(`!!document.querySelector('#queues tr[data-queue="builds"] button.resume')`))
 	require.Equal(t, map[string]bool{"builds": true, "indexing": false}, s.paused(ops))
 	screenshot(t, ctx, shots, "paused.png")
 
 	// A node's page: its fields, neighbourhood, carriers and comments.
 	step(t, ctx, "open build-linux",
-		chromedp.Click(chromedp.CSS(`#leases tr[data-node="build-linux"] a`)),
+		press(`#leases tr[data-node="build-linux"] a`),
 		until(`document.querySelectorAll('#subgraph svg rect').length >= 5`),
 		until(`document.querySelectorAll('#carriers tbody tr').length === 2`),
 		until(`document.querySelector('#comments li')?.textContent.includes('Linker is slow')`),
@@ -303,15 +312,15 @@ func TestDashboard(t *testing.T) {
 	step(t, ctx, "release index-site's lease",
 		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true; location.hash = '#/node/index-site'`),
 		until(shows+`'running'`),
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(action, "Release lease"))),
+		press(fmt.Sprintf(action, "Release lease")),
 		until(shows+`'queued'`))
 	require.Equal(t, "queued", nodeStatus("index-site"))
 	step(t, ctx, "cancel index-site",
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(action, "Cancel"))),
+		press(fmt.Sprintf(action, "Cancel")),
 		until(shows+`'cancelled'`))
 	require.Equal(t, "cancelled", nodeStatus("index-site"))
 	step(t, ctx, "requeue index-site",
-		chromedp.Click(chromedp.CSS(fmt.Sprintf(action, "Requeue"))),
+		press(fmt.Sprintf(action, "Requeue")),
 		until(shows+`'queued'`))
 	require.Equal(t, "queued", nodeStatus("index-site"))
 	screenshot(t, ctx, shots, "node-requeued.png")
@@ -329,7 +338,7 @@ func TestDashboard(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#signin button[type="submit"]`)),
 		chromedp.Click(chromedp.CSS(`header .brand`)),
 		until(`!!document.querySelector('#queues tr[data-queue="builds"] button.resume')`),
-		chromedp.Click(chromedp.CSS(`#queues tr[data-queue="builds"] button.resume`)),
+		press(`#queues tr[data-queue="builds"] button.resume`),
 		until(`!document.querySelector('#problem').hidden`))
 	problem := eval[string](t, ctx, `document.querySelector('#problem').textContent`)
 	// The events of the last sign-in were forgotten, then read again once.

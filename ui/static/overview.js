@@ -90,11 +90,17 @@ export function overview(main, recent) {
           detail.hidden = false;
           opened.add(sc.id);
         } catch (err) {
+          opened.delete(sc.id);
           showProblem(err);
         }
       };
       show.addEventListener('click', () => {
-        if (detail.hidden) return load();
+        if (detail.hidden) {
+          // Opened from the click on: a redraw while the fires load shows
+          // them in the new row.
+          opened.add(sc.id);
+          return load();
+        }
         detail.hidden = true;
         opened.delete(sc.id);
       });
