@@ -31,7 +31,8 @@
 // Rebuilding: Open scans the node records (one goroutine reads them, another
 // decodes them, in key order), then the live edges (counting blockers and
 // dependents), then the kept fences, and indexes every node (the lists and
-// the ready mirror built side by side, from the nodes sorted once);
+// the ready mirror built side by side, from the nodes sorted once, the
+// mirror's kinds of trees each filled by a goroutine of its own: load);
 // tether check (check.go) derives the same state and compares it with a
 // recount from the records.
 //

@@ -109,7 +109,8 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 			return strings.Compare(a.ref.tenant, b.ref.tenant)
 		})
 		// The lists and the ready mirror share nothing: they are built side
-		// by side, on the two cores a small server has.
+		// by side, on the two cores a small server has (the mirror's trees
+		// on goroutines of their own: readyMirror.load).
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for _, e := range entries {
@@ -117,11 +118,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 				t.lists.tenant(e.ref.tenant).list(e, &k)
 			}
 		})
-		var moves []countMove
-		for _, e := range entries {
-			st := e.st
-			m.track(e.ref, nil, &st, &moves)
-		}
+		moves := m.load(entries)
 		wg.Wait()
 		m.showCounts(moves)
 		return nil
