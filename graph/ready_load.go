@@ -5,14 +5,15 @@ import (
 	"sync"
 )
 
-// load fills the empty mirror of a store being opened from its nodes, given
-// in claim order (rebuild sorts them): what track does node by node, but with
-// the trees filled side by side. Each ready node goes into four trees (by
-// claim order, by age, its claim index's and its type's there, and one per
-// label), and at a million nodes those inserts are most of the mirror's
-// build; here one goroutine fills each kind of tree, so they share both
-// cores with the list indexes rebuild builds meanwhile. It returns the count
-// moves for showCounts.
+// load fills an empty mirror from a store's nodes (derive: at open, and for
+// tether check), best given in claim order, as rebuild sorts them: what track
+// does node by node, but with the trees filled side by side. Each ready node
+// goes into four trees or more (its queue's by claim order and by age, its
+// claim index's, that index's tree of its type, and one per label), and at a
+// million nodes those inserts are most of the mirror's build; here one
+// goroutine fills each kind of tree, so they share both cores with the list
+// indexes derive builds meanwhile. It returns the count moves for
+// showCounts.
 func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 	m.mu.Lock()
 	defer m.mu.Unlock()
