@@ -78,6 +78,11 @@ func newClaimIndex() *claimIndex {
 
 func (ix *claimIndex) insert(it *readyItem) {
 	ix.all.ReplaceOrInsert(it)
+	ix.insertFiltered(it)
+}
+
+// insertFiltered puts it in the trees of its type and labels.
+func (ix *claimIndex) insertFiltered(it *readyItem) {
 	insertInto(ix.byType, it.typ, it)
 	for _, l := range it.labels {
 		insertInto(ix.byLabel, l, it)

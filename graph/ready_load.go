@@ -18,15 +18,15 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now().UnixMilli()
+	// The claimable items, each with its queue and claim index, in the
+	// order given (each tree's inserts then come in claim order).
 	type claimable struct {
-		q     *queueMirror
-		items []*readyItem // in claim order
+		q  *queueMirror
+		ix *claimIndex
+		it *readyItem
 	}
-	var (
-		moves   []countMove
-		queues  []*claimable
-		ofQueue = map[*queueMirror]*claimable{}
-	)
+	var moves []countMove
+	all := make([]claimable, 0, len(entries)) // sized once: grown by append, a million would leave their copies behind
 	for _, e := range entries {
 		st := &e.st
 		if st.queue == "" {
@@ -46,47 +46,21 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 			heap.Push(&m.delayed, delayEntry{at: it.runAt, t: tq, id: it.id})
 			continue
 		}
-		c := ofQueue[q]
-		if c == nil {
-			c = &claimable{q: q}
-			ofQueue[q] = c
-			queues = append(queues, c)
-		}
-		c.items = append(c.items, it)
-		if it.target != "" && q.targeted[it.target] == nil {
-			q.targeted[it.target] = newClaimIndex() // made here: the goroutines below only read the map
-		}
+		all = append(all, claimable{q, q.indexFor(it.target), it})
 	}
-	each := func(fill func(q *queueMirror, it *readyItem)) func() {
+	each := func(fill func(c claimable)) func() {
 		return func() {
-			for _, c := range queues {
-				for _, it := range c.items {
-					fill(c.q, it)
-				}
+			for _, c := range all {
+				fill(c)
 			}
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Go(each(func(q *queueMirror, it *readyItem) { q.byClaim.ReplaceOrInsert(it) }))
-	wg.Go(each(func(q *queueMirror, it *readyItem) { q.byAge.ReplaceOrInsert(it) }))
-	wg.Go(each(func(q *queueMirror, it *readyItem) { q.indexOf(it).all.ReplaceOrInsert(it) }))
-	wg.Go(each(func(q *queueMirror, it *readyItem) {
-		ix := q.indexOf(it)
-		insertInto(ix.byType, it.typ, it)
-		for _, l := range it.labels {
-			insertInto(ix.byLabel, l, it)
-		}
-	}))
+	wg.Go(each(func(c claimable) { c.q.byClaim.ReplaceOrInsert(c.it) }))
+	wg.Go(each(func(c claimable) { c.q.byAge.ReplaceOrInsert(c.it) }))
+	wg.Go(each(func(c claimable) { c.ix.all.ReplaceOrInsert(c.it) }))
+	wg.Go(each(func(c claimable) { c.ix.insertFiltered(c.it) }))
 	wg.Wait()
 	m.armLocked()
 	return moves
-}
-
-// indexOf is the claim index a claimable item belongs in: its target's, or
-// the open one. The target's must exist.
-func (q *queueMirror) indexOf(it *readyItem) *claimIndex {
-	if it.target == "" {
-		return q.open
-	}
-	return q.targeted[it.target]
 }

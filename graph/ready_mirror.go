@@ -98,14 +98,21 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 func (q *queueMirror) insertClaimable(it *readyItem) {
 	q.byClaim.ReplaceOrInsert(it)
 	q.byAge.ReplaceOrInsert(it)
-	ix := q.open
-	if it.target != "" {
-		if ix = q.targeted[it.target]; ix == nil {
-			ix = newClaimIndex()
-			q.targeted[it.target] = ix
-		}
+	q.indexFor(it.target).insert(it)
+}
+
+// indexFor is the claim index of items reserved to target ("": the open
+// one), made on first use.
+func (q *queueMirror) indexFor(target string) *claimIndex {
+	if target == "" {
+		return q.open
 	}
-	ix.insert(it)
+	ix := q.targeted[target]
+	if ix == nil {
+		ix = newClaimIndex()
+		q.targeted[target] = ix
+	}
+	return ix
 }
 
 // deleteClaimable takes it out of the trees that serve claims; it need not be

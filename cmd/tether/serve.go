@@ -166,9 +166,9 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	// Rebuilding the in-memory state decodes every record once; hand the
 	// heap that decoding left behind back to the OS before serving.
 	debug.FreeOSMemory()
-	// After the rebuild, which keeps the cores' count of goroutines busy
-	// (two on two cores): a spare P would only have run more of the GC's
-	// idle workers beside them.
+	// After the rebuild, which keeps both cores busy on goroutines of its
+	// own: a spare P would only have run more of the GC's idle workers
+	// beside them.
 	procs := spareProcs()
 	url := "http://" + ln.Addr().String()
 	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs)
