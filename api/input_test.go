@@ -160,6 +160,7 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 		{http.MethodPost, "/v1/nodes", `{"type":"t","props":{"a":1,"b":{"c":1,"c":2}}}`, "props.b.c", d},
 		{http.MethodPost, "/v1/nodes", `{"type":"t","props":{"a":1,"\u0061":2}}`, "props.a", d},
 		{http.MethodPost, "/v1/nodes", `{"type":"t","props":{` + many.String() + `"k7":0}}`, "props.k7", d},
+		{http.MethodPost, "/v1/nodes", `{"type":"t","props":{"a":{"":1,"":2}}}`, "props.a.", d}, // an empty key, named empty
 		{http.MethodPost, "/v1/nodes/batch", `{"items":[{"type":"t"},{"type":"t","type":"u"}]}`, "items[1].type", d},
 		{http.MethodPatch, "/v1/nodes/held", `{"title":"a","title":"b"}`, "title", d},
 		{http.MethodPost, "/v1/batch", `{"ops":[{"op":"renew","id":"held","id":"ready"}]}`, "ops[0].id", w},

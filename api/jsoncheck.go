@@ -64,7 +64,7 @@ func within(err *scanError, elem string) *scanError {
 func (e *scanError) invalid() error {
 	var field strings.Builder
 	for _, elem := range slices.Backward(e.path) {
-		if field.Len() > 0 && elem[0] != '[' {
+		if field.Len() > 0 && !strings.HasPrefix(elem, "[") {
 			field.WriteByte('.')
 		}
 		field.WriteString(elem)
