@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -114,12 +115,35 @@ func decodeError(b []byte, err error) error {
 		return fault.Invalidf("", "malformed JSON at byte %d", syntaxErr.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return fault.Invalidf(name, "unknown field")
+		return fault.Invalidf(unknownPath(b, name), "unknown field")
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return fault.Invalidf("", "malformed JSON: unexpected end of input")
 	}
 	// time.Time and other decoders report their own parse errors.
 	return fault.Invalidf("", "invalid value: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// unknownPath is the path in b of the member encoding/json reported as an
+// unknown field (its error names only the key): the first member spelled
+// name whose path ends in it, so a field of a nested object is named with
+// its object (next.max). Without one (an escaped key) it is name.
+func unknownPath(b []byte, name string) string {
+	key := []byte(strconv.Quote(name))
+	for off := 0; off < len(b); {
+		i := bytes.Index(b[off:], key)
+		if i < 0 {
+			break
+		}
+		off += i + len(key)
+		j := skipSpace(b, off)
+		if j >= len(b) || b[j] != ':' {
+			continue
+		}
+		if p := pathAt(b, skipSpace(b, j+1)+1); p == name || strings.HasSuffix(p, "."+name) {
+			return p
+		}
+	}
+	return name
 }
 
 // typeError words a value that does not fit its field. A millisecond field

@@ -703,7 +703,7 @@ func TestScheduleBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{`{"cron": "@hourly", "template": {"type": "t", "blobs": ["` + strings.Repeat("a", 64) + `"]}}`, "template.blobs"},
 		{`{"cron": "@hourly", "template": {"type": "t", "max_attempts": 0}}`, "template.max_attempts"},
 		{`{"cron": "@hourly", "template": {"type": "t"}, "chain": [{"type": "u", "timeout_ms": 0}]}`, "chain[0].timeout_ms"},
-		{`{"cron": "@hourly", "template": {"type": "t", "bogus": 1}}`, "bogus"},
+		{`{"cron": "@hourly", "template": {"type": "t", "bogus": 1}}`, "template.bogus"},
 		{`{"cron": "@hourly", "template": {"type": "t"}, "overlap": "sometimes"}`, "overlap"},
 		{`{"cron": "@hourly", "template": {"type": "t"}, "catchup": "some"}`, "catchup"},
 		{`{"cron": "@hourly", "template": {"type": "t"}, "catchup_window_ms": 999}`, "catchup_window_ms"},
