@@ -95,11 +95,19 @@ func (b *holderBody) set(key string, val []byte) (ok bool) {
 }
 
 func (b *completeBody) set(key string, val []byte) bool {
-	if key == "result" {
+	switch key {
+	case "result":
 		if len(val) == 0 || string(val) == "null" {
 			return false
 		}
 		b.Result = json.RawMessage(string(val))
+		return true
+	case "next":
+		var next nextClaimBody
+		if !decodeFast(val, &next) {
+			return false
+		}
+		b.Next = &next
 		return true
 	}
 	return b.holderBody.set(key, val)
@@ -115,7 +123,7 @@ func (b *claimBody) set(key string, val []byte) (ok bool) {
 	return ok
 }
 
-func (b *claimNextBody) set(key string, val []byte) (ok bool) {
+func (b *claimFields) set(key string, val []byte) (ok bool) {
 	switch key {
 	case "session":
 		b.Session, ok = fastString(val)
@@ -123,14 +131,27 @@ func (b *claimNextBody) set(key string, val []byte) (ok bool) {
 		b.TTLMS, ok = fastInt64(val)
 	case "wait_ms":
 		b.WaitMS, ok = fastInt64(val)
-	case "max":
-		var n *int64
-		if n, ok = fastInt64(val); ok && int64(int(*n)) == *n {
-			m := int(*n)
-			b.Max = &m
-		} else {
-			ok = false
-		}
 	}
+	return ok
+}
+
+func (b *claimNextBody) set(key string, val []byte) bool {
+	if key != "max" {
+		return b.claimFields.set(key, val)
+	}
+	n, ok := fastInt64(val)
+	if !ok || int64(int(*n)) != *n {
+		return false
+	}
+	m := int(*n)
+	b.Max = &m
+	return true
+}
+
+func (b *nextClaimBody) set(key string, val []byte) (ok bool) {
+	if key != "queue" {
+		return b.claimFields.set(key, val)
+	}
+	b.Queue, ok = fastString(val)
 	return ok
 }

@@ -26,6 +26,8 @@ func FuzzDecodeFast(f *testing.F) {
 		`{"fence":null}`, `{"result":{"ok":true},"fence":9}`, `{"result":null}`, `{"result":"x"}`,
 		`{"ttl_ms":60000,"wait_ms":0,"max":100}`, `{"session":"a\"b"}`, `{"max":99999999999999999999}`,
 		`{}`, ` { "fence" : 12 } `, `{"usage":{"t":1}}`, `{"types":["a"]}`, `{"fence":"3"}`,
+		`{"fence":3,"next":{"queue":"q","wait_ms":5,"ttl_ms":9}}`, `{"next":{"queue":"q","max":1}}`, `{"next":null}`,
+		`{"next":{}}`, `{"next":{"queue":"q","types":["t"]}}`, `{"next":"q"}`,
 	} {
 		f.Add(s)
 	}
@@ -38,6 +40,7 @@ func FuzzDecodeFast(f *testing.F) {
 		checkSame[holderBody](t, b)
 		checkSame[claimBody](t, b)
 		checkSame[claimNextBody](t, b)
+		checkSame[nextClaimBody](t, b)
 	})
 }
 

@@ -490,6 +490,20 @@ func (a *nodeAnswer) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+func (a *completeNextAnswer) appendJSON(b []byte) ([]byte, error) {
+	b, err := a.nodeAnswer.appendJSON(b)
+	if err != nil {
+		return b, err
+	}
+	b = append(b[:len(b)-1], `,"next":`...)
+	if a.Next == nil {
+		b = append(b, "null"...)
+	} else if b, err = a.Next.appendJSON(b); err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
 func (a *renewAnswer) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"ok":`...)
 	b = appendBool(b, a.OK)

@@ -91,6 +91,9 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 			sameAsEncodingJSON(t, &claimAnswer{OK: true, Status: v.Status, Renewed: true, Lease: lease, Edge: edge, Node: node, capped: c})
 			sameAsEncodingJSON(t, &claimAnswer{OK: true, Status: v.Status, Lease: lease, Node: node, capped: c})
 		}
+		done := nodeAnswer{OK: true, Status: v.Status, Node: node}
+		sameAsEncodingJSON(t, &completeNextAnswer{nodeAnswer: done})
+		sameAsEncodingJSON(t, &completeNextAnswer{nodeAnswer: done, Next: &claimAnswer{OK: true, Status: v.Status, Lease: lease, Edge: edge, Node: node}})
 		sameAsEncodingJSON(t, &claimedList{Items: []claimedJSON{{Lease: lease, Node: node}, {Lease: lease, Node: raw}}})
 		prob, _ := problemFor(&fault.NotFound{What: "node", ID: v.ID})
 		sameAsEncodingJSON(t, &batchResults{Results: []batchResult{

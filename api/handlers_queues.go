@@ -74,13 +74,27 @@ func (s *Server) patchQueue(c echo.Context) error {
 	return s.setQueue(c, work.QueueChange{MaxRunning: b.MaxRunning})
 }
 
-type claimNextBody struct {
+// claimFields are the members of a claim-next body; a complete's next
+// carries them too.
+type claimFields struct {
 	Session string   `json:"session"`
 	TTLMS   *int64   `json:"ttl_ms"`
 	WaitMS  *int64   `json:"wait_ms"`
 	Types   []string `json:"types"`
 	Labels  []string `json:"labels"`
-	Max     *int     `json:"max"`
+}
+
+// params are the params of a claim of one node from queue.
+func (b claimFields) params(who work.Caller, queue string, waitEnd <-chan struct{}) work.ClaimNextParams {
+	return work.ClaimNextParams{
+		Caller: who, Queue: queue, Session: b.Session, TTL: msOf(b.TTLMS), Wait: msOf(b.WaitMS),
+		WaitEnd: waitEnd, Types: b.Types, Labels: b.Labels, Max: 1,
+	}
+}
+
+type claimNextBody struct {
+	claimFields
+	Max *int `json:"max"`
 }
 
 func (s *Server) claimNextParams(c echo.Context, many bool) (work.ClaimNextParams, error) {
@@ -92,10 +106,7 @@ func (s *Server) claimNextParams(c echo.Context, many bool) (work.ClaimNextParam
 	if err := decodeStrict(body, &b, true); err != nil {
 		return work.ClaimNextParams{}, err
 	}
-	p := work.ClaimNextParams{
-		Caller: caller(c), Queue: c.Param("queue"), Session: b.Session, TTL: msOf(b.TTLMS), Wait: msOf(b.WaitMS),
-		WaitEnd: s.stopped(), Types: b.Types, Labels: b.Labels, Max: 1,
-	}
+	p := b.params(caller(c), c.Param("queue"), s.stopped())
 	switch {
 	case b.Max != nil && !many:
 		return p, fault.Invalidf("max", "unknown field: use POST /v1/queues/{queue}/claims to claim many")

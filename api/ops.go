@@ -233,6 +233,16 @@ type completeBody struct {
 	holderBody
 	Result json.RawMessage    `json:"result"`
 	Usage  map[string]float64 `json:"usage"`
+	// Next, on POST /v1/nodes/{id}/complete only, asks for the next claim
+	// of a queue in the same call.
+	Next *nextClaimBody `json:"next"`
+}
+
+// nextClaimBody is the body of a claim-next, with its queue, carried by a
+// complete that asks for the next node.
+type nextClaimBody struct {
+	Queue string `json:"queue"`
+	claimFields
 }
 
 // completeParams are the params of p's complete of node id.
@@ -245,12 +255,15 @@ func (b completeBody) completeParams(p *tenant.Principal, id string) (work.Compl
 	return work.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage}, nil
 }
 
-// completeRequest reads the body of p's complete of node id (an endpoint's
-// or a batch op's) into its params.
+// completeRequest reads the body of p's complete of node id in a batch into
+// its params: a batch op cannot ask for the next claim.
 func completeRequest(p *tenant.Principal, id string, body []byte) (work.CompleteParams, error) {
 	var b completeBody
 	if err := decodeStrict(body, &b, true); err != nil {
 		return work.CompleteParams{}, err
+	}
+	if b.Next != nil {
+		return work.CompleteParams{}, fault.Invalidf("next", "unknown field in a batch op: use POST /v1/queues/{queue}/claims to claim many")
 	}
 	return b.completeParams(p, id)
 }
@@ -261,6 +274,68 @@ func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string,
 		return 0, nil, err
 	}
 	return s.completeWith(ctx, cp)
+}
+
+// completeNode is POST /v1/nodes/{id}/complete: the batch op's complete,
+// and, with next, the next claim of a queue in the same call.
+func (s *Server) completeNode(c echo.Context) error {
+	id, err := nodeID(c)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var b completeBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return err
+	}
+	p := principal(c)
+	cp, err := b.completeParams(p, id)
+	if err != nil {
+		return err
+	}
+	if b.Next == nil {
+		status, out, err := s.completeWith(c.Request().Context(), cp)
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, status, out)
+	}
+	np := b.Next.params(caller(c), b.Next.Queue, s.stopped())
+	if !graph.ValidQueue(np.Queue) {
+		return fault.Invalidf("next.queue", "is required: 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit")
+	}
+	if np.Wait > 0 {
+		release, err := s.waiters.acquire(p)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	n, got, err := s.work.CompleteAndClaimNext(c.Request().Context(), cp, np)
+	if err != nil {
+		return err
+	}
+	views, err := s.work.Views(n)
+	if err != nil {
+		return err
+	}
+	out := &completeNextAnswer{nodeAnswer: nodeAnswer{OK: true, Status: n.Status, Node: toNode(views[0])}}
+	if len(got) > 0 {
+		if out.Next, err = s.claimJSON(got[0]); err != nil {
+			return err
+		}
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// completeNextAnswer is a complete's answer when it asked for the next
+// claim: next is that claim, or null when nothing was ready in time.
+type completeNextAnswer struct {
+	nodeAnswer
+	Next *claimAnswer `json:"next"`
 }
 
 func (s *Server) complete(ctx context.Context, p *tenant.Principal, id string, b completeBody) (int, any, error) {

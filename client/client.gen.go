@@ -697,6 +697,10 @@ type CommentList struct {
 type CompleteRequest struct {
 	Fence *int64 `json:"fence,omitempty"`
 
+	// Next The next claim a completion asks for: the body of `claimNext`, with the
+	// queue to claim from.
+	Next *NextClaimRequest `json:"next,omitempty"`
+
 	// Result Any JSON value.
 	Result  interface{} `json:"result,omitempty"`
 	Session *string     `json:"session,omitempty"`
@@ -707,6 +711,11 @@ type CompleteRequest struct {
 
 // CompleteResponse `status` is `done`.
 type CompleteResponse struct {
+	// Next Present when the request asked for `next`: the claim of the next
+	// ready node (as `claimNext` answers it), or null when nothing became
+	// ready within `next.wait_ms`.
+	Next *ClaimResponse `json:"next,omitempty"`
+
 	// Node A work item.
 	Node Node `json:"node"`
 
@@ -939,6 +948,22 @@ type MessageList struct {
 // listed it), `read` (a recipient acknowledged it), `expired` (its `ttl_ms`
 // passed, or the node it was sent to was removed, before anyone read it).
 type MessageState string
+
+// NextClaimRequest The next claim a completion asks for: the body of `claimNext`, with the
+// queue to claim from.
+type NextClaimRequest struct {
+	// Labels Only nodes carrying every one of these labels.
+	Labels  *[]string `json:"labels,omitempty"`
+	Queue   string    `json:"queue"`
+	Session *string   `json:"session,omitempty"`
+	TTLMS   *int64    `json:"ttl_ms,omitempty"`
+
+	// Types Only nodes of one of these types.
+	Types *[]string `json:"types,omitempty"`
+
+	// WaitMS Long poll up to this long for a node to become ready.
+	WaitMS *int64 `json:"wait_ms,omitempty"`
+}
 
 // Node A work item.
 type Node struct {
@@ -2849,6 +2874,18 @@ type ClientInterface interface {
 	// that already succeeded (same identity, same fence) returns 200 again and
 	// changes nothing.
 	//
+	// With `next`, the same call then claims the next ready node of `next.queue`
+	// exactly as `claimNext` would (the same filters, TTL and long poll), and
+	// answers with that claim in `next`, or `next: null` when nothing became
+	// ready within `next.wait_ms`. A worker that takes one job at a time then
+	// makes one round trip per job instead of two. The completion is made (and
+	// durable) before the claim is tried; when the completion fails, nothing is
+	// claimed and the error is the completion's. When the claim fails (a 429 at
+	// the identity's lease cap, a 503 while the server stops), the completion
+	// stands and the answer is the claim's error: retrying the whole call is
+	// safe, since a completion retried answers 200 again. `next` is not taken
+	// in a `POST /v1/batch` op.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/complete (the `CompleteNode` operationId).
@@ -2860,6 +2897,18 @@ type ClientInterface interface {
 	// and the `assigned` edge is retired with `outcome: done`. Retrying a completion
 	// that already succeeded (same identity, same fence) returns 200 again and
 	// changes nothing.
+	//
+	// With `next`, the same call then claims the next ready node of `next.queue`
+	// exactly as `claimNext` would (the same filters, TTL and long poll), and
+	// answers with that claim in `next`, or `next: null` when nothing became
+	// ready within `next.wait_ms`. A worker that takes one job at a time then
+	// makes one round trip per job instead of two. The completion is made (and
+	// durable) before the claim is tried; when the completion fails, nothing is
+	// claimed and the error is the completion's. When the claim fails (a 429 at
+	// the identity's lease cap, a 503 while the server stops), the completion
+	// stands and the answer is the claim's error: retrying the whole call is
+	// safe, since a completion retried answers 200 again. `next` is not taken
+	// in a `POST /v1/batch` op.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4511,6 +4560,18 @@ func (c *Client) CreateComment(ctx context.Context, id NodeID, body CreateCommen
 // that already succeeded (same identity, same fence) returns 200 again and
 // changes nothing.
 //
+// With `next`, the same call then claims the next ready node of `next.queue`
+// exactly as `claimNext` would (the same filters, TTL and long poll), and
+// answers with that claim in `next`, or `next: null` when nothing became
+// ready within `next.wait_ms`. A worker that takes one job at a time then
+// makes one round trip per job instead of two. The completion is made (and
+// durable) before the claim is tried; when the completion fails, nothing is
+// claimed and the error is the completion's. When the claim fails (a 429 at
+// the identity's lease cap, a 503 while the server stops), the completion
+// stands and the answer is the claim's error: retrying the whole call is
+// safe, since a completion retried answers 200 again. `next` is not taken
+// in a `POST /v1/batch` op.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/complete (the `CompleteNode` operationId).
@@ -4532,6 +4593,18 @@ func (c *Client) CompleteNodeWithBody(ctx context.Context, id NodeID, contentTyp
 // and the `assigned` edge is retired with `outcome: done`. Retrying a completion
 // that already succeeded (same identity, same fence) returns 200 again and
 // changes nothing.
+//
+// With `next`, the same call then claims the next ready node of `next.queue`
+// exactly as `claimNext` would (the same filters, TTL and long poll), and
+// answers with that claim in `next`, or `next: null` when nothing became
+// ready within `next.wait_ms`. A worker that takes one job at a time then
+// makes one round trip per job instead of two. The completion is made (and
+// durable) before the claim is tried; when the completion fails, nothing is
+// claimed and the error is the completion's. When the claim fails (a 429 at
+// the identity's lease cap, a 503 while the server stops), the completion
+// stands and the answer is the claim's error: retrying the whole call is
+// safe, since a completion retried answers 200 again. `next` is not taken
+// in a `POST /v1/batch` op.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9667,6 +9740,18 @@ type ClientWithResponsesInterface interface {
 	// that already succeeded (same identity, same fence) returns 200 again and
 	// changes nothing.
 	//
+	// With `next`, the same call then claims the next ready node of `next.queue`
+	// exactly as `claimNext` would (the same filters, TTL and long poll), and
+	// answers with that claim in `next`, or `next: null` when nothing became
+	// ready within `next.wait_ms`. A worker that takes one job at a time then
+	// makes one round trip per job instead of two. The completion is made (and
+	// durable) before the claim is tried; when the completion fails, nothing is
+	// claimed and the error is the completion's. When the claim fails (a 429 at
+	// the identity's lease cap, a 503 while the server stops), the completion
+	// stands and the answer is the claim's error: retrying the whole call is
+	// safe, since a completion retried answers 200 again. `next` is not taken
+	// in a `POST /v1/batch` op.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/complete (the `CompleteNode` operationId).
@@ -9678,6 +9763,18 @@ type ClientWithResponsesInterface interface {
 	// and the `assigned` edge is retired with `outcome: done`. Retrying a completion
 	// that already succeeded (same identity, same fence) returns 200 again and
 	// changes nothing.
+	//
+	// With `next`, the same call then claims the next ready node of `next.queue`
+	// exactly as `claimNext` would (the same filters, TTL and long poll), and
+	// answers with that claim in `next`, or `next: null` when nothing became
+	// ready within `next.wait_ms`. A worker that takes one job at a time then
+	// makes one round trip per job instead of two. The completion is made (and
+	// durable) before the claim is tried; when the completion fails, nothing is
+	// claimed and the error is the completion's. When the claim fails (a 429 at
+	// the identity's lease cap, a 503 while the server stops), the completion
+	// stands and the answer is the claim's error: retrying the whole call is
+	// safe, since a completion retried answers 200 again. `next` is not taken
+	// in a `POST /v1/batch` op.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17932,6 +18029,18 @@ func (c *ClientWithResponses) CreateCommentWithResponse(ctx context.Context, id 
 // that already succeeded (same identity, same fence) returns 200 again and
 // changes nothing.
 //
+// With `next`, the same call then claims the next ready node of `next.queue`
+// exactly as `claimNext` would (the same filters, TTL and long poll), and
+// answers with that claim in `next`, or `next: null` when nothing became
+// ready within `next.wait_ms`. A worker that takes one job at a time then
+// makes one round trip per job instead of two. The completion is made (and
+// durable) before the claim is tried; when the completion fails, nothing is
+// claimed and the error is the completion's. When the claim fails (a 429 at
+// the identity's lease cap, a 503 while the server stops), the completion
+// stands and the answer is the claim's error: retrying the whole call is
+// safe, since a completion retried answers 200 again. `next` is not taken
+// in a `POST /v1/batch` op.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/complete (the `CompleteNode` operationId).
@@ -17949,6 +18058,18 @@ func (c *ClientWithResponses) CompleteNodeWithBodyWithResponse(ctx context.Conte
 // and the `assigned` edge is retired with `outcome: done`. Retrying a completion
 // that already succeeded (same identity, same fence) returns 200 again and
 // changes nothing.
+//
+// With `next`, the same call then claims the next ready node of `next.queue`
+// exactly as `claimNext` would (the same filters, TTL and long poll), and
+// answers with that claim in `next`, or `next: null` when nothing became
+// ready within `next.wait_ms`. A worker that takes one job at a time then
+// makes one round trip per job instead of two. The completion is made (and
+// durable) before the claim is tried; when the completion fails, nothing is
+// claimed and the error is the completion's. When the claim fails (a 429 at
+// the identity's lease cap, a 503 while the server stops), the completion
+// stands and the answer is the claim's error: retrying the whole call is
+// safe, since a completion retried answers 200 again. `next` is not taken
+// in a `POST /v1/batch` op.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -200,6 +200,30 @@ await check("claim-next on an empty queue is undefined with unwrapOptional", asy
   expect(empty === undefined, `got ${JSON.stringify(empty)}`);
 });
 
+await check("complete claims the next node of a queue in the same call", async () => {
+  const queue = `${id}-next`;
+  for (const n of ["a", "b"]) {
+    await unwrap(head.POST("/v1/nodes", { body: { id: `${id}-next-${n}`, type: "task", queue } }));
+  }
+  const first = await unwrap(head.POST("/v1/queues/{queue}/claim", { params: { path: { queue } }, body: { wait_ms: 0 } }));
+  const done = await unwrap(
+    head.POST("/v1/nodes/{id}/complete", {
+      params: { path: { id: first.node.id } },
+      body: { fence: first.lease.fence, next: { queue } },
+    }),
+  );
+  expect(done.status === "done" && done.node.id === first.node.id, `completed ${done.node.id} ${done.status}`);
+  const next = done.next;
+  expect(next != null && next.status === "running" && next.node.id !== first.node.id, `next ${JSON.stringify(next)}`);
+  const last = await unwrap(
+    head.POST("/v1/nodes/{id}/complete", {
+      params: { path: { id: next.node.id } },
+      body: { fence: next.lease.fence, next: { queue } },
+    }),
+  );
+  expect(last.next === null, `next after the last: ${JSON.stringify(last.next)}`);
+});
+
 await check("a bad token is unauthorized", async () => {
   const anon = createTetherClient({ baseUrl, token: "not-a-token", fetch: timedFetch });
   const p = await expectProblem("unauthorized", () => unwrap(anon.GET("/v1/nodes/{id}", { params: { path: { id } } })));

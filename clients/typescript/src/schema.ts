@@ -272,6 +272,18 @@ export interface paths {
          *     and the `assigned` edge is retired with `outcome: done`. Retrying a completion
          *     that already succeeded (same identity, same fence) returns 200 again and
          *     changes nothing.
+         *
+         *     With `next`, the same call then claims the next ready node of `next.queue`
+         *     exactly as `claimNext` would (the same filters, TTL and long poll), and
+         *     answers with that claim in `next`, or `next: null` when nothing became
+         *     ready within `next.wait_ms`. A worker that takes one job at a time then
+         *     makes one round trip per job instead of two. The completion is made (and
+         *     durable) before the claim is tried; when the completion fails, nothing is
+         *     claimed and the error is the completion's. When the claim fails (a 429 at
+         *     the identity's lease cap, a 503 while the server stops), the completion
+         *     stands and the answer is the claim's error: retrying the whole call is
+         *     safe, since a completion retried answers 200 again. `next` is not taken
+         *     in a `POST /v1/batch` op.
          */
         post: operations["completeNode"];
         delete?: never;
@@ -1807,6 +1819,26 @@ export interface components {
             session?: string;
             /** Format: int64 */
             fence?: number;
+            next?: components["schemas"]["NextClaimRequest"];
+        };
+        /**
+         * @description The next claim a completion asks for: the body of `claimNext`, with the
+         *     queue to claim from.
+         */
+        NextClaimRequest: {
+            queue: string;
+            session?: string;
+            /** Format: int64 */
+            ttl_ms?: number;
+            /**
+             * Format: int64
+             * @description Long poll up to this long for a node to become ready.
+             */
+            wait_ms?: number;
+            /** @description Only nodes of one of these types. */
+            types?: string[];
+            /** @description Only nodes carrying every one of these labels. */
+            labels?: string[];
         };
         /** @description `status` is `done`. */
         CompleteResponse: {
@@ -1814,6 +1846,12 @@ export interface components {
             ok: boolean;
             status: components["schemas"]["NodeStatus"];
             node: components["schemas"]["Node"];
+            /**
+             * @description Present when the request asked for `next`: the claim of the next
+             *     ready node (as `claimNext` answers it), or null when nothing became
+             *     ready within `next.wait_ms`.
+             */
+            next?: components["schemas"]["ClaimResponse"] | null;
         };
         StatusRequest: {
             /** @enum {string} */
