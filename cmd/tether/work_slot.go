@@ -72,7 +72,13 @@ func (s *workSlot) run() {
 	}()
 
 	var bo workBackoff
+	// next is the node the last completion claimed in the same call.
+	var next *workClaim
 	for s.r.stopping.Err() == nil {
+		if c := next; c != nil {
+			next = s.work(c)
+			continue
+		}
 		s.set(client.WorkerStatusIdle, "")
 		c, err := s.claim()
 		if err != nil {
@@ -95,7 +101,11 @@ func (s *workSlot) run() {
 			s.release(c)
 			return
 		}
-		s.work(c)
+		next = s.work(c)
+	}
+	if next != nil {
+		// The completion's claim crossed the signal: give it back untouched.
+		s.release(next)
 	}
 }
 
@@ -132,20 +142,39 @@ func (s *workSlot) claim() (*workClaim, error) {
 	if res.JSON200 == nil || json.Unmarshal(res.Body, &raw) != nil {
 		return nil, &workCallErr{err: fmt.Errorf("claim answered %d with an unexpected body", res.StatusCode())}
 	}
-	cr := res.JSON200
-	c := &workClaim{lease: cr.Lease, node: raw.Node, at: time.Now()}
+	return s.claimed(res.JSON200, raw.Node), nil
+}
+
+// claimed is the workClaim of a claim answer whose node is raw.
+func (s *workSlot) claimed(cr *client.ClaimResponse, raw json.RawMessage) *workClaim {
+	c := &workClaim{lease: cr.Lease, node: raw, at: time.Now()}
 	if cr.Node.TimeoutMS != nil {
 		c.timeout = time.Duration(*cr.Node.TimeoutMS) * time.Millisecond
 	}
 	if cr.CappedToMax != nil && *cr.CappedToMax {
 		s.log.Info("the server capped the lease TTL", "ttl_ms", cr.Lease.TTLMS)
 	}
-	return c, nil
+	return c
+}
+
+// nextRequest asks a completion for the next node of the queue, without
+// waiting: when none is ready the slot goes back to its long poll.
+func (s *workSlot) nextRequest() *client.NextClaimRequest {
+	o := s.r.opts
+	req := &client.NextClaimRequest{Queue: o.queue, TTLMS: ptrTo(o.ttl.Milliseconds())}
+	if len(o.types) > 0 {
+		req.Types = &o.types
+	}
+	if len(o.labels) > 0 {
+		req.Labels = &o.labels
+	}
+	return req
 }
 
 // work runs the command for c while keeping its lease, and reports how it
-// ended.
-func (s *workSlot) work(c *workClaim) {
+// ended. A completion asks for the next node in the same call: work returns
+// it, or nil.
+func (s *workSlot) work(c *workClaim) *workClaim {
 	s.busy.Store(true)
 	defer s.busy.Store(false)
 	id, fence := c.lease.NodeID, c.lease.Fence
@@ -210,11 +239,12 @@ func (s *workSlot) work(c *workClaim) {
 		log.Info("the command was stopped: releasing the node", "exit", x.how)
 		s.report(ctx, log, "release", s.releaseCall(id, fence))
 	case x.code == 0:
-		s.complete(ctx, log, id, fence, x)
+		return s.complete(ctx, log, id, fence, x)
 	default:
 		log.Info("the command failed", "exit", x.how)
 		s.report(ctx, log, "fail", s.failCall(id, fence, x.errorText()))
 	}
+	return nil
 }
 
 // startInbox makes the command's inbox file, fills it with the messages
@@ -244,23 +274,48 @@ func (s *workSlot) startInbox(run context.Context, log *slog.Logger, id string) 
 	}
 }
 
-// complete records stdout as the result. A result too large for the
+// complete records stdout as the result and, unless the runner is stopping,
+// claims the next ready node in the same call (one round trip per node
+// while the queue has work) and returns it. A result too large for the
 // server's body limit is truncated further until it fits.
-func (s *workSlot) complete(ctx context.Context, log *slog.Logger, id string, fence int64, x workExit) {
+func (s *workSlot) complete(ctx context.Context, log *slog.Logger, id string, fence int64, x workExit) *workClaim {
 	if x.stdoutBytes > workMaxResult {
 		log.Warn("the output is over 1 MiB: the result keeps its start", "bytes", x.stdoutBytes)
 	}
 	for keep := workMaxResult; ; keep /= 4 {
 		result := x.result(keep)
+		var next *workClaim
 		err := s.report(ctx, log, "complete", func(ctx context.Context) (*http.Response, []byte, error) {
-			res, err := s.r.api.CompleteNodeWithResponse(ctx, id, client.CompleteRequest{Fence: &fence, Result: result})
+			req := client.CompleteRequest{Fence: &fence, Result: result}
+			if s.r.stopping.Err() == nil {
+				req.Next = s.nextRequest()
+			}
+			res, err := s.r.api.CompleteNodeWithResponse(ctx, id, req)
 			if err != nil {
 				return nil, nil, err
 			}
+			next = nil
+			if res.JSON200 != nil && res.JSON200.Next != nil {
+				var raw struct {
+					Next struct {
+						Node json.RawMessage `json:"node"`
+					} `json:"next"`
+				}
+				if err := json.Unmarshal(res.Body, &raw); err != nil {
+					return nil, nil, fmt.Errorf("complete answered with an unexpected body: %w", err)
+				}
+				next = s.claimed(res.JSON200.Next, raw.Next.Node)
+			}
 			return res.HTTPResponse, res.Body, nil
 		})
+		if err == nil {
+			if next != nil {
+				log.Info("the completion claimed the next node", "next", next.lease.NodeID)
+			}
+			return next
+		}
 		if !client.IsCode(err, client.ProblemCodePayloadTooLarge) || keep == 0 {
-			return
+			return nil
 		}
 		log.Warn("the result is over the server's body limit: truncating it further", "kept", keep/4)
 	}

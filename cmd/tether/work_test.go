@@ -237,6 +237,30 @@ func TestWorkRunner(t *testing.T) {
 		require.Nil(t, off.Node)
 	})
 
+	t.Run("a completion claims the next ready node in the same call", func(t *testing.T) {
+		t.Parallel()
+		r := e.startRunner(t, "runner-next", "--queue", "w-next", "--worker-name", "next", "--", "sh", "-c",
+			workGate+`echo "\"$TETHER_NODE_ID\""`)
+		e.waitWorker(t, "runner-next", "next-1", client.WorkerStatusIdle, "")
+		e.create(t, client.NodeCreate{ID: ptr("next-a"), Queue: ptr("w-next")})
+		e.waitWorker(t, "runner-next", "next-1", client.WorkerStatusWorking, "next-a")
+		// Queued while next-a runs: each completion hands over the next.
+		e.create(t, client.NodeCreate{ID: ptr("next-b"), Queue: ptr("w-next"), Priority: ptr(int64(1))})
+		e.create(t, client.NodeCreate{ID: ptr("next-c"), Queue: ptr("w-next")})
+		for _, id := range []string{"next-a", "next-b", "next-c"} {
+			r.open(t, id)
+		}
+		for _, id := range []string{"next-a", "next-b", "next-c"} {
+			require.Equal(t, id, e.waitNode(t, id, client.NodeStatusDone).Result)
+			require.Equal(t, map[string]string{"runner-next": "done"}, e.assigned(t, id))
+		}
+		r.waitLog(t, "next=next-c")
+		require.Contains(t, r.stderr.String(), "the completion claimed the next node")
+		require.Contains(t, r.stderr.String(), "next=next-b", "next-a's completion claimed next-b (the higher priority)")
+		e.waitWorker(t, "runner-next", "next-1", client.WorkerStatusIdle, "")
+		r.stop(t)
+	})
+
 	t.Run("exit 3 fails with the tail of stderr", func(t *testing.T) {
 		t.Parallel()
 		r := e.startRunner(t, "runner-fail", "--queue", "w-fail", "--worker-name", "fail", "--", "sh", "-c",
