@@ -42,7 +42,7 @@ const (
 // etcdScenarios are the scenarios that run on etcd: they spread over
 // tenants. (e) and (f) watch one parent or one event log, and (g) restarts
 // one server on its data dir.
-var etcdScenarios = []string{"a", "h", "b", "c", "d"}
+var etcdScenarios = []string{"a", "h", "i", "b", "c", "d"}
 
 // checkStore validates the store flags and fills in the defaults.
 func (c *config) checkStore(endpoints string) error {

@@ -10,11 +10,12 @@
 // With -store etcd every stage starts -servers processes over one etcd
 // cluster under a fresh key prefix (TETHER_STORE=etcd) and spreads its
 // clients over -tenants tenants, so that the tenants' shards spread over the
-// servers; scenarios (a) to (d) and (h) run that way.
+// servers; scenarios (a) to (d), (h) and (i) run that way.
 //
 // Scenarios: a claim-next+complete, b claims+batch complete, c claim/renew/
 // release by id, d renew only, e fan-out, f reaper lag, g (a) on 1M nodes plus
-// restart time, h GET /health beside (a).
+// restart time, h GET /health beside (a), i (a) with each complete asking
+// for the next claim (one request per job).
 package main
 
 import (
@@ -66,7 +67,7 @@ const (
 	clientGo  = "go"
 )
 
-var allScenarios = []string{"a", "h", "b", "c", "d", "e", "f", "g"}
+var allScenarios = []string{"a", "h", "i", "b", "c", "d", "e", "f", "g"}
 
 func parseFlags() (config, error) {
 	var c config
@@ -76,7 +77,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.client, "client", clientRaw, "the harness's HTTP client: raw (its own HTTP/1.1, as wrk) or go (net/http's, ~4× its CPU per request)")
 	flag.DurationVar(&c.duration, "d", 10*time.Second, "measured time per scenario")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measurement")
-	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h")
+	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h,i")
 	flag.IntVar(&c.preload, "preload", 200000, "queued nodes preloaded for (a)")
 	flag.IntVar(&c.preloadBatched, "preload-batched", 200000, "queued nodes preloaded for (b)")
 	flag.IntVar(&c.scaleNodes, "scale-nodes", 1000000, "queued nodes preloaded for (g)")
@@ -227,6 +228,8 @@ func run(cfg config) error {
 			runIt = b.scenarioF
 		case "g":
 			runIt = b.scenarioG
+		case "i":
+			runIt = b.scenarioI
 		}
 		fmt.Fprintf(os.Stderr, "scenario %s ...\n", name)
 		began := time.Now()

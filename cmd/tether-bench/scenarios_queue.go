@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -8,7 +9,8 @@ import (
 )
 
 // Queue scenarios: (a) claim-next + complete, (h) GET /health beside it,
-// (b) claims + batch complete, (g) (a) on a million queued nodes.
+// (i) (a) with the next claim folded into the complete, (b) claims + batch
+// complete, (g) (a) on a million queued nodes.
 
 var claimNextBody = []byte(`{"wait_ms":0}`)
 
@@ -37,6 +39,65 @@ func claimComplete(queue string) func(w *worker) {
 			}
 		}
 	}
+}
+
+// claimCompleteNext is claimComplete with the next claim folded into the
+// complete ({"next": {"queue": ...}}): one claim-next to start, then one
+// request per job. An op is a completed pair that began in the window.
+func claimCompleteNext(queue string) func(w *worker) {
+	claimPath := "/v1/queues/" + queue + "/claim"
+	return func(w *worker) {
+		var c claimed
+		have := false
+		for !w.over() {
+			if !have {
+				st, resp, _ := w.call("claim_next", "POST", claimPath, claimNextBody)
+				if st == http.StatusNoContent {
+					w.dryAt = time.Now()
+					return
+				}
+				if st != http.StatusOK {
+					continue
+				}
+				if c, have = parseClaim(resp); !have {
+					w.rec.fail("claim_next: unparsable answer")
+					continue
+				}
+			}
+			w.scratch = completeNextBody(w.scratch, c.fence, queue)
+			st, resp, measured := w.call("complete_next", "POST", "/v1/nodes/"+c.id+"/complete", w.scratch)
+			have = false
+			if st != http.StatusOK {
+				continue
+			}
+			if measured {
+				w.ops++
+			}
+			i := bytes.Index(resp, nextKey)
+			if i < 0 {
+				w.rec.fail("complete_next: no next in the answer")
+				continue
+			}
+			if bytes.HasPrefix(resp[i+len(nextKey):], []byte("null")) {
+				w.dryAt = time.Now()
+				return
+			}
+			if c, have = parseClaim(resp[i+len(nextKey):]); !have {
+				w.rec.fail("complete_next: unparsable next claim")
+			}
+		}
+	}
+}
+
+var nextKey = []byte(`"next":`)
+
+// completeNextBody is {"fence": fence, "next": {"queue": queue}}.
+func completeNextBody(dst []byte, fence int64, queue string) []byte {
+	dst = append(dst[:0], `{"fence":`...)
+	dst = strconv.AppendInt(dst, fence, 10)
+	dst = append(dst, `,"next":{"queue":"`...)
+	dst = append(dst, queue...)
+	return append(dst, `"}}`...)
 }
 
 // measuredSpan is the window, cut short when the queue ran dry in it.
@@ -101,6 +162,29 @@ func (b *bench) runA(s *stage, withHealth bool) ([]*result, error) {
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// scenarioI runs (i): (a) with each complete asking for the next claim.
+func (b *bench) scenarioI() ([]*result, error) {
+	s, err := b.open("i")
+	if err != nil {
+		return nil, err
+	}
+	n := b.cfg.preload
+	took, err := s.createNodes(n, queuedItem("i-", "q"))
+	if err != nil {
+		s.abort()
+		return nil, err
+	}
+	ws := s.workers()
+	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, claimCompleteNext("q"))
+	ops, rec := totals(ws)
+	r := s.result("i", dr.cpu.server)
+	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
+	preloadNote(r, n, took)
+	cpuNote(r, dr.cpu)
+	storeNote(r, dr.store, ops)
+	return []*result{r}, s.close()
 }
 
 // scenarioH runs (h) alone on an empty server.
