@@ -38,8 +38,9 @@
 //
 // # Keeping leases
 //
-// A session keeps every lease it obtains (from claim_next, or from a renew
-// of a lease it did not know) with client.Keep, the runner's keeper: it
+// A session keeps every lease it obtains (from claim_next, from a complete
+// that claimed the next node, or from a renew of a lease it did not know)
+// with client.Keep, the runner's keeper: it
 // renews at a third of the lease's TTL with the lease's fence and session,
 // retries transient failures until the expiry, and forgets the lease when
 // the server says it is lost. An agent may think for as long as it likes

@@ -76,8 +76,17 @@ func TestKeeperRenewsUntilTheLeaseEnds(t *testing.T) {
 	toolError(t, call(t, cs, "complete", map[string]any{"node_id": "k-1", "fence": fence}), 409, "lease_lost")
 	drain(renewed)
 	waitRenewal(t, renewed, "k-1") // the refused complete did not stop the keeper
-	done := ok(t, call(t, cs, "complete", map[string]any{"node_id": "k-1"}))
+	e.queued("k-2", "q")
+	done := ok(t, call(t, cs, "complete", map[string]any{"node_id": "k-1", "next": map[string]any{"queue": "q"}}))
 	require.Equal(t, "done", done["status"])
+	// The node claimed with the completion is kept too.
+	next, _ := done["next"].(map[string]any)
+	require.NotNil(t, next, "complete with next claims k-2: %v", done)
+	require.Equal(t, "k-2", next["node"].(map[string]any)["id"])
+	drain(renewed)
+	waitRenewal(t, renewed, "k-2")
+	last := ok(t, call(t, cs, "complete", map[string]any{"node_id": "k-2", "next": map[string]any{"queue": "q"}}))
+	require.Nil(t, last["next"], "nothing left: next is null")
 }
 
 // Without a valid token every tool answers the 401 as a tool error whose

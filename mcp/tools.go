@@ -96,7 +96,9 @@ func (s *session) addTools(srv *sdk.Server) {
 	tool(srv, "renew", "Renew your lease on a node now (the server also renews it for you). "+
 		"fence and session default to the lease this session holds.", s.renew, "RenewRequest")
 	tool(srv, "progress", "Report progress on a node you hold (message, pct 0-100, usage counters); also renews the lease.", s.progress, "ProgressRequest")
-	tool(srv, "complete", "Complete a node you hold, with an optional JSON result. Ends the lease.", s.complete, "CompleteRequest")
+	tool(srv, "complete", "Complete a node you hold, with an optional JSON result. Ends the lease. "+
+		"With next ({\"queue\": ...} and claim_next's other fields) the same call claims your next node of that queue: "+
+		"the answer's next is that claim, kept for you as claim_next's is, or null when none was ready.", s.complete, "CompleteRequest")
 	tool(srv, "fail", "Fail a run of a node you hold, saying why (error). It is retried while attempts remain unless requeue is false. Ends the lease.", s.fail, "FailRequest")
 	tool(srv, "release", "Give a node you hold back to its queue without spending an attempt, or hand it to another identity (to). Ends the lease.", s.release, "ReleaseRequest")
 	tool(srv, "comment", "Leave a note on a node, for people and other agents.", s.comment, "CommentCreate")
@@ -189,6 +191,10 @@ func (s *session) complete(ctx context.Context, in completeIn) *sdk.CallToolResu
 		res, err := s.api.CompleteNodeWithResponse(ctx, in.NodeID, in.CompleteRequest)
 		if err != nil {
 			return nil, nil, err
+		}
+		// The next node claimed in the same call is kept as claim_next's is.
+		if res.JSON200 != nil && res.JSON200.Next != nil {
+			s.hold(res.JSON200.Next.Node.ID, res.JSON200.Next.Lease)
 		}
 		return res.HTTPResponse, res.Body, nil
 	})
