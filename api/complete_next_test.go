@@ -248,3 +248,32 @@ func TestCompleteWithBadNextChangesNothing(t *testing.T) {
 	require.Equal(t, client.NodeStatusRunning, e.nodeStatus("held"))
 	require.Equal(t, client.NodeStatusQueued, e.nodeStatus("waiting"))
 }
+
+// The claim runs after the completion is applied, so the lease the
+// completion gave back no longer counts: an identity at its lease cap, or a
+// queue at its max_running, still gets its next node.
+func TestCompleteWithNextAtTheCaps(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	ctx := context.Background()
+	res, err := e.admin().PatchTenantPolicyWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, client.PolicyPatch{MaxLeasesPerIdentity: client.Value(int64(1))})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	set, err := e.dispatcher().UpdateQueueWithResponse(ctx, "q", client.QueuePatch{MaxRunning: 1})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, set.StatusCode(), string(set.Body))
+	for _, id := range []string{"c1", "c2", "c3"} {
+		e.mustCreate(client.NodeCreate{ID: ptr(id), Type: "task", Queue: ptr("q")})
+		e.clk.Advance(time.Millisecond)
+	}
+	alice := e.user("alice")
+	cur := mustClaimNext(t, alice, "q", client.ClaimNextRequest{})
+	requireNothing(t, e.user("bob"), "q", client.ClaimNextRequest{}) // the queue is at max_running
+	for _, want := range []string{"c2", "c3"} {
+		done := completeNext(t, alice, cur.Node.ID, cur.Lease.Fence, client.NextClaimRequest{Queue: "q"})
+		require.Equal(t, http.StatusOK, done.StatusCode(), string(done.Body))
+		require.NotNil(t, done.JSON200.Next, "at both caps, the completion's lease no longer counts: %s", done.Body)
+		require.Equal(t, want, done.JSON200.Next.Node.ID)
+		cur = done.JSON200.Next
+	}
+}
