@@ -276,8 +276,8 @@ func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string,
 	return s.completeWith(ctx, cp)
 }
 
-// completeNode is POST /v1/nodes/{id}/complete: the batch op's complete,
-// and, with next, the next claim of a queue in the same call.
+// completeNode is POST /v1/nodes/{id}/complete: a completion, as the batch
+// op makes it, and with next the claim of the queue's next node as well.
 func (s *Server) completeNode(c echo.Context) error {
 	id, err := nodeID(c)
 	if err != nil {

@@ -43,7 +43,7 @@ func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, n
 		return nil, nil, fmt.Errorf("error completing node: %w", err)
 	}
 	if cerr != nil {
-		return done, nil, cerr
+		return nil, nil, cerr
 	}
 	return done, got, nil
 }
