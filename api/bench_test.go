@@ -241,6 +241,40 @@ func BenchmarkRequestClaimNext(b *testing.B) {
 	}
 }
 
+// BenchmarkRequestCompleteNext is a complete that claims the next node of
+// the queue in the same request (complete with next): one op is one job.
+func BenchmarkRequestCompleteNext(b *testing.B) {
+	be := startBench(b)
+	// Ids that sort as they were made, so the claim order is known.
+	ids := make([]string, 0, b.N+1)
+	for i := 0; i <= b.N; i += work.MaxBatch {
+		specs := make([]work.NodeSpec, 0, work.MaxBatch)
+		for j := i; j < min(b.N+1, i+work.MaxBatch); j++ {
+			id := fmt.Sprintf("cn-%09d", j)
+			specs = append(specs, work.NodeSpec{ID: ptr(id), Type: "task", Queue: ptr("jobs")})
+			ids = append(ids, id)
+		}
+		_, err := be.srv.Work.CreateBatch(context.Background(), work.Caller{Tenant: "acme", Sub: "head", Dispatcher: true}, specs, "items", nil)
+		require.NoError(b, err)
+	}
+	first, err := be.srv.Work.ClaimNext(context.Background(), work.ClaimNextParams{Caller: work.Caller{Tenant: "acme", Sub: "w1"}, Queue: "jobs"})
+	require.NoError(b, err)
+	require.Equal(b, ids[0], first[0].Node.ID)
+	reqs := make([]*http.Request, b.N)
+	for i := range reqs {
+		reqs[i] = be.request(http.MethodPost, "/v1/nodes/"+ids[i]+"/complete", be.worker, `{"result":{"ok":true},"next":{"queue":"jobs","ttl_ms":60000}}`)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	allocsBase(b)
+	defer cpuPerOp(b)()
+	for i := 0; i < b.N; i++ {
+		be.serve(reqs[i], http.StatusOK)
+	}
+	b.StopTimer()
+	require.Contains(b, string(be.w.body), `"next":{"ok":true`, "the last complete claimed the next node")
+}
+
 // BenchmarkRequestNotFound is an error answer: a problem document.
 func BenchmarkRequestNotFound(b *testing.B) {
 	be := startBench(b)
