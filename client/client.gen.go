@@ -2878,13 +2878,14 @@ type ClientInterface interface {
 	// exactly as `claimNext` would (the same filters, TTL and long poll), and
 	// answers with that claim in `next`, or `next: null` when nothing became
 	// ready within `next.wait_ms`. A worker that takes one job at a time then
-	// makes one round trip per job instead of two. The completion is made (and
-	// durable) before the claim is tried; when the completion fails, nothing is
-	// claimed and the error is the completion's. When the claim fails (a 429 at
-	// the identity's lease cap, a 503 while the server stops), the completion
-	// stands and the answer is the claim's error: retrying the whole call is
-	// safe, since a completion retried answers 200 again. `next` is not taken
-	// in a `POST /v1/batch` op.
+	// makes one round trip per job instead of two. The completion is made before
+	// the claim is tried (so the claim sees the lease it gave back and what it
+	// made ready), and both are durable before the answer. When the completion
+	// fails, nothing is claimed and the error is the completion's. When the claim
+	// fails (a 429 when the identity's other leases fill its cap, say), the
+	// completion stands and the answer is the claim's error: retrying the whole
+	// call is safe, since a completion retried answers 200 again. `next` is not
+	// taken in a `POST /v1/batch` op.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2902,13 +2903,14 @@ type ClientInterface interface {
 	// exactly as `claimNext` would (the same filters, TTL and long poll), and
 	// answers with that claim in `next`, or `next: null` when nothing became
 	// ready within `next.wait_ms`. A worker that takes one job at a time then
-	// makes one round trip per job instead of two. The completion is made (and
-	// durable) before the claim is tried; when the completion fails, nothing is
-	// claimed and the error is the completion's. When the claim fails (a 429 at
-	// the identity's lease cap, a 503 while the server stops), the completion
-	// stands and the answer is the claim's error: retrying the whole call is
-	// safe, since a completion retried answers 200 again. `next` is not taken
-	// in a `POST /v1/batch` op.
+	// makes one round trip per job instead of two. The completion is made before
+	// the claim is tried (so the claim sees the lease it gave back and what it
+	// made ready), and both are durable before the answer. When the completion
+	// fails, nothing is claimed and the error is the completion's. When the claim
+	// fails (a 429 when the identity's other leases fill its cap, say), the
+	// completion stands and the answer is the claim's error: retrying the whole
+	// call is safe, since a completion retried answers 200 again. `next` is not
+	// taken in a `POST /v1/batch` op.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4564,13 +4566,14 @@ func (c *Client) CreateComment(ctx context.Context, id NodeID, body CreateCommen
 // exactly as `claimNext` would (the same filters, TTL and long poll), and
 // answers with that claim in `next`, or `next: null` when nothing became
 // ready within `next.wait_ms`. A worker that takes one job at a time then
-// makes one round trip per job instead of two. The completion is made (and
-// durable) before the claim is tried; when the completion fails, nothing is
-// claimed and the error is the completion's. When the claim fails (a 429 at
-// the identity's lease cap, a 503 while the server stops), the completion
-// stands and the answer is the claim's error: retrying the whole call is
-// safe, since a completion retried answers 200 again. `next` is not taken
-// in a `POST /v1/batch` op.
+// makes one round trip per job instead of two. The completion is made before
+// the claim is tried (so the claim sees the lease it gave back and what it
+// made ready), and both are durable before the answer. When the completion
+// fails, nothing is claimed and the error is the completion's. When the claim
+// fails (a 429 when the identity's other leases fill its cap, say), the
+// completion stands and the answer is the claim's error: retrying the whole
+// call is safe, since a completion retried answers 200 again. `next` is not
+// taken in a `POST /v1/batch` op.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4598,13 +4601,14 @@ func (c *Client) CompleteNodeWithBody(ctx context.Context, id NodeID, contentTyp
 // exactly as `claimNext` would (the same filters, TTL and long poll), and
 // answers with that claim in `next`, or `next: null` when nothing became
 // ready within `next.wait_ms`. A worker that takes one job at a time then
-// makes one round trip per job instead of two. The completion is made (and
-// durable) before the claim is tried; when the completion fails, nothing is
-// claimed and the error is the completion's. When the claim fails (a 429 at
-// the identity's lease cap, a 503 while the server stops), the completion
-// stands and the answer is the claim's error: retrying the whole call is
-// safe, since a completion retried answers 200 again. `next` is not taken
-// in a `POST /v1/batch` op.
+// makes one round trip per job instead of two. The completion is made before
+// the claim is tried (so the claim sees the lease it gave back and what it
+// made ready), and both are durable before the answer. When the completion
+// fails, nothing is claimed and the error is the completion's. When the claim
+// fails (a 429 when the identity's other leases fill its cap, say), the
+// completion stands and the answer is the claim's error: retrying the whole
+// call is safe, since a completion retried answers 200 again. `next` is not
+// taken in a `POST /v1/batch` op.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9744,13 +9748,14 @@ type ClientWithResponsesInterface interface {
 	// exactly as `claimNext` would (the same filters, TTL and long poll), and
 	// answers with that claim in `next`, or `next: null` when nothing became
 	// ready within `next.wait_ms`. A worker that takes one job at a time then
-	// makes one round trip per job instead of two. The completion is made (and
-	// durable) before the claim is tried; when the completion fails, nothing is
-	// claimed and the error is the completion's. When the claim fails (a 429 at
-	// the identity's lease cap, a 503 while the server stops), the completion
-	// stands and the answer is the claim's error: retrying the whole call is
-	// safe, since a completion retried answers 200 again. `next` is not taken
-	// in a `POST /v1/batch` op.
+	// makes one round trip per job instead of two. The completion is made before
+	// the claim is tried (so the claim sees the lease it gave back and what it
+	// made ready), and both are durable before the answer. When the completion
+	// fails, nothing is claimed and the error is the completion's. When the claim
+	// fails (a 429 when the identity's other leases fill its cap, say), the
+	// completion stands and the answer is the claim's error: retrying the whole
+	// call is safe, since a completion retried answers 200 again. `next` is not
+	// taken in a `POST /v1/batch` op.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9768,13 +9773,14 @@ type ClientWithResponsesInterface interface {
 	// exactly as `claimNext` would (the same filters, TTL and long poll), and
 	// answers with that claim in `next`, or `next: null` when nothing became
 	// ready within `next.wait_ms`. A worker that takes one job at a time then
-	// makes one round trip per job instead of two. The completion is made (and
-	// durable) before the claim is tried; when the completion fails, nothing is
-	// claimed and the error is the completion's. When the claim fails (a 429 at
-	// the identity's lease cap, a 503 while the server stops), the completion
-	// stands and the answer is the claim's error: retrying the whole call is
-	// safe, since a completion retried answers 200 again. `next` is not taken
-	// in a `POST /v1/batch` op.
+	// makes one round trip per job instead of two. The completion is made before
+	// the claim is tried (so the claim sees the lease it gave back and what it
+	// made ready), and both are durable before the answer. When the completion
+	// fails, nothing is claimed and the error is the completion's. When the claim
+	// fails (a 429 when the identity's other leases fill its cap, say), the
+	// completion stands and the answer is the claim's error: retrying the whole
+	// call is safe, since a completion retried answers 200 again. `next` is not
+	// taken in a `POST /v1/batch` op.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18033,13 +18039,14 @@ func (c *ClientWithResponses) CreateCommentWithResponse(ctx context.Context, id 
 // exactly as `claimNext` would (the same filters, TTL and long poll), and
 // answers with that claim in `next`, or `next: null` when nothing became
 // ready within `next.wait_ms`. A worker that takes one job at a time then
-// makes one round trip per job instead of two. The completion is made (and
-// durable) before the claim is tried; when the completion fails, nothing is
-// claimed and the error is the completion's. When the claim fails (a 429 at
-// the identity's lease cap, a 503 while the server stops), the completion
-// stands and the answer is the claim's error: retrying the whole call is
-// safe, since a completion retried answers 200 again. `next` is not taken
-// in a `POST /v1/batch` op.
+// makes one round trip per job instead of two. The completion is made before
+// the claim is tried (so the claim sees the lease it gave back and what it
+// made ready), and both are durable before the answer. When the completion
+// fails, nothing is claimed and the error is the completion's. When the claim
+// fails (a 429 when the identity's other leases fill its cap, say), the
+// completion stands and the answer is the claim's error: retrying the whole
+// call is safe, since a completion retried answers 200 again. `next` is not
+// taken in a `POST /v1/batch` op.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18063,13 +18070,14 @@ func (c *ClientWithResponses) CompleteNodeWithBodyWithResponse(ctx context.Conte
 // exactly as `claimNext` would (the same filters, TTL and long poll), and
 // answers with that claim in `next`, or `next: null` when nothing became
 // ready within `next.wait_ms`. A worker that takes one job at a time then
-// makes one round trip per job instead of two. The completion is made (and
-// durable) before the claim is tried; when the completion fails, nothing is
-// claimed and the error is the completion's. When the claim fails (a 429 at
-// the identity's lease cap, a 503 while the server stops), the completion
-// stands and the answer is the claim's error: retrying the whole call is
-// safe, since a completion retried answers 200 again. `next` is not taken
-// in a `POST /v1/batch` op.
+// makes one round trip per job instead of two. The completion is made before
+// the claim is tried (so the claim sees the lease it gave back and what it
+// made ready), and both are durable before the answer. When the completion
+// fails, nothing is claimed and the error is the completion's. When the claim
+// fails (a 429 when the identity's other leases fill its cap, say), the
+// completion stands and the answer is the claim's error: retrying the whole
+// call is safe, since a completion retried answers 200 again. `next` is not
+// taken in a `POST /v1/batch` op.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

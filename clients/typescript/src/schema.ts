@@ -277,13 +277,14 @@ export interface paths {
          *     exactly as `claimNext` would (the same filters, TTL and long poll), and
          *     answers with that claim in `next`, or `next: null` when nothing became
          *     ready within `next.wait_ms`. A worker that takes one job at a time then
-         *     makes one round trip per job instead of two. The completion is made (and
-         *     durable) before the claim is tried; when the completion fails, nothing is
-         *     claimed and the error is the completion's. When the claim fails (a 429 at
-         *     the identity's lease cap, a 503 while the server stops), the completion
-         *     stands and the answer is the claim's error: retrying the whole call is
-         *     safe, since a completion retried answers 200 again. `next` is not taken
-         *     in a `POST /v1/batch` op.
+         *     makes one round trip per job instead of two. The completion is made before
+         *     the claim is tried (so the claim sees the lease it gave back and what it
+         *     made ready), and both are durable before the answer. When the completion
+         *     fails, nothing is claimed and the error is the completion's. When the claim
+         *     fails (a 429 when the identity's other leases fill its cap, say), the
+         *     completion stands and the answer is the claim's error: retrying the whole
+         *     call is safe, since a completion retried answers 200 again. `next` is not
+         *     taken in a `POST /v1/batch` op.
          */
         post: operations["completeNode"];
         delete?: never;
