@@ -32,6 +32,8 @@ func (e *env) nodeStatus(id string) client.NodeStatus {
 	return res.JSON200.Status
 }
 
+// Plain nodes (no parent, no dependents): each next is claimed in the
+// completion's own transaction.
 func TestCompleteWithNextClaimsInClaimOrder(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -81,8 +83,9 @@ func TestCompleteWithNextClaimsInClaimOrder(t *testing.T) {
 	require.NotContains(t, string(res.Body), `"next"`)
 }
 
-// The claim runs after the completion is applied, so it sees what the
-// completion made ready: a node waiting on the one completed.
+// A completion that changes another node (here a dependent's blockers) is
+// applied before the claim is tried, so the claim sees what it made ready:
+// a node waiting on the one completed.
 func TestCompleteWithNextSeesWhatTheCompletionUnblocked(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -249,9 +252,10 @@ func TestCompleteWithBadNextChangesNothing(t *testing.T) {
 	require.Equal(t, client.NodeStatusQueued, e.nodeStatus("waiting"))
 }
 
-// The claim runs after the completion is applied, so the lease the
-// completion gave back no longer counts: an identity at its lease cap, or a
-// queue at its max_running, still gets its next node.
+// A claim in the completion's own transaction counts the lease and running
+// slot the completion gives back as taken; finding no room, it runs again once
+// the completion is applied: an identity at its lease cap, or a queue at its
+// max_running, still gets its next node.
 func TestCompleteWithNextAtTheCaps(t *testing.T) {
 	t.Parallel()
 	e := start(t)

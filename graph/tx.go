@@ -140,6 +140,9 @@ func (tx *Tx) remember(ref nodeRef, st *nodeState) {
 	tx.last.ref, tx.last.st, tx.last.ok = ref, st, true
 }
 
+// NodesChanged is how many nodes this transaction has changed so far.
+func (tx *Tx) NodesChanged() int { return len(tx.nodes) }
+
 // mut returns this transaction's own copy of a node's state, to change
 // (nil when there is no such node).
 func (tx *Tx) mut(ref nodeRef) *nodeState {

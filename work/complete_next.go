@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tether-run/tether/fault"
@@ -10,15 +11,22 @@ import (
 )
 
 // CompleteAndClaimNext completes cp's run and then claims the next ready node
-// of np's queue exactly as ClaimNext(np) would, for a worker that takes one
-// job at a time: one round trip instead of two, and, when a node is ready at
-// once, one wait for the log instead of two (the completion and the claim are
-// separate transactions sharing a barrier, so each keeps its own rules and a
-// claim that fails never undoes the completion).
+// of np's queue as ClaimNext(np) would, for a worker that takes one job at a
+// time: one round trip instead of two.
 //
-// When the completion fails nothing is claimed. When the claim fails the
-// completion stands and the error is returned; retrying the whole call is
-// safe, since a completion retried answers with the node again.
+// When the completion changed no node but its own (no dependent, no parent:
+// nothing it could have made ready), the claim is tried in the completion's
+// own transaction: one commit, one event group. The claim then counts the
+// lease and the running slot the completion gives back as still taken, so
+// when it finds nothing (no node ready, the identity at its lease cap, the
+// queue at max_running) it is tried again, as it is after any other
+// completion, in a transaction of its own once the completion is applied,
+// which sees what the completion made ready and gave back. A claim that finds
+// no room never undoes the completion.
+//
+// When the completion fails nothing is claimed. When the claim fails on its
+// own, the completion stands and the error is returned; retrying the whole
+// call is safe, since a completion retried answers with the node again.
 func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, np ClaimNextParams) (*graph.Node, []*lease.ClaimResult, error) {
 	if err := validUsage(cp.Usage); err != nil {
 		return nil, nil, err
@@ -26,24 +34,41 @@ func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, n
 	if !graph.ValidQueue(np.Queue) {
 		return nil, nil, fault.Invalidf("next.queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
-	bctx, durable := graph.WithBarrier(ctx)
+	np.Max = 1
+	lim, err := s.limits(ctx, np.Tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	filter := graph.ReadyFilter{Types: np.Types, Labels: np.Labels, Sub: np.Sub}
 	var done *graph.Node
-	err := s.store.Update(bctx, func(tx *graph.Tx) (err error) {
-		done, err = s.completeIn(tx, cp)
+	var got []*lease.ClaimResult
+	err = s.store.Update(ctx, func(tx *graph.Tx) (err error) {
+		if done, err = s.completeIn(tx, cp); err != nil {
+			return err
+		}
+		if tx.NodesChanged() > 1 {
+			return nil
+		}
+		got, err = s.claimNextTx(tx, np, filter, lim)
+		var limited *fault.RateLimited
+		if errors.As(err, &limited) {
+			got, err = nil, nil
+		}
 		return err
 	})
 	if err != nil {
-		_ = durable.Wait()
 		return nil, nil, fmt.Errorf("error completing node: %w", err)
 	}
-	// ClaimNext waits for its own claims to be durable; the completion
-	// committed before them, so the barrier's wait below is then at once.
-	got, cerr := s.ClaimNext(bctx, np)
-	if err := durable.Wait(); err != nil {
-		return nil, nil, fmt.Errorf("error completing node: %w", err)
+	if len(got) > 0 {
+		if ctx.Err() != nil {
+			// The caller went away while the claim committed.
+			s.releaseUndelivered(np, got)
+			return nil, nil, ctx.Err()
+		}
+		return done, got, nil
 	}
-	if cerr != nil {
-		return nil, nil, cerr
+	if got, err = s.ClaimNext(ctx, np); err != nil {
+		return nil, nil, err
 	}
 	return done, got, nil
 }

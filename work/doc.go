@@ -16,9 +16,12 @@
 //   - Claim-next decides on the store's writer from the in-memory ready mirror:
 //     O(log n) to the head of the queue, and two claims can never pick the
 //     same node. A paused queue, or one at its max_running, hands out nothing.
-//   - A completion that asks for the next claim (CompleteAndClaimNext) is two
-//     transactions, the claim after the completion is applied: the claim sees
-//     what the completion made ready and gave back, and never undoes it.
+//   - A completion that asks for the next claim (CompleteAndClaimNext) claims
+//     in its own transaction only when it changed no node but its own (so it
+//     made nothing ready); when that claim finds nothing, or there is no room,
+//     the claim runs in a transaction of its own once the completion is
+//     applied, and sees what the completion made ready and gave back. A claim
+//     without room never undoes the completion.
 //   - A child that ends failed, dead or cancelled fails its parent when the
 //     parent's on_child_fail is fail (its remaining children are cancelled),
 //     in the same transaction, repeating up the tree.
