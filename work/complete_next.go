@@ -24,9 +24,11 @@ import (
 // which sees what the completion made ready and gave back. A claim that finds
 // no room never undoes the completion.
 //
-// When the completion fails nothing is claimed. When the claim fails on its
-// own, the completion stands and the error is returned; retrying the whole
-// call is safe, since a completion retried answers with the node again.
+// When the completion fails nothing is claimed. When a claim in a
+// transaction of its own fails (the identity's other leases fill its cap),
+// the completion stands and the error is returned; a store error inside the
+// shared transaction fails both. Retrying the whole call is safe either way,
+// since a completion retried answers with the node again.
 func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, np ClaimNextParams) (*graph.Node, []*lease.ClaimResult, error) {
 	if err := validUsage(cp.Usage); err != nil {
 		return nil, nil, err
