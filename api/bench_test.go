@@ -121,12 +121,18 @@ func (be *benchEnv) serve(r *http.Request, want int) {
 
 // queued creates n queued nodes named <prefix>-<i> in queue q.
 func (be *benchEnv) queued(prefix, q string, n int) []string {
+	return be.queuedNamed(q, n, func(i int) string { return fmt.Sprintf("%s-%d", prefix, i) })
+}
+
+// queuedNamed creates n queued nodes named name(i) in queue q, in batches
+// made in order.
+func (be *benchEnv) queuedNamed(q string, n int, name func(i int) string) []string {
 	ctx := context.Background()
 	ids := make([]string, 0, n)
 	for i := 0; i < n; i += work.MaxBatch {
 		specs := make([]work.NodeSpec, 0, work.MaxBatch)
 		for j := i; j < min(n, i+work.MaxBatch); j++ {
-			id := fmt.Sprintf("%s-%d", prefix, j)
+			id := name(j)
 			specs = append(specs, work.NodeSpec{ID: ptr(id), Type: "task", Queue: ptr(q)})
 			ids = append(ids, id)
 		}
@@ -246,17 +252,7 @@ func BenchmarkRequestClaimNext(b *testing.B) {
 func BenchmarkRequestCompleteNext(b *testing.B) {
 	be := startBench(b)
 	// Ids that sort as they were made, so the claim order is known.
-	ids := make([]string, 0, b.N+1)
-	for i := 0; i <= b.N; i += work.MaxBatch {
-		specs := make([]work.NodeSpec, 0, work.MaxBatch)
-		for j := i; j < min(b.N+1, i+work.MaxBatch); j++ {
-			id := fmt.Sprintf("cn-%09d", j)
-			specs = append(specs, work.NodeSpec{ID: ptr(id), Type: "task", Queue: ptr("jobs")})
-			ids = append(ids, id)
-		}
-		_, err := be.srv.Work.CreateBatch(context.Background(), work.Caller{Tenant: "acme", Sub: "head", Dispatcher: true}, specs, "items", nil)
-		require.NoError(b, err)
-	}
+	ids := be.queuedNamed("jobs", b.N+1, func(i int) string { return fmt.Sprintf("cn-%09d", i) })
 	first, err := be.srv.Work.ClaimNext(context.Background(), work.ClaimNextParams{Caller: work.Caller{Tenant: "acme", Sub: "w1"}, Queue: "jobs"})
 	require.NoError(b, err)
 	require.Equal(b, ids[0], first[0].Node.ID)

@@ -143,7 +143,9 @@ func principal(c echo.Context) *tenant.Principal {
 	return p
 }
 
-func caller(c echo.Context) work.Caller {
-	p := principal(c)
+func caller(c echo.Context) work.Caller { return callerOf(principal(c)) }
+
+// callerOf is the work.Caller of principal p.
+func callerOf(p *tenant.Principal) work.Caller {
 	return work.Caller{Tenant: p.Tenant, Sub: p.Subject, Dispatcher: p.Allows(tenant.RoleDispatcher)}
 }

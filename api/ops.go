@@ -276,59 +276,46 @@ func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string,
 	return s.completeWith(ctx, cp)
 }
 
-// completeNode is POST /v1/nodes/{id}/complete: a completion, as the batch
-// op makes it, and with next the claim of the queue's next node as well.
-func (s *Server) completeNode(c echo.Context) error {
-	id, err := nodeID(c)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
+// opCompleteNode is POST /v1/nodes/{id}/complete: a completion, as the
+// batch op makes it, and with next the claim of the queue's next node as well.
+func (s *Server) opCompleteNode(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
 	var b completeBody
 	if err := decodeStrict(body, &b, true); err != nil {
-		return err
-	}
-	p := principal(c)
-	cp, err := b.completeParams(p, id)
-	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	if b.Next == nil {
-		status, out, err := s.completeWith(c.Request().Context(), cp)
-		if err != nil {
-			return err
-		}
-		return writeJSON(c, status, out)
+		return s.complete(ctx, p, id, b)
 	}
-	np := b.Next.params(caller(c), b.Next.Queue, s.stopped())
+	cp, err := b.completeParams(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	np := b.Next.params(callerOf(p), b.Next.Queue, s.stopped())
 	if !graph.ValidQueue(np.Queue) {
-		return fault.Invalidf("next.queue", "is required: 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit")
+		return 0, nil, fault.Invalidf("next.queue", "is required: 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit")
 	}
 	if np.Wait > 0 {
 		release, err := s.waiters.acquire(p)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
 		defer release()
 	}
-	n, got, err := s.work.CompleteAndClaimNext(c.Request().Context(), cp, np)
+	n, got, err := s.work.CompleteAndClaimNext(ctx, cp, np)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	views, err := s.work.Views(n)
+	done, err := s.nodeAnswerOf(n)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	out := &completeNextAnswer{nodeAnswer: nodeAnswer{OK: true, Status: n.Status, Node: toNode(views[0])}}
+	out := &completeNextAnswer{nodeAnswer: *done}
 	if len(got) > 0 {
 		if out.Next, err = s.claimJSON(got[0]); err != nil {
-			return err
+			return 0, nil, err
 		}
 	}
-	return writeJSON(c, http.StatusOK, out)
+	return http.StatusOK, out, nil
 }
 
 // completeNextAnswer is a complete's answer when it asked for the next
@@ -357,11 +344,20 @@ func (s *Server) completeWith(ctx context.Context, cp work.CompleteParams) (int,
 
 // nodeAnswer is the {ok, status, node} answer of the lifecycle calls.
 func (s *Server) nodeAnswer(n *graph.Node) (int, any, error) {
-	views, err := s.work.Views(n)
+	out, err := s.nodeAnswerOf(n)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, &nodeAnswer{OK: true, Status: n.Status, Node: toNode(views[0])}, nil
+	return http.StatusOK, out, nil
+}
+
+// nodeAnswerOf is nodeAnswer's body: {ok, status, node} for n.
+func (s *Server) nodeAnswerOf(n *graph.Node) (*nodeAnswer, error) {
+	views, err := s.work.Views(n)
+	if err != nil {
+		return nil, err
+	}
+	return &nodeAnswer{OK: true, Status: n.Status, Node: toNode(views[0])}, nil
 }
 
 func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {

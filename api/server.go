@@ -186,7 +186,7 @@ func (s *Server) routes() {
 	v1.add(http.MethodPost, "/nodes/:id/renew", s.serveOp(s.opRenew), worker)
 	v1.add(http.MethodPost, "/nodes/:id/extend", s.serveOp(s.opExtend), worker)
 	v1.add(http.MethodPost, "/nodes/:id/release", s.serveOp(s.opRelease), worker)
-	v1.add(http.MethodPost, "/nodes/:id/complete", s.completeNode, worker)
+	v1.add(http.MethodPost, "/nodes/:id/complete", s.serveOp(s.opCompleteNode), worker)
 	v1.add(http.MethodPost, "/nodes/:id/fail", s.serveOp(s.opFail), worker)
 	v1.add(http.MethodPost, "/nodes/:id/progress", s.serveOp(s.opProgress), worker)
 	v1.add(http.MethodPost, "/nodes/:id/status", s.setNodeStatus, worker)

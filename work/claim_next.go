@@ -27,6 +27,12 @@ type ClaimNextParams struct {
 	Max     int      // how many nodes at most (1 for claim-next)
 }
 
+// filter is what the ready mirror offers p: its types and labels, and the
+// nodes reserved to its caller or to no one.
+func (p ClaimNextParams) filter() graph.ReadyFilter {
+	return graph.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
+}
+
 // MaxWait bounds a long poll.
 const MaxWait = 60 * time.Second
 
@@ -52,7 +58,7 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 		defer t.Stop()
 		deadline = t.C
 	}
-	filter := graph.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
+	filter := p.filter()
 	stop := func() {}
 	defer func() { stop() }()
 	for {

@@ -41,7 +41,6 @@ func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, n
 	if err != nil {
 		return nil, nil, err
 	}
-	filter := graph.ReadyFilter{Types: np.Types, Labels: np.Labels, Sub: np.Sub}
 	var done *graph.Node
 	var got []*lease.ClaimResult
 	err = s.store.Update(ctx, func(tx *graph.Tx) (err error) {
@@ -51,7 +50,7 @@ func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, n
 		if tx.NodesChanged() > 1 {
 			return nil
 		}
-		got, err = s.claimNextTx(tx, np, filter, lim)
+		got, err = s.claimNextTx(tx, np, np.filter(), lim)
 		var limited *fault.RateLimited
 		if errors.As(err, &limited) {
 			got, err = nil, nil

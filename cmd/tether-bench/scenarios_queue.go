@@ -140,19 +140,10 @@ func (b *bench) scenarioA(withHealth bool) ([]*result, error) {
 }
 
 func (b *bench) runA(s *stage, withHealth bool) ([]*result, error) {
-	n := b.cfg.preload
-	took, err := s.createNodes(n, queuedItem("a-", "q"))
+	r, err := b.drainQueue(s, "a", claimComplete("q"))
 	if err != nil {
 		return nil, err
 	}
-	ws := s.workers()
-	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, claimComplete("q"))
-	ops, rec := totals(ws)
-	r := s.result("a", dr.cpu.server)
-	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
-	preloadNote(r, n, took)
-	cpuNote(r, dr.cpu)
-	storeNote(r, dr.store, ops)
 	out := []*result{r}
 	if withHealth {
 		s.began = time.Now()
@@ -170,21 +161,31 @@ func (b *bench) scenarioI() ([]*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := b.cfg.preload
-	took, err := s.createNodes(n, queuedItem("i-", "q"))
+	r, err := b.drainQueue(s, "i", claimCompleteNext("q"))
 	if err != nil {
 		s.abort()
 		return nil, err
 	}
+	return []*result{r}, s.close()
+}
+
+// drainQueue preloads queue q with -preload nodes and drives the workers
+// through loop on it: the measurement of (a) and (i), reported as name.
+func (b *bench) drainQueue(s *stage, name string, loop func(w *worker)) (*result, error) {
+	n := b.cfg.preload
+	took, err := s.createNodes(n, queuedItem(name+"-", "q"))
+	if err != nil {
+		return nil, err
+	}
 	ws := s.workers()
-	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, claimCompleteNext("q"))
+	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, loop)
 	ops, rec := totals(ws)
-	r := s.result("i", dr.cpu.server)
+	r := s.result(name, dr.cpu.server)
 	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
 	preloadNote(r, n, took)
 	cpuNote(r, dr.cpu)
 	storeNote(r, dr.store, ops)
-	return []*result{r}, s.close()
+	return r, nil
 }
 
 // scenarioH runs (h) alone on an empty server.
