@@ -25,8 +25,9 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 		ix *claimIndex
 		it *readyItem
 	}
-	var moves []countMove
+	moves := make([]countMove, 0, len(entries))
 	all := make([]claimable, 0, len(entries)) // sized once: grown by append, a million would leave their copies behind
+	m.sizePresent(entries)
 	for _, e := range entries {
 		st := &e.st
 		if st.queue == "" {
@@ -63,4 +64,21 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 	wg.Wait()
 	m.armLocked()
 	return moves
+}
+
+// sizePresent makes each queue's present map, while still empty, at the
+// size load will fill it to: grown by doubling, a million entries' rehashing
+// cost ~0.9 s of the start-up.
+func (m *readyMirror) sizePresent(entries []*nodeEntry) {
+	ready := map[tenantQueue]int{}
+	for _, e := range entries {
+		if e.st.ready() {
+			ready[tenantQueue{e.ref.tenant, e.st.queue}]++
+		}
+	}
+	for tq, n := range ready {
+		if q := m.queue(tq); len(q.present) == 0 {
+			q.present = make(map[string]*readyItem, n)
+		}
+	}
 }
