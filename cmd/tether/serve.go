@@ -158,9 +158,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	if s.Store == storeEtcd {
 		return serveCluster(ctx, s, ln, log, banner)
 	}
-	restoreGC := gcForRebuild()
 	srv, err := server.Open(ctx, s.Server)
-	restoreGC()
 	if err != nil {
 		ln.Close()
 		return err
