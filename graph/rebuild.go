@@ -40,7 +40,8 @@ func (s *Store) loadMarks() error {
 	})
 }
 
-// derive builds the in-memory state from the records into t and m.
+// derive builds the in-memory state from the records into t and m, both
+// empty (it makes t's node map anew, at its final size).
 func (s *Store) derive(t *table, m *readyMirror) error {
 	type assignedEdge struct {
 		tenant string
