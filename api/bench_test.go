@@ -198,13 +198,7 @@ func BenchmarkRequestClaim(b *testing.B) {
 	for i, id := range ids {
 		reqs[i] = be.request(http.MethodPost, "/v1/nodes/"+id+"/claim", be.worker, `{"ttl_ms":60000}`)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	allocsBase(b)
-	defer cpuPerOp(b)()
-	for i := 0; i < b.N; i++ {
-		be.serve(reqs[i], http.StatusOK)
-	}
+	be.measure(b, func(i int) *http.Request { return reqs[i] })
 }
 
 func BenchmarkRequestRenew(b *testing.B) {
@@ -225,26 +219,14 @@ func BenchmarkRequestComplete(b *testing.B) {
 	for i, id := range ids {
 		reqs[i] = be.request(http.MethodPost, "/v1/nodes/"+id+"/complete", be.worker, fmt.Sprintf(`{"fence":%d,"result":{"ok":true}}`, fences[i]))
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	allocsBase(b)
-	defer cpuPerOp(b)()
-	for i := 0; i < b.N; i++ {
-		be.serve(reqs[i], http.StatusOK)
-	}
+	be.measure(b, func(i int) *http.Request { return reqs[i] })
 }
 
 func BenchmarkRequestClaimNext(b *testing.B) {
 	be := startBench(b)
 	be.queued("next", "jobs", b.N)
 	r := be.request(http.MethodPost, "/v1/queues/jobs/claim", be.worker, `{"ttl_ms":60000}`)
-	b.ReportAllocs()
-	b.ResetTimer()
-	allocsBase(b)
-	defer cpuPerOp(b)()
-	for i := 0; i < b.N; i++ {
-		be.serve(r, http.StatusOK)
-	}
+	be.measure(b, func(int) *http.Request { return r })
 }
 
 // BenchmarkRequestCompleteNext is a complete that claims the next node of
@@ -260,13 +242,7 @@ func BenchmarkRequestCompleteNext(b *testing.B) {
 	for i := range reqs {
 		reqs[i] = be.request(http.MethodPost, "/v1/nodes/"+ids[i]+"/complete", be.worker, `{"result":{"ok":true},"next":{"queue":"jobs","ttl_ms":60000}}`)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	allocsBase(b)
-	defer cpuPerOp(b)()
-	for i := 0; i < b.N; i++ {
-		be.serve(reqs[i], http.StatusOK)
-	}
+	be.measure(b, func(i int) *http.Request { return reqs[i] })
 	b.StopTimer()
 	require.Contains(b, string(be.w.body), `"next":{"ok":true`, "the last complete claimed the next node")
 }
@@ -330,13 +306,7 @@ func BenchmarkRequestClaims100(b *testing.B) {
 	be := startBench(b)
 	be.queued("claims", "jobs", 100*b.N)
 	r := be.request(http.MethodPost, "/v1/queues/jobs/claims", be.worker, `{"max":100,"wait_ms":0}`)
-	b.ReportAllocs()
-	b.ResetTimer()
-	allocsBase(b)
-	defer cpuPerOp(b)()
-	for i := 0; i < b.N; i++ {
-		be.serve(r, http.StatusOK)
-	}
+	be.measure(b, func(int) *http.Request { return r })
 }
 
 // BenchmarkRequestBatchComplete100 is POST /v1/batch completing 100 claimed
@@ -357,12 +327,19 @@ func BenchmarkRequestBatchComplete100(b *testing.B) {
 		body = append(body, "]}"...)
 		reqs[i] = be.request(http.MethodPost, "/v1/batch", be.worker, string(body))
 	}
+	be.measure(b, func(i int) *http.Request { return reqs[i] })
+}
+
+// measure serves op(i) for each of the b.N ops, expecting 200, and counts
+// only that loop: the timer, the allocations (with their profile's base,
+// allocsBase) and the CPU per op.
+func (be *benchEnv) measure(b *testing.B, op func(i int) *http.Request) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	allocsBase(b)
 	defer cpuPerOp(b)()
 	for i := 0; i < b.N; i++ {
-		be.serve(reqs[i], http.StatusOK)
+		be.serve(op(i), http.StatusOK)
 	}
 }
 
