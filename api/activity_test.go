@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -276,6 +277,15 @@ func TestTenantEventsIncreaseAndPage(t *testing.T) {
 	require.Equal(t, all.JSON200.Items, paged)
 
 	tok := e.token("acme", "viewer", "reader")
+	// ?pretty indents the same answer (Echo's c.JSON); without it the page
+	// is compact, one line and a newline, whatever else the query holds.
+	_, compact := e.raw(http.MethodGet, "/v1/events?after=0&limit=3", tok, "", "")
+	_, pretty := e.raw(http.MethodGet, "/v1/events?after=0&limit=3&pretty", tok, "", "")
+	require.Equal(t, 1, bytes.Count(compact, []byte("\n")), string(compact))
+	require.Contains(t, string(pretty), "\n  \"items\": [\n")
+	var want bytes.Buffer
+	require.NoError(t, json.Indent(&want, bytes.TrimSpace(compact), "", "  "))
+	require.Equal(t, want.String(), string(bytes.TrimSpace(pretty)))
 	for _, q := range []string{"after=-1", "after=abc", "limit=0", "limit=1001", "wait_ms=-1", "wait_ms=60001", "wait_ms=1s"} {
 		resp, b := e.raw(http.MethodGet, "/v1/events?"+q, tok, "", "")
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", q, b)

@@ -182,6 +182,19 @@ func BenchmarkRequestGetNode(b *testing.B) {
 	}
 }
 
+// BenchmarkRequestListEvents: a page of 100 events (the creations of 100
+// nodes), as a poller of GET /v1/events reads it.
+func BenchmarkRequestListEvents(b *testing.B) {
+	be := startBench(b)
+	be.queued("ev", "default", 100)
+	r := be.request(http.MethodGet, "/v1/events?after=0&limit=100", be.worker, "")
+	b.ReportAllocs()
+	defer cpuPerOp(b)()
+	for b.Loop() {
+		be.serve(r, http.StatusOK)
+	}
+}
+
 func BenchmarkRequestCreateNode(b *testing.B) {
 	be := startBench(b)
 	r := be.request(http.MethodPost, "/v1/nodes", be.creator, `{"type":"task","queue":"default","title":"a task"}`)

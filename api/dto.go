@@ -13,10 +13,13 @@ import (
 // writeJSON answers v as JSON with status. It is c.JSON without parsing the
 // query string when there is none: c.JSON looks for ?pretty on every answer,
 // which costs a map even when the URL has no query. An answer with an
-// appender of its own (encode.go) is written by it.
+// appender of its own (encode.go) is written by it, unless ?pretty asks for
+// c.JSON's indented form.
 func writeJSON(c echo.Context, status int, v any) error {
 	if c.QueryString() != "" {
-		return c.JSON(status, v)
+		if _, pretty := c.QueryParams()["pretty"]; pretty {
+			return c.JSON(status, v)
+		}
 	}
 	r := c.Response()
 	r.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)

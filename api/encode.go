@@ -588,3 +588,59 @@ func (r *batchResults) appendJSON(b []byte) ([]byte, error) {
 	}
 	return append(b, "]}"...), nil
 }
+
+func (e *eventJSON) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"at":`...)
+	b = appendTime(b, e.At)
+	b = append(b, `,"type":`...)
+	b = appendString(b, string(e.Type))
+	b = append(b, `,"node_id":`...)
+	b = appendString(b, e.NodeID)
+	b = append(b, `,"by":`...)
+	b = appendString(b, e.By)
+	b = append(b, `,"data":`...)
+	b, err := appendMap(b, e.Data)
+	if err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
+func (l *eventPage) appendJSON(b []byte) ([]byte, error) {
+	if l.Items == nil {
+		b = append(b, `{"items":null`...)
+	} else {
+		b = append(b, `{"items":[`...)
+		var err error
+		for i := range l.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = l.Items[i].appendJSON(b); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"next_cursor":`...)
+	b = appendStringPtr(b, l.NextCursor)
+	return append(b, '}'), nil
+}
+
+// appendEventMessage appends ev as one server-sent event: its seq as the
+// id, its type as the event, its JSON as the data.
+func appendEventMessage(b []byte, ev graph.Event) ([]byte, error) {
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, ev.Seq, 10)
+	b = append(b, "\nevent: "...)
+	b = append(b, ev.Type...)
+	b = append(b, "\ndata: "...)
+	e := toEvent(ev)
+	b, err := e.appendJSON(b)
+	if err != nil {
+		return b, err
+	}
+	return append(b, "\n\n"...), nil
+}

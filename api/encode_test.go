@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -110,6 +111,52 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 	sameAsEncodingJSON(t, &claimedList{})
 	sameAsEncodingJSON(t, &claimedList{Items: []claimedJSON{}})
 	sameAsEncodingJSON(t, &batchResults{})
+}
+
+// testEvents are events with every awkward string and the kinds of data
+// the events carry (numbers, strings, nil, nested maps and lists).
+func testEvents() []graph.Event {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.FixedZone("X", 3600))
+	var evs []graph.Event
+	for i, s := range awkward {
+		ev := graph.Event{Tenant: "acme", Seq: uint64(i) << 50, At: at.Add(time.Duration(i) * time.Hour * 9000), Type: graph.EventType(s), NodeID: s, By: s}
+		switch i % 4 {
+		case 0:
+			ev.Data = map[string]any{"fence": uint64(1) << 63, "holder": s, "attempt": int64(i), "error": nil}
+		case 1:
+			ev.Data = map[string]any{"usage": map[string]any{"tokens": 1.5e21, "<": []any{s, true}}, "pct": 0.000001}
+		case 2:
+			ev.Data = map[string]any{}
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func TestEventAppendersMatchEncodingJSON(t *testing.T) {
+	evs := testEvents()
+	for _, ev := range evs {
+		e := toEvent(ev)
+		sameAsEncodingJSON(t, &e)
+		raw := eventJSON{Seq: ev.Seq, Type: ev.Type}
+		sameAsEncodingJSON(t, &raw) // data nil: null
+	}
+	sameAsEncodingJSON(t, eventList(evs))
+	sameAsEncodingJSON(t, eventList(nil))
+	sameAsEncodingJSON(t, &eventPage{})
+}
+
+// The event stream's messages are what they were when encoding/json wrote
+// their data.
+func TestEventMessageMatchesEncodingJSON(t *testing.T) {
+	for _, ev := range testEvents() {
+		data, err := json.Marshal(toEvent(ev))
+		require.NoError(t, err)
+		want := fmt.Sprintf("id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
+		got, err := appendEventMessage([]byte("before\n"), ev)
+		require.NoError(t, err)
+		require.Equal(t, "before\n"+want, string(got))
+	}
 }
 
 func FuzzAppendString(f *testing.F) {

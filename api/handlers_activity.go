@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
@@ -62,9 +60,15 @@ func toEvent(ev graph.Event) eventJSON {
 	return eventJSON{Seq: ev.Seq, At: Time(ev.At), Type: ev.Type, NodeID: ev.NodeID, By: ev.By, Data: data}
 }
 
-// eventList is a page of events. next_cursor is the seq of the last event
-// whenever there is one, so a poller always knows what to pass as after.
-func eventList(evs []graph.Event) list[eventJSON] {
+// eventPage is a page of events (list[eventJSON], with an appender).
+// next_cursor is the seq of the last event whenever there is one, so a
+// poller always knows what to pass as after.
+type eventPage struct {
+	Items      []eventJSON `json:"items"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+func eventList(evs []graph.Event) *eventPage {
 	items := make([]eventJSON, len(evs))
 	for i, ev := range evs {
 		items[i] = toEvent(ev)
@@ -73,7 +77,8 @@ func eventList(evs []graph.Event) list[eventJSON] {
 	if len(evs) > 0 {
 		next = strconv.FormatUint(evs[len(evs)-1].Seq, 10)
 	}
-	return newList(items, next)
+	l := newList(items, next)
+	return &eventPage{Items: l.Items, NextCursor: l.NextCursor}
 }
 
 func (s *Server) createComment(c echo.Context) error {
@@ -263,12 +268,10 @@ func (s *Server) streamEvents(c echo.Context, t string, after uint64, limit int)
 			buf = append(buf, ": keep-alive\n\n"...)
 		}
 		for _, ev := range evs {
-			data, err := json.Marshal(toEvent(ev))
-			if err != nil {
+			if buf, err = appendEventMessage(buf, ev); err != nil {
 				s.log.Error("error encoding an event", "err", err, "tenant", t, "seq", ev.Seq)
 				return nil
 			}
-			buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data)
 			after = ev.Seq
 		}
 		if _, err := w.Write(buf); err != nil {
