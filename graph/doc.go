@@ -33,8 +33,10 @@
 // dependents), then the kept fences, and indexes every node (the lists and
 // the ready mirror built side by side, from the nodes sorted once, the
 // mirror's kinds of trees each filled by a goroutine of its own: load);
-// tether check (check.go) derives the same state and compares it with a
-// recount from the records.
+// then it has kv reopen its engine (kv.Store.Reopen), which lets go of the
+// table pages the scan mapped in, before the writer starts. tether check
+// (check.go) derives the same state and compares it with a recount from the
+// records.
 //
 // Invariants:
 //   - Every record of a tenant lives under a key that carries the tenant id

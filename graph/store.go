@@ -128,6 +128,10 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
+	if err := db.Reopen(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	db.Start()
 	go s.table.syncLoop(s.closing)
 	if stored != FormatVersion {

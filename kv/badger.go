@@ -33,6 +33,7 @@ type badgerEngine struct {
 	checked   time.Time
 	s         *Store
 	log       *slog.Logger
+	opts      badger.Options // what it was opened with (reopen)
 }
 
 // openBadger opens (or creates) Badger in opts.Dir and applies what its log
@@ -88,7 +89,7 @@ func openBadger(opts Options) (*badgerEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &badgerEngine{db: db, log: opts.Logger}
+	e := &badgerEngine{db: db, log: opts.Logger, opts: bopts}
 	if !opts.InMemory {
 		e.dir = opts.Dir
 		if e.db, e.wal, err = recoverLog(db, bopts, filepath.Join(opts.Dir, "wal")); err != nil {
@@ -96,6 +97,25 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		}
 	}
 	return e, nil
+}
+
+// reopen closes Badger and opens it again, before the writer starts. A scan
+// of every record (the graph's rebuild) leaves every page of Badger's tables
+// mapped into the process, counted in its resident memory though the
+// records now live in the graph's memory; reopening maps the tables afresh,
+// and only what is read from now on comes back. The pages stay in the page
+// cache, so nothing is read twice.
+func (e *badgerEngine) reopen() error {
+	if e.dir == "" {
+		return nil
+	}
+	if err := e.db.Close(); err != nil {
+		e.db = nil
+		return fmt.Errorf("error closing badger to reopen it: %w", err)
+	}
+	db, err := openBadgerDB(e.opts)
+	e.db = db
+	return err
 }
 
 // openBadgerDB opens Badger and syncs it once. Its commits are not synced,

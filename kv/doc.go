@@ -80,6 +80,12 @@
 //     memtable flush, so under the strict rule a crash just after one can
 //     leave a store Badger will not open; syncDirLoop narrows that window to
 //     100 ms (docs/upstream/badger-flush-dirsync.md, with the reproduction).
+//   - Reopen, called once before Start (graph's Open calls it after its
+//     rebuild's scan of every record), closes Badger and opens it again: the
+//     scan leaves every page of Badger's tables mapped into the process and
+//     counted in its resident memory (~180 MiB at a million nodes), though
+//     the records it needs now live in the graph's memory. The pages stay
+//     in the page cache; only what is read later is mapped again.
 //   - After a failed log or Badger write a restart recovers from the log.
 //   - Opening removes zero-length *.mem files before Badger sees them: a crash
 //     between a memtable rotation and the new file's first sync can leave one,

@@ -29,6 +29,9 @@ type engine interface {
 	apply(group []*inflight) error
 	// applyEvery is the least time between two applies.
 	applyEvery() time.Duration
+	// reopen lets go of what reads have mapped into memory, before start
+	// (Badger: closed and opened again; etcd: nothing).
+	reopen() error
 	// start starts the engine's own background work; it stops at done.
 	start(done <-chan struct{})
 	// close releases the engine once the pipeline has stopped; healthy

@@ -132,6 +132,8 @@ func (e *etcdEngine) applyEvery() time.Duration { return 0 }
 
 func (e *etcdEngine) start(<-chan struct{}) {}
 
+func (e *etcdEngine) reopen() error { return nil }
+
 func (e *etcdEngine) close(bool) error { return nil }
 
 // ctx is the context of one etcd call.

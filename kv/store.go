@@ -124,6 +124,16 @@ func newStore(e engine, log *slog.Logger, maxBatch, keyInflight int) *Store {
 	return s
 }
 
+// Reopen reopens the engine's committed state before Start: after a scan
+// of every record, it lets go of what the scan mapped into memory (Badger's
+// tables). An engine that maps nothing does nothing.
+func (s *Store) Reopen() error {
+	if s.started.Load() {
+		return errors.New("kv: Reopen after Start")
+	}
+	return s.eng.reopen()
+}
+
 // Start starts the writer. Call it once the caller has rebuilt its in-memory
 // state with View, before the first Update.
 func (s *Store) Start() {
