@@ -109,13 +109,17 @@ func (e *badgerEngine) reopen() error {
 	if e.dir == "" {
 		return nil
 	}
-	if err := e.db.Close(); err != nil {
-		e.db = nil
+	err := e.db.Close()
+	e.db = nil // closed, or failed to close: either way not to be used again
+	if err != nil {
 		return fmt.Errorf("error closing badger to reopen it: %w", err)
 	}
 	db, err := openBadgerDB(e.opts)
+	if err != nil {
+		return err
+	}
 	e.db = db
-	return err
+	return nil
 }
 
 // openBadgerDB opens Badger and syncs it once. Its commits are not synced,
@@ -288,6 +292,14 @@ func (e *badgerEngine) commit(segs []*inflight) error {
 }
 
 func (e *badgerEngine) close(healthy bool) error {
+	if e.db == nil {
+		// A failed reopen left no Badger open; what it held is in its
+		// files (it was closed, or failed to close and is not trusted).
+		if e.wal != nil {
+			return e.wal.close()
+		}
+		return nil
+	}
 	// Closing Badger flushes its memtables into synced tables.
 	err := e.db.Close()
 	if e.wal != nil {
