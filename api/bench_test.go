@@ -188,11 +188,7 @@ func BenchmarkRequestListEvents(b *testing.B) {
 	be := startBench(b)
 	be.queued("ev", "default", 100)
 	r := be.request(http.MethodGet, "/v1/events?after=0&limit=100", be.worker, "")
-	b.ReportAllocs()
-	defer cpuPerOp(b)()
-	for b.Loop() {
-		be.serve(r, http.StatusOK)
-	}
+	be.measure(b, func(int) *http.Request { return r })
 }
 
 func BenchmarkRequestCreateNode(b *testing.B) {

@@ -608,7 +608,13 @@ func (e *eventJSON) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (l *eventPage) appendJSON(b []byte) ([]byte, error) {
+// appendJSON writes a page whose items have appenders of their own (nodes,
+// edges, events) item by item; a page of any other items goes through
+// json.Marshal whole.
+func (l list[T]) appendJSON(b []byte) ([]byte, error) {
+	if _, ok := any((*T)(nil)).(jsonAppender); !ok {
+		return appendMarshal(b, l)
+	}
 	if l.Items == nil {
 		b = append(b, `{"items":null`...)
 	} else {
@@ -618,7 +624,7 @@ func (l *eventPage) appendJSON(b []byte) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = l.Items[i].appendJSON(b); err != nil {
+			if b, err = any(&l.Items[i]).(jsonAppender).appendJSON(b); err != nil {
 				return b, err
 			}
 		}

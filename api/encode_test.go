@@ -111,6 +111,10 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 	sameAsEncodingJSON(t, &claimedList{})
 	sameAsEncodingJSON(t, &claimedList{Items: []claimedJSON{}})
 	sameAsEncodingJSON(t, &batchResults{})
+	// Pages: of items with appenders, item by item; of others, marshalled.
+	sameAsEncodingJSON(t, newList(toNodes(testNodes()), "7"))
+	sameAsEncodingJSON(t, list[nodeJSON]{})
+	sameAsEncodingJSON(t, newList([]commentJSON{{ID: "<&>", Body: awkward[4], CreatedAt: Time(at)}}, ""))
 }
 
 // testEvents are events with every awkward string and the kinds of data
@@ -143,7 +147,7 @@ func TestEventAppendersMatchEncodingJSON(t *testing.T) {
 	}
 	sameAsEncodingJSON(t, eventList(evs))
 	sameAsEncodingJSON(t, eventList(nil))
-	sameAsEncodingJSON(t, &eventPage{})
+	sameAsEncodingJSON(t, list[eventJSON]{})
 }
 
 // The event stream's messages are what they were when encoding/json wrote

@@ -60,16 +60,9 @@ func toEvent(ev graph.Event) eventJSON {
 	return eventJSON{Seq: ev.Seq, At: Time(ev.At), Type: ev.Type, NodeID: ev.NodeID, By: ev.By, Data: data}
 }
 
-// eventPage is a page of events: list[eventJSON] with an appender of its
-// own (encode.go).
-type eventPage struct {
-	Items      []eventJSON `json:"items"`
-	NextCursor *string     `json:"next_cursor"`
-}
-
 // eventList is the page of evs. next_cursor is the seq of the last event
 // whenever there is one, so a poller always knows what to pass as after.
-func eventList(evs []graph.Event) *eventPage {
+func eventList(evs []graph.Event) list[eventJSON] {
 	items := make([]eventJSON, len(evs))
 	for i, ev := range evs {
 		items[i] = toEvent(ev)
@@ -78,7 +71,7 @@ func eventList(evs []graph.Event) *eventPage {
 	if len(evs) > 0 {
 		next = strconv.FormatUint(evs[len(evs)-1].Seq, 10)
 	}
-	return &eventPage{Items: items, NextCursor: strPtr(next)}
+	return newList(items, next)
 }
 
 func (s *Server) createComment(c echo.Context) error {
