@@ -44,8 +44,9 @@ func recoverLog(db *badger.DB, opts badger.Options, dir string) (_ *badger.DB, _
 	if err != nil {
 		return nil, nil, fmt.Errorf("error opening the log in %s: %w", dir, err)
 	}
-	// Badger's tables hold every record now.
-	if err := w.removeApplied(next - 1); err != nil {
+	// Badger's tables hold every record now (the log may start past next:
+	// openWAL never reuses a seq a recycled segment held).
+	if err := w.removeApplied(w.next - 1); err != nil {
 		w.close()
 		return nil, nil, err
 	}

@@ -5,22 +5,31 @@ package kv
 // durability never depends on how Badger lays out its files.
 //
 // The log is a series of segment files in DIR/wal, each named by the seq of
-// its first record and filled with zeros before use (so a later fdatasync
-// has no block allocation to journal); the zero-filling of the next one runs
-// in the background, off the commit path and, after the first run, off
-// start-up. A record is
+// its first record and fully written before use (so a later fdatasync has no
+// block allocation to journal). A new segment is made from a segment the log
+// no longer needs (recycled: renamed, not rewritten), or else from a file of
+// zeros, whose filling runs in the background, off the commit path and,
+// after the first run, off start-up. A record is
 //
 //	length u32 | crc32c(payload) u32 | payload
 //	payload: seq u64, then entries: op u8 (1 set, 2 delete), key, value
 //	(each a uvarint length and bytes) and expiresAt uvarint
 //
-// Records are appended in commit order with strictly increasing seqs. A
-// record whose length is zero, whose checksum fails or that runs past the
-// end is the end of the log: only the last write before a crash can be torn,
-// and it was never acknowledged. A segment is removed once every record in
-// it is in a table Badger has flushed (flushed.go: Badger's commits are not
-// synced); at open, every record left is applied again, in order, which
-// leaves the same state whatever was applied before.
+// Records are appended in commit order with consecutive seqs, the first of a
+// segment being the seq in its name. A record whose length is zero, whose
+// checksum fails, that runs past the end or whose seq is not the next one is
+// the end of the log: only the last write before a crash can be torn, and it
+// was never acknowledged. A segment is dropped once every record in it is in
+// a table Badger has flushed (flushed.go: Badger's commits are not synced);
+// at open, every record left is applied again, in order, which leaves the
+// same state whatever was applied before.
+//
+// A recycled segment still holds its old records past what the new one
+// writes. None of them can pass for the next record: the recycled file is
+// named after the last seq it ever held (recycledName), and the log never
+// issues a seq at or below it again, even after a clean close left no
+// segment to continue from (openWAL starts past it), so every old record's
+// seq is below the new segment's first.
 
 import (
 	"bufio"
@@ -61,6 +70,9 @@ type wal struct {
 	// next segment's file (spareName): zero-filling 64 MiB is kept off the
 	// commit path.
 	spare chan error
+	// recycled is the path of a dropped segment kept to be the next one
+	// ("" for none); the zero-filled spare is used only without it.
+	recycled string
 }
 
 // spareName is the zero-filled file the next segment is made from. It is
@@ -82,6 +94,57 @@ func zeroFill(path string) error {
 		}
 	}
 	return errors.Join(f.Sync(), f.Close())
+}
+
+// recycledName is a segment dropped from the log and kept to be made the next
+// one, named after the last seq it ever held. It is never read as a segment
+// (listSegments takes only *.log files).
+func recycledName(dir string, last uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("recycled-%016d.tmp", last))
+}
+
+// findRecycled returns the recycled segment in dir with the highest last seq
+// (and that seq; "" and 0 for none), removing any other (one is kept at a
+// time, so a crash leaves at most two).
+func findRecycled(dir string) (string, uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", 0, err
+	}
+	var best string
+	var top uint64
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), "recycled-")
+		if !ok {
+			continue
+		}
+		name, ok = strings.CutSuffix(name, ".tmp")
+		n, err := strconv.ParseUint(name, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if info, err := e.Info(); err != nil || info.Size() != walSegmentSize {
+			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+				return "", 0, err
+			}
+			continue
+		}
+		if best != "" {
+			drop := best
+			if n < top {
+				drop = path
+			}
+			if err := os.Remove(drop); err != nil && !os.IsNotExist(err) {
+				return "", 0, err
+			}
+			if n < top {
+				continue
+			}
+		}
+		best, top = path, n
+	}
+	return best, top, nil
 }
 
 func segmentName(dir string, first uint64) string {
@@ -236,6 +299,12 @@ func openWAL(dir string, next uint64) (*wal, error) {
 		}
 	}
 	w := &wal{dir: dir, next: next}
+	recycled, last, err := findRecycled(dir)
+	if err != nil {
+		return nil, err
+	}
+	// Every seq from now on lies above every record the recycled file holds.
+	w.recycled, w.next = recycled, max(next, last+1)
 	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, err
@@ -247,12 +316,18 @@ func openWAL(dir string, next uint64) (*wal, error) {
 	return w, nil
 }
 
-// startSegment makes the segment for the next record from the spare file
-// (zero-filling one now only when there is none), makes its name durable
-// before any record in it is acknowledged, and starts preparing the next
-// spare in the background.
+// startSegment makes the segment for the next record from the recycled
+// segment or else the spare file (zero-filling one now only when there is
+// neither), makes its name durable before any record in it is acknowledged,
+// and, when it took the spare, starts preparing the next in the background.
 func (w *wal) startSegment() error {
-	spare, path := spareName(w.dir), segmentName(w.dir, w.next)
+	path := segmentName(w.dir, w.next)
+	if w.recycled != "" {
+		from := w.recycled
+		w.recycled = ""
+		return w.useFile(from, path)
+	}
+	spare := spareName(w.dir)
 	ready := false
 	if w.spare != nil {
 		ready = <-w.spare == nil // prepared a whole segment ago: long done
@@ -265,7 +340,19 @@ func (w *wal) startSegment() error {
 			return err
 		}
 	}
-	if err := os.Rename(spare, path); err != nil {
+	if err := w.useFile(spare, path); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	w.spare = done
+	go func() { done <- zeroFill(spare) }()
+	return nil
+}
+
+// useFile renames the prepared file from to the segment path, makes the name
+// durable and appends to it from now on.
+func (w *wal) useFile(from, path string) error {
+	if err := os.Rename(from, path); err != nil {
 		return err
 	}
 	if err := syncDir(w.dir); err != nil {
@@ -280,9 +367,6 @@ func (w *wal) startSegment() error {
 	}
 	w.f, w.base, w.off = f, w.next, 0
 	w.segments = append(w.segments, w.next)
-	done := make(chan error, 1)
-	w.spare = done
-	go func() { done <- zeroFill(spare) }()
 	return nil
 }
 
@@ -367,12 +451,22 @@ func (w *wal) flush() error {
 	return nil
 }
 
-// removeApplied deletes the segments whose records all have seq <= applied
-// (never the current one: a later segment exists for each one removed).
+// removeApplied drops the segments whose records all have seq <= applied
+// (never the current one: a later segment exists for each one dropped). The
+// first dropped while none is kept is kept as the recycled segment, named
+// after its last seq (the next segment's first, less one); the others are
+// deleted.
 func (w *wal) removeApplied(applied uint64) error {
 	removed := false
 	for len(w.segments) > 1 && w.segments[1] <= applied+1 {
-		if err := os.Remove(segmentName(w.dir, w.segments[0])); err != nil && !os.IsNotExist(err) {
+		old := segmentName(w.dir, w.segments[0])
+		if w.recycled == "" {
+			to := recycledName(w.dir, w.segments[1]-1)
+			if err := os.Rename(old, to); err != nil {
+				return err
+			}
+			w.recycled = to
+		} else if err := os.Remove(old); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		w.segments = w.segments[1:]

@@ -149,3 +149,70 @@ func TestBadgerRefusesAValueItWouldPutInItsValueLog(t *testing.T) {
 	require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("k"), make([]byte, valueThreshold-1)) }))
 	require.True(t, s.Healthy())
 }
+
+// TestARecycledSegmentsOldRecordsAreNeverReadBack: a segment the log dropped
+// becomes the next one without being rewritten, so its old records lie past
+// the new ones. Records of one size make the danger plain: right after the
+// new segment's last record sits an old record, intact, and had the log
+// handed out its seq again (it would start from 1 when a clean close left
+// no segment), it would be read back as the next record. The log starts
+// past every seq the recycled file held, so only the new records are read,
+// after a crash and after a clean close.
+func TestARecycledSegmentsOldRecordsAreNeverReadBack(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "wal")
+	val := string(make([]byte, 1<<20))
+	// fill writes records until the log rolls onto a new segment; the
+	// record that rolled it is the new segment's first.
+	fill := func(w *wal) uint64 {
+		cur := w.segments[len(w.segments)-1]
+		for w.segments[len(w.segments)-1] == cur {
+			w.add(overlayOf("k", val))
+			require.NoError(t, w.flush())
+		}
+		return w.segments[len(w.segments)-1]
+	}
+
+	// A clean close after the first segment (seqs from 1) was dropped.
+	w, err := openWAL(dir, 1)
+	require.NoError(t, err)
+	second := fill(w)
+	require.NoError(t, w.removeApplied(second-1))
+	require.Equal(t, recycledName(dir, second-1), w.recycled, "the dropped segment is kept")
+	require.NoError(t, w.removeAll())
+	require.NoError(t, w.close())
+	_, next, err := readWAL(dir)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, next, "no segment is left")
+	w, err = openWAL(dir, next)
+	require.NoError(t, err)
+	require.Equal(t, second, w.next, "no seq the recycled file held is issued again")
+	require.NoFileExists(t, recycledName(dir, second-1), "the new segment is the recycled first")
+	w.add(overlayOf("k", val))
+	require.NoError(t, w.flush())
+	require.NoError(t, w.close())
+	recs, next, err := readWAL(dir)
+	require.NoError(t, err)
+	require.Equal(t, 1, len(recs), "the old records after the new one are not read")
+	require.Equal(t, second, recs[0].seq)
+
+	// The log rolls onto a recycled segment again; a crash after two
+	// records.
+	w, err = openWAL(dir, next)
+	require.NoError(t, err)
+	third := fill(w)
+	require.NoError(t, w.removeApplied(third-1))
+	require.NotEmpty(t, w.recycled)
+	fourth := fill(w)
+	require.Empty(t, w.recycled, "the fourth segment is the recycled third")
+	w.add(overlayOf("k", val))
+	require.NoError(t, w.flush())
+	w.add(overlayOf("k", val))
+	require.NoError(t, w.flush())
+	require.NoError(t, w.close())
+	recs, next, err = readWAL(dir)
+	require.NoError(t, err)
+	require.Equal(t, fourth+3, next, "the records end with the last written (the one that rolled the log and two more)")
+	require.Equal(t, third, recs[0].seq)
+	require.Equal(t, int(fourth+3-third), len(recs))
+}
