@@ -57,7 +57,9 @@
 //
 // Badger:
 //   - Durability uses no knowledge of Badger's files: the log is ours (one
-//     write and one fdatasync of a preallocated segment per group). Badger's
+//     write and one fdatasync of a preallocated segment per group; a segment
+//     the log has dropped becomes a later one, renamed, not rewritten; its
+//     old records are never read back: wal.go). Badger's
 //     commits are not synced; a log segment is removed only once every
 //     record in it is in a table Badger has flushed (its public Tables lists
 //     each table's highest version, and memtables flush in commit order:
