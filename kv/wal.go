@@ -73,6 +73,12 @@ type wal struct {
 	// recycled is the path of a dropped segment kept to be the next one
 	// ("" for none); the zero-filled spare is used only without it.
 	recycled string
+	// opened is the first seq of the first segment this log made: a segment
+	// before it was left by an earlier run, and what it holds past the
+	// records the open read back is unknown (a crash can keep a later
+	// record of a write whose first page it lost), so it is deleted when
+	// dropped, never recycled.
+	opened uint64
 }
 
 // spareName is the zero-filled file the next segment is made from. It is
@@ -305,9 +311,31 @@ func openWAL(dir string, next uint64) (*wal, error) {
 	}
 	// Every seq from now on lies above every record the recycled file holds.
 	w.recycled, w.next = recycled, max(next, last+1)
+	w.opened = w.next
 	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, err
+	}
+	// A segment at or past the log's end holds nothing the open read back:
+	// the one named next is replaced by the new segment (a crash after a
+	// segment was made and before its first record leaves it empty), and
+	// one past it cannot follow in order. Either would otherwise sit in
+	// segments beside the new one, and dropping it would delete or recycle
+	// the file the log appends to.
+	for i, first := range segs {
+		if first < w.next {
+			continue
+		}
+		for _, late := range segs[i:] {
+			if late == w.next {
+				continue // renamed over by startSegment
+			}
+			if err := os.Remove(segmentName(dir, late)); err != nil && !os.IsNotExist(err) {
+				return nil, err
+			}
+		}
+		segs = segs[:i]
+		break
 	}
 	w.segments = segs
 	if err := w.startSegment(); err != nil {
@@ -325,7 +353,10 @@ func (w *wal) startSegment() error {
 	if w.recycled != "" {
 		from := w.recycled
 		w.recycled = ""
-		return w.useFile(from, path)
+		if err := w.useFile(from, path); !os.IsNotExist(err) {
+			return err
+		}
+		// Gone (removed by hand, say): made from the spare instead.
 	}
 	spare := spareName(w.dir)
 	ready := false
@@ -453,14 +484,14 @@ func (w *wal) flush() error {
 
 // removeApplied drops the segments whose records all have seq <= applied
 // (never the current one: a later segment exists for each one dropped). The
-// first dropped while none is kept is kept as the recycled segment, named
-// after its last seq (the next segment's first, less one); the others are
-// deleted.
+// first one this log made that is dropped while none is kept is kept as the
+// recycled segment, named after its last seq (the next segment's first, less
+// one); the others are deleted.
 func (w *wal) removeApplied(applied uint64) error {
 	removed := false
 	for len(w.segments) > 1 && w.segments[1] <= applied+1 {
 		old := segmentName(w.dir, w.segments[0])
-		if w.recycled == "" {
+		if w.recycled == "" && w.segments[0] >= w.opened {
 			to := recycledName(w.dir, w.segments[1]-1)
 			if err := os.Rename(old, to); err != nil {
 				return err
