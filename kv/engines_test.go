@@ -302,6 +302,9 @@ func osMkdirTemp() (string, error) { return os.MkdirTemp(etcdTmp, "") }
 var etcdTmp string
 
 func TestMain(m *testing.M) {
+	if h := os.Getenv(helperEnv); h != "" {
+		os.Exit(runHelper(h))
+	}
 	var err error
 	if etcdTmp, err = os.MkdirTemp("", "kv-etcd-"); err != nil {
 		panic(err)
