@@ -67,7 +67,9 @@
 //     which Badger would put in its unsynced value log, is refused). At
 //     open, what is left of the log is applied to Badger again, in order,
 //     up to the first torn record, and Badger is closed and opened once to
-//     flush it.
+//     flush it; then the log appends to a segment of its own, and the
+//     segments it replayed are deleted (never recycled: what a crash left
+//     past their last intact record is unknown).
 //   - The writer applies segment N+1 while N is logged and applied; a Badger
 //     snapshot is opened only when a closure reads a key no segment
 //     in flight holds, and opening it waits for the commits already handed
