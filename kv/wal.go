@@ -110,8 +110,8 @@ func recycledName(dir string, last uint64) string {
 }
 
 // findRecycled returns the recycled segment in dir with the highest last seq
-// (and that seq; "" and 0 for none), removing any other (one is kept at a
-// time, so a crash leaves at most two).
+// (and that seq; "" and 0 for none), removing any other and any of the wrong
+// size (one is kept at a time, so a crash leaves at most two).
 func findRecycled(dir string) (string, uint64, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -119,38 +119,44 @@ func findRecycled(dir string) (string, uint64, error) {
 	}
 	var best string
 	var top uint64
+	var drop []string
 	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), "recycled-")
+		n, ok := seqInName(e.Name(), "recycled-", ".tmp")
 		if !ok {
 			continue
 		}
-		name, ok = strings.CutSuffix(name, ".tmp")
-		n, err := strconv.ParseUint(name, 10, 64)
-		if !ok || err != nil {
-			continue
-		}
 		path := filepath.Join(dir, e.Name())
-		if info, err := e.Info(); err != nil || info.Size() != walSegmentSize {
-			if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-				return "", 0, err
+		switch info, err := e.Info(); {
+		case err != nil || info.Size() != walSegmentSize:
+			drop = append(drop, path)
+		case best == "" || n > top:
+			if best != "" {
+				drop = append(drop, best)
 			}
-			continue
+			best, top = path, n
+		default:
+			drop = append(drop, path)
 		}
-		if best != "" {
-			drop := best
-			if n < top {
-				drop = path
-			}
-			if err := os.Remove(drop); err != nil && !os.IsNotExist(err) {
-				return "", 0, err
-			}
-			if n < top {
-				continue
-			}
+	}
+	for _, path := range drop {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return "", 0, err
 		}
-		best, top = path, n
 	}
 	return best, top, nil
+}
+
+// seqInName is the seq a log file's name carries between prefix and suffix.
+func seqInName(name, prefix, suffix string) (uint64, bool) {
+	name, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return 0, false
+	}
+	if name, ok = strings.CutSuffix(name, suffix); !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name, 10, 64)
+	return n, err == nil
 }
 
 func segmentName(dir string, first uint64) string {
@@ -165,15 +171,9 @@ func listSegments(dir string) ([]uint64, error) {
 	}
 	var out []uint64
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".log")
-		if !ok {
-			continue
+		if n, ok := seqInName(e.Name(), "", ".log"); ok {
+			out = append(out, n)
 		}
-		n, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, n)
 	}
 	slices.Sort(out)
 	return out, nil
@@ -322,22 +322,17 @@ func openWAL(dir string, next uint64) (*wal, error) {
 	// one past it cannot follow in order. Either would otherwise sit in
 	// segments beside the new one, and dropping it would delete or recycle
 	// the file the log appends to.
-	for i, first := range segs {
-		if first < w.next {
-			continue
-		}
-		for _, late := range segs[i:] {
-			if late == w.next {
-				continue // renamed over by startSegment
-			}
-			if err := os.Remove(segmentName(dir, late)); err != nil && !os.IsNotExist(err) {
+	for _, first := range segs {
+		switch {
+		case first < w.next:
+			w.segments = append(w.segments, first)
+		case first == w.next: // renamed over by startSegment
+		default:
+			if err := os.Remove(segmentName(dir, first)); err != nil && !os.IsNotExist(err) {
 				return nil, err
 			}
 		}
-		segs = segs[:i]
-		break
 	}
-	w.segments = segs
 	if err := w.startSegment(); err != nil {
 		return nil, err
 	}
