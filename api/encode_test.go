@@ -118,7 +118,8 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 }
 
 // testEvents are events with every awkward string and the kinds of data
-// the events carry (numbers, strings, nil, nested maps and lists).
+// the events carry (numbers, strings, nil, nested maps and lists), given as
+// maps and built already encoded.
 func testEvents() []graph.Event {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.FixedZone("X", 3600))
 	var evs []graph.Event
@@ -126,11 +127,13 @@ func testEvents() []graph.Event {
 		ev := graph.Event{Tenant: "acme", Seq: uint64(i) << 50, At: at.Add(time.Duration(i) * time.Hour * 9000), Type: graph.EventType(s), NodeID: s, By: s}
 		switch i % 4 {
 		case 0:
-			ev.Data = map[string]any{"fence": uint64(1) << 63, "holder": s, "attempt": int64(i), "error": nil}
+			ev.Data = graph.DataOf(map[string]any{"fence": uint64(1) << 63, "holder": s, "attempt": int64(i), "error": nil})
 		case 1:
-			ev.Data = map[string]any{"usage": map[string]any{"tokens": 1.5e21, "<": []any{s, true}}, "pct": 0.000001}
+			ev.Data = graph.DataOf(map[string]any{"usage": map[string]any{"tokens": 1.5e21, "<": []any{s, true}}, "pct": 0.000001})
 		case 2:
-			ev.Data = map[string]any{}
+			ev.Data = graph.DataOf(map[string]any{})
+		case 3:
+			ev.Data = graph.Data().Uint("fence", 1<<63).Str(s, s).Int("attempt", -int64(i)).StrOrNull("session", "").Bool("capped", true).Done()
 		}
 		evs = append(evs, ev)
 	}

@@ -53,11 +53,7 @@ type eventJSON struct {
 }
 
 func toEvent(ev graph.Event) eventJSON {
-	data := ev.Data
-	if data == nil {
-		data = map[string]any{}
-	}
-	return eventJSON{Seq: ev.Seq, At: Time(ev.At), Type: ev.Type, NodeID: ev.NodeID, By: ev.By, Data: data}
+	return eventJSON{Seq: ev.Seq, At: Time(ev.At), Type: ev.Type, NodeID: ev.NodeID, By: ev.By, Data: ev.Data.Map()}
 }
 
 // eventList is the page of evs. next_cursor is the seq of the last event

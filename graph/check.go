@@ -280,7 +280,7 @@ func (c *checker) events() error {
 				ids[ev.NodeID] = true
 			}
 			if ev.Type == EventEdgeAdded {
-				c.edgeAdded[tenant][ev.Seq] = fmt.Sprint(ev.Data["from"], " ", ev.Data["type"], " ", ev.Data["to"])
+				c.edgeAdded[tenant][ev.Seq] = fmt.Sprint(ev.Data.Get("from"), " ", ev.Data.Get("type"), " ", ev.Data.Get("to"))
 			}
 			c.r.Events++
 		}

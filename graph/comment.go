@@ -12,7 +12,7 @@ func (tx *Tx) CommentInsert(n *Node, c *Comment) error {
 	if err := tx.setRecord(commentKey(n.Tenant, n.ID, n.CreatedAt.UnixNano(), seq), c); err != nil {
 		return err
 	}
-	return tx.emitWithSeq(n.Tenant, seq, EventCommented, n.ID, c.By, map[string]any{"comment_id": c.ID})
+	return tx.emitWithSeq(n.Tenant, seq, EventCommented, n.ID, c.By, Data().Str("comment_id", c.ID).Done())
 }
 
 // CommentList returns up to limit comments of node n (the stored record) with

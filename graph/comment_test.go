@@ -73,7 +73,7 @@ func TestCommentAppendsItsEventInTheSameTransaction(t *testing.T) {
 		require.Equal(t, EventCommented, last.Type)
 		require.Equal(t, c.Seq, last.Seq, "the comment takes the seq of its event")
 		require.Equal(t, "alice", last.By)
-		require.Equal(t, map[string]any{"comment_id": c.ID}, last.Data)
+		require.Equal(t, map[string]any{"comment_id": c.ID}, last.Data.Map())
 		return nil
 	}))
 

@@ -205,7 +205,7 @@ func (tx *Tx) edgeInsert(tenant string, e *Edge, known bool) error {
 			st.dependents++
 		}
 	}
-	return tx.emitWithSeq(tenant, seq, EventEdgeAdded, e.From, e.CreatedBy, map[string]any{"from": e.From, "type": e.Type, "to": e.To})
+	return tx.emitWithSeq(tenant, seq, EventEdgeAdded, e.From, e.CreatedBy, Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To).Done())
 }
 
 func (tx *Tx) setEdge(ref edgeRef, le *liveEdge) {
@@ -256,9 +256,16 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 	if err := tx.kv.Set(tx.scratchKey(tagRetiredIn, tenant).str(e.To).str(e.Type).str(e.From).u64(le.seq).done(tx), nil); err != nil {
 		return err
 	}
-	data := map[string]any{"from": e.From, "type": e.Type, "to": e.To}
+	data := Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To)
 	if o, ok := e.Props["outcome"]; ok {
-		data["outcome"] = o
+		switch o := o.(type) {
+		case nil:
+			data = data.Null("outcome")
+		case string:
+			data = data.Str("outcome", o)
+		default: // a user's edge may hold any value there
+			return tx.Emit(tenant, EventEdgeRetired, e.From, by, map[string]any{"from": e.From, "type": e.Type, "to": e.To, "outcome": o})
+		}
 	}
-	return tx.Emit(tenant, EventEdgeRetired, e.From, by, data)
+	return tx.EmitData(tenant, EventEdgeRetired, e.From, by, data.Done())
 }

@@ -65,8 +65,17 @@ func (tx *Tx) lastSeq(tenant string) (uint64, error) {
 	return last, err
 }
 
-// Emit appends an event of tenant about node id.
+// Emit appends an event of tenant about node id, with data as its data (nil:
+// none). data becomes the event's: the caller does not change it afterwards.
 func (tx *Tx) Emit(tenant string, typ EventType, id, by string, data map[string]any) error {
+	if data == nil {
+		data = map[string]any{}
+	}
+	return tx.EmitData(tenant, typ, id, by, DataOf(data))
+}
+
+// EmitData is Emit with data built by Data (or given to DataOf).
+func (tx *Tx) EmitData(tenant string, typ EventType, id, by string, data EventData) error {
 	seq, err := tx.nextSeq(tenant)
 	if err != nil {
 		return err
@@ -76,10 +85,7 @@ func (tx *Tx) Emit(tenant string, typ EventType, id, by string, data map[string]
 
 // emitWithSeq appends an event under a seq already reserved; the events of
 // a transaction are written together when it ends (Tx.finish).
-func (tx *Tx) emitWithSeq(tenant string, seq uint64, typ EventType, id, by string, data map[string]any) error {
-	if data == nil {
-		data = map[string]any{}
-	}
+func (tx *Tx) emitWithSeq(tenant string, seq uint64, typ EventType, id, by string, data EventData) error {
 	tx.events = append(tx.events, Event{Tenant: tenant, Seq: seq, At: tx.now.UTC(), Type: typ, NodeID: id, By: by, Data: data})
 	return nil
 }

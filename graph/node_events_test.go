@@ -285,7 +285,7 @@ func TestALargeTransactionsEventsAreStoredAsSeveralGroups(t *testing.T) {
 		require.Len(t, all, events)
 		for i, ev := range all {
 			require.Equal(t, before+1+uint64(i), ev.Seq)
-			require.EqualValues(t, i, ev.Data["i"])
+			require.EqualValues(t, i, ev.Data.Get("i"))
 		}
 		return nil
 	}))

@@ -115,13 +115,13 @@ type EventType string
 
 // Event is one change, appended in the transaction that made it.
 type Event struct {
-	Tenant string         `json:"-" msg:"-"`
-	Seq    uint64         `json:"seq"`
-	At     time.Time      `json:"at"`
-	Type   EventType      `json:"type"`
-	NodeID string         `json:"node_id"`
-	By     string         `json:"by"`
-	Data   map[string]any `json:"data"`
+	Tenant string    `json:"-" msg:"-"`
+	Seq    uint64    `json:"seq"`
+	At     time.Time `json:"at"`
+	Type   EventType `json:"type"`
+	NodeID string    `json:"node_id"`
+	By     string    `json:"by"`
+	Data   EventData `json:"data"`
 }
 
 // Comment is a note left on a node.

@@ -324,14 +324,10 @@ func (z *Event) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.AppendString(o, string(z.Type))
 	o = msgp.AppendString(o, z.NodeID)
 	o = msgp.AppendString(o, z.By)
-	o = msgp.AppendMapHeader(o, uint32(len(z.Data)))
-	for za0001, za0002 := range z.Data {
-		o = msgp.AppendString(o, za0001)
-		o, err = msgp.AppendIntf(o, za0002)
-		if err != nil {
-			err = msgp.WrapError(err, "Data", za0001)
-			return
-		}
+	o, err = z.Data.MarshalMsg(o)
+	if err != nil {
+		err = msgp.WrapError(err, "Data")
+		return
 	}
 	return
 }
@@ -377,34 +373,10 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err, "By")
 		return
 	}
-	var zb0003 uint32
-	zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+	bts, err = z.Data.UnmarshalMsg(bts)
 	if err != nil {
 		err = msgp.WrapError(err, "Data")
 		return
-	}
-	if z.Data == nil {
-		z.Data = make(map[string]interface{}, zb0003)
-	} else if len(z.Data) > 0 {
-		clear(z.Data)
-	}
-	var field []byte
-	_ = field
-	for zb0003 > 0 {
-		var za0002 interface{}
-		zb0003--
-		var za0001 string
-		za0001, bts, err = msgp.ReadStringBytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Data")
-			return
-		}
-		za0002, bts, err = msgp.ReadIntfBytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Data", za0001)
-			return
-		}
-		z.Data[za0001] = za0002
 	}
 	o = bts
 	return
@@ -412,13 +384,7 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z *Event) Msgsize() (s int) {
-	s = 1 + msgp.Uint64Size + msgp.TimeSize + msgp.StringPrefixSize + len(string(z.Type)) + msgp.StringPrefixSize + len(z.NodeID) + msgp.StringPrefixSize + len(z.By) + msgp.MapHeaderSize
-	if z.Data != nil {
-		for za0001, za0002 := range z.Data {
-			_ = za0002
-			s += msgp.StringPrefixSize + len(za0001) + msgp.GuessSize(za0002)
-		}
-	}
+	s = 1 + msgp.Uint64Size + msgp.TimeSize + msgp.StringPrefixSize + len(string(z.Type)) + msgp.StringPrefixSize + len(z.NodeID) + msgp.StringPrefixSize + len(z.By) + z.Data.Msgsize()
 	return
 }
 

@@ -135,9 +135,9 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
-	if err := tx.Emit(n.Tenant, graph.EventClaimed, n.ID, p.By, map[string]any{
-		"fence": n.LastFence, "attempt": n.Attempts, "session": nullable(p.Session), "ttl_ms": ttl.Milliseconds(),
-	}); err != nil {
+	if err := tx.EmitData(n.Tenant, graph.EventClaimed, n.ID, p.By, graph.Data().
+		Uint("fence", n.LastFence).Int("attempt", n.Attempts).StrOrNull("session", p.Session).Int("ttl_ms", ttl.Milliseconds()).
+		Done()); err != nil {
 		return nil, err
 	}
 	s.track(tx, nil, n)
@@ -308,9 +308,9 @@ func (s *Service) ExtendTx(tx *graph.Tx, n *graph.Node, p HolderParams, by time.
 	if err := tx.NodePutQuiet(n); err != nil {
 		return nil, err
 	}
-	if err := tx.Emit(n.Tenant, graph.EventExtended, n.ID, p.By, map[string]any{
-		"fence": n.Lease.Fence, "expires_at": graph.Stamp(n.Lease.ExpiresAt), "capped_to_max": res.Capped,
-	}); err != nil {
+	if err := tx.EmitData(n.Tenant, graph.EventExtended, n.ID, p.By, graph.Data().
+		Uint("fence", n.Lease.Fence).Str("expires_at", graph.Stamp(n.Lease.ExpiresAt)).Bool("capped_to_max", res.Capped).
+		Done()); err != nil {
 		return nil, err
 	}
 	s.track(tx, &before, n)

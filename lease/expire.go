@@ -23,11 +23,11 @@ func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
 	if err := s.EndRun(tx, n, OutcomeExpired, SystemIdentity); err != nil {
 		return err
 	}
-	data := map[string]any{"fence": before.Fence, "holder": before.By, "attempt": n.Attempts}
+	data := graph.Data().Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts)
 	if timeout {
 		msg := "timeout"
 		n.Error = &msg
-		data["error"] = msg
+		data = data.Str("error", msg)
 	}
 	dead := n.Attempts >= n.MaxAttempts
 	if dead {
@@ -38,11 +38,11 @@ func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}
-	if err := tx.Emit(n.Tenant, graph.EventExpired, n.ID, SystemIdentity, data); err != nil {
+	if err := tx.EmitData(n.Tenant, graph.EventExpired, n.ID, SystemIdentity, data.Done()); err != nil {
 		return err
 	}
 	if dead {
-		if err := tx.Emit(n.Tenant, graph.EventDead, n.ID, SystemIdentity, map[string]any{"attempts": n.Attempts}); err != nil {
+		if err := tx.EmitData(n.Tenant, graph.EventDead, n.ID, SystemIdentity, graph.Data().Int("attempts", n.Attempts).Done()); err != nil {
 			return err
 		}
 	}

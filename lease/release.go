@@ -81,14 +81,14 @@ func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*grap
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
-	data := map[string]any{"fence": fence, "holder": before.By, "status": n.Status}
+	data := graph.Data().Uint("fence", fence).Str("holder", before.By).Str("status", string(n.Status))
 	if p.Reason != "" {
-		data["reason"] = p.Reason
+		data = data.Str("reason", p.Reason)
 	}
 	if p.To != "" {
-		data["to"] = p.To
+		data = data.Str("to", p.To)
 	}
-	if err := tx.Emit(n.Tenant, graph.EventReleased, n.ID, p.By, data); err != nil {
+	if err := tx.EmitData(n.Tenant, graph.EventReleased, n.ID, p.By, data.Done()); err != nil {
 		return nil, err
 	}
 	return n, nil

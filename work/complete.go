@@ -67,9 +67,9 @@ func (s *Service) CompleteTx(tx *graph.Tx, n *graph.Node, p CompleteParams) (*gr
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
-	if err := tx.Emit(n.Tenant, graph.EventCompleted, n.ID, p.By, map[string]any{
-		"fence": before.Fence, "holder": before.By, "attempt": n.Attempts,
-	}); err != nil {
+	if err := tx.EmitData(n.Tenant, graph.EventCompleted, n.ID, p.By, graph.Data().
+		Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts).
+		Done()); err != nil {
 		return nil, err
 	}
 	return n, rollUp(tx, n, p.Usage)
