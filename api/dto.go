@@ -58,6 +58,16 @@ func strPtr(s string) *string {
 	return &s
 }
 
+// fieldPtr is strPtr for a field of a record the answer is made from,
+// pointing at the field itself instead of a copy: a claim's answer makes
+// several of these per node.
+func fieldPtr(s *string) *string {
+	if *s == "" {
+		return nil
+	}
+	return s
+}
+
 type nodeJSON struct {
 	ID          string             `json:"id"`
 	Type        string             `json:"type"`
@@ -123,10 +133,10 @@ func toNode(v work.NodeView) nodeJSON {
 	n := v.Node
 	out := nodeJSON{
 		ID: n.ID, Type: n.Type, Title: n.Title, Body: n.Body, Status: n.Status,
-		Queue: strPtr(n.Queue), Priority: n.Priority, Target: strPtr(n.Target),
+		Queue: fieldPtr(&n.Queue), Priority: n.Priority, Target: fieldPtr(&n.Target),
 		Labels: n.Labels, Props: n.Props, Attempts: n.Attempts, MaxAttempts: n.MaxAttempts,
 		RunAt: timePtr(n.RunAt), TimeoutMS: n.TimeoutMS, Backoff: n.Backoff,
-		Parent: strPtr(n.Parent), OnChildFail: n.OnChildFail, Ready: v.Ready,
+		Parent: fieldPtr(&n.Parent), OnChildFail: n.OnChildFail, Ready: v.Ready,
 		BlockedBy: v.BlockedBy, Result: n.Result, Error: n.Error,
 		Usage: n.Usage, UsageTotal: n.UsageTotal, Version: n.Version, CreatedBy: n.CreatedBy,
 		CreatedAt: Time(n.CreatedAt), UpdatedAt: Time(n.UpdatedAt), Blobs: n.Blobs,
@@ -172,7 +182,7 @@ func toNodes(vs []work.NodeView) []nodeJSON {
 
 func toLease(nodeID string, l *graph.Lease) leaseJSON {
 	return leaseJSON{
-		NodeID: nodeID, By: l.By, Session: strPtr(l.Session), Fence: l.Fence, TTLMS: l.TTLMS,
+		NodeID: nodeID, By: l.By, Session: fieldPtr(&l.Session), Fence: l.Fence, TTLMS: l.TTLMS,
 		ClaimedAt: Time(l.ClaimedAt), RenewedAt: Time(l.RenewedAt),
 		Expires: l.ExpiresAt.UnixMilli(), ExpiresAt: Time(l.ExpiresAt),
 	}
