@@ -76,6 +76,26 @@ func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*Edge, error) {
 	return &r.Edge, nil
 }
 
+// RunEdge returns the live assigned edge from n to the identity of sub, or
+// nil: the edge of the run n's lease stands for, for the caller to retire.
+// n is a node this transaction read and owns. On the writer, when n's record
+// holds that live edge (the record keeps its node's assigned edge), the
+// answer is n's own decoded copy, and no copy of the store's edge is made;
+// otherwise it is EdgeFind's.
+func (tx *Tx) RunEdge(n *Node, sub string) (*Edge, error) {
+	if a := n.Assigned; tx.writable && a != nil && a.Edge.From == n.ID && a.Edge.Type == EdgeAssigned && isIdentityOf(a.Edge.To, sub) {
+		if le := tx.liveEdge(n.Tenant, n.ID, EdgeAssigned, a.Edge.To); le != nil && le.seq == a.Seq {
+			return &a.Edge, nil
+		}
+	}
+	return tx.EdgeFind(n.Tenant, n.ID, EdgeAssigned, IdentityID(sub))
+}
+
+// isIdentityOf reports whether id is IdentityID(sub), without building it.
+func isIdentityOf(id, sub string) bool {
+	return len(id) == len(IdentityPrefix)+len(sub) && strings.HasPrefix(id, IdentityPrefix) && id[len(IdentityPrefix):] == sub
+}
+
 // edgeNotFound is EdgeGet's refusal.
 func edgeNotFound(from, typ, to string) error {
 	return &fault.NotFound{What: "edge", ID: from + " " + typ + " " + to}

@@ -390,3 +390,60 @@ func TestMaxLeasesPerIdentity(t *testing.T) {
 	_, err = b.claim("bob", "c", 0)
 	require.NoError(t, err, "the cap is per identity")
 }
+
+// EndRun retires a run's assigned edge the same whether it takes the edge
+// from the node's record (RunEdge's usual way) or from the store's live
+// edges (a node whose record does not hold it): the same props, with the
+// fence of either MessagePack width, and the same history record.
+func TestARunsEdgeRetiresTheSameFromTheRecordOrTheStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	retired := map[string][]*graph.Edge{}
+	for _, id := range []string{"record", "store"} {
+		b.createNode(t, id, 500)
+		for _, fence := range []uint64{5, 300} { // a fixint, then a uint16
+			require.NoError(t, b.store.Update(ctx, func(tx *graph.Tx) error {
+				n, err := tx.NodeGet("acme", id)
+				if err != nil {
+					return err
+				}
+				n.LastFence = fence - 1
+				return tx.NodePut(n)
+			}))
+			_, err := b.svc.Claim(ctx, ClaimParams{Tenant: "acme", NodeID: id, By: "alice", TTL: time.Minute, Session: "s-" + id})
+			require.NoError(t, err)
+			require.NoError(t, b.store.Update(ctx, func(tx *graph.Tx) error {
+				n, err := tx.NodeGet("acme", id)
+				if err != nil {
+					return err
+				}
+				if id == "store" {
+					n.Assigned = nil
+				}
+				if err := b.svc.EndRun(tx, n, OutcomeReleased, "alice"); err != nil {
+					return err
+				}
+				n.Status = graph.StatusQueued
+				return tx.NodePut(n)
+			}))
+		}
+		require.NoError(t, b.store.View(func(tx *graph.Tx) error {
+			return tx.EdgesOf("acme", id, graph.EdgeQuery{Dir: graph.DirOut, Type: graph.EdgeAssigned, IncludeRetired: true},
+				func(e *graph.Edge, _ []byte) (bool, error) { retired[id] = append(retired[id], e); return true, nil })
+		}))
+		require.Len(t, retired[id], 2, "both runs' edges retired, none left live")
+	}
+	for i, e := range retired["record"] {
+		s := retired["store"][i]
+		require.NotNil(t, e.RetiredAt)
+		require.Equal(t, s.RetiredAt, e.RetiredAt)
+		require.Equal(t, "identity:alice", e.To)
+		require.Equal(t, s.CreatedAt, e.CreatedAt)
+		require.Equal(t, s.CreatedBy, e.CreatedBy)
+		require.Equal(t, OutcomeReleased, e.Props["outcome"])
+		require.Equal(t, "s-record", e.Props["session"])
+		s.Props["session"] = "s-record"
+		require.Equal(t, s.Props, e.Props)
+	}
+}

@@ -220,7 +220,7 @@ func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error 
 	if l == nil {
 		return nil
 	}
-	e, err := assignedEdge(tx, n.Tenant, n.ID, l.By)
+	e, err := tx.RunEdge(n, l.By)
 	if err != nil {
 		return err
 	}
