@@ -11,7 +11,9 @@
 // deleted nodes' last fences, event groups with per-node pointers,
 // comments and the small records. Records use a generated MessagePack codec
 // (records.go, records_gen.go) under a format version (format.go): a data
-// directory of another version is refused with both versions named.
+// directory of another version is refused with both versions named. An
+// event's data is a MessagePack map; the writer's hot paths build it
+// already encoded, key by key (event_data.go).
 //
 // What lives in memory, derived from the records (state.go, rebuild.go):
 //   - every node's state: its place in the list indexes (by tenant in list
