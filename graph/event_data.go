@@ -11,10 +11,10 @@ import (
 // map[string]any encodes to, so the format does not depend on which form
 // made it).
 //
-// The writer's hot paths (a claim, a completion, an expiry, an edge added or
-// retired) build it key by key with Data, already encoded: no map, no boxed
-// values, and the event group's encoding copies the bytes. Everything else
-// gives a map (DataOf). A record read back holds the decoded map. Readers
+// The writer's hot paths (a claim, a renewal, a completion, a release, an
+// expiry, a comment, an edge added or retired) build it key by key with
+// Data, already encoded: no map, no boxed values, and the event group's
+// encoding copies the bytes. Everything else gives a map (DataOf). A record read back holds the decoded map. Readers
 // take the map from Map. EventData is not in records.go, so msgp calls the
 // methods below instead of generating its own.
 type EventData struct {
