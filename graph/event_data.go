@@ -99,7 +99,9 @@ const maxDataKeys = 15
 // DataBuilder builds an EventData key by key, encoding each value with the
 // appender msgp's map encoding would use for its Go type, so the bytes (and
 // what a reader decodes) are those of the equivalent map. Keys are distinct
-// and at most maxDataKeys; every caller passes constant keys.
+// and at most maxDataKeys; every caller passes constant keys. A builder is a
+// chain: each method returns the builder to go on with, sharing its bytes,
+// so the one before it is not used again (nor is one after Done).
 type DataBuilder struct{ b []byte }
 
 // Data starts an event's data.
