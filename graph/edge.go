@@ -83,7 +83,8 @@ func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*Edge, error) {
 // answer is n's own decoded copy, and no copy of the store's edge is made;
 // otherwise it is EdgeFind's.
 func (tx *Tx) RunEdge(n *Node, sub string) (*Edge, error) {
-	if a := n.Assigned; tx.writable && a != nil && a.Edge.From == n.ID && a.Edge.Type == EdgeAssigned && isIdentityOf(a.Edge.To, sub) {
+	if a := n.Assigned; tx.writable && a != nil && isIdentityOf(a.Edge.To, sub) {
+		// The same seq makes it the same edge: seqs are never reused.
 		if le := tx.liveEdge(n.Tenant, n.ID, EdgeAssigned, a.Edge.To); le != nil && le.seq == a.Seq {
 			return &a.Edge, nil
 		}
@@ -284,7 +285,9 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 		case string:
 			data = data.Str("outcome", o)
 		default: // a user's edge may hold any value there
-			return tx.Emit(tenant, EventEdgeRetired, e.From, by, map[string]any{"from": e.From, "type": e.Type, "to": e.To, "outcome": o})
+			m := data.Done().Map() // decoded afresh: the event's own
+			m["outcome"] = o
+			return tx.Emit(tenant, EventEdgeRetired, e.From, by, m)
 		}
 	}
 	return tx.EmitData(tenant, EventEdgeRetired, e.From, by, data.Done())

@@ -68,9 +68,6 @@ func (tx *Tx) lastSeq(tenant string) (uint64, error) {
 // Emit appends an event of tenant about node id, with data as its data (nil:
 // none). data becomes the event's: the caller does not change it afterwards.
 func (tx *Tx) Emit(tenant string, typ EventType, id, by string, data map[string]any) error {
-	if data == nil {
-		data = map[string]any{}
-	}
 	return tx.EmitData(tenant, typ, id, by, DataOf(data))
 }
 
