@@ -138,7 +138,7 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		if inst := s.inst.Load(); inst != nil && n.leaseFresh() && inst.acquire() {
 			defer inst.release()
 			w.Header().Set(HeaderServedBy, n.ID())
-			inst.srv.API.Handler().ServeHTTP(w, r)
+			inst.srv.API.Handler().ServeHTTP(&freshWriter{ResponseWriter: w, r: r, fresh: n.leaseFresh}, r)
 			return
 		}
 		v := n.view()

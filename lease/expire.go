@@ -145,10 +145,13 @@ func (r *reaper) run() {
 }
 
 // Start rebuilds the in-memory views from the store and starts the reaper.
-// Every lease that is still live gets its full TTL afresh from now (its
-// holder could not renew while the server was down; a restart must never
-// take a lease from a live holder). A lease whose stored expiry has passed
-// stays dead and is reaped at once.
+// Every lease that the previous server (the one before a restart, or the
+// shard's previous owner on etcd) may still have been renewing gets its full
+// TTL afresh from now: its holder could not renew while no server served it,
+// and a renewal that server answered may not have been made durable (Renew
+// is eager), so only now + TTL is sure to cover every expiry it promised.
+// The others stay dead and are reaped at once. Which leases those are is
+// decided by renewalHorizon.
 func (s *Service) Start(ctx context.Context) error {
 	var refs []nodeRef
 	if err := s.store.View(func(tx *graph.Tx) error {
@@ -157,6 +160,10 @@ func (s *Service) Start(ctx context.Context) error {
 			return true, nil
 		})
 	}); err != nil {
+		return err
+	}
+	horizon, err := s.renewalHorizon(refs)
+	if err != nil {
 		return err
 	}
 	for len(refs) > 0 {
@@ -172,7 +179,7 @@ func (s *Service) Start(ctx context.Context) error {
 				if n.Lease == nil {
 					continue
 				}
-				if now.Before(n.Lease.ExpiresAt) {
+				if n.Lease.ExpiresAt.After(horizon) {
 					if fresh := now.Add(duration.FromMS(n.Lease.TTLMS)); fresh.After(n.Lease.ExpiresAt) {
 						n.Lease.ExpiresAt = fresh.UTC()
 						if err := tx.NodePutQuiet(n); err != nil {
@@ -191,6 +198,51 @@ func (s *Service) Start(ctx context.Context) error {
 	s.started.Store(true)
 	go s.reaper.run()
 	return nil
+}
+
+// renewalHorizon is the instant after which a stored lease may have been
+// renewed by a write the previous server answered and did not make durable.
+//
+// Writes become durable in the order they were applied, so the ones lost
+// were all applied after every stored one. A renewal is granted only to a
+// live lease: the first lost write of a lease, if a renewal, came before its
+// stored expiry and after every stored write. The newest time any stored
+// lease was claimed or renewed at is therefore a lower bound on every lost
+// renewal, and a lease whose stored expiry is not after it cannot have been
+// renewed since: it ended at its stored expiry, as readers were told. Every
+// other lease may have been; its holder may hold an answer up to the moment
+// the previous server stopped answering plus its TTL, and that moment is
+// before now (on etcd, the previous owner answers only while its etcd lease
+// is surely alive, and a new owner is elected only once it has expired:
+// package cluster).
+//
+// The times compared are all the previous server's own (stored), so the
+// rule holds whatever the offset between its clock and this one's.
+func (s *Service) renewalHorizon(refs []nodeRef) (time.Time, error) {
+	var h time.Time
+	err := s.store.View(func(tx *graph.Tx) error {
+		for _, ref := range refs {
+			n, err := tx.NodeGet(ref.tenant, ref.id)
+			if err != nil {
+				return err
+			}
+			if l := n.Lease; l != nil {
+				h = latest(h, l.ClaimedAt, l.RenewedAt)
+			}
+		}
+		return nil
+	})
+	return h, err
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
 }
 
 // Stop stops the reaper and waits for it.
