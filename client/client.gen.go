@@ -870,7 +870,12 @@ type Lease struct {
 	ClaimedAt time.Time `json:"claimed_at"`
 
 	// Expires `expires_at` as Unix epoch milliseconds.
-	Expires   int64     `json:"expires"`
+	Expires int64 `json:"expires"`
+
+	// ExpiresAt When the lease ends unless renewed; nobody else can claim the node
+	// before it. A restart or a change of shard owner (etcd) never moves it
+	// earlier, only later (every lease a lost renewal may have touched gets
+	// its full `ttl_ms` afresh then).
 	ExpiresAt time.Time `json:"expires_at"`
 	Fence     int64     `json:"fence"`
 	NodeID    string    `json:"node_id"`
@@ -3070,6 +3075,15 @@ type ClientInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// **The answered expiry is kept.** Until the `expires` a renewal answered,
+	// nobody else gets the node: not across a restart, and not across a change
+	// of the server that owns the tenant's shard on the etcd store. A renewal
+	// is answered once applied, before it is durable; a server that takes
+	// over (or restarts) gives every lease that such a renewal may have
+	// touched its full `ttl_ms` afresh from then, so a lease may run a little
+	// longer than its holder was told after a crash, never shorter. A server
+	// that can no longer tell it still owns the shard answers `503` instead.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -3081,6 +3095,15 @@ type ClientInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// **The answered expiry is kept.** Until the `expires` a renewal answered,
+	// nobody else gets the node: not across a restart, and not across a change
+	// of the server that owns the tenant's shard on the etcd store. A renewal
+	// is answered once applied, before it is durable; a server that takes
+	// over (or restarts) gives every lease that such a renewal may have
+	// touched its full `ttl_ms` afresh from then, so a lease may run a little
+	// longer than its holder was told after a crash, never shorter. A server
+	// that can no longer tell it still owns the shard answers `503` instead.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4878,6 +4901,15 @@ func (c *Client) ReleaseNode(ctx context.Context, id NodeID, body ReleaseNodeJSO
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// **The answered expiry is kept.** Until the `expires` a renewal answered,
+// nobody else gets the node: not across a restart, and not across a change
+// of the server that owns the tenant's shard on the etcd store. A renewal
+// is answered once applied, before it is durable; a server that takes
+// over (or restarts) gives every lease that such a renewal may have
+// touched its full `ttl_ms` afresh from then, so a lease may run a little
+// longer than its holder was told after a crash, never shorter. A server
+// that can no longer tell it still owns the shard answers `503` instead.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -4899,6 +4931,15 @@ func (c *Client) RenewLeaseWithBody(ctx context.Context, id NodeID, contentType 
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// **The answered expiry is kept.** Until the `expires` a renewal answered,
+// nobody else gets the node: not across a restart, and not across a change
+// of the server that owns the tenant's shard on the etcd store. A renewal
+// is answered once applied, before it is durable; a server that takes
+// over (or restarts) gives every lease that such a renewal may have
+// touched its full `ttl_ms` afresh from then, so a lease may run a little
+// longer than its holder was told after a crash, never shorter. A server
+// that can no longer tell it still owns the shard answers `503` instead.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9944,6 +9985,15 @@ type ClientWithResponsesInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// **The answered expiry is kept.** Until the `expires` a renewal answered,
+	// nobody else gets the node: not across a restart, and not across a change
+	// of the server that owns the tenant's shard on the etcd store. A renewal
+	// is answered once applied, before it is durable; a server that takes
+	// over (or restarts) gives every lease that such a renewal may have
+	// touched its full `ttl_ms` afresh from then, so a lease may run a little
+	// longer than its holder was told after a crash, never shorter. A server
+	// that can no longer tell it still owns the shard answers `503` instead.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -9955,6 +10005,15 @@ type ClientWithResponsesInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// **The answered expiry is kept.** Until the `expires` a renewal answered,
+	// nobody else gets the node: not across a restart, and not across a change
+	// of the server that owns the tenant's shard on the etcd store. A renewal
+	// is answered once applied, before it is durable; a server that takes
+	// over (or restarts) gives every lease that such a renewal may have
+	// touched its full `ttl_ms` afresh from then, so a lease may run a little
+	// longer than its holder was told after a crash, never shorter. A server
+	// that can no longer tell it still owns the shard answers `503` instead.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18307,6 +18366,15 @@ func (c *ClientWithResponses) ReleaseNodeWithResponse(ctx context.Context, id No
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// **The answered expiry is kept.** Until the `expires` a renewal answered,
+// nobody else gets the node: not across a restart, and not across a change
+// of the server that owns the tenant's shard on the etcd store. A renewal
+// is answered once applied, before it is durable; a server that takes
+// over (or restarts) gives every lease that such a renewal may have
+// touched its full `ttl_ms` afresh from then, so a lease may run a little
+// longer than its holder was told after a crash, never shorter. A server
+// that can no longer tell it still owns the shard answers `503` instead.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -18324,6 +18392,15 @@ func (c *ClientWithResponses) RenewLeaseWithBodyWithResponse(ctx context.Context
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// **The answered expiry is kept.** Until the `expires` a renewal answered,
+// nobody else gets the node: not across a restart, and not across a change
+// of the server that owns the tenant's shard on the etcd store. A renewal
+// is answered once applied, before it is durable; a server that takes
+// over (or restarts) gives every lease that such a renewal may have
+// touched its full `ttl_ms` afresh from then, so a lease may run a little
+// longer than its holder was told after a crash, never shorter. A server
+// that can no longer tell it still owns the shard answers `503` instead.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -32,6 +32,12 @@
 //     for the shards it is desired for, and for a shard without an owner for
 //     longer than a lease TTL; an owner that is not the desired one hands
 //     the shard over (closes, then resigns).
+//   - An owner's answer goes out only while its session lease is surely
+//     alive (fresh.go): checked when the status line is written, after the
+//     work, so every renewal it answered was applied before a new owner
+//     could be elected, and the new owner's lease.Service.Start gives every
+//     lease that renewal may have touched its full TTL from then on. No
+//     lease ends before the expiry its holder was last told.
 //   - A request is forwarded at most once: one that arrives with
 //     X-Tether-Forwarded for a shard not served here is answered 503
 //     unavailable with Retry-After, never forwarded again.

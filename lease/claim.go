@@ -212,8 +212,9 @@ type RenewResult struct {
 
 // Renew pushes the lease expiry to now + its TTL. It is no graph change beyond
 // the lease and emits no event. It is answered once applied, before its
-// record is durable (UpdateEager): a restart gives every live lease its full
-// TTL afresh anyway, so a lost renewal takes nothing from its holder. A read
+// record is durable (UpdateEager): a restart, or a new owner of an etcd
+// shard, gives every lease a lost renewal may have touched its full TTL
+// afresh (Start), so a lost renewal takes nothing from its holder. A read
 // right after it may show the previous expiry until its group commit lands.
 func (s *Service) Renew(ctx context.Context, p HolderParams) (*RenewResult, error) {
 	var res *RenewResult

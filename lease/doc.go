@@ -30,10 +30,15 @@
 //     voluntary release gives it back; an expiry keeps it.
 //   - Renewals are answered before they are durable (graph.UpdateEager); the
 //     rule below is what makes that safe.
-//   - On Start, every lease whose stored expiry is still ahead gets its full
-//     TTL afresh (its holder could not renew while the server was down, and
-//     a restart never takes a lease from a live holder); one whose expiry
-//     has passed stays dead and is reaped at once.
+//   - On Start (a restart, or a new owner of an etcd shard), every lease
+//     that the previous server may have renewed in a write it answered and
+//     did not make durable gets its full TTL afresh from now: every lease
+//     whose stored expiry is after the newest claimed_at/renewed_at stored
+//     (the renewal horizon, expire.go). Its holder could not renew while no
+//     server served it, and the previous server answered nothing after now,
+//     so no lease ends before the expiry its holder was last told. A lease
+//     whose stored expiry is not after the horizon ended then, as its
+//     readers were told, and is reaped at once.
 //   - The deadline heap is a hint for the reaper, kept in step after each
 //     commit; the node record is the authority.
 package lease

@@ -342,22 +342,35 @@ func TestRestartKeepsLiveLeasesAndFencesKeepIncreasing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.createNode(t, "live", 5)
-	b.createNode(t, "lapsed", 5)
+	b.createNode(t, "down", 5)
+	b.createNode(t, "ended", 5)
 	live, err := b.claim("alice", "live", 30*time.Second)
 	require.NoError(t, err)
-	_, err = b.claim("alice", "lapsed", 5*time.Second)
+	_, err = b.claim("alice", "down", 15*time.Second)
 	require.NoError(t, err)
-	b.svc.Stop()
+	_, err = b.claim("alice", "ended", 5*time.Second)
+	require.NoError(t, err)
+	b.svc.Stop() // no reaper from here on: as if its settlements were lost
 
-	b.clk.Advance(10 * time.Second) // "lapsed" expires while the server is down
+	// "ended" lapses at 5 s; a renewal of "live" at 10 s is stored after it,
+	// so no write lost afterwards can have renewed "ended"; "down" lapses at
+	// 15 s, after the last stored write, while the server is down: a renewal
+	// answered and lost may have promised its holder more.
+	b.clk.Advance(10 * time.Second)
+	_, err = b.svc.Renew(context.Background(), holder("alice", "live"))
+	require.NoError(t, err)
+	b.clk.Advance(10 * time.Second)
 	b.restart(t)
 
 	n := b.node(t, "live")
 	require.NotNil(t, n.Lease)
 	require.Equal(t, live.Lease.Fence, n.Lease.Fence)
 	require.Equal(t, b.clk.Now().Add(30*time.Second), n.Lease.ExpiresAt, "a live lease gets its full TTL afresh")
-	require.Eventually(t, func() bool { return b.node(t, "lapsed").Status == graph.StatusQueued }, 2*time.Second, 2*time.Millisecond,
-		"a lease that lapsed while down is reaped at start")
+	n = b.node(t, "down")
+	require.NotNil(t, n.Lease, "a lease that lapsed after the last stored write may have been renewed by a lost one")
+	require.Equal(t, b.clk.Now().Add(15*time.Second), n.Lease.ExpiresAt, "so it gets its full TTL afresh")
+	require.Eventually(t, func() bool { return b.node(t, "ended").Status == graph.StatusQueued }, 2*time.Second, 2*time.Millisecond,
+		"a lease that lapsed before the last stored write is reaped at start")
 
 	_, err = b.svc.Renew(context.Background(), holder("alice", "live"))
 	require.NoError(t, err)

@@ -6,7 +6,8 @@
 //
 // Invariants:
 //   - Open returns a server whose store is open and whose leases were rebuilt
-//     from it (live ones given their full TTL afresh, lapsed ones reaped).
+//     from it (every one the previous server may have renewed given its
+//     full TTL afresh, the others reaped: lease.Service.Start).
 //   - Open starts the schedules' firing loop once the work engine is ready;
 //     fires missed while the server was down are made then, within each
 //     schedule's catch-up window.

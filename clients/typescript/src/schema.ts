@@ -187,6 +187,15 @@ export interface paths {
          *     lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
          *     current `holder` (or null). Any session of the holder may renew; passing a
          *     session binds the lease to that run.
+         *
+         *     **The answered expiry is kept.** Until the `expires` a renewal answered,
+         *     nobody else gets the node: not across a restart, and not across a change
+         *     of the server that owns the tenant's shard on the etcd store. A renewal
+         *     is answered once applied, before it is durable; a server that takes
+         *     over (or restarts) gives every lease that such a renewal may have
+         *     touched its full `ttl_ms` afresh from then, so a lease may run a little
+         *     longer than its holder was told after a crash, never shorter. A server
+         *     that can no longer tell it still owns the shard answers `503` instead.
          */
         post: operations["renewLease"];
         delete?: never;
@@ -1556,7 +1565,13 @@ export interface components {
              * @description `expires_at` as Unix epoch milliseconds.
              */
             expires: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the lease ends unless renewed; nobody else can claim the node
+             *     before it. A restart or a change of shard owner (etcd) never moves it
+             *     earlier, only later (every lease a lost renewal may have touched gets
+             *     its full `ttl_ms` afresh then).
+             */
             expires_at: string;
         };
         /** @description A work item. */
