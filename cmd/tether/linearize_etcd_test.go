@@ -1,0 +1,565 @@
+package main
+
+// Linearizability of leases on the etcd store under faults (issue 31 parts
+// 1b and 4): two `tether serve` processes over a three-member etcd cluster,
+// holders with short leases renewing at about half their TTL through either
+// server, challengers claiming the same nodes, releases, completions and
+// reads, while the owner of the nodes' shard is killed with SIGKILL (and
+// started again), paused with SIGSTOP past its etcd lease (and resumed), and
+// the etcd leader is killed (and restarted). porcupine checks the whole
+// history against internal/linearize's model, the API's promise.
+//
+// Every opening of the shard (a takeover, a handback, a reopening after a
+// broken store) is a Restart operation of the model on every node: from the
+// last fault or recovery action before it to the moment the server logged
+// it served the shard, which is after lease.Service.Start ran.
+//
+// CI runs one short run; TETHER_LINEARIZE=long runs five of three minutes;
+// TETHER_LINEARIZE_ETCD_{RUNS,SECONDS} override either.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/cluster"
+	"github.com/tether-run/tether/internal/etcdtest"
+	"github.com/tether-run/tether/internal/linearize"
+)
+
+const (
+	leHolderTTL = 3 * time.Second  // the holders' leases, renewed at about half of it
+	leCallLimit = 4 * time.Second  // a call's client timeout: then its outcome is unknown
+	leLateBound = 20 * time.Second // an unknown call takes effect no later than this after it was given up
+	leGap       = 9 * time.Second  // between fault actions: a takeover settles well within it
+	lePause     = efLeaseTTL + 1500*time.Millisecond
+)
+
+// leScale is the size of an etcd linearizability run.
+type leScale struct {
+	runs, clients, nodes int
+	load                 time.Duration
+}
+
+func linearizeEtcdScale(t *testing.T) leScale {
+	s := leScale{runs: 1, clients: 8, nodes: 6, load: 45 * time.Second}
+	if os.Getenv("TETHER_LINEARIZE") == "long" {
+		s = leScale{runs: 5, clients: 10, nodes: 8, load: 3 * time.Minute}
+	}
+	if env := os.Getenv("TETHER_LINEARIZE_ETCD_RUNS"); env != "" {
+		n, err := strconv.Atoi(env)
+		if err != nil || n < 1 {
+			t.Fatalf("TETHER_LINEARIZE_ETCD_RUNS=%q is not a positive count", env)
+		}
+		s.runs = n
+	}
+	if env := os.Getenv("TETHER_LINEARIZE_ETCD_SECONDS"); env != "" {
+		n, err := strconv.Atoi(env)
+		if err != nil || n < 1 {
+			t.Fatalf("TETHER_LINEARIZE_ETCD_SECONDS=%q is not a positive count", env)
+		}
+		s.load = time.Duration(n) * time.Second
+	}
+	return s
+}
+
+// leCluster is the etcd cluster, the Tether servers (every process ever
+// started, for their logs), the tenant under test and the recorder.
+type leCluster struct {
+	t      *testing.T
+	etcd   *etcdtest.Cluster
+	hc     *http.Client
+	tenant string
+	shard  int
+	rec    *linearize.Recorder
+	toks   map[string]string // identity -> token
+
+	mu      sync.Mutex
+	live    []*proc          // servers that answer (or will, once resumed)
+	all     []*proc          // every server process started
+	ids     map[*proc]string // the server id each reports
+	actions []int64          // when each fault or recovery action began (Unix ns)
+	faults  map[string]int   // fault kind -> how many
+
+	unexpected sync.Map
+}
+
+func (c *leCluster) action() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.actions = append(c.actions, linearize.Now())
+}
+
+func (c *leCluster) servers() []*proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.live)
+}
+
+// call sends in through a server picked at random and records it.
+func (c *leCluster) call(ctx context.Context, rng *rand.Rand, in linearize.Input) linearize.Output {
+	srv := c.servers()
+	p := srv[rng.IntN(len(srv))]
+	pend := c.rec.Begin(in, 0)
+	ctx, cancel := context.WithTimeout(ctx, leCallLimit)
+	defer cancel()
+	out, err := callLease(ctx, p.as(c.hc, c.toks[in.Client]), in)
+	if err != nil {
+		if strings.Contains(err.Error(), "unexpected 503") {
+			err = nil // a server between owners, or one that stopped owning: unknown
+		} else {
+			c.unexpected.Store(err.Error(), true)
+		}
+	}
+	pend.End(out)
+	return out
+}
+
+// owner is the server that serves the tenant now, asked through a live
+// server other than skip (nil when none answers within 20 s).
+func (c *leCluster) owner(skip *proc) *proc {
+	deadline := time.Now().Add(20 * time.Second)
+	hc := &http.Client{Transport: c.hc.Transport, Timeout: time.Second}
+	for time.Now().Before(deadline) {
+		for _, p := range c.servers() {
+			if p == skip {
+				continue
+			}
+			res, err := p.as(hc, c.toks["auditor"]).ListEventsWithResponse(context.Background(), &client.ListEventsParams{Limit: ptr(1)})
+			if err != nil || res.StatusCode() != http.StatusOK {
+				continue
+			}
+			if q := c.byID(res.HTTPResponse.Header.Get(efServedBy)); q != nil {
+				return q
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// byID is the live server whose id is id, asking each for its id again
+// when none has it (a server whose etcd session ended joins with a new one).
+func (c *leCluster) byID(id string) *proc {
+	for range 2 {
+		c.mu.Lock()
+		for q, qid := range c.ids {
+			if qid == id && slices.Contains(c.live, q) {
+				c.mu.Unlock()
+				return q
+			}
+		}
+		c.mu.Unlock()
+		for _, p := range c.servers() {
+			resp, err := c.hc.Get(p.url + "/health")
+			if err != nil {
+				continue
+			}
+			resp.Body.Close()
+			c.mu.Lock()
+			c.ids[p] = resp.Header.Get(efServedBy)
+			c.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func (c *leCluster) start(name, addr string) *proc {
+	p := startEtcdServerAt(c.t, c.etcd, name, addr)
+	id := serverID(c.t, c.hc, p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live = append(c.live, p)
+	c.all = append(c.all, p)
+	c.ids[p] = id
+	return p
+}
+
+func (c *leCluster) drop(p *proc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live = slices.DeleteFunc(c.live, func(q *proc) bool { return q == p })
+}
+
+// killOwner kills the shard's owner with SIGKILL and, a while later, starts
+// it again at its address (it becomes the desired owner again: a handback).
+func (c *leCluster) killOwner() {
+	o := c.owner(nil)
+	if o == nil {
+		c.t.Fatalf("nobody serves tenant %s", c.tenant)
+	}
+	c.action()
+	o.kill9()
+	c.drop(o)
+	c.count("owner killed (SIGKILL)")
+	c.t.Logf("fault: owner %s (%s) killed with SIGKILL", o.name, c.ids[o])
+	if c.owner(o) == nil {
+		c.t.Fatalf("no server took over tenant %s after its owner was killed", c.tenant)
+	}
+	time.Sleep(leGap / 3)
+	c.action()
+	addr := strings.TrimPrefix(o.url, "http://")
+	n := c.start(o.name+"'", addr)
+	c.t.Logf("recovery: %s started again at %s (%s)", n.name, addr, c.ids[n])
+}
+
+// pauseOwner stops the owner with SIGSTOP past its etcd lease, then resumes
+// it.
+func (c *leCluster) pauseOwner() {
+	o := c.owner(nil)
+	if o == nil {
+		c.t.Fatalf("nobody serves tenant %s", c.tenant)
+	}
+	c.action()
+	o.signal(syscall.SIGSTOP)
+	c.count("owner paused past its etcd lease (SIGSTOP)")
+	c.t.Logf("fault: owner %s (%s) paused with SIGSTOP for %v (its etcd lease: %v)", o.name, c.ids[o], lePause, efLeaseTTL)
+	time.Sleep(lePause)
+	c.action()
+	o.signal(syscall.SIGCONT)
+	c.t.Logf("recovery: %s resumed", o.name)
+}
+
+// killEtcdLeader kills the etcd leader and restarts it a while later.
+func (c *leCluster) killEtcdLeader() {
+	l := etcdLeader(c.t, c.etcd)
+	c.action()
+	c.count("etcd leader killed")
+	c.t.Logf("fault: etcd leader (member %d) killed", l)
+	c.etcd.Kill(l) // returns once the member has closed, which takes seconds
+	time.Sleep(time.Second)
+	c.action()
+	c.etcd.Restart(l)
+	c.t.Logf("recovery: etcd member %d restarted", l)
+}
+
+func (c *leCluster) count(kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults[kind]++
+}
+
+// servingLine is a server's log line saying it opened a shard.
+var servingLine = regexp.MustCompile(`time=(\S+) level=INFO msg="serving a shard" shard=(\d+)`)
+
+// openings are the instants (Unix ns, from the servers' logs) at which a
+// server began serving the tenant's shard.
+func (c *leCluster) openings() []int64 {
+	c.mu.Lock()
+	procs := slices.Clone(c.all)
+	c.mu.Unlock()
+	var out []int64
+	for _, p := range procs {
+		sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+		for sc.Scan() {
+			m := servingLine.FindStringSubmatch(sc.Text())
+			if m == nil || m[2] != strconv.Itoa(c.shard) {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			if err != nil {
+				c.t.Fatalf("a log line's time: %v", err)
+			}
+			out = append(out, at.UnixNano())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// history is the recorded calls ready to check, with a Restart operation on
+// every node for every opening of the shard after the load began: it spans
+// from the last action before the opening (its cause) to the opening's log
+// line (+1 ms for the log's rounding). A call without an answer may have
+// taken effect until leLateBound after it was given up (a paused server reads
+// it only when resumed); reads without an answer are left out.
+func (c *leCluster) history(loadStart int64) ([]linearize.Op, linearize.Counts, int) {
+	end := linearize.Now()
+	var out []linearize.Op
+	var counts linearize.Counts
+	nodes := map[string]bool{}
+	for _, op := range c.rec.Ops() {
+		if op.Output.Result == linearize.Unknown || op.Output.Result == 0 {
+			counts.Unknown++
+			if op.Input.Kind == linearize.Read {
+				counts.Dropped++
+				continue
+			}
+			op.Output = linearize.Output{Result: linearize.Unknown}
+			op.Return = min(end, max(op.Return, op.Call)+int64(leLateBound))
+		}
+		op.Input.Call, op.Input.Return = op.Call, op.Return
+		counts.Ops++
+		nodes[op.Input.Node] = true
+		out = append(out, op)
+	}
+	c.mu.Lock()
+	actions := slices.Clone(c.actions)
+	c.mu.Unlock()
+	takeovers := 0
+	for _, at := range c.openings() {
+		if at < loadStart {
+			continue
+		}
+		i, _ := slices.BinarySearch(actions, at)
+		if i == 0 {
+			c.t.Errorf("the shard was opened at %v with no fault or recovery before it", time.Unix(0, at))
+			continue
+		}
+		takeovers++
+		counts.Restarts++
+		for n := range nodes {
+			in := linearize.Input{Kind: linearize.Restart, Node: n, Call: actions[i-1], Return: at + int64(time.Millisecond)}
+			out = append(out, linearize.Op{Input: in, Output: linearize.Output{Result: linearize.OK}, Call: in.Call, Return: in.Return})
+		}
+	}
+	counts.Nodes = len(nodes)
+	return out, counts, takeovers
+}
+
+// TestLinearizeEtcdFaults: see the top of the file.
+func TestLinearizeEtcdFaults(t *testing.T) {
+	scale := linearizeEtcdScale(t)
+	var total linearize.Counts
+	faults := map[string]int{}
+	takeovers := 0
+	for run := range scale.runs {
+		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
+			counts, f, n := linearizeEtcdRun(t, run, scale)
+			total.Ops += counts.Ops
+			total.Unknown += counts.Unknown
+			total.Nodes += counts.Nodes
+			takeovers += n
+			for k, v := range f {
+				faults[k] += v
+			}
+		})
+	}
+	t.Logf("%d runs: %d calls checked (%d with unknown outcome), %d nodes; faults %v; %d openings of the shard checked as restarts; 0 illegal",
+		scale.runs, total.Ops, total.Unknown, total.Nodes, faults, takeovers)
+}
+
+func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, map[string]int, int) {
+	e := etcdtest.Start(t, 3)
+	if !e.Embedded() {
+		t.Skip("needs embedded etcd members to kill")
+	}
+	hc := &http.Client{Transport: httpClient(t).Transport, Timeout: leCallLimit + time.Second}
+	c := &leCluster{t: t, etcd: e, hc: hc, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, faults: map[string]int{}}
+	addrA, addrB := spreadAddrs(t)
+	a := c.start("A", addrA)
+	c.start("B", addrB)
+	// The tenant under test is one the first server owns.
+	var victims []string
+	for deadline := time.Now().Add(30 * time.Second); len(victims) == 0; {
+		victims = tenantsOf(owners(t, hc, a), c.ids[a])
+		if time.Now().After(deadline) {
+			t.Fatal("A owns no tenant after 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.tenant = victims[0]
+	c.shard = efShardOf(c.tenant)
+	subs := []string{}
+	for i := range scale.clients {
+		subs = append(subs, fmt.Sprintf("w%02d", i))
+	}
+	for _, s := range subs {
+		c.toks[s] = mintTenant(t, c.tenant, s, "worker")
+	}
+	c.toks["dispatcher"] = mintTenant(t, c.tenant, "dispatcher", "dispatcher")
+	c.toks["auditor"] = mintTenant(t, c.tenant, "auditor", "reader")
+
+	ctx := context.Background()
+	pool := &nodePool{prefix: fmt.Sprintf("le-%d", run)}
+	for range scale.nodes {
+		id, ok := c.createNode(ctx, pool.nextID)
+		if !ok {
+			t.FailNow()
+		}
+		pool.add(id)
+	}
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("run %d: tenant %s (shard %d), %d clients on %d nodes for %v through 2 servers (seed %d)", run, c.tenant, c.shard, scale.clients, scale.nodes, scale.load, seed)
+	loadStart := linearize.Now()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			leWorker(ctx, c, pool, s, rand.New(rand.NewPCG(seed, uint64(i))), stop)
+		}()
+	}
+	faults := []func(){c.killOwner, c.pauseOwner, c.killEtcdLeader}
+	start := time.Now()
+	for k := 0; time.Since(start)+leGap < scale.load; k++ {
+		time.Sleep(leGap / 2)
+		faults[k%len(faults)]()
+		time.Sleep(time.Until(start.Add(leGap * time.Duration(k+1))))
+	}
+	time.Sleep(time.Until(start.Add(scale.load)))
+	close(stop)
+	wg.Wait()
+
+	// Every node read at the end: nothing acknowledged is lost.
+	rng := rand.New(rand.NewPCG(seed, 999))
+	for _, n := range pool.nodes() {
+		c.call(ctx, rng, linearize.Input{Kind: linearize.Read, Node: n, Client: "auditor"})
+	}
+	c.unexpected.Range(func(k, _ any) bool {
+		t.Errorf("an answer the contract does not allow: %v", k)
+		return true
+	})
+	ops, counts, takeovers := c.history(loadStart)
+	rep := linearize.Check(linearize.DefaultConfig(linMaxAttempts), ops, checkTimeout, t.TempDir())
+	t.Logf("run %d: %d calls (%d with unknown outcome, %d of them dropped), %d nodes, faults %v, %d openings of the shard as restarts; %v",
+		run, counts.Ops, counts.Unknown, counts.Dropped, counts.Nodes, c.faults, takeovers, rep)
+	if rep.Result != porcupine.Ok {
+		if f, err := os.CreateTemp("", "tether-linearize-etcd-*.json"); err == nil {
+			_ = json.NewEncoder(f).Encode(ops)
+			f.Close()
+			t.Logf("the history is kept in %s", f.Name())
+		}
+		t.Fatalf("run %d: the history is not linearizable: %v", run, rep)
+	}
+	linRequireEtcdVariety(t, c.rec.Ops())
+	if takeovers == 0 {
+		t.Errorf("the shard never changed hands: the run tested no takeover")
+	}
+	return counts, c.faults, takeovers
+}
+
+// createNode makes a fresh queued node through any server, retrying with a
+// new id (a create without an answer may have made its node).
+func (c *leCluster) createNode(ctx context.Context, id func() string) (string, bool) {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for try := 0; try < 100; try++ {
+		srv := c.servers()
+		p := srv[rng.IntN(len(srv))]
+		nid := id()
+		cctx, cancel := context.WithTimeout(ctx, leCallLimit)
+		res, err := p.as(c.hc, c.toks["dispatcher"]).CreateNodeWithResponse(cctx, nil, client.NodeCreate{
+			ID: ptr(nid), Type: "task", Queue: ptr(linQueue), MaxAttempts: ptr(int64(linMaxAttempts)),
+		})
+		cancel()
+		if err == nil && res.StatusCode() == http.StatusCreated {
+			return nid, true
+		}
+		if err == nil && res.StatusCode() != http.StatusServiceUnavailable {
+			c.t.Errorf("create %s: %d %s", nid, res.StatusCode(), res.Body)
+			return "", false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Errorf("could not create a node across 100 tries")
+	return "", false
+}
+
+// leHeld is a lease a client believes it holds.
+type leHeld struct {
+	fence   uint64
+	renewAt time.Time
+}
+
+// leWorker is a holder and a challenger at once: it renews every lease it
+// holds at about half its TTL, through either server; now and then it
+// releases or completes one; otherwise it claims a node (held by someone
+// else, usually: a challenge) or reads one.
+func leWorker(ctx context.Context, c *leCluster, pool *nodePool, sub string, rng *rand.Rand, stop <-chan struct{}) {
+	held := map[string]*leHeld{}
+	due := func() time.Time {
+		return time.Now().Add(leHolderTTL/2 - 200*time.Millisecond + time.Duration(rng.IntN(400))*time.Millisecond)
+	}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		var renew string
+		for n, h := range held {
+			if time.Now().After(h.renewAt) {
+				renew = n
+				break
+			}
+		}
+		if renew != "" {
+			h := held[renew]
+			out := c.call(ctx, rng, linearize.Input{Kind: linearize.Renew, Node: renew, Client: sub, Fence: h.fence})
+			switch out.Result {
+			case linearize.OK:
+				h.renewAt = due()
+			case linearize.Unknown:
+				h.renewAt = time.Now().Add(100 * time.Millisecond)
+			default:
+				delete(held, renew)
+			}
+			continue
+		}
+		node := pool.pick(rng)
+		in := linearize.Input{Node: node, Client: sub}
+		h := held[node]
+		r := rng.IntN(100)
+		switch {
+		case h != nil && r < 3:
+			in.Kind, in.Fence = linearize.Complete, h.fence
+		case h != nil && r < 10:
+			in.Kind, in.Fence = linearize.Release, h.fence
+		case h == nil && r < 40:
+			in.Kind, in.TTL = linearize.Claim, leHolderTTL
+		default:
+			in.Kind = linearize.Read
+		}
+		out := c.call(ctx, rng, in)
+		switch {
+		case in.Kind == linearize.Claim && out.Result == linearize.OK:
+			held[node] = &leHeld{fence: out.Fence, renewAt: due()}
+		case (in.Kind == linearize.Release || in.Kind == linearize.Complete) && out.Result != linearize.Unknown:
+			delete(held, node)
+		}
+		if in.Kind == linearize.Complete && out.Result == linearize.OK && pool.retire(node) {
+			if id, ok := c.createNode(ctx, pool.nextID); ok {
+				pool.add(id)
+			}
+		}
+		time.Sleep(time.Duration(20+rng.IntN(40)) * time.Millisecond)
+	}
+}
+
+// linRequireEtcdVariety fails the test when the load did not exercise what
+// it is for: claims granted and refused, renewals granted and refused,
+// releases, completions and reads.
+func linRequireEtcdVariety(t *testing.T, ops []linearize.Op) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, op := range ops {
+		seen[op.Input.Kind.String()+" "+op.Output.Result.String()]++
+	}
+	t.Logf("calls by answer: %v", seen)
+	for _, want := range []string{"claim ok", "claim conflict", "renew ok", "release ok", "complete ok", "read ok"} {
+		if seen[want] == 0 {
+			t.Errorf("the load made no %q: it tests too little", want)
+		}
+	}
+}
+
+// efShardOf is the shard of tenant among efShards.
+func efShardOf(tenant string) int { return cluster.ShardOfTenant(tenant, efShards) }
