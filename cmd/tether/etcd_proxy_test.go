@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -87,9 +85,8 @@ func (p *etcdProxy) pipe(src, dst net.Conn) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				dst.Close()
-			}
+			src.Close()
+			dst.Close()
 			return
 		}
 	}

@@ -5,8 +5,9 @@ package main
 // holders with short leases renewing at about half their TTL through either
 // server, challengers claiming the same nodes, releases, completions and
 // reads, while the owner of the nodes' shard is killed with SIGKILL (and
-// started again), paused with SIGSTOP past its etcd lease (and resumed), and
-// the etcd leader is killed (and restarted). porcupine checks the whole
+// started again), cut off from etcd and then killed (every renewal it answered
+// meanwhile is lost), paused with SIGSTOP past its etcd lease (and resumed),
+// and the etcd leader is killed (and restarted). porcupine checks the whole
 // history against internal/linearize's model, the API's promise.
 //
 // Every opening of the shard (a takeover, a handback, a reopening after a
@@ -90,11 +91,12 @@ type leCluster struct {
 	toks   map[string]string // identity -> token
 
 	mu      sync.Mutex
-	live    []*proc          // servers that answer (or will, once resumed)
-	all     []*proc          // every server process started
-	ids     map[*proc]string // the server id each reports
-	actions []int64          // when each fault or recovery action began (Unix ns)
-	faults  map[string]int   // fault kind -> how many
+	live    []*proc                // servers that answer (or will, once resumed)
+	all     []*proc                // every server process started
+	ids     map[*proc]string       // the server id each reports
+	proxies map[*proc][]*etcdProxy // its etcd proxies, one per member
+	actions []int64                // when each fault or recovery action began (Unix ns)
+	faults  map[string]int         // fault kind -> how many
 
 	unexpected sync.Map
 }
@@ -179,14 +181,24 @@ func (c *leCluster) byID(id string) *proc {
 	return nil
 }
 
+// start starts a server at addr that reaches each etcd member through a
+// proxy of its own, so that it can be cut off from etcd alone.
 func (c *leCluster) start(name, addr string) *proc {
-	p := startEtcdServerAt(c.t, c.etcd, name, addr)
+	var urls []string
+	var proxies []*etcdProxy
+	for _, ep := range c.etcd.Endpoints {
+		px := startEtcdProxy(c.t, strings.TrimPrefix(ep, "http://"))
+		proxies = append(proxies, px)
+		urls = append(urls, px.URL())
+	}
+	p := startEtcdServerAt(c.t, c.etcd, name, addr, "TETHER_ETCD_ENDPOINTS="+strings.Join(urls, ","))
 	id := serverID(c.t, c.hc, p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.live = append(c.live, p)
 	c.all = append(c.all, p)
 	c.ids[p] = id
+	c.proxies[p] = proxies
 	return p
 }
 
@@ -198,16 +210,38 @@ func (c *leCluster) drop(p *proc) {
 
 // killOwner kills the shard's owner with SIGKILL and, a while later, starts
 // it again at its address (it becomes the desired owner again: a handback).
-func (c *leCluster) killOwner() {
+func (c *leCluster) killOwner() { c.killOwnerAfter(0) }
+
+// cutAndKillOwner cuts the owner off from etcd (its proxies hold every byte)
+// for cut, while it goes on answering renewals once applied, then kills it
+// with SIGKILL: every renewal it answered meanwhile is lost. Then as
+// killOwner.
+func (c *leCluster) cutAndKillOwner() { c.killOwnerAfter(500 * time.Millisecond) }
+
+func (c *leCluster) killOwnerAfter(cut time.Duration) {
 	o := c.owner(nil)
 	if o == nil {
 		c.t.Fatalf("nobody serves tenant %s", c.tenant)
 	}
 	c.action()
+	if cut > 0 {
+		for _, px := range c.proxies[o] {
+			px.Freeze()
+		}
+		time.Sleep(cut)
+	}
 	o.kill9()
+	for _, px := range c.proxies[o] {
+		px.Cut()
+	}
 	c.drop(o)
-	c.count("owner killed (SIGKILL)")
-	c.t.Logf("fault: owner %s (%s) killed with SIGKILL", o.name, c.ids[o])
+	if cut > 0 {
+		c.count("owner cut off from etcd, then killed (SIGKILL)")
+		c.t.Logf("fault: owner %s (%s) cut off from etcd for %v, then killed with SIGKILL", o.name, c.ids[o], cut)
+	} else {
+		c.count("owner killed (SIGKILL)")
+		c.t.Logf("fault: owner %s (%s) killed with SIGKILL", o.name, c.ids[o])
+	}
 	if c.owner(o) == nil {
 		c.t.Fatalf("no server took over tenant %s after its owner was killed", c.tenant)
 	}
@@ -361,7 +395,7 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, m
 		t.Skip("needs embedded etcd members to kill")
 	}
 	hc := &http.Client{Transport: httpClient(t).Transport, Timeout: leCallLimit + time.Second}
-	c := &leCluster{t: t, etcd: e, hc: hc, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, faults: map[string]int{}}
+	c := &leCluster{t: t, etcd: e, hc: hc, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, proxies: map[*proc][]*etcdProxy{}, faults: map[string]int{}}
 	addrA, addrB := spreadAddrs(t)
 	a := c.start("A", addrA)
 	c.start("B", addrB)
@@ -408,7 +442,7 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, m
 			leWorker(ctx, c, pool, s, rand.New(rand.NewPCG(seed, uint64(i))), stop)
 		}()
 	}
-	faults := []func(){c.killOwner, c.pauseOwner, c.killEtcdLeader}
+	faults := []func(){c.cutAndKillOwner, c.pauseOwner, c.killEtcdLeader, c.killOwner}
 	start := time.Now()
 	for k := 0; time.Since(start)+leGap < scale.load; k++ {
 		time.Sleep(leGap / 2)
