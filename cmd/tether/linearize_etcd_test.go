@@ -44,7 +44,7 @@ import (
 )
 
 const (
-	leHolderTTL = 3 * time.Second  // the holders' leases, renewed at about half of it
+	leHolderTTL = 2 * time.Second  // the holders' leases, renewed at about half of it: about what a takeover takes
 	leCallLimit = 4 * time.Second  // a call's client timeout: then its outcome is unknown
 	leLateBound = 20 * time.Second // an unknown call takes effect no later than this after it was given up
 	leGap       = 9 * time.Second  // between fault actions: a takeover settles well within it
@@ -442,7 +442,7 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, m
 			leWorker(ctx, c, pool, s, rand.New(rand.NewPCG(seed, uint64(i))), stop)
 		}()
 	}
-	faults := []func(){c.cutAndKillOwner, c.pauseOwner, c.killEtcdLeader, c.killOwner}
+	faults := []func(){c.cutAndKillOwner, c.pauseOwner, c.killEtcdLeader, c.cutAndKillOwner, c.killOwner}
 	start := time.Now()
 	for k := 0; time.Since(start)+leGap < scale.load; k++ {
 		time.Sleep(leGap / 2)
