@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -218,6 +219,12 @@ func (n *Node) proxy(base string) http.Handler {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() == nil {
 				n.log.Warn("error passing a request to its shard's owner", "owner", base, "err", err)
+			}
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				// Nothing was sent: the request surely had no effect.
+				unavailable(w, r, "the server that owns this tenant's shard could not be reached; the request was not passed on; retry")
+				return
 			}
 			unavailable(w, r, "the server that owns this tenant's shard did not answer; retry")
 		},
