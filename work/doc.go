@@ -3,7 +3,8 @@
 // and the read models (node views, lists, subgraphs, live leases).
 //
 // Invariants:
-//   - Readiness is computed from the graph at read time: a node is ready when
+//   - Readiness is kept by graph as each write commits (its blocker counts
+//     and ready mirror), never recomputed at read time: a node is ready when
 //     it is open or queued, its run_at has passed, every depends_on target is
 //     done (or ended, with on_fail: ignore), and every child is terminal.
 //   - A node's parent field and its live incoming parent_of edge always agree:
