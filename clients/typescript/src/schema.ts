@@ -1302,13 +1302,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness */
+        /**
+         * Liveness
+         * @description 200 while the process serves HTTP, whatever its store is doing (use
+         *     `/ready` to know whether it can serve requests); names the build.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Liveness, for probes that send HEAD */
+        /**
+         * Liveness, for probes that send HEAD
+         * @description `GET /health` without the body.
+         */
         head: operations["headHealth"];
         patch?: never;
         trace?: never;
@@ -1329,7 +1336,10 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        /** Readiness, for probes that send HEAD */
+        /**
+         * Readiness, for probes that send HEAD
+         * @description `GET /ready` without the body.
+         */
         head: operations["headReady"];
         patch?: never;
         trace?: never;
@@ -1341,7 +1351,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document */
+        /**
+         * This document
+         * @description The contract this server implements, as embedded in its binary.
+         */
         get: operations["getOpenAPI"];
         put?: never;
         post?: never;
@@ -1358,7 +1371,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description The server's `tether_*` series and Go's runtime series, for a Prometheus
+         *     scrape. Public: put it behind the network's own access rules.
+         */
         get: operations["getMetrics"];
         put?: never;
         post?: never;
@@ -1406,7 +1423,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A guide for agents on using this API */
+        /**
+         * A guide for agents on using this API
+         * @description A page an agent reads before it calls this API: the lifecycle, the calls a
+         *     worker makes and in which order, and the errors to expect.
+         */
         get: operations["getSkill"];
         put?: never;
         post?: never;
@@ -1416,7 +1437,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/ui/": {
+    "/ui": {
         parameters: {
             query?: never;
             header?: never;
@@ -1428,7 +1449,7 @@ export interface paths {
          * @description A page for operators (package `ui`, embedded in the binary): live leases,
          *     queues, workers, schedules, live events and a page per node. It asks for a
          *     token or API key, keeps it in the tab's sessionStorage and calls this API
-         *     with it; the files themselves need no credentials. `GET /ui` redirects here.
+         *     with it; the files themselves need no credentials. `GET /ui/` redirects here.
          *     Served with a Content-Security-Policy that allows only this origin.
          */
         get: operations["getDashboard"];
@@ -1447,7 +1468,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A file of the operator dashboard (script, style sheet) */
+        /**
+         * A file of the operator dashboard (script, style sheet)
+         * @description One of the files the page at `/ui` loads; any other name is `404`.
+         */
         get: operations["getDashboardFile"];
         put?: never;
         post?: never;
@@ -1467,12 +1491,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Open the stream of an MCP session's server-initiated messages */
+        /**
+         * Open the stream of an MCP session's server-initiated messages
+         * @description The session's standalone stream of server-sent events: notifications the
+         *     server sends outside any request. One at a time per session.
+         */
         get: operations["mcpStream"];
         put?: never;
-        /** Send a JSON-RPC message of an MCP session */
+        /**
+         * Send a JSON-RPC message of an MCP session
+         * @description `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+         *     header; every later message carries that header. A request is answered
+         *     as JSON or as a stream of server-sent events that ends with its response.
+         */
         post: operations["mcpPost"];
-        /** End an MCP session (its leases are no longer renewed and lapse at their expiry) */
+        /**
+         * End an MCP session (its leases are no longer renewed and lapse at their expiry)
+         * @description Ends the session named by `Mcp-Session-Id`: its streams close, and the
+         *     leases its `claim_next` calls obtained are no longer renewed.
+         */
         delete: operations["mcpEnd"];
         options?: never;
         head?: never;
@@ -1483,6 +1520,14 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description Any JSON value, null included: an object, an array, a string, a number, a
+         *     boolean or null. (OpenAPI 3.0 cannot say "any type, or null" in one schema,
+         *     hence the `anyOf`.)
+         */
+        JSONValue: ({
+            [key: string]: unknown;
+        } | null) | unknown[] | string | number | boolean;
         /**
          * @description `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
          *     lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
@@ -1607,7 +1652,7 @@ export interface components {
             blocked_by: string[];
             lease: components["schemas"]["Lease"] | null;
             /** @description Any JSON value given on completion. */
-            result: unknown;
+            result: components["schemas"]["JSONValue"];
             error: string | null;
             progress: components["schemas"]["Progress"] | null;
             usage: components["schemas"]["Usage"];
@@ -1815,7 +1860,7 @@ export interface components {
         };
         CompleteRequest: {
             /** @description Any JSON value. */
-            result?: unknown;
+            result?: components["schemas"]["JSONValue"];
             usage?: components["schemas"]["Usage"];
             session?: string;
             /** Format: int64 */
@@ -1866,7 +1911,7 @@ export interface components {
              */
             ttl_ms?: number;
             /** @description For `done`, as in `completeNode`. */
-            result?: unknown;
+            result?: components["schemas"]["JSONValue"];
             usage?: components["schemas"]["Usage"];
             /** @description For a release or a cancel. */
             reason?: string;
@@ -2470,8 +2515,8 @@ export interface components {
                 [key: string]: unknown;
             };
             chain?: components["schemas"]["ScheduleNode"][] | null;
-            overlap?: components["schemas"]["ScheduleOverlap"] | null;
-            catchup?: components["schemas"]["ScheduleCatchup"] | null;
+            overlap?: (string & components["schemas"]["ScheduleOverlap"]) | null;
+            catchup?: (string & components["schemas"]["ScheduleCatchup"]) | null;
             /** Format: int64 */
             catchup_window_ms?: number | null;
             /** Format: int64 */
@@ -2624,7 +2669,7 @@ export interface components {
             /** @description The error of the first node that did not end `done`. */
             error: string | null;
             /** @description The result of the run's last node that ended `done` (any JSON). */
-            result: unknown;
+            result: components["schemas"]["JSONValue"];
         };
         ScheduleRunList: {
             items: components["schemas"]["ScheduleRun"][];
@@ -2731,6 +2776,15 @@ export interface components {
         };
         /** @description `forbidden`: the caller's role does not allow the action. */
         Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description `bad_request`: a request body was sent to an endpoint that takes none. */
+        BodyRefused: {
             headers: {
                 [name: string]: unknown;
             };
@@ -4780,6 +4834,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4799,6 +4854,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BodyRefused"];
         };
     };
     getReady: {
@@ -4819,6 +4875,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4839,6 +4896,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BodyRefused"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -4860,6 +4918,7 @@ export interface operations {
                     "application/yaml": Record<string, never>;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4881,6 +4940,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4927,6 +4987,7 @@ export interface operations {
                     "text/markdown": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4948,6 +5009,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
         };
     };
     getDashboardFile: {
@@ -4971,6 +5033,7 @@ export interface operations {
                     "text/css": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             404: components["responses"]["NotFound"];
         };
     };

@@ -10,7 +10,7 @@
 import { deepStrictEqual } from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 
-import { type Schemas, TetherProblem, createTetherClient, unwrap, unwrapOptional } from "./index.js";
+import { type Schemas, TetherProblem, createTetherClient, unwrap, unwrapOptional } from "../src/index.js";
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const OVERALL_TIMEOUT_MS = 90_000;
