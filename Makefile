@@ -37,6 +37,10 @@ test-short: ## Run the tests without the race detector (faster)
 linearize: ## Long lease linearizability check (porcupine) against a real server with kill -9 restarts (~6 min)
 	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 60m -v -run 'TestLinearize' ./cmd/tether/
 
+.PHONY: spec-lint
+spec-lint: ## Lint api/openapi.yaml with Redocly (recommended) and Spectral (spectral:oas); needs npm
+	bash .ci/spec-lint.sh
+
 .PHONY: ts-e2e
 ts-e2e: ## TypeScript client: regenerate-and-diff its types, type check, run its end-to-end script against a real server
 	bash .ci/typescript-e2e.sh

@@ -151,13 +151,13 @@ func (s *Server) stopped() <-chan struct{} { return s.stopping.Done() }
 
 func (s *Server) routes() {
 	e := s.echo
-	e.GET("/health", s.health)
-	e.HEAD("/health", s.health)
-	e.GET("/ready", s.readiness)
-	e.HEAD("/ready", s.readiness)
-	e.GET("/openapi.yaml", s.openapi)
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
-	e.GET("/skill.md", s.skill)
+	e.GET("/health", s.health, noBody)
+	e.HEAD("/health", s.health, noBody)
+	e.GET("/ready", s.readiness, noBody)
+	e.HEAD("/ready", s.readiness, noBody)
+	e.GET("/openapi.yaml", s.openapi, noBody)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()), noBody)
+	e.GET("/skill.md", s.skill, noBody)
 	e.GET("/admin/backup", s.backup)
 	s.dashboardRoutes()
 

@@ -702,8 +702,8 @@ type CompleteRequest struct {
 	Next *NextClaimRequest `json:"next,omitempty"`
 
 	// Result Any JSON value.
-	Result  interface{} `json:"result,omitempty"`
-	Session *string     `json:"session,omitempty"`
+	Result  JSONValue `json:"result,omitempty"`
+	Session *string   `json:"session,omitempty"`
 
 	// Usage Named counters (tokens, cost, ...), summed by name.
 	Usage *Usage `json:"usage,omitempty"`
@@ -862,6 +862,11 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// JSONValue Any JSON value, null included: an object, an array, a string, a number, a
+// boolean or null. (OpenAPI 3.0 cannot say "any type, or null" in one schema,
+// hence the `anyOf`.)
+type JSONValue = interface{}
+
 // Lease The live claim on a node. `fence` strictly increases with every new lease on
 // the node; a holder passes it back to prove it still holds this lease.
 type Lease struct {
@@ -1003,7 +1008,7 @@ type Node struct {
 	Ready bool `json:"ready"`
 
 	// Result Any JSON value given on completion.
-	Result interface{} `json:"result"`
+	Result JSONValue `json:"result"`
 
 	// RunAt Not claimable before this instant.
 	RunAt *time.Time `json:"run_at"`
@@ -1572,8 +1577,8 @@ type ScheduleRun struct {
 	Nodes []string `json:"nodes"`
 
 	// Result The result of the run's last node that ended `done` (any JSON).
-	Result     interface{} `json:"result"`
-	ScheduleID string      `json:"schedule_id"`
+	Result     JSONValue `json:"result"`
+	ScheduleID string    `json:"schedule_id"`
 
 	// ScheduledAt The fire's nominal instant (the first one, for skipped fires); a trigger's instant.
 	ScheduledAt time.Time `json:"scheduled_at"`
@@ -1640,7 +1645,7 @@ type StatusRequest struct {
 	Reason *string `json:"reason,omitempty"`
 
 	// Result For `done`, as in `completeNode`.
-	Result  interface{}         `json:"result,omitempty"`
+	Result  JSONValue           `json:"result,omitempty"`
 	Session *string             `json:"session,omitempty"`
 	Status  StatusRequestStatus `json:"status"`
 
@@ -1821,6 +1826,9 @@ type ScheduleID = string
 
 // BadRequest An RFC 9457 problem document with Tether's extension members.
 type BadRequest = Problem
+
+// BodyRefused An RFC 9457 problem document with Tether's extension members.
+type BodyRefused = Problem
 
 // Conflict An RFC 9457 problem document with Tether's extension members.
 type Conflict = Problem
@@ -2357,25 +2365,40 @@ type ClientInterface interface {
 
 	// GetHealth Liveness
 	//
+	// 200 while the process serves HTTP, whatever its store is doing (use
+	// `/ready` to know whether it can serve requests); names the build.
+	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeadHealth Liveness, for probes that send HEAD
+	//
+	// `GET /health` without the body.
 	//
 	// Corresponds with HEAD /health (the `HeadHealth` operationId).
 	HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// McpEnd End an MCP session (its leases are no longer renewed and lapse at their expiry)
 	//
+	// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+	// leases its `claim_next` calls obtained are no longer renewed.
+	//
 	// Corresponds with DELETE /mcp (the `McpEnd` operationId).
 	McpEnd(ctx context.Context, params *McpEndParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// McpStream Open the stream of an MCP session's server-initiated messages
 	//
+	// The session's standalone stream of server-sent events: notifications the
+	// server sends outside any request. One at a time per session.
+	//
 	// Corresponds with GET /mcp (the `McpStream` operationId).
 	McpStream(ctx context.Context, params *McpStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// McpPostWithBody Send a JSON-RPC message of an MCP session
+	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2384,6 +2407,10 @@ type ClientInterface interface {
 
 	// McpPost Send a JSON-RPC message of an MCP session
 	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /mcp (the `McpPost` operationId).
@@ -2391,10 +2418,15 @@ type ClientInterface interface {
 
 	// GetMetrics Prometheus metrics
 	//
+	// The server's `tether_*` series and Go's runtime series, for a Prometheus
+	// scrape. Public: put it behind the network's own access rules.
+	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPI This document
+	//
+	// The contract this server implements, as embedded in its binary.
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2408,10 +2440,15 @@ type ClientInterface interface {
 
 	// HeadReady Readiness, for probes that send HEAD
 	//
+	// `GET /ready` without the body.
+	//
 	// Corresponds with HEAD /ready (the `HeadReady` operationId).
 	HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSkill A guide for agents on using this API
+	//
+	// A page an agent reads before it calls this API: the lifecycle, the calls a
+	// worker makes and in which order, and the errors to expect.
 	//
 	// Corresponds with GET /skill.md (the `GetSkill` operationId).
 	GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2421,13 +2458,15 @@ type ClientInterface interface {
 	// A page for operators (package `ui`, embedded in the binary): live leases,
 	// queues, workers, schedules, live events and a page per node. It asks for a
 	// token or API key, keeps it in the tab's sessionStorage and calls this API
-	// with it; the files themselves need no credentials. `GET /ui` redirects here.
+	// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 	// Served with a Content-Security-Policy that allows only this origin.
 	//
-	// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+	// Corresponds with GET /ui (the `GetDashboard` operationId).
 	GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDashboardFile A file of the operator dashboard (script, style sheet)
+	//
+	// One of the files the page at `/ui` loads; any other name is `404`.
 	//
 	// Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
 	GetDashboardFile(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3605,6 +3644,9 @@ func (c *Client) GetBackup(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // GetHealth Liveness
 //
+// 200 while the process serves HTTP, whatever its store is doing (use
+// `/ready` to know whether it can serve requests); names the build.
+//
 // Corresponds with GET /health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetHealthRequest(c.Server)
@@ -3619,6 +3661,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 }
 
 // HeadHealth Liveness, for probes that send HEAD
+//
+// `GET /health` without the body.
 //
 // Corresponds with HEAD /health (the `HeadHealth` operationId).
 func (c *Client) HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3635,6 +3679,9 @@ func (c *Client) HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // McpEnd End an MCP session (its leases are no longer renewed and lapse at their expiry)
 //
+// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+// leases its `claim_next` calls obtained are no longer renewed.
+//
 // Corresponds with DELETE /mcp (the `McpEnd` operationId).
 func (c *Client) McpEnd(ctx context.Context, params *McpEndParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMcpEndRequest(c.Server, params)
@@ -3650,6 +3697,9 @@ func (c *Client) McpEnd(ctx context.Context, params *McpEndParams, reqEditors ..
 
 // McpStream Open the stream of an MCP session's server-initiated messages
 //
+// The session's standalone stream of server-sent events: notifications the
+// server sends outside any request. One at a time per session.
+//
 // Corresponds with GET /mcp (the `McpStream` operationId).
 func (c *Client) McpStream(ctx context.Context, params *McpStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMcpStreamRequest(c.Server, params)
@@ -3664,6 +3714,10 @@ func (c *Client) McpStream(ctx context.Context, params *McpStreamParams, reqEdit
 }
 
 // McpPostWithBody Send a JSON-RPC message of an MCP session
+//
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3682,6 +3736,10 @@ func (c *Client) McpPostWithBody(ctx context.Context, params *McpPostParams, con
 
 // McpPost Send a JSON-RPC message of an MCP session
 //
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /mcp (the `McpPost` operationId).
@@ -3699,6 +3757,9 @@ func (c *Client) McpPost(ctx context.Context, params *McpPostParams, body McpPos
 
 // GetMetrics Prometheus metrics
 //
+// The server's `tether_*` series and Go's runtime series, for a Prometheus
+// scrape. Public: put it behind the network's own access rules.
+//
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMetricsRequest(c.Server)
@@ -3713,6 +3774,8 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 }
 
 // GetOpenAPI This document
+//
+// The contract this server implements, as embedded in its binary.
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3746,6 +3809,8 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // HeadReady Readiness, for probes that send HEAD
 //
+// `GET /ready` without the body.
+//
 // Corresponds with HEAD /ready (the `HeadReady` operationId).
 func (c *Client) HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHeadReadyRequest(c.Server)
@@ -3760,6 +3825,9 @@ func (c *Client) HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (
 }
 
 // GetSkill A guide for agents on using this API
+//
+// A page an agent reads before it calls this API: the lifecycle, the calls a
+// worker makes and in which order, and the errors to expect.
 //
 // Corresponds with GET /skill.md (the `GetSkill` operationId).
 func (c *Client) GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3779,10 +3847,10 @@ func (c *Client) GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // A page for operators (package `ui`, embedded in the binary): live leases,
 // queues, workers, schedules, live events and a page per node. It asks for a
 // token or API key, keeps it in the tab's sessionStorage and calls this API
-// with it; the files themselves need no credentials. `GET /ui` redirects here.
+// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 // Served with a Content-Security-Policy that allows only this origin.
 //
-// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+// Corresponds with GET /ui (the `GetDashboard` operationId).
 func (c *Client) GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetDashboardRequest(c.Server)
 	if err != nil {
@@ -3796,6 +3864,8 @@ func (c *Client) GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn
 }
 
 // GetDashboardFile A file of the operator dashboard (script, style sheet)
+//
+// One of the files the page at `/ui` loads; any other name is `404`.
 //
 // Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
 func (c *Client) GetDashboardFile(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6156,7 +6226,7 @@ func NewGetDashboardRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/ui/")
+	operationPath := fmt.Sprintf("/ui")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -9183,12 +9253,17 @@ type ClientWithResponsesInterface interface {
 
 	// GetHealthWithResponse Liveness
 	//
+	// 200 while the process serves HTTP, whatever its store is doing (use
+	// `/ready` to know whether it can serve requests); names the build.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
 
 	// HeadHealthWithResponse Liveness, for probes that send HEAD
+	//
+	// `GET /health` without the body.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9197,12 +9272,18 @@ type ClientWithResponsesInterface interface {
 
 	// McpEndWithResponse End an MCP session (its leases are no longer renewed and lapse at their expiry)
 	//
+	// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+	// leases its `claim_next` calls obtained are no longer renewed.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /mcp (the `McpEnd` operationId).
 	McpEndWithResponse(ctx context.Context, params *McpEndParams, reqEditors ...RequestEditorFn) (*McpEndResponse, error)
 
 	// McpStreamWithResponse Open the stream of an MCP session's server-initiated messages
+	//
+	// The session's standalone stream of server-sent events: notifications the
+	// server sends outside any request. One at a time per session.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9211,12 +9292,20 @@ type ClientWithResponsesInterface interface {
 
 	// McpPostWithBodyWithResponse Send a JSON-RPC message of an MCP session
 	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /mcp (the `McpPost` operationId).
 	McpPostWithBodyWithResponse(ctx context.Context, params *McpPostParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpPostResponse, error)
 
 	// McpPostWithResponse Send a JSON-RPC message of an MCP session
+	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9225,12 +9314,17 @@ type ClientWithResponsesInterface interface {
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
+	// The server's `tether_*` series and Go's runtime series, for a Prometheus
+	// scrape. Public: put it behind the network's own access rules.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
 
 	// GetOpenAPIWithResponse This document
+	//
+	// The contract this server implements, as embedded in its binary.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9248,12 +9342,17 @@ type ClientWithResponsesInterface interface {
 
 	// HeadReadyWithResponse Readiness, for probes that send HEAD
 	//
+	// `GET /ready` without the body.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with HEAD /ready (the `HeadReady` operationId).
 	HeadReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HeadReadyResponse, error)
 
 	// GetSkillWithResponse A guide for agents on using this API
+	//
+	// A page an agent reads before it calls this API: the lifecycle, the calls a
+	// worker makes and in which order, and the errors to expect.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9265,15 +9364,17 @@ type ClientWithResponsesInterface interface {
 	// A page for operators (package `ui`, embedded in the binary): live leases,
 	// queues, workers, schedules, live events and a page per node. It asks for a
 	// token or API key, keeps it in the tab's sessionStorage and calls this API
-	// with it; the files themselves need no credentials. `GET /ui` redirects here.
+	// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 	// Served with a Content-Security-Policy that allows only this origin.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+	// Corresponds with GET /ui (the `GetDashboard` operationId).
 	GetDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDashboardResponse, error)
 
 	// GetDashboardFileWithResponse A file of the operator dashboard (script, style sheet)
+	//
+	// One of the files the page at `/ui` loads; any other name is `404`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10547,6 +10648,8 @@ type GetHealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 }
@@ -10554,6 +10657,11 @@ type GetHealthResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetHealthResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10593,6 +10701,13 @@ func (r GetHealthResponse) ContentType() string {
 type HeadHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HeadHealthResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -10876,8 +10991,15 @@ func (r McpPostResponse) ContentType() string {
 type GetMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10919,6 +11041,8 @@ type GetOpenAPIResponse struct {
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *map[string]interface{}
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 }
@@ -10926,6 +11050,11 @@ type GetOpenAPIResponse struct {
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetOpenAPIResponse) GetYAML200() *map[string]interface{} {
 	return r.YAML200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetOpenAPIResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10967,6 +11096,8 @@ type GetReadyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Readiness
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -10976,6 +11107,11 @@ type GetReadyResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetReadyResponse) GetJSON200() *Readiness {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetReadyResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -11020,8 +11156,15 @@ func (r GetReadyResponse) ContentType() string {
 type HeadReadyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HeadReadyResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11061,8 +11204,15 @@ func (r HeadReadyResponse) ContentType() string {
 type GetSkillResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSkillResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -11102,6 +11252,13 @@ func (r GetSkillResponse) ContentType() string {
 type GetDashboardResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetDashboardResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -11136,8 +11293,15 @@ func (r GetDashboardResponse) ContentType() string {
 type GetDashboardFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetDashboardFileResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -17210,6 +17374,9 @@ func (c *ClientWithResponses) GetBackupWithResponse(ctx context.Context, reqEdit
 
 // GetHealthWithResponse Liveness
 //
+// 200 while the process serves HTTP, whatever its store is doing (use
+// `/ready` to know whether it can serve requests); names the build.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /health (the `GetHealth` operationId).
@@ -17222,6 +17389,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 }
 
 // HeadHealthWithResponse Liveness, for probes that send HEAD
+//
+// `GET /health` without the body.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17236,6 +17405,9 @@ func (c *ClientWithResponses) HeadHealthWithResponse(ctx context.Context, reqEdi
 
 // McpEndWithResponse End an MCP session (its leases are no longer renewed and lapse at their expiry)
 //
+// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+// leases its `claim_next` calls obtained are no longer renewed.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /mcp (the `McpEnd` operationId).
@@ -17248,6 +17420,9 @@ func (c *ClientWithResponses) McpEndWithResponse(ctx context.Context, params *Mc
 }
 
 // McpStreamWithResponse Open the stream of an MCP session's server-initiated messages
+//
+// The session's standalone stream of server-sent events: notifications the
+// server sends outside any request. One at a time per session.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17262,6 +17437,10 @@ func (c *ClientWithResponses) McpStreamWithResponse(ctx context.Context, params 
 
 // McpPostWithBodyWithResponse Send a JSON-RPC message of an MCP session
 //
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /mcp (the `McpPost` operationId).
@@ -17274,6 +17453,10 @@ func (c *ClientWithResponses) McpPostWithBodyWithResponse(ctx context.Context, p
 }
 
 // McpPostWithResponse Send a JSON-RPC message of an MCP session
+//
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17288,6 +17471,9 @@ func (c *ClientWithResponses) McpPostWithResponse(ctx context.Context, params *M
 
 // GetMetricsWithResponse Prometheus metrics
 //
+// The server's `tether_*` series and Go's runtime series, for a Prometheus
+// scrape. Public: put it behind the network's own access rules.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
@@ -17300,6 +17486,8 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 }
 
 // GetOpenAPIWithResponse This document
+//
+// The contract this server implements, as embedded in its binary.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17329,6 +17517,8 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 
 // HeadReadyWithResponse Readiness, for probes that send HEAD
 //
+// `GET /ready` without the body.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with HEAD /ready (the `HeadReady` operationId).
@@ -17341,6 +17531,9 @@ func (c *ClientWithResponses) HeadReadyWithResponse(ctx context.Context, reqEdit
 }
 
 // GetSkillWithResponse A guide for agents on using this API
+//
+// A page an agent reads before it calls this API: the lifecycle, the calls a
+// worker makes and in which order, and the errors to expect.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17358,12 +17551,12 @@ func (c *ClientWithResponses) GetSkillWithResponse(ctx context.Context, reqEdito
 // A page for operators (package `ui`, embedded in the binary): live leases,
 // queues, workers, schedules, live events and a page per node. It asks for a
 // token or API key, keeps it in the tab's sessionStorage and calls this API
-// with it; the files themselves need no credentials. `GET /ui` redirects here.
+// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 // Served with a Content-Security-Policy that allows only this origin.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+// Corresponds with GET /ui (the `GetDashboard` operationId).
 func (c *ClientWithResponses) GetDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDashboardResponse, error) {
 	rsp, err := c.GetDashboard(ctx, reqEditors...)
 	if err != nil {
@@ -17373,6 +17566,8 @@ func (c *ClientWithResponses) GetDashboardWithResponse(ctx context.Context, reqE
 }
 
 // GetDashboardFileWithResponse A file of the operator dashboard (script, style sheet)
+//
+// One of the files the page at `/ui` loads; any other name is `404`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19165,6 +19360,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19188,6 +19390,19 @@ func ParseHeadHealthResponse(rsp *http.Response) (*HeadHealthResponse, error) {
 	response := &HeadHealthResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -19438,6 +19653,13 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19471,6 +19693,13 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 		}
 		response.YAML200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19503,6 +19732,13 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -19540,6 +19776,13 @@ func ParseHeadReadyResponse(rsp *http.Response) (*HeadReadyResponse, error) {
 	case rsp.StatusCode == 200:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19566,6 +19809,13 @@ func ParseGetSkillResponse(rsp *http.Response) (*GetSkillResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19591,6 +19841,16 @@ func ParseGetDashboardResponse(rsp *http.Response) (*GetDashboardResponse, error
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	}
+
 	return response, nil
 }
 
@@ -19608,6 +19868,13 @@ func ParseGetDashboardFileResponse(rsp *http.Response) (*GetDashboardFileRespons
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

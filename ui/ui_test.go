@@ -386,11 +386,11 @@ func TestDashboardFiles(t *testing.T) {
 		return resp, string(b)
 	}
 
-	resp, _ := get("/ui")
+	resp, _ := get("/ui/")
 	require.Equal(t, http.StatusMovedPermanently, resp.StatusCode)
-	require.Equal(t, "/ui/", resp.Header.Get("Location"))
+	require.Equal(t, "/ui", resp.Header.Get("Location"))
 
-	for path, typ := range map[string]string{"/ui/": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
+	for path, typ := range map[string]string{"/ui": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
 		resp, body := get(path)
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 		require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), typ), "%s: %s", path, resp.Header.Get("Content-Type"))
