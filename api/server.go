@@ -172,6 +172,7 @@ func (s *Server) routes() {
 
 	v1.add(http.MethodPost, "/nodes", s.createNode, worker)
 	v1.add(http.MethodPost, "/nodes/batch", s.createNodesBatch, worker)
+	v1.add(http.MethodPost, "/nodes/bulk", s.bulkNodes, dispatcher)
 	v1.add(http.MethodGet, "/nodes", s.listNodes, reader)
 	v1.add(http.MethodGet, "/nodes/:id", s.getNode, reader)
 	v1.add(http.MethodPatch, "/nodes/:id", s.patchNode, worker)

@@ -49,6 +49,48 @@ func (e BatchOpOp) Valid() bool {
 	}
 }
 
+// Defines values for BulkRequestAction.
+const (
+	BulkRequestActionCancel  BulkRequestAction = "cancel"
+	BulkRequestActionDelete  BulkRequestAction = "delete"
+	BulkRequestActionRequeue BulkRequestAction = "requeue"
+)
+
+// Valid indicates whether the value is a known member of the BulkRequestAction enum.
+func (e BulkRequestAction) Valid() bool {
+	switch e {
+	case BulkRequestActionCancel:
+		return true
+	case BulkRequestActionDelete:
+		return true
+	case BulkRequestActionRequeue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkResultAction.
+const (
+	BulkResultActionCancel  BulkResultAction = "cancel"
+	BulkResultActionDelete  BulkResultAction = "delete"
+	BulkResultActionRequeue BulkResultAction = "requeue"
+)
+
+// Valid indicates whether the value is a known member of the BulkResultAction enum.
+func (e BulkResultAction) Valid() bool {
+	switch e {
+	case BulkResultActionCancel:
+		return true
+	case BulkResultActionDelete:
+		return true
+	case BulkResultActionRequeue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EdgeDirection.
 const (
 	EdgeDirectionBoth EdgeDirection = "both"
@@ -578,6 +620,60 @@ type Blob struct {
 	// Size Bytes.
 	Size int64 `json:"size"`
 }
+
+// BulkRequest defines model for BulkRequest.
+type BulkRequest struct {
+	// Action `requeue` puts failed, dead and cancelled nodes back at rest with
+	// attempts reset; `cancel` cancels each node with its descendants and
+	// dependents; `delete` removes each node (a running one only with `force`).
+	Action BulkRequestAction `json:"action"`
+
+	// DryRun Only count what the filter selects; change nothing.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Filter The filters of `listNodes`, combined with AND; none selects every work node.
+	Filter *NodeFilter `json:"filter,omitempty"`
+
+	// Force For `delete`, end a running node's lease and delete it.
+	Force *bool `json:"force,omitempty"`
+
+	// Limit The most nodes to select; more matching ones are left untouched (`truncated`).
+	Limit *int `json:"limit,omitempty"`
+
+	// Reason For `requeue` and `cancel`, recorded in each node's event.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// BulkRequestAction `requeue` puts failed, dead and cancelled nodes back at rest with
+// attempts reset; `cancel` cancels each node with its descendants and
+// dependents; `delete` removes each node (a running one only with `force`).
+type BulkRequestAction string
+
+// BulkResult defines model for BulkResult.
+type BulkResult struct {
+	Action BulkResultAction `json:"action"`
+
+	// Affected The nodes the action changed (a cancel also names the descendants and dependents it reached). Empty on a dry run.
+	Affected []string `json:"affected"`
+	DryRun   bool     `json:"dry_run"`
+
+	// Failed The selected nodes the action was refused for, each with its problem.
+	Failed []struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+		ID     string `json:"id"`
+		Status int    `json:"status"`
+	} `json:"failed"`
+
+	// Matched How many nodes the filter selected (at most `limit`).
+	Matched int `json:"matched"`
+
+	// Truncated More nodes matched beyond `limit`; they were not touched.
+	Truncated bool `json:"truncated"`
+}
+
+// BulkResultAction defines model for BulkResult.Action.
+type BulkResultAction string
 
 // CancelRequest defines model for CancelRequest.
 type CancelRequest struct {
@@ -1109,6 +1205,31 @@ type NodeCreate struct {
 	TimeoutMS *int64  `json:"timeout_ms,omitempty"`
 	Title     *string `json:"title,omitempty"`
 	Type      string  `json:"type"`
+}
+
+// NodeFilter The filters of `listNodes`, combined with AND; none selects every work node.
+type NodeFilter struct {
+	CreatedAfter  *time.Time `json:"created_after,omitempty"`
+	CreatedBefore *time.Time `json:"created_before,omitempty"`
+
+	// Holder Nodes whose live lease is held by this identity.
+	Holder *string `json:"holder,omitempty"`
+	Label  *string `json:"label,omitempty"`
+	Parent *string `json:"parent,omitempty"`
+
+	// Q Nodes whose id or title contains this text, ignoring case.
+	Q     *string `json:"q,omitempty"`
+	Queue *string `json:"queue,omitempty"`
+	Ready *bool   `json:"ready,omitempty"`
+
+	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
+	// `cancelled`.
+	Status        *NodeStatus `json:"status,omitempty"`
+	Target        *string     `json:"target,omitempty"`
+	Type          *string     `json:"type,omitempty"`
+	UpdatedAfter  *time.Time  `json:"updated_after,omitempty"`
+	UpdatedBefore *time.Time  `json:"updated_before,omitempty"`
 }
 
 // NodeList defines model for NodeList.
@@ -1985,6 +2106,21 @@ type ListNodesParams struct {
 	Holder *string `form:"holder,omitempty" json:"holder,omitempty"`
 	Ready  *bool   `form:"ready,omitempty" json:"ready,omitempty"`
 
+	// Q Nodes whose id or title contains this text, ignoring case.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// CreatedAfter Nodes created at or after this instant.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Nodes created before this instant.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// UpdatedAfter Nodes last changed at or after this instant (a failure, a completion, a requeue).
+	UpdatedAfter *time.Time `form:"updated_after,omitempty" json:"updated_after,omitempty"`
+
+	// UpdatedBefore Nodes last changed before this instant.
+	UpdatedBefore *time.Time `form:"updated_before,omitempty" json:"updated_before,omitempty"`
+
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -2116,6 +2252,9 @@ type CreateNodeJSONRequestBody = NodeCreate
 
 // CreateNodesBatchJSONRequestBody defines body for CreateNodesBatch for application/json ContentType.
 type CreateNodesBatchJSONRequestBody = NodeBatchCreate
+
+// BulkNodesJSONRequestBody defines body for BulkNodes for application/json ContentType.
+type BulkNodesJSONRequestBody = BulkRequest
 
 // UpdateNodeJSONRequestBody defines body for UpdateNode for application/json ContentType.
 type UpdateNodeJSONRequestBody = NodePatch
@@ -2774,6 +2913,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/nodes/batch (the `CreateNodesBatch` operationId).
 	CreateNodesBatch(ctx context.Context, params *CreateNodesBatchParams, body CreateNodesBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BulkNodesWithBody Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BulkNodes Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodes(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteNode Delete a node
 	//
@@ -4364,6 +4535,58 @@ func (c *Client) CreateNodesBatchWithBody(ctx context.Context, params *CreateNod
 // Corresponds with POST /v1/nodes/batch (the `CreateNodesBatch` operationId).
 func (c *Client) CreateNodesBatch(ctx context.Context, params *CreateNodesBatchParams, body CreateNodesBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateNodesBatchRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BulkNodesWithBody Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *Client) BulkNodesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkNodesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BulkNodes Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *Client) BulkNodes(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkNodesRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7031,6 +7254,66 @@ func NewListNodesRequest(server string, params *ListNodesParams) (*http.Request,
 
 		}
 
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_after", *params.UpdatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_before", *params.UpdatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -7175,6 +7458,46 @@ func NewCreateNodesBatchRequestWithBody(server string, params *CreateNodesBatchP
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewBulkNodesRequest calls the generic BulkNodes builder with application/json body
+func NewBulkNodesRequest(server string, body BulkNodesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBulkNodesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewBulkNodesRequestWithBody constructs an http.Request for the BulkNodes method, with any body, and a specified content type
+func NewBulkNodesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -9700,6 +10023,38 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/nodes/batch (the `CreateNodesBatch` operationId).
 	CreateNodesBatchWithResponse(ctx context.Context, params *CreateNodesBatchParams, body CreateNodesBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateNodesBatchResponse, error)
+
+	// BulkNodesWithBodyWithResponse Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error)
+
+	// BulkNodesWithResponse Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodesWithResponse(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error)
 
 	// DeleteNodeWithResponse Delete a node
 	//
@@ -12879,6 +13234,117 @@ func (r CreateNodesBatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateNodesBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BulkNodesResponse401Headers the declared response headers of an HTTP 401 response for BulkNodes
+type BulkNodesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// BulkNodesResponse429Headers the declared response headers of an HTTP 429 response for BulkNodes
+type BulkNodesResponse429Headers struct {
+	RetryAfter int
+}
+
+type BulkNodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BulkResult
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BulkNodesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BulkNodesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BulkNodesResponse) GetJSON200() *BulkResult {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BulkNodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BulkNodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BulkNodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BulkNodesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18014,6 +18480,50 @@ func (c *ClientWithResponses) CreateNodesBatchWithResponse(ctx context.Context, 
 	return ParseCreateNodesBatchResponse(rsp)
 }
 
+// BulkNodesWithBodyWithResponse Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *ClientWithResponses) BulkNodesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error) {
+	rsp, err := c.BulkNodesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBulkNodesResponse(rsp)
+}
+
+// BulkNodesWithResponse Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *ClientWithResponses) BulkNodesWithResponse(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error) {
+	rsp, err := c.BulkNodes(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBulkNodesResponse(rsp)
+}
+
 // DeleteNodeWithResponse Delete a node
 //
 // Role: dispatcher. A running node needs `?force=true` (else `409 conflict`).
@@ -21352,6 +21862,111 @@ func ParseCreateNodesBatchResponse(rsp *http.Response) (*CreateNodesBatchRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateNodesBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBulkNodesResponse parses an HTTP response from a BulkNodesWithResponse call
+func ParseBulkNodesResponse(rsp *http.Response) (*BulkNodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BulkNodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BulkResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BulkNodesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BulkNodesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -54,6 +54,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/nodes/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Requeue, cancel or delete every node a filter selects
+         * @description Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+         *     page, in list order, up to `limit`) and applies `action` to each, each
+         *     node in a transaction of its own: a bulk is not atomic. A node the
+         *     action is refused for (a requeue of a node that is not failed, dead or
+         *     cancelled; a delete of a running node without `force`) is listed in
+         *     `failed` with the problem it would have got on its own, and the rest go
+         *     on. `dry_run` only counts what the filter selects, for a confirmation
+         *     ("this will requeue 50 nodes"). Identity nodes are never selected.
+         */
+        post: operations["bulkNodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/nodes/{id}": {
         parameters: {
             query?: never;
@@ -1520,6 +1547,73 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The filters of `listNodes`, combined with AND; none selects every work node. */
+        NodeFilter: {
+            type?: string;
+            status?: components["schemas"]["NodeStatus"];
+            queue?: string;
+            label?: string;
+            target?: string;
+            parent?: string;
+            /** @description Nodes whose live lease is held by this identity. */
+            holder?: string;
+            ready?: boolean;
+            /** @description Nodes whose id or title contains this text, ignoring case. */
+            q?: string;
+            /** Format: date-time */
+            created_after?: string;
+            /** Format: date-time */
+            created_before?: string;
+            /** Format: date-time */
+            updated_after?: string;
+            /** Format: date-time */
+            updated_before?: string;
+        };
+        BulkRequest: {
+            /**
+             * @description `requeue` puts failed, dead and cancelled nodes back at rest with
+             *     attempts reset; `cancel` cancels each node with its descendants and
+             *     dependents; `delete` removes each node (a running one only with `force`).
+             * @enum {string}
+             */
+            action: "requeue" | "cancel" | "delete";
+            filter?: components["schemas"]["NodeFilter"];
+            /**
+             * @description The most nodes to select; more matching ones are left untouched (`truncated`).
+             * @default 1000
+             */
+            limit: number;
+            /**
+             * @description Only count what the filter selects; change nothing.
+             * @default false
+             */
+            dry_run: boolean;
+            /** @description For `requeue` and `cancel`, recorded in each node's event. */
+            reason?: string;
+            /**
+             * @description For `delete`, end a running node's lease and delete it.
+             * @default false
+             */
+            force: boolean;
+        };
+        BulkResult: {
+            /** @enum {string} */
+            action: "requeue" | "cancel" | "delete";
+            dry_run: boolean;
+            /** @description How many nodes the filter selected (at most `limit`). */
+            matched: number;
+            /** @description More nodes matched beyond `limit`; they were not touched. */
+            truncated: boolean;
+            /** @description The nodes the action changed (a cancel also names the descendants and dependents it reached). Empty on a dry run. */
+            affected: string[];
+            /** @description The selected nodes the action was refused for, each with its problem. */
+            failed: {
+                id: string;
+                status: number;
+                code: string;
+                detail: string;
+            }[];
+        };
         /**
          * @description Any JSON value, null included: an object, an array, a string, a number, a
          *     boolean or null. (OpenAPI 3.0 cannot say "any type, or null" in one schema,
@@ -2948,6 +3042,16 @@ export interface operations {
                 /** @description Nodes whose live lease is held by this identity. */
                 holder?: string;
                 ready?: boolean;
+                /** @description Nodes whose id or title contains this text, ignoring case. */
+                q?: string;
+                /** @description Nodes created at or after this instant. */
+                created_after?: string;
+                /** @description Nodes created before this instant. */
+                created_before?: string;
+                /** @description Nodes last changed at or after this instant (a failure, a completion, a requeue). */
+                updated_after?: string;
+                /** @description Nodes last changed before this instant. */
+                updated_before?: string;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page. */
@@ -3055,6 +3159,38 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyMismatch"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    bulkNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description What the filter selected and what the action did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
