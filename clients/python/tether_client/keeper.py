@@ -359,15 +359,13 @@ class AsyncLeaseKeeper(_KeeperBase):
         error as LeaseKeeper.stop does."""
         self._stopped = True
         task = self._task
-        if task is not None and not task.done():
+        if task is not None:
             task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                current = asyncio.current_task()
-                cancelling = getattr(current, "cancelling", None)  # Python 3.11+
-                if cancelling is not None and cancelling():
-                    raise  # our own caller is being cancelled, not just the keeper
+            # wait() neither raises the keeper's CancelledError nor hides our
+            # own caller's cancellation.
+            await asyncio.wait([task])
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
         return self.last_error
 
     async def complete(self, body: Optional[CompleteRequest] = None) -> CompleteResponse:
