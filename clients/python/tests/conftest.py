@@ -20,9 +20,15 @@ from typing import Callable, Iterator
 import httpx
 import pytest
 
+import tether_client
 from tether_client import Client
 
 REPO = Path(__file__).resolve().parents[3]
+
+
+def pytest_report_header() -> str:
+    # CI checks that this is the installed package, not the source tree.
+    return f"tether_client: {tether_client.__file__}"
 
 
 def _b64(data: bytes) -> str:
