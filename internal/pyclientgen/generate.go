@@ -85,7 +85,7 @@ for one without a body, as claim_next's 204), and raises a ProblemError
 	w.line("")
 	w.line("from __future__ import annotations")
 	w.line("")
-	w.line("from typing import Any, Dict, List, Literal, Mapping, Optional")
+	w.line("from typing import Any, Dict, List, Literal, Mapping, Optional, cast")
 	w.line("")
 	w.line("from .models import *  # noqa: F403")
 	w.line("")
@@ -102,7 +102,7 @@ for one without a body, as claim_next's 204), and raises a ProblemError
 		w.line("%s _call(", def)
 		w.indent++
 		for _, a := range []string{"self", "method: str", "path: str", "*", "path_params: Optional[Mapping[str, str]] = None",
-			"query: Optional[Mapping[str, Any]] = None", "headers: Optional[Mapping[str, Optional[str]]] = None",
+			"query: Optional[Mapping[str, Any]] = None", "headers: Optional[Mapping[str, Any]] = None",
 			"json: Any = None", "content: Optional[bytes] = None", "content_type: Optional[str] = None",
 			"accept: Optional[str] = None", "result: str = \"json\"", "long_poll_ms: Optional[int] = None"} {
 			w.line("%s,", a)

@@ -92,7 +92,7 @@ func (s *spec) operation(path, method string, item, n *yaml.Node) (operation, er
 		if err != nil {
 			return op, err
 		}
-		t, err := pyType(get(p, "schema"))
+		t, err := opType(get(p, "schema"))
 		if err != nil {
 			return op, fmt.Errorf("parameter %s: %w", str(p, "name"), err)
 		}
@@ -168,7 +168,7 @@ func (s *spec) requestBody(rb *yaml.Node) (*requestBody, bool, error) {
 	for _, ct := range []string{"application/merge-patch+json", "application/json"} {
 		if mt := get(content, ct); mt != nil {
 			schema := get(mt, "schema")
-			t, err := pyType(schema)
+			t, err := opType(schema)
 			if err != nil {
 				return nil, false, fmt.Errorf("request body: %w", err)
 			}
@@ -212,7 +212,7 @@ func (s *spec) result(responses *yaml.Node) (result, error) {
 		for _, c := range content {
 			switch {
 			case c.key == "application/json":
-				t, err := pyType(get(c.val, "schema"))
+				t, err := opType(get(c.val, "schema"))
 				if err != nil {
 					return res, fmt.Errorf("response %d: %w", code, err)
 				}
@@ -299,9 +299,15 @@ func writeOperation(w *writer, op operation, async bool) {
 		ret = optional(ret)
 	}
 
-	def, call := "def", "return self._call("
+	def, call, end := "def", "return cast('"+ret+"', self._call(", "))"
 	if async {
-		def, call = "async def", "return await self._call("
+		def, call = "async def", "return cast('"+ret+"', await self._call("
+	}
+	if op.result.kind == "none" {
+		call, end = "self._call(", ")"
+		if async {
+			call = "await self._call("
+		}
 	}
 	w.line("%s %s(", def, op.pyName)
 	w.indent++
@@ -342,7 +348,7 @@ func writeOperation(w *writer, op operation, async bool) {
 		w.line("long_poll_ms=%s,", op.longPoll)
 	}
 	w.indent--
-	w.line(")")
+	w.line("%s", end)
 	w.indent--
 	w.line("")
 }

@@ -8,14 +8,25 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// pyType is the Python annotation of a schema. A $ref to a model is written
-// as a quoted forward reference, so models may refer to each other in any
-// order.
+// pyType is the Python annotation of a schema in models.py. A $ref to a
+// model is written as a quoted forward reference, so models may refer to
+// each other in any order.
 func pyType(n *yaml.Node) (string, error) {
+	return typeOf(n, true)
+}
+
+// opType is the annotation of a schema in _operations.py, where
+// `from __future__ import annotations` makes every annotation lazy, so model
+// names need no quotes (and may sit inside cast's string).
+func opType(n *yaml.Node) (string, error) {
+	return typeOf(n, false)
+}
+
+func typeOf(n *yaml.Node, quoteRefs bool) (string, error) {
 	if n == nil {
 		return "Any", nil
 	}
-	t, err := pyTypeNotNull(n)
+	t, err := typeOfNotNull(n, quoteRefs)
 	if err != nil {
 		return "", err
 	}
@@ -25,9 +36,12 @@ func pyType(n *yaml.Node) (string, error) {
 	return t, nil
 }
 
-func pyTypeNotNull(n *yaml.Node) (string, error) {
+func typeOfNotNull(n *yaml.Node, quoteRefs bool) (string, error) {
 	if name := schemaRef(n); name != "" {
-		return strconv.Quote(name), nil
+		if quoteRefs {
+			return strconv.Quote(name), nil
+		}
+		return name, nil
 	}
 	if str(n, "$ref") != "" {
 		return "", fmt.Errorf("unsupported $ref %q in a schema", str(n, "$ref"))
@@ -36,7 +50,7 @@ func pyTypeNotNull(n *yaml.Node) (string, error) {
 		if len(all.Content) != 1 {
 			return "", fmt.Errorf("allOf with %d members is not supported", len(all.Content))
 		}
-		return pyTypeNotNull(all.Content[0])
+		return typeOfNotNull(all.Content[0], quoteRefs)
 	}
 	for _, k := range []string{"oneOf", "anyOf", "not"} {
 		if get(n, k) != nil {
@@ -59,7 +73,7 @@ func pyTypeNotNull(n *yaml.Node) (string, error) {
 	case "boolean":
 		return "bool", nil
 	case "array":
-		item, err := pyType(get(n, "items"))
+		item, err := typeOf(get(n, "items"), quoteRefs)
 		if err != nil {
 			return "", err
 		}
@@ -67,7 +81,7 @@ func pyTypeNotNull(n *yaml.Node) (string, error) {
 	case "object":
 		extra := get(n, "additionalProperties")
 		if extra != nil && extra.Kind == yaml.MappingNode && get(n, "properties") == nil {
-			v, err := pyType(extra)
+			v, err := typeOf(extra, quoteRefs)
 			if err != nil {
 				return "", err
 			}
@@ -97,7 +111,7 @@ func writeModel(w *writer, name string, n *yaml.Node) error {
 	extra := get(n, "additionalProperties")
 	openObject := extra != nil && (extra.Kind == yaml.MappingNode || extra.Value == "true")
 	if str(n, "type") != "object" || len(props) == 0 || openObject {
-		t, err := pyTypeNotNull(n)
+		t, err := typeOfNotNull(n, true)
 		if err != nil {
 			return fmt.Errorf("schema %s: %w", name, err)
 		}

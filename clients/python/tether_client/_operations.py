@@ -10,7 +10,7 @@ for one without a body, as claim_next's 204), and raises a ProblemError
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Mapping, Optional
+from typing import Any, Dict, List, Literal, Mapping, Optional, cast
 
 from .models import *  # noqa: F403
 
@@ -25,7 +25,7 @@ class SyncOperations:
         *,
         path_params: Optional[Mapping[str, str]] = None,
         query: Optional[Mapping[str, Any]] = None,
-        headers: Optional[Mapping[str, Optional[str]]] = None,
+        headers: Optional[Mapping[str, Any]] = None,
         json: Any = None,
         content: Optional[bytes] = None,
         content_type: Optional[str] = None,
@@ -37,10 +37,10 @@ class SyncOperations:
 
     def create_node(
         self,
-        body: "NodeCreate",
+        body: NodeCreate,
         *,
         idempotency_key: Optional[str] = None,
-    ) -> "Node":
+    ) -> Node:
         """Create a node.
 
         Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
@@ -49,7 +49,7 @@ class SyncOperations:
 
         ``POST /v1/nodes`` (createNode).
         """
-        return self._call(
+        return cast('Node', self._call(
             "POST",
             "/v1/nodes",
             headers={"Idempotency-Key": idempotency_key},
@@ -57,13 +57,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_nodes(
         self,
         *,
         type: Optional[str] = None,
-        status: Optional["NodeStatus"] = None,
+        status: Optional[NodeStatus] = None,
         queue: Optional[str] = None,
         label: Optional[str] = None,
         target: Optional[str] = None,
@@ -72,7 +72,7 @@ class SyncOperations:
         ready: Optional[bool] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "NodeList":
+    ) -> NodeList:
         """List nodes.
 
         Role: reader. Ordered by priority (high first), then creation (old first),
@@ -82,20 +82,20 @@ class SyncOperations:
 
         ``GET /v1/nodes`` (listNodes).
         """
-        return self._call(
+        return cast('NodeList', self._call(
             "GET",
             "/v1/nodes",
             query={"type": type, "status": status, "queue": queue, "label": label, "target": target, "parent": parent, "holder": holder, "ready": ready, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def create_nodes_batch(
         self,
-        body: "NodeBatchCreate",
+        body: NodeBatchCreate,
         *,
         idempotency_key: Optional[str] = None,
-    ) -> "NodeBatch":
+    ) -> NodeBatch:
         """Create many nodes, all or none.
 
         Role: dispatcher (a worker only for children of a node it holds). Either every
@@ -103,7 +103,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/batch`` (createNodesBatch).
         """
-        return self._call(
+        return cast('NodeBatch', self._call(
             "POST",
             "/v1/nodes/batch",
             headers={"Idempotency-Key": idempotency_key},
@@ -111,33 +111,33 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def get_node(
         self,
         id: str,
-    ) -> "Node":
+    ) -> Node:
         """Get a node.
 
         Role reader. The `ETag` is the node's `version`.
 
         ``GET /v1/nodes/{id}`` (getNode).
         """
-        return self._call(
+        return cast('Node', self._call(
             "GET",
             "/v1/nodes/{id}",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def update_node(
         self,
         id: str,
-        body: "NodePatch",
+        body: NodePatch,
         *,
         if_match: Optional[str] = None,
-    ) -> "Node":
+    ) -> Node:
         """Update a node (JSON merge patch).
 
         Role: dispatcher, or the lease holder for `title`, `body`, `props` and
@@ -147,7 +147,7 @@ class SyncOperations:
 
         ``PATCH /v1/nodes/{id}`` (updateNode).
         """
-        return self._call(
+        return cast('Node', self._call(
             "PATCH",
             "/v1/nodes/{id}",
             path_params={"id": id},
@@ -156,7 +156,7 @@ class SyncOperations:
             content_type="application/merge-patch+json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def delete_node(
         self,
@@ -171,7 +171,7 @@ class SyncOperations:
 
         ``DELETE /v1/nodes/{id}`` (deleteNode).
         """
-        return self._call(
+        self._call(
             "DELETE",
             "/v1/nodes/{id}",
             path_params={"id": id},
@@ -183,12 +183,12 @@ class SyncOperations:
         self,
         id: str,
         *,
-        dir: Optional["EdgeDirection"] = None,
+        dir: Optional[EdgeDirection] = None,
         type: Optional[str] = None,
         include_retired: Optional[bool] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "EdgeList":
+    ) -> EdgeList:
         """List a node's edges.
 
         Role: reader. Who carried node X:
@@ -197,14 +197,14 @@ class SyncOperations:
 
         ``GET /v1/nodes/{id}/edges`` (listNodeEdges).
         """
-        return self._call(
+        return cast('EdgeList', self._call(
             "GET",
             "/v1/nodes/{id}/edges",
             path_params={"id": id},
             query={"dir": dir, "type": type, "include_retired": include_retired, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def get_subgraph(
         self,
@@ -212,7 +212,7 @@ class SyncOperations:
         *,
         depth: Optional[int] = None,
         types: Optional[List[str]] = None,
-    ) -> "Subgraph":
+    ) -> Subgraph:
         """The graph around a node.
 
         Role: reader. Breadth first from the node along live edges of the given types
@@ -223,20 +223,20 @@ class SyncOperations:
 
         ``GET /v1/nodes/{id}/subgraph`` (getSubgraph).
         """
-        return self._call(
+        return cast('Subgraph', self._call(
             "GET",
             "/v1/nodes/{id}/subgraph",
             path_params={"id": id},
             query={"depth": depth, "types": types},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def claim_node(
         self,
         id: str,
-        body: Optional["ClaimRequest"] = None,
-    ) -> "ClaimResponse":
+        body: Optional[ClaimRequest] = None,
+    ) -> ClaimResponse:
         """Claim a node.
 
         Role: worker. A new claim writes the `assigned` edge, counts an attempt and
@@ -248,7 +248,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/claim`` (claimNode).
         """
-        return self._call(
+        return cast('ClaimResponse', self._call(
             "POST",
             "/v1/nodes/{id}/claim",
             path_params={"id": id},
@@ -256,13 +256,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def renew_lease(
         self,
         id: str,
-        body: Optional["RenewRequest"] = None,
-    ) -> "RenewResponse":
+        body: Optional[RenewRequest] = None,
+    ) -> RenewResponse:
         """Renew the caller's lease.
 
         Role: worker (the holder). Sets `expires` to now + the lease's `ttl_ms`. A
@@ -272,7 +272,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/renew`` (renewLease).
         """
-        return self._call(
+        return cast('RenewResponse', self._call(
             "POST",
             "/v1/nodes/{id}/renew",
             path_params={"id": id},
@@ -280,13 +280,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def extend_lease(
         self,
         id: str,
-        body: "ExtendRequest",
-    ) -> "ExtendResponse":
+        body: ExtendRequest,
+    ) -> ExtendResponse:
         """Extend the caller's lease.
 
         Role: worker (the holder). New expiry = min(expires + ms, now + the tenant's
@@ -296,7 +296,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/extend`` (extendLease).
         """
-        return self._call(
+        return cast('ExtendResponse', self._call(
             "POST",
             "/v1/nodes/{id}/extend",
             path_params={"id": id},
@@ -304,13 +304,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def release_node(
         self,
         id: str,
-        body: Optional["ReleaseRequest"] = None,
-    ) -> "ReleaseResponse":
+        body: Optional[ReleaseRequest] = None,
+    ) -> ReleaseResponse:
         """Release a claim.
 
         Role: worker (a dispatcher may release another identity's lease). Drops the
@@ -327,7 +327,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/release`` (releaseNode).
         """
-        return self._call(
+        return cast('ReleaseResponse', self._call(
             "POST",
             "/v1/nodes/{id}/release",
             path_params={"id": id},
@@ -335,13 +335,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def complete_node(
         self,
         id: str,
-        body: Optional["CompleteRequest"] = None,
-    ) -> "CompleteResponse":
+        body: Optional[CompleteRequest] = None,
+    ) -> CompleteResponse:
         """Complete a running node.
 
         Role: worker (the holder; a dispatcher may override). The node becomes `done`
@@ -364,7 +364,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/complete`` (completeNode).
         """
-        return self._call(
+        return cast('CompleteResponse', self._call(
             "POST",
             "/v1/nodes/{id}/complete",
             path_params={"id": id},
@@ -372,13 +372,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def set_node_status(
         self,
         id: str,
-        body: "StatusRequest",
-    ) -> "StatusResponse":
+        body: StatusRequest,
+    ) -> StatusResponse:
         """Move a node by naming its next status.
 
         `running` (aliases `in_progress`, `in-progress`) claims exactly as
@@ -388,7 +388,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/status`` (setNodeStatus).
         """
-        return self._call(
+        return cast('StatusResponse', self._call(
             "POST",
             "/v1/nodes/{id}/status",
             path_params={"id": id},
@@ -396,13 +396,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def cancel_node(
         self,
         id: str,
-        body: Optional["CancelRequest"] = None,
-    ) -> "CancelResponse":
+        body: Optional[CancelRequest] = None,
+    ) -> CancelResponse:
         """Cancel a node and what hangs on it.
 
         Role: dispatcher. The node and every non-terminal descendant (`parent_of`) and
@@ -411,7 +411,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/cancel`` (cancelNode).
         """
-        return self._call(
+        return cast('CancelResponse', self._call(
             "POST",
             "/v1/nodes/{id}/cancel",
             path_params={"id": id},
@@ -419,13 +419,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def fail_node(
         self,
         id: str,
-        body: "FailRequest",
-    ) -> "NodeAnswer":
+        body: FailRequest,
+    ) -> NodeAnswer:
         """Fail a running node.
 
         Role: worker (the holder; a dispatcher may override). `error` is required.
@@ -442,7 +442,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/fail`` (failNode).
         """
-        return self._call(
+        return cast('NodeAnswer', self._call(
             "POST",
             "/v1/nodes/{id}/fail",
             path_params={"id": id},
@@ -450,13 +450,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def report_progress(
         self,
         id: str,
-        body: Optional["ProgressRequest"] = None,
-    ) -> "ProgressResponse":
+        body: Optional[ProgressRequest] = None,
+    ) -> ProgressResponse:
         """Report progress (and renew).
 
         Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
@@ -465,7 +465,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/progress`` (reportProgress).
         """
-        return self._call(
+        return cast('ProgressResponse', self._call(
             "POST",
             "/v1/nodes/{id}/progress",
             path_params={"id": id},
@@ -473,13 +473,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def requeue_node(
         self,
         id: str,
-        body: Optional["RequeueRequest"] = None,
-    ) -> "NodeAnswer":
+        body: Optional[RequeueRequest] = None,
+    ) -> NodeAnswer:
         """Requeue a finished node.
 
         Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
@@ -488,7 +488,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/requeue`` (requeueNode).
         """
-        return self._call(
+        return cast('NodeAnswer', self._call(
             "POST",
             "/v1/nodes/{id}/requeue",
             path_params={"id": id},
@@ -496,11 +496,11 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_queues(
         self,
-    ) -> "QueueList":
+    ) -> QueueList:
         """List queues.
 
         Role: reader. Every queue of the tenant that holds nodes or has settings, by
@@ -509,18 +509,18 @@ class SyncOperations:
 
         ``GET /v1/queues`` (listQueues).
         """
-        return self._call(
+        return cast('QueueList', self._call(
             "GET",
             "/v1/queues",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def update_queue(
         self,
         queue: str,
-        body: "QueuePatch",
-    ) -> "Queue":
+        body: QueuePatch,
+    ) -> Queue:
         """Change queue settings.
 
         Role: dispatcher. `max_running`: at most that many live leases in the queue at
@@ -528,7 +528,7 @@ class SyncOperations:
 
         ``PATCH /v1/queues/{queue}`` (updateQueue).
         """
-        return self._call(
+        return cast('Queue', self._call(
             "PATCH",
             "/v1/queues/{queue}",
             path_params={"queue": queue},
@@ -536,12 +536,12 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def pause_queue(
         self,
         queue: str,
-    ) -> "Queue":
+    ) -> Queue:
         """Pause a queue.
 
         Role: dispatcher. Claim-next hands out nothing from a paused queue and its
@@ -549,37 +549,37 @@ class SyncOperations:
 
         ``POST /v1/queues/{queue}/pause`` (pauseQueue).
         """
-        return self._call(
+        return cast('Queue', self._call(
             "POST",
             "/v1/queues/{queue}/pause",
             path_params={"queue": queue},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def resume_queue(
         self,
         queue: str,
-    ) -> "Queue":
+    ) -> Queue:
         """Resume a queue.
 
         Role: dispatcher. Undoes `pause` and wakes waiting claimers. Idempotent.
 
         ``POST /v1/queues/{queue}/resume`` (resumeQueue).
         """
-        return self._call(
+        return cast('Queue', self._call(
             "POST",
             "/v1/queues/{queue}/resume",
             path_params={"queue": queue},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def claim_next(
         self,
         queue: str,
-        body: Optional["ClaimNextRequest"] = None,
-    ) -> Optional["ClaimResponse"]:
+        body: Optional[ClaimNextRequest] = None,
+    ) -> Optional[ClaimResponse]:
         """Claim the next ready node.
 
         Role: worker. Picks among the queue's ready nodes whose `target` is unset or
@@ -592,7 +592,7 @@ class SyncOperations:
 
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
-        return self._call(
+        return cast('Optional[ClaimResponse]', self._call(
             "POST",
             "/v1/queues/{queue}/claim",
             path_params={"queue": queue},
@@ -601,13 +601,13 @@ class SyncOperations:
             accept="application/json",
             result="json",
             long_poll_ms=(body or {}).get("wait_ms"),
-        )
+        ))
 
     def claim_next_many(
         self,
         queue: str,
-        body: Optional["ClaimManyRequest"] = None,
-    ) -> "ClaimManyResponse":
+        body: Optional[ClaimManyRequest] = None,
+    ) -> ClaimManyResponse:
         """Claim up to max ready nodes.
 
         Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
@@ -616,7 +616,7 @@ class SyncOperations:
 
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """
-        return self._call(
+        return cast('ClaimManyResponse', self._call(
             "POST",
             "/v1/queues/{queue}/claims",
             path_params={"queue": queue},
@@ -625,12 +625,12 @@ class SyncOperations:
             accept="application/json",
             result="json",
             long_poll_ms=(body or {}).get("wait_ms"),
-        )
+        ))
 
     def run_batch(
         self,
-        body: "BatchRequest",
-    ) -> "BatchResponse":
+        body: BatchRequest,
+    ) -> BatchResponse:
         """Many lease operations in one request.
 
         Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
@@ -643,19 +643,19 @@ class SyncOperations:
 
         ``POST /v1/batch`` (runBatch).
         """
-        return self._call(
+        return cast('BatchResponse', self._call(
             "POST",
             "/v1/batch",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def create_edge(
         self,
-        body: "EdgeCreate",
-    ) -> "Edge":
+        body: EdgeCreate,
+    ) -> Edge:
         """Create an edge.
 
         Role: dispatcher. Types: `depends_on` (from waits for to; `props.on_fail` is
@@ -666,14 +666,14 @@ class SyncOperations:
 
         ``POST /v1/edges`` (createEdge).
         """
-        return self._call(
+        return cast('Edge', self._call(
             "POST",
             "/v1/edges",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def delete_edge(
         self,
@@ -688,7 +688,7 @@ class SyncOperations:
 
         ``DELETE /v1/edges`` (deleteEdge).
         """
-        return self._call(
+        self._call(
             "DELETE",
             "/v1/edges",
             query={"from": from_, "type": type, "to": to},
@@ -702,26 +702,26 @@ class SyncOperations:
         queue: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "LeaseList":
+    ) -> LeaseList:
         """List the live leases.
 
         Role reader. What is running right now.
 
         ``GET /v1/leases`` (listLeases).
         """
-        return self._call(
+        return cast('LeaseList', self._call(
             "GET",
             "/v1/leases",
             query={"holder": holder, "queue": queue, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def create_comment(
         self,
         id: str,
-        body: "CommentCreate",
-    ) -> "Comment":
+        body: CommentCreate,
+    ) -> Comment:
         """Comment on a node.
 
         Role: worker. Stores a comment by the caller and appends a `commented` event
@@ -730,7 +730,7 @@ class SyncOperations:
 
         ``POST /v1/nodes/{id}/comments`` (createComment).
         """
-        return self._call(
+        return cast('Comment', self._call(
             "POST",
             "/v1/nodes/{id}/comments",
             path_params={"id": id},
@@ -738,7 +738,7 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_comments(
         self,
@@ -746,7 +746,7 @@ class SyncOperations:
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "CommentList":
+    ) -> CommentList:
         """List a node's comments.
 
         Role: reader. Oldest first. Comments belong to the node: once it is deleted
@@ -754,14 +754,14 @@ class SyncOperations:
 
         ``GET /v1/nodes/{id}/comments`` (listComments).
         """
-        return self._call(
+        return cast('CommentList', self._call(
             "GET",
             "/v1/nodes/{id}/comments",
             path_params={"id": id},
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_node_events(
         self,
@@ -769,7 +769,7 @@ class SyncOperations:
         *,
         after: Optional[int] = None,
         limit: Optional[int] = None,
-    ) -> "EventList":
+    ) -> EventList:
         """List a node's events.
 
         Role: reader. The events whose `node_id` is this id, oldest first (an edge's
@@ -784,14 +784,14 @@ class SyncOperations:
 
         ``GET /v1/nodes/{id}/events`` (listNodeEvents).
         """
-        return self._call(
+        return cast('EventList', self._call(
             "GET",
             "/v1/nodes/{id}/events",
             path_params={"id": id},
             query={"after": after, "limit": limit},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_events(
         self,
@@ -800,7 +800,7 @@ class SyncOperations:
         limit: Optional[int] = None,
         wait_ms: Optional[int] = None,
         last_event_id: Optional[int] = None,
-    ) -> "EventList":
+    ) -> EventList:
         """The tenant's event log (page, long poll or stream).
 
         Role: reader. Every change appends one event in the same transaction as the
@@ -829,7 +829,7 @@ class SyncOperations:
 
         ``GET /v1/events`` (listEvents).
         """
-        return self._call(
+        return cast('EventList', self._call(
             "GET",
             "/v1/events",
             query={"after": after, "limit": limit, "wait_ms": wait_ms},
@@ -837,28 +837,28 @@ class SyncOperations:
             accept="application/json",
             result="json",
             long_poll_ms=wait_ms,
-        )
+        ))
 
     def get_tenant(
         self,
-    ) -> "Tenant":
+    ) -> Tenant:
         """The caller's tenant.
 
         Role reader.
 
         ``GET /v1/tenant`` (getTenant).
         """
-        return self._call(
+        return cast('Tenant', self._call(
             "GET",
             "/v1/tenant",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def patch_tenant_policy(
         self,
-        body: "PolicyPatch",
-    ) -> "Policy":
+        body: PolicyPatch,
+    ) -> Policy:
         """Change the tenant's policy (JSON merge patch).
 
         Role: admin. `null` puts a member back to the server default. A TTL below
@@ -867,19 +867,19 @@ class SyncOperations:
 
         ``PATCH /v1/tenant/policy`` (patchTenantPolicy).
         """
-        return self._call(
+        return cast('Policy', self._call(
             "PATCH",
             "/v1/tenant/policy",
             json=body,
             content_type="application/merge-patch+json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def create_token(
         self,
-        body: "TokenCreate",
-    ) -> "TokenCreated":
+        body: TokenCreate,
+    ) -> TokenCreated:
         """Mint an API key.
 
         Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
@@ -887,34 +887,34 @@ class SyncOperations:
 
         ``POST /v1/tokens`` (createToken).
         """
-        return self._call(
+        return cast('TokenCreated', self._call(
             "POST",
             "/v1/tokens",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_tokens(
         self,
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "TokenList":
+    ) -> TokenList:
         """List API keys.
 
         Role admin. Never shows a secret.
 
         ``GET /v1/tokens`` (listTokens).
         """
-        return self._call(
+        return cast('TokenList', self._call(
             "GET",
             "/v1/tokens",
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def delete_token(
         self,
@@ -926,7 +926,7 @@ class SyncOperations:
 
         ``DELETE /v1/tokens/{id}`` (deleteToken).
         """
-        return self._call(
+        self._call(
             "DELETE",
             "/v1/tokens/{id}",
             path_params={"id": id},
@@ -935,8 +935,8 @@ class SyncOperations:
 
     def heartbeat_worker(
         self,
-        body: "WorkerHeartbeat",
-    ) -> "WorkerHeartbeatResponse":
+        body: WorkerHeartbeat,
+    ) -> WorkerHeartbeatResponse:
         """Report a worker's status.
 
         Role: worker. Records that worker `worker` of the caller (`by` is the token's
@@ -960,21 +960,21 @@ class SyncOperations:
 
         ``POST /v1/workers/heartbeat`` (heartbeatWorker).
         """
-        return self._call(
+        return cast('WorkerHeartbeatResponse', self._call(
             "POST",
             "/v1/workers/heartbeat",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_workers(
         self,
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "WorkerList":
+    ) -> WorkerList:
         """List the workers.
 
         Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
@@ -984,18 +984,18 @@ class SyncOperations:
 
         ``GET /v1/workers`` (listWorkers).
         """
-        return self._call(
+        return cast('WorkerList', self._call(
             "GET",
             "/v1/workers",
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def send_message(
         self,
-        body: "MessageCreate",
-    ) -> "Message":
+        body: MessageCreate,
+    ) -> Message:
         """Send a message (steer a running agent).
 
         Role: worker. Sends a message from the caller (`from` is the token's subject)
@@ -1025,19 +1025,19 @@ class SyncOperations:
 
         ``POST /v1/messages`` (sendMessage).
         """
-        return self._call(
+        return cast('Message', self._call(
             "POST",
             "/v1/messages",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def get_message(
         self,
         id: str,
-    ) -> "Message":
+    ) -> Message:
         """A message with its delivery and read receipt.
 
         Role: reader. The message, its `state` and its receipts: `delivered_at` and
@@ -1050,13 +1050,13 @@ class SyncOperations:
 
         ``GET /v1/messages/{id}`` (getMessage).
         """
-        return self._call(
+        return cast('Message', self._call(
             "GET",
             "/v1/messages/{id}",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_inbox(
         self,
@@ -1067,7 +1067,7 @@ class SyncOperations:
         wait_ms: Optional[int] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "MessageList":
+    ) -> MessageList:
         """The caller's inbox (page or long poll).
 
         Role: worker. The messages addressed to the caller's identity and to every node
@@ -1090,19 +1090,19 @@ class SyncOperations:
 
         ``GET /v1/inbox`` (listInbox).
         """
-        return self._call(
+        return cast('MessageList', self._call(
             "GET",
             "/v1/inbox",
             query={"unread": unread, "thread": thread, "node": node, "wait_ms": wait_ms, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
             long_poll_ms=wait_ms,
-        )
+        ))
 
     def ack_message(
         self,
         id: str,
-    ) -> "Message":
+    ) -> Message:
         """Acknowledge a message (read receipt).
 
         Role: worker. Records that the caller read the message (`read_at`, `read_by`;
@@ -1117,20 +1117,20 @@ class SyncOperations:
 
         ``POST /v1/inbox/{id}/ack`` (ackMessage).
         """
-        return self._call(
+        return cast('Message', self._call(
             "POST",
             "/v1/inbox/{id}/ack",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def upload_blob(
         self,
         body: bytes,
         *,
         content_type: str = "application/octet-stream",
-    ) -> "Blob":
+    ) -> Blob:
         """Upload a blob.
 
         Role: worker. Stores a file of the tenant under its sha256 and returns its
@@ -1154,14 +1154,14 @@ class SyncOperations:
 
         ``POST /v1/blobs`` (uploadBlob).
         """
-        return self._call(
+        return cast('Blob', self._call(
             "POST",
             "/v1/blobs",
             content=body,
             content_type=content_type,
             accept="application/json",
             result="json",
-        )
+        ))
 
     def get_blob(
         self,
@@ -1180,19 +1180,19 @@ class SyncOperations:
 
         ``GET /v1/blobs/{sha256}`` (getBlob).
         """
-        return self._call(
+        return cast('bytes', self._call(
             "GET",
             "/v1/blobs/{sha256}",
             path_params={"sha256": sha256},
             headers={"Range": range},
             accept="*/*",
             result="bytes",
-        )
+        ))
 
     def create_schedule(
         self,
-        body: "ScheduleCreate",
-    ) -> "Schedule":
+        body: ScheduleCreate,
+    ) -> Schedule:
         """Create a schedule.
 
         Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
@@ -1223,39 +1223,39 @@ class SyncOperations:
 
         ``POST /v1/schedules`` (createSchedule).
         """
-        return self._call(
+        return cast('Schedule', self._call(
             "POST",
             "/v1/schedules",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_schedules(
         self,
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "ScheduleList":
+    ) -> ScheduleList:
         """List the schedules.
 
         Role reader. The tenant's schedules in id order.
 
         ``GET /v1/schedules`` (listSchedules).
         """
-        return self._call(
+        return cast('ScheduleList', self._call(
             "GET",
             "/v1/schedules",
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def get_schedule(
         self,
         id: str,
-    ) -> "Schedule":
+    ) -> Schedule:
         """Get a schedule.
 
         Role reader. The schedule with its next five fire instants (`next_fires`,
@@ -1264,19 +1264,19 @@ class SyncOperations:
 
         ``GET /v1/schedules/{id}`` (getSchedule).
         """
-        return self._call(
+        return cast('Schedule', self._call(
             "GET",
             "/v1/schedules/{id}",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def update_schedule(
         self,
         id: str,
-        body: "SchedulePatch",
-    ) -> "Schedule":
+        body: SchedulePatch,
+    ) -> Schedule:
         """Change a schedule.
 
         Role: dispatcher. A JSON merge patch of the settings: an absent member is left
@@ -1288,7 +1288,7 @@ class SyncOperations:
 
         ``PATCH /v1/schedules/{id}`` (updateSchedule).
         """
-        return self._call(
+        return cast('Schedule', self._call(
             "PATCH",
             "/v1/schedules/{id}",
             path_params={"id": id},
@@ -1296,7 +1296,7 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def delete_schedule(
         self,
@@ -1309,7 +1309,7 @@ class SyncOperations:
 
         ``DELETE /v1/schedules/{id}`` (deleteSchedule).
         """
-        return self._call(
+        self._call(
             "DELETE",
             "/v1/schedules/{id}",
             path_params={"id": id},
@@ -1319,8 +1319,8 @@ class SyncOperations:
     def pause_schedule(
         self,
         id: str,
-        body: Optional["ScheduleNote"] = None,
-    ) -> "Schedule":
+        body: Optional[ScheduleNote] = None,
+    ) -> Schedule:
         """Pause a schedule.
 
         Role: dispatcher. No fire is made while the schedule is paused, and none of
@@ -1329,7 +1329,7 @@ class SyncOperations:
 
         ``POST /v1/schedules/{id}/pause`` (pauseSchedule).
         """
-        return self._call(
+        return cast('Schedule', self._call(
             "POST",
             "/v1/schedules/{id}/pause",
             path_params={"id": id},
@@ -1337,13 +1337,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def resume_schedule(
         self,
         id: str,
-        body: Optional["ScheduleNote"] = None,
-    ) -> "Schedule":
+        body: Optional[ScheduleNote] = None,
+    ) -> Schedule:
         """Resume a paused schedule.
 
         Role: dispatcher. The next fire is the first instant `cron` names after now (a
@@ -1352,7 +1352,7 @@ class SyncOperations:
 
         ``POST /v1/schedules/{id}/resume`` (resumeSchedule).
         """
-        return self._call(
+        return cast('Schedule', self._call(
             "POST",
             "/v1/schedules/{id}/resume",
             path_params={"id": id},
@@ -1360,13 +1360,13 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def trigger_schedule(
         self,
         id: str,
-        body: Optional["ScheduleTrigger"] = None,
-    ) -> "ScheduleRun":
+        body: Optional[ScheduleTrigger] = None,
+    ) -> ScheduleRun:
         """Run a schedule now.
 
         Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
@@ -1377,7 +1377,7 @@ class SyncOperations:
 
         ``POST /v1/schedules/{id}/trigger`` (triggerSchedule).
         """
-        return self._call(
+        return cast('ScheduleRun', self._call(
             "POST",
             "/v1/schedules/{id}/trigger",
             path_params={"id": id},
@@ -1385,7 +1385,7 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def list_schedule_runs(
         self,
@@ -1393,7 +1393,7 @@ class SyncOperations:
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "ScheduleRunList":
+    ) -> ScheduleRunList:
         """List a schedule's runs.
 
         Role reader. The schedule's fires, newest first: the runs it made, with their
@@ -1403,28 +1403,28 @@ class SyncOperations:
 
         ``GET /v1/schedules/{id}/runs`` (listScheduleRuns).
         """
-        return self._call(
+        return cast('ScheduleRunList', self._call(
             "GET",
             "/v1/schedules/{id}/runs",
             path_params={"id": id},
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     def get_health(
         self,
-    ) -> "Health":
+    ) -> Health:
         """Liveness.
 
         ``GET /health`` (getHealth).
         """
-        return self._call(
+        return cast('Health', self._call(
             "GET",
             "/health",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def head_health(
         self,
@@ -1433,7 +1433,7 @@ class SyncOperations:
 
         ``HEAD /health`` (headHealth).
         """
-        return self._call(
+        self._call(
             "HEAD",
             "/health",
             result="none",
@@ -1441,19 +1441,19 @@ class SyncOperations:
 
     def get_ready(
         self,
-    ) -> "Readiness":
+    ) -> Readiness:
         """Readiness.
 
         503 while the store is opening or the server is draining.
 
         ``GET /ready`` (getReady).
         """
-        return self._call(
+        return cast('Readiness', self._call(
             "GET",
             "/ready",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def head_ready(
         self,
@@ -1462,7 +1462,7 @@ class SyncOperations:
 
         ``HEAD /ready`` (headReady).
         """
-        return self._call(
+        self._call(
             "HEAD",
             "/ready",
             result="none",
@@ -1475,12 +1475,12 @@ class SyncOperations:
 
         ``GET /openapi.yaml`` (getOpenAPI).
         """
-        return self._call(
+        return cast('str', self._call(
             "GET",
             "/openapi.yaml",
             accept="application/yaml",
             result="text",
-        )
+        ))
 
     def get_metrics(
         self,
@@ -1489,12 +1489,12 @@ class SyncOperations:
 
         ``GET /metrics`` (getMetrics).
         """
-        return self._call(
+        return cast('str', self._call(
             "GET",
             "/metrics",
             accept="text/plain",
             result="text",
-        )
+        ))
 
     def get_backup(
         self,
@@ -1516,12 +1516,12 @@ class SyncOperations:
 
         ``GET /admin/backup`` (getBackup).
         """
-        return self._call(
+        return cast('bytes', self._call(
             "GET",
             "/admin/backup",
             accept="application/octet-stream",
             result="bytes",
-        )
+        ))
 
     def get_skill(
         self,
@@ -1530,12 +1530,12 @@ class SyncOperations:
 
         ``GET /skill.md`` (getSkill).
         """
-        return self._call(
+        return cast('str', self._call(
             "GET",
             "/skill.md",
             accept="text/markdown",
             result="text",
-        )
+        ))
 
     def get_dashboard(
         self,
@@ -1550,12 +1550,12 @@ class SyncOperations:
 
         ``GET /ui/`` (getDashboard).
         """
-        return self._call(
+        return cast('str', self._call(
             "GET",
             "/ui/",
             accept="text/html",
             result="text",
-        )
+        ))
 
     def get_dashboard_file(
         self,
@@ -1565,13 +1565,13 @@ class SyncOperations:
 
         ``GET /ui/{file}`` (getDashboardFile).
         """
-        return self._call(
+        return cast('str', self._call(
             "GET",
             "/ui/{file}",
             path_params={"file": file},
             accept="text/javascript, text/css",
             result="text",
-        )
+        ))
 
     def mcp_post(
         self,
@@ -1583,7 +1583,7 @@ class SyncOperations:
 
         ``POST /mcp`` (mcpPost).
         """
-        return self._call(
+        return cast('Optional[Dict[str, Any]]', self._call(
             "POST",
             "/mcp",
             headers={"Mcp-Session-Id": mcp_session_id},
@@ -1591,7 +1591,7 @@ class SyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     def mcp_stream(
         self,
@@ -1602,13 +1602,13 @@ class SyncOperations:
 
         ``GET /mcp`` (mcpStream).
         """
-        return self._call(
+        return cast('str', self._call(
             "GET",
             "/mcp",
             headers={"Mcp-Session-Id": mcp_session_id},
             accept="text/event-stream",
             result="text",
-        )
+        ))
 
     def mcp_end(
         self,
@@ -1619,7 +1619,7 @@ class SyncOperations:
 
         ``DELETE /mcp`` (mcpEnd).
         """
-        return self._call(
+        self._call(
             "DELETE",
             "/mcp",
             headers={"Mcp-Session-Id": mcp_session_id},
@@ -1637,7 +1637,7 @@ class AsyncOperations:
         *,
         path_params: Optional[Mapping[str, str]] = None,
         query: Optional[Mapping[str, Any]] = None,
-        headers: Optional[Mapping[str, Optional[str]]] = None,
+        headers: Optional[Mapping[str, Any]] = None,
         json: Any = None,
         content: Optional[bytes] = None,
         content_type: Optional[str] = None,
@@ -1649,10 +1649,10 @@ class AsyncOperations:
 
     async def create_node(
         self,
-        body: "NodeCreate",
+        body: NodeCreate,
         *,
         idempotency_key: Optional[str] = None,
-    ) -> "Node":
+    ) -> Node:
         """Create a node.
 
         Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
@@ -1661,7 +1661,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes`` (createNode).
         """
-        return await self._call(
+        return cast('Node', await self._call(
             "POST",
             "/v1/nodes",
             headers={"Idempotency-Key": idempotency_key},
@@ -1669,13 +1669,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_nodes(
         self,
         *,
         type: Optional[str] = None,
-        status: Optional["NodeStatus"] = None,
+        status: Optional[NodeStatus] = None,
         queue: Optional[str] = None,
         label: Optional[str] = None,
         target: Optional[str] = None,
@@ -1684,7 +1684,7 @@ class AsyncOperations:
         ready: Optional[bool] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "NodeList":
+    ) -> NodeList:
         """List nodes.
 
         Role: reader. Ordered by priority (high first), then creation (old first),
@@ -1694,20 +1694,20 @@ class AsyncOperations:
 
         ``GET /v1/nodes`` (listNodes).
         """
-        return await self._call(
+        return cast('NodeList', await self._call(
             "GET",
             "/v1/nodes",
             query={"type": type, "status": status, "queue": queue, "label": label, "target": target, "parent": parent, "holder": holder, "ready": ready, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def create_nodes_batch(
         self,
-        body: "NodeBatchCreate",
+        body: NodeBatchCreate,
         *,
         idempotency_key: Optional[str] = None,
-    ) -> "NodeBatch":
+    ) -> NodeBatch:
         """Create many nodes, all or none.
 
         Role: dispatcher (a worker only for children of a node it holds). Either every
@@ -1715,7 +1715,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/batch`` (createNodesBatch).
         """
-        return await self._call(
+        return cast('NodeBatch', await self._call(
             "POST",
             "/v1/nodes/batch",
             headers={"Idempotency-Key": idempotency_key},
@@ -1723,33 +1723,33 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def get_node(
         self,
         id: str,
-    ) -> "Node":
+    ) -> Node:
         """Get a node.
 
         Role reader. The `ETag` is the node's `version`.
 
         ``GET /v1/nodes/{id}`` (getNode).
         """
-        return await self._call(
+        return cast('Node', await self._call(
             "GET",
             "/v1/nodes/{id}",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def update_node(
         self,
         id: str,
-        body: "NodePatch",
+        body: NodePatch,
         *,
         if_match: Optional[str] = None,
-    ) -> "Node":
+    ) -> Node:
         """Update a node (JSON merge patch).
 
         Role: dispatcher, or the lease holder for `title`, `body`, `props` and
@@ -1759,7 +1759,7 @@ class AsyncOperations:
 
         ``PATCH /v1/nodes/{id}`` (updateNode).
         """
-        return await self._call(
+        return cast('Node', await self._call(
             "PATCH",
             "/v1/nodes/{id}",
             path_params={"id": id},
@@ -1768,7 +1768,7 @@ class AsyncOperations:
             content_type="application/merge-patch+json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def delete_node(
         self,
@@ -1783,7 +1783,7 @@ class AsyncOperations:
 
         ``DELETE /v1/nodes/{id}`` (deleteNode).
         """
-        return await self._call(
+        await self._call(
             "DELETE",
             "/v1/nodes/{id}",
             path_params={"id": id},
@@ -1795,12 +1795,12 @@ class AsyncOperations:
         self,
         id: str,
         *,
-        dir: Optional["EdgeDirection"] = None,
+        dir: Optional[EdgeDirection] = None,
         type: Optional[str] = None,
         include_retired: Optional[bool] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "EdgeList":
+    ) -> EdgeList:
         """List a node's edges.
 
         Role: reader. Who carried node X:
@@ -1809,14 +1809,14 @@ class AsyncOperations:
 
         ``GET /v1/nodes/{id}/edges`` (listNodeEdges).
         """
-        return await self._call(
+        return cast('EdgeList', await self._call(
             "GET",
             "/v1/nodes/{id}/edges",
             path_params={"id": id},
             query={"dir": dir, "type": type, "include_retired": include_retired, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def get_subgraph(
         self,
@@ -1824,7 +1824,7 @@ class AsyncOperations:
         *,
         depth: Optional[int] = None,
         types: Optional[List[str]] = None,
-    ) -> "Subgraph":
+    ) -> Subgraph:
         """The graph around a node.
 
         Role: reader. Breadth first from the node along live edges of the given types
@@ -1835,20 +1835,20 @@ class AsyncOperations:
 
         ``GET /v1/nodes/{id}/subgraph`` (getSubgraph).
         """
-        return await self._call(
+        return cast('Subgraph', await self._call(
             "GET",
             "/v1/nodes/{id}/subgraph",
             path_params={"id": id},
             query={"depth": depth, "types": types},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def claim_node(
         self,
         id: str,
-        body: Optional["ClaimRequest"] = None,
-    ) -> "ClaimResponse":
+        body: Optional[ClaimRequest] = None,
+    ) -> ClaimResponse:
         """Claim a node.
 
         Role: worker. A new claim writes the `assigned` edge, counts an attempt and
@@ -1860,7 +1860,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/claim`` (claimNode).
         """
-        return await self._call(
+        return cast('ClaimResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/claim",
             path_params={"id": id},
@@ -1868,13 +1868,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def renew_lease(
         self,
         id: str,
-        body: Optional["RenewRequest"] = None,
-    ) -> "RenewResponse":
+        body: Optional[RenewRequest] = None,
+    ) -> RenewResponse:
         """Renew the caller's lease.
 
         Role: worker (the holder). Sets `expires` to now + the lease's `ttl_ms`. A
@@ -1884,7 +1884,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/renew`` (renewLease).
         """
-        return await self._call(
+        return cast('RenewResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/renew",
             path_params={"id": id},
@@ -1892,13 +1892,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def extend_lease(
         self,
         id: str,
-        body: "ExtendRequest",
-    ) -> "ExtendResponse":
+        body: ExtendRequest,
+    ) -> ExtendResponse:
         """Extend the caller's lease.
 
         Role: worker (the holder). New expiry = min(expires + ms, now + the tenant's
@@ -1908,7 +1908,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/extend`` (extendLease).
         """
-        return await self._call(
+        return cast('ExtendResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/extend",
             path_params={"id": id},
@@ -1916,13 +1916,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def release_node(
         self,
         id: str,
-        body: Optional["ReleaseRequest"] = None,
-    ) -> "ReleaseResponse":
+        body: Optional[ReleaseRequest] = None,
+    ) -> ReleaseResponse:
         """Release a claim.
 
         Role: worker (a dispatcher may release another identity's lease). Drops the
@@ -1939,7 +1939,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/release`` (releaseNode).
         """
-        return await self._call(
+        return cast('ReleaseResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/release",
             path_params={"id": id},
@@ -1947,13 +1947,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def complete_node(
         self,
         id: str,
-        body: Optional["CompleteRequest"] = None,
-    ) -> "CompleteResponse":
+        body: Optional[CompleteRequest] = None,
+    ) -> CompleteResponse:
         """Complete a running node.
 
         Role: worker (the holder; a dispatcher may override). The node becomes `done`
@@ -1976,7 +1976,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/complete`` (completeNode).
         """
-        return await self._call(
+        return cast('CompleteResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/complete",
             path_params={"id": id},
@@ -1984,13 +1984,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def set_node_status(
         self,
         id: str,
-        body: "StatusRequest",
-    ) -> "StatusResponse":
+        body: StatusRequest,
+    ) -> StatusResponse:
         """Move a node by naming its next status.
 
         `running` (aliases `in_progress`, `in-progress`) claims exactly as
@@ -2000,7 +2000,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/status`` (setNodeStatus).
         """
-        return await self._call(
+        return cast('StatusResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/status",
             path_params={"id": id},
@@ -2008,13 +2008,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def cancel_node(
         self,
         id: str,
-        body: Optional["CancelRequest"] = None,
-    ) -> "CancelResponse":
+        body: Optional[CancelRequest] = None,
+    ) -> CancelResponse:
         """Cancel a node and what hangs on it.
 
         Role: dispatcher. The node and every non-terminal descendant (`parent_of`) and
@@ -2023,7 +2023,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/cancel`` (cancelNode).
         """
-        return await self._call(
+        return cast('CancelResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/cancel",
             path_params={"id": id},
@@ -2031,13 +2031,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def fail_node(
         self,
         id: str,
-        body: "FailRequest",
-    ) -> "NodeAnswer":
+        body: FailRequest,
+    ) -> NodeAnswer:
         """Fail a running node.
 
         Role: worker (the holder; a dispatcher may override). `error` is required.
@@ -2054,7 +2054,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/fail`` (failNode).
         """
-        return await self._call(
+        return cast('NodeAnswer', await self._call(
             "POST",
             "/v1/nodes/{id}/fail",
             path_params={"id": id},
@@ -2062,13 +2062,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def report_progress(
         self,
         id: str,
-        body: Optional["ProgressRequest"] = None,
-    ) -> "ProgressResponse":
+        body: Optional[ProgressRequest] = None,
+    ) -> ProgressResponse:
         """Report progress (and renew).
 
         Role: worker (the holder). Records `pct` (0-100), `message` and `usage` (added
@@ -2077,7 +2077,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/progress`` (reportProgress).
         """
-        return await self._call(
+        return cast('ProgressResponse', await self._call(
             "POST",
             "/v1/nodes/{id}/progress",
             path_params={"id": id},
@@ -2085,13 +2085,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def requeue_node(
         self,
         id: str,
-        body: Optional["RequeueRequest"] = None,
-    ) -> "NodeAnswer":
+        body: Optional[RequeueRequest] = None,
+    ) -> NodeAnswer:
         """Requeue a finished node.
 
         Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
@@ -2100,7 +2100,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/requeue`` (requeueNode).
         """
-        return await self._call(
+        return cast('NodeAnswer', await self._call(
             "POST",
             "/v1/nodes/{id}/requeue",
             path_params={"id": id},
@@ -2108,11 +2108,11 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_queues(
         self,
-    ) -> "QueueList":
+    ) -> QueueList:
         """List queues.
 
         Role: reader. Every queue of the tenant that holds nodes or has settings, by
@@ -2121,18 +2121,18 @@ class AsyncOperations:
 
         ``GET /v1/queues`` (listQueues).
         """
-        return await self._call(
+        return cast('QueueList', await self._call(
             "GET",
             "/v1/queues",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def update_queue(
         self,
         queue: str,
-        body: "QueuePatch",
-    ) -> "Queue":
+        body: QueuePatch,
+    ) -> Queue:
         """Change queue settings.
 
         Role: dispatcher. `max_running`: at most that many live leases in the queue at
@@ -2140,7 +2140,7 @@ class AsyncOperations:
 
         ``PATCH /v1/queues/{queue}`` (updateQueue).
         """
-        return await self._call(
+        return cast('Queue', await self._call(
             "PATCH",
             "/v1/queues/{queue}",
             path_params={"queue": queue},
@@ -2148,12 +2148,12 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def pause_queue(
         self,
         queue: str,
-    ) -> "Queue":
+    ) -> Queue:
         """Pause a queue.
 
         Role: dispatcher. Claim-next hands out nothing from a paused queue and its
@@ -2161,37 +2161,37 @@ class AsyncOperations:
 
         ``POST /v1/queues/{queue}/pause`` (pauseQueue).
         """
-        return await self._call(
+        return cast('Queue', await self._call(
             "POST",
             "/v1/queues/{queue}/pause",
             path_params={"queue": queue},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def resume_queue(
         self,
         queue: str,
-    ) -> "Queue":
+    ) -> Queue:
         """Resume a queue.
 
         Role: dispatcher. Undoes `pause` and wakes waiting claimers. Idempotent.
 
         ``POST /v1/queues/{queue}/resume`` (resumeQueue).
         """
-        return await self._call(
+        return cast('Queue', await self._call(
             "POST",
             "/v1/queues/{queue}/resume",
             path_params={"queue": queue},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def claim_next(
         self,
         queue: str,
-        body: Optional["ClaimNextRequest"] = None,
-    ) -> Optional["ClaimResponse"]:
+        body: Optional[ClaimNextRequest] = None,
+    ) -> Optional[ClaimResponse]:
         """Claim the next ready node.
 
         Role: worker. Picks among the queue's ready nodes whose `target` is unset or
@@ -2204,7 +2204,7 @@ class AsyncOperations:
 
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
-        return await self._call(
+        return cast('Optional[ClaimResponse]', await self._call(
             "POST",
             "/v1/queues/{queue}/claim",
             path_params={"queue": queue},
@@ -2213,13 +2213,13 @@ class AsyncOperations:
             accept="application/json",
             result="json",
             long_poll_ms=(body or {}).get("wait_ms"),
-        )
+        ))
 
     async def claim_next_many(
         self,
         queue: str,
-        body: Optional["ClaimManyRequest"] = None,
-    ) -> "ClaimManyResponse":
+        body: Optional[ClaimManyRequest] = None,
+    ) -> ClaimManyResponse:
         """Claim up to max ready nodes.
 
         Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
@@ -2228,7 +2228,7 @@ class AsyncOperations:
 
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """
-        return await self._call(
+        return cast('ClaimManyResponse', await self._call(
             "POST",
             "/v1/queues/{queue}/claims",
             path_params={"queue": queue},
@@ -2237,12 +2237,12 @@ class AsyncOperations:
             accept="application/json",
             result="json",
             long_poll_ms=(body or {}).get("wait_ms"),
-        )
+        ))
 
     async def run_batch(
         self,
-        body: "BatchRequest",
-    ) -> "BatchResponse":
+        body: BatchRequest,
+    ) -> BatchResponse:
         """Many lease operations in one request.
 
         Role: worker. Up to 1000 ops, each `{"op": "renew" | "extend" | "release" |
@@ -2255,19 +2255,19 @@ class AsyncOperations:
 
         ``POST /v1/batch`` (runBatch).
         """
-        return await self._call(
+        return cast('BatchResponse', await self._call(
             "POST",
             "/v1/batch",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def create_edge(
         self,
-        body: "EdgeCreate",
-    ) -> "Edge":
+        body: EdgeCreate,
+    ) -> Edge:
         """Create an edge.
 
         Role: dispatcher. Types: `depends_on` (from waits for to; `props.on_fail` is
@@ -2278,14 +2278,14 @@ class AsyncOperations:
 
         ``POST /v1/edges`` (createEdge).
         """
-        return await self._call(
+        return cast('Edge', await self._call(
             "POST",
             "/v1/edges",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def delete_edge(
         self,
@@ -2300,7 +2300,7 @@ class AsyncOperations:
 
         ``DELETE /v1/edges`` (deleteEdge).
         """
-        return await self._call(
+        await self._call(
             "DELETE",
             "/v1/edges",
             query={"from": from_, "type": type, "to": to},
@@ -2314,26 +2314,26 @@ class AsyncOperations:
         queue: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "LeaseList":
+    ) -> LeaseList:
         """List the live leases.
 
         Role reader. What is running right now.
 
         ``GET /v1/leases`` (listLeases).
         """
-        return await self._call(
+        return cast('LeaseList', await self._call(
             "GET",
             "/v1/leases",
             query={"holder": holder, "queue": queue, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def create_comment(
         self,
         id: str,
-        body: "CommentCreate",
-    ) -> "Comment":
+        body: CommentCreate,
+    ) -> Comment:
         """Comment on a node.
 
         Role: worker. Stores a comment by the caller and appends a `commented` event
@@ -2342,7 +2342,7 @@ class AsyncOperations:
 
         ``POST /v1/nodes/{id}/comments`` (createComment).
         """
-        return await self._call(
+        return cast('Comment', await self._call(
             "POST",
             "/v1/nodes/{id}/comments",
             path_params={"id": id},
@@ -2350,7 +2350,7 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_comments(
         self,
@@ -2358,7 +2358,7 @@ class AsyncOperations:
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "CommentList":
+    ) -> CommentList:
         """List a node's comments.
 
         Role: reader. Oldest first. Comments belong to the node: once it is deleted
@@ -2366,14 +2366,14 @@ class AsyncOperations:
 
         ``GET /v1/nodes/{id}/comments`` (listComments).
         """
-        return await self._call(
+        return cast('CommentList', await self._call(
             "GET",
             "/v1/nodes/{id}/comments",
             path_params={"id": id},
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_node_events(
         self,
@@ -2381,7 +2381,7 @@ class AsyncOperations:
         *,
         after: Optional[int] = None,
         limit: Optional[int] = None,
-    ) -> "EventList":
+    ) -> EventList:
         """List a node's events.
 
         Role: reader. The events whose `node_id` is this id, oldest first (an edge's
@@ -2396,14 +2396,14 @@ class AsyncOperations:
 
         ``GET /v1/nodes/{id}/events`` (listNodeEvents).
         """
-        return await self._call(
+        return cast('EventList', await self._call(
             "GET",
             "/v1/nodes/{id}/events",
             path_params={"id": id},
             query={"after": after, "limit": limit},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_events(
         self,
@@ -2412,7 +2412,7 @@ class AsyncOperations:
         limit: Optional[int] = None,
         wait_ms: Optional[int] = None,
         last_event_id: Optional[int] = None,
-    ) -> "EventList":
+    ) -> EventList:
         """The tenant's event log (page, long poll or stream).
 
         Role: reader. Every change appends one event in the same transaction as the
@@ -2441,7 +2441,7 @@ class AsyncOperations:
 
         ``GET /v1/events`` (listEvents).
         """
-        return await self._call(
+        return cast('EventList', await self._call(
             "GET",
             "/v1/events",
             query={"after": after, "limit": limit, "wait_ms": wait_ms},
@@ -2449,28 +2449,28 @@ class AsyncOperations:
             accept="application/json",
             result="json",
             long_poll_ms=wait_ms,
-        )
+        ))
 
     async def get_tenant(
         self,
-    ) -> "Tenant":
+    ) -> Tenant:
         """The caller's tenant.
 
         Role reader.
 
         ``GET /v1/tenant`` (getTenant).
         """
-        return await self._call(
+        return cast('Tenant', await self._call(
             "GET",
             "/v1/tenant",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def patch_tenant_policy(
         self,
-        body: "PolicyPatch",
-    ) -> "Policy":
+        body: PolicyPatch,
+    ) -> Policy:
         """Change the tenant's policy (JSON merge patch).
 
         Role: admin. `null` puts a member back to the server default. A TTL below
@@ -2479,19 +2479,19 @@ class AsyncOperations:
 
         ``PATCH /v1/tenant/policy`` (patchTenantPolicy).
         """
-        return await self._call(
+        return cast('Policy', await self._call(
             "PATCH",
             "/v1/tenant/policy",
             json=body,
             content_type="application/merge-patch+json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def create_token(
         self,
-        body: "TokenCreate",
-    ) -> "TokenCreated":
+        body: TokenCreate,
+    ) -> TokenCreated:
         """Mint an API key.
 
         Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
@@ -2499,34 +2499,34 @@ class AsyncOperations:
 
         ``POST /v1/tokens`` (createToken).
         """
-        return await self._call(
+        return cast('TokenCreated', await self._call(
             "POST",
             "/v1/tokens",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_tokens(
         self,
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "TokenList":
+    ) -> TokenList:
         """List API keys.
 
         Role admin. Never shows a secret.
 
         ``GET /v1/tokens`` (listTokens).
         """
-        return await self._call(
+        return cast('TokenList', await self._call(
             "GET",
             "/v1/tokens",
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def delete_token(
         self,
@@ -2538,7 +2538,7 @@ class AsyncOperations:
 
         ``DELETE /v1/tokens/{id}`` (deleteToken).
         """
-        return await self._call(
+        await self._call(
             "DELETE",
             "/v1/tokens/{id}",
             path_params={"id": id},
@@ -2547,8 +2547,8 @@ class AsyncOperations:
 
     async def heartbeat_worker(
         self,
-        body: "WorkerHeartbeat",
-    ) -> "WorkerHeartbeatResponse":
+        body: WorkerHeartbeat,
+    ) -> WorkerHeartbeatResponse:
         """Report a worker's status.
 
         Role: worker. Records that worker `worker` of the caller (`by` is the token's
@@ -2572,21 +2572,21 @@ class AsyncOperations:
 
         ``POST /v1/workers/heartbeat`` (heartbeatWorker).
         """
-        return await self._call(
+        return cast('WorkerHeartbeatResponse', await self._call(
             "POST",
             "/v1/workers/heartbeat",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_workers(
         self,
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "WorkerList":
+    ) -> WorkerList:
         """List the workers.
 
         Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
@@ -2596,18 +2596,18 @@ class AsyncOperations:
 
         ``GET /v1/workers`` (listWorkers).
         """
-        return await self._call(
+        return cast('WorkerList', await self._call(
             "GET",
             "/v1/workers",
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def send_message(
         self,
-        body: "MessageCreate",
-    ) -> "Message":
+        body: MessageCreate,
+    ) -> Message:
         """Send a message (steer a running agent).
 
         Role: worker. Sends a message from the caller (`from` is the token's subject)
@@ -2637,19 +2637,19 @@ class AsyncOperations:
 
         ``POST /v1/messages`` (sendMessage).
         """
-        return await self._call(
+        return cast('Message', await self._call(
             "POST",
             "/v1/messages",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def get_message(
         self,
         id: str,
-    ) -> "Message":
+    ) -> Message:
         """A message with its delivery and read receipt.
 
         Role: reader. The message, its `state` and its receipts: `delivered_at` and
@@ -2662,13 +2662,13 @@ class AsyncOperations:
 
         ``GET /v1/messages/{id}`` (getMessage).
         """
-        return await self._call(
+        return cast('Message', await self._call(
             "GET",
             "/v1/messages/{id}",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_inbox(
         self,
@@ -2679,7 +2679,7 @@ class AsyncOperations:
         wait_ms: Optional[int] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "MessageList":
+    ) -> MessageList:
         """The caller's inbox (page or long poll).
 
         Role: worker. The messages addressed to the caller's identity and to every node
@@ -2702,19 +2702,19 @@ class AsyncOperations:
 
         ``GET /v1/inbox`` (listInbox).
         """
-        return await self._call(
+        return cast('MessageList', await self._call(
             "GET",
             "/v1/inbox",
             query={"unread": unread, "thread": thread, "node": node, "wait_ms": wait_ms, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
             long_poll_ms=wait_ms,
-        )
+        ))
 
     async def ack_message(
         self,
         id: str,
-    ) -> "Message":
+    ) -> Message:
         """Acknowledge a message (read receipt).
 
         Role: worker. Records that the caller read the message (`read_at`, `read_by`;
@@ -2729,20 +2729,20 @@ class AsyncOperations:
 
         ``POST /v1/inbox/{id}/ack`` (ackMessage).
         """
-        return await self._call(
+        return cast('Message', await self._call(
             "POST",
             "/v1/inbox/{id}/ack",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def upload_blob(
         self,
         body: bytes,
         *,
         content_type: str = "application/octet-stream",
-    ) -> "Blob":
+    ) -> Blob:
         """Upload a blob.
 
         Role: worker. Stores a file of the tenant under its sha256 and returns its
@@ -2766,14 +2766,14 @@ class AsyncOperations:
 
         ``POST /v1/blobs`` (uploadBlob).
         """
-        return await self._call(
+        return cast('Blob', await self._call(
             "POST",
             "/v1/blobs",
             content=body,
             content_type=content_type,
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def get_blob(
         self,
@@ -2792,19 +2792,19 @@ class AsyncOperations:
 
         ``GET /v1/blobs/{sha256}`` (getBlob).
         """
-        return await self._call(
+        return cast('bytes', await self._call(
             "GET",
             "/v1/blobs/{sha256}",
             path_params={"sha256": sha256},
             headers={"Range": range},
             accept="*/*",
             result="bytes",
-        )
+        ))
 
     async def create_schedule(
         self,
-        body: "ScheduleCreate",
-    ) -> "Schedule":
+        body: ScheduleCreate,
+    ) -> Schedule:
         """Create a schedule.
 
         Role: dispatcher. A schedule creates a run, a node from `template` (and a chain
@@ -2835,39 +2835,39 @@ class AsyncOperations:
 
         ``POST /v1/schedules`` (createSchedule).
         """
-        return await self._call(
+        return cast('Schedule', await self._call(
             "POST",
             "/v1/schedules",
             json=body,
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_schedules(
         self,
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "ScheduleList":
+    ) -> ScheduleList:
         """List the schedules.
 
         Role reader. The tenant's schedules in id order.
 
         ``GET /v1/schedules`` (listSchedules).
         """
-        return await self._call(
+        return cast('ScheduleList', await self._call(
             "GET",
             "/v1/schedules",
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def get_schedule(
         self,
         id: str,
-    ) -> "Schedule":
+    ) -> Schedule:
         """Get a schedule.
 
         Role reader. The schedule with its next five fire instants (`next_fires`,
@@ -2876,19 +2876,19 @@ class AsyncOperations:
 
         ``GET /v1/schedules/{id}`` (getSchedule).
         """
-        return await self._call(
+        return cast('Schedule', await self._call(
             "GET",
             "/v1/schedules/{id}",
             path_params={"id": id},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def update_schedule(
         self,
         id: str,
-        body: "SchedulePatch",
-    ) -> "Schedule":
+        body: SchedulePatch,
+    ) -> Schedule:
         """Change a schedule.
 
         Role: dispatcher. A JSON merge patch of the settings: an absent member is left
@@ -2900,7 +2900,7 @@ class AsyncOperations:
 
         ``PATCH /v1/schedules/{id}`` (updateSchedule).
         """
-        return await self._call(
+        return cast('Schedule', await self._call(
             "PATCH",
             "/v1/schedules/{id}",
             path_params={"id": id},
@@ -2908,7 +2908,7 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def delete_schedule(
         self,
@@ -2921,7 +2921,7 @@ class AsyncOperations:
 
         ``DELETE /v1/schedules/{id}`` (deleteSchedule).
         """
-        return await self._call(
+        await self._call(
             "DELETE",
             "/v1/schedules/{id}",
             path_params={"id": id},
@@ -2931,8 +2931,8 @@ class AsyncOperations:
     async def pause_schedule(
         self,
         id: str,
-        body: Optional["ScheduleNote"] = None,
-    ) -> "Schedule":
+        body: Optional[ScheduleNote] = None,
+    ) -> Schedule:
         """Pause a schedule.
 
         Role: dispatcher. No fire is made while the schedule is paused, and none of
@@ -2941,7 +2941,7 @@ class AsyncOperations:
 
         ``POST /v1/schedules/{id}/pause`` (pauseSchedule).
         """
-        return await self._call(
+        return cast('Schedule', await self._call(
             "POST",
             "/v1/schedules/{id}/pause",
             path_params={"id": id},
@@ -2949,13 +2949,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def resume_schedule(
         self,
         id: str,
-        body: Optional["ScheduleNote"] = None,
-    ) -> "Schedule":
+        body: Optional[ScheduleNote] = None,
+    ) -> Schedule:
         """Resume a paused schedule.
 
         Role: dispatcher. The next fire is the first instant `cron` names after now (a
@@ -2964,7 +2964,7 @@ class AsyncOperations:
 
         ``POST /v1/schedules/{id}/resume`` (resumeSchedule).
         """
-        return await self._call(
+        return cast('Schedule', await self._call(
             "POST",
             "/v1/schedules/{id}/resume",
             path_params={"id": id},
@@ -2972,13 +2972,13 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def trigger_schedule(
         self,
         id: str,
-        body: Optional["ScheduleTrigger"] = None,
-    ) -> "ScheduleRun":
+        body: Optional[ScheduleTrigger] = None,
+    ) -> ScheduleRun:
         """Run a schedule now.
 
         Role: dispatcher. Makes a run now (`trigger: manual`, `by` the caller), paused
@@ -2989,7 +2989,7 @@ class AsyncOperations:
 
         ``POST /v1/schedules/{id}/trigger`` (triggerSchedule).
         """
-        return await self._call(
+        return cast('ScheduleRun', await self._call(
             "POST",
             "/v1/schedules/{id}/trigger",
             path_params={"id": id},
@@ -2997,7 +2997,7 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def list_schedule_runs(
         self,
@@ -3005,7 +3005,7 @@ class AsyncOperations:
         *,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> "ScheduleRunList":
+    ) -> ScheduleRunList:
         """List a schedule's runs.
 
         Role reader. The schedule's fires, newest first: the runs it made, with their
@@ -3015,28 +3015,28 @@ class AsyncOperations:
 
         ``GET /v1/schedules/{id}/runs`` (listScheduleRuns).
         """
-        return await self._call(
+        return cast('ScheduleRunList', await self._call(
             "GET",
             "/v1/schedules/{id}/runs",
             path_params={"id": id},
             query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def get_health(
         self,
-    ) -> "Health":
+    ) -> Health:
         """Liveness.
 
         ``GET /health`` (getHealth).
         """
-        return await self._call(
+        return cast('Health', await self._call(
             "GET",
             "/health",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def head_health(
         self,
@@ -3045,7 +3045,7 @@ class AsyncOperations:
 
         ``HEAD /health`` (headHealth).
         """
-        return await self._call(
+        await self._call(
             "HEAD",
             "/health",
             result="none",
@@ -3053,19 +3053,19 @@ class AsyncOperations:
 
     async def get_ready(
         self,
-    ) -> "Readiness":
+    ) -> Readiness:
         """Readiness.
 
         503 while the store is opening or the server is draining.
 
         ``GET /ready`` (getReady).
         """
-        return await self._call(
+        return cast('Readiness', await self._call(
             "GET",
             "/ready",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def head_ready(
         self,
@@ -3074,7 +3074,7 @@ class AsyncOperations:
 
         ``HEAD /ready`` (headReady).
         """
-        return await self._call(
+        await self._call(
             "HEAD",
             "/ready",
             result="none",
@@ -3087,12 +3087,12 @@ class AsyncOperations:
 
         ``GET /openapi.yaml`` (getOpenAPI).
         """
-        return await self._call(
+        return cast('str', await self._call(
             "GET",
             "/openapi.yaml",
             accept="application/yaml",
             result="text",
-        )
+        ))
 
     async def get_metrics(
         self,
@@ -3101,12 +3101,12 @@ class AsyncOperations:
 
         ``GET /metrics`` (getMetrics).
         """
-        return await self._call(
+        return cast('str', await self._call(
             "GET",
             "/metrics",
             accept="text/plain",
             result="text",
-        )
+        ))
 
     async def get_backup(
         self,
@@ -3128,12 +3128,12 @@ class AsyncOperations:
 
         ``GET /admin/backup`` (getBackup).
         """
-        return await self._call(
+        return cast('bytes', await self._call(
             "GET",
             "/admin/backup",
             accept="application/octet-stream",
             result="bytes",
-        )
+        ))
 
     async def get_skill(
         self,
@@ -3142,12 +3142,12 @@ class AsyncOperations:
 
         ``GET /skill.md`` (getSkill).
         """
-        return await self._call(
+        return cast('str', await self._call(
             "GET",
             "/skill.md",
             accept="text/markdown",
             result="text",
-        )
+        ))
 
     async def get_dashboard(
         self,
@@ -3162,12 +3162,12 @@ class AsyncOperations:
 
         ``GET /ui/`` (getDashboard).
         """
-        return await self._call(
+        return cast('str', await self._call(
             "GET",
             "/ui/",
             accept="text/html",
             result="text",
-        )
+        ))
 
     async def get_dashboard_file(
         self,
@@ -3177,13 +3177,13 @@ class AsyncOperations:
 
         ``GET /ui/{file}`` (getDashboardFile).
         """
-        return await self._call(
+        return cast('str', await self._call(
             "GET",
             "/ui/{file}",
             path_params={"file": file},
             accept="text/javascript, text/css",
             result="text",
-        )
+        ))
 
     async def mcp_post(
         self,
@@ -3195,7 +3195,7 @@ class AsyncOperations:
 
         ``POST /mcp`` (mcpPost).
         """
-        return await self._call(
+        return cast('Optional[Dict[str, Any]]', await self._call(
             "POST",
             "/mcp",
             headers={"Mcp-Session-Id": mcp_session_id},
@@ -3203,7 +3203,7 @@ class AsyncOperations:
             content_type="application/json",
             accept="application/json",
             result="json",
-        )
+        ))
 
     async def mcp_stream(
         self,
@@ -3214,13 +3214,13 @@ class AsyncOperations:
 
         ``GET /mcp`` (mcpStream).
         """
-        return await self._call(
+        return cast('str', await self._call(
             "GET",
             "/mcp",
             headers={"Mcp-Session-Id": mcp_session_id},
             accept="text/event-stream",
             result="text",
-        )
+        ))
 
     async def mcp_end(
         self,
@@ -3231,7 +3231,7 @@ class AsyncOperations:
 
         ``DELETE /mcp`` (mcpEnd).
         """
-        return await self._call(
+        await self._call(
             "DELETE",
             "/mcp",
             headers={"Mcp-Session-Id": mcp_session_id},

@@ -23,7 +23,7 @@ def build(
     *,
     path_params: Optional[Mapping[str, str]],
     query: Optional[Mapping[str, Any]],
-    headers: Optional[Mapping[str, Optional[str]]],
+    headers: Optional[Mapping[str, Any]],
     json: Any,
     content: Optional[bytes],
     content_type: Optional[str],
@@ -35,20 +35,17 @@ def build(
             raise ValueError(f"{name} must not be empty")
         path = path.replace("{" + name + "}", quote(str(value), safe=_PATH_SAFE))
     params: Dict[str, Any] = {}
-    for name, value in (query or {}).items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        params[name] = value
+    for key, arg in (query or {}).items():
+        if arg is not None:
+            params[key] = ("true" if arg else "false") if isinstance(arg, bool) else arg
     hdrs: Dict[str, str] = {}
     if token:
         hdrs["Authorization"] = "Bearer " + token
     if accept:
         hdrs["Accept"] = accept
-    for name, value in (headers or {}).items():
-        if value is not None:
-            hdrs[name] = str(value)
+    for header, given in (headers or {}).items():
+        if given is not None:
+            hdrs[header] = str(given)
     body: Optional[bytes] = None
     if content is not None:
         body = content

@@ -50,7 +50,8 @@ class LeaseLost(TetherError):
     """
 
     holder: Optional[str] = None
-    code: Optional[str] = None
+    #: The problem code behind the loss ("lease_lost", "not_found", ...), or "".
+    code: str = ""
 
     def __init__(self, message: str, *, holder: Optional[str] = None) -> None:
         super().__init__(message)

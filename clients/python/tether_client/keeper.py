@@ -134,7 +134,7 @@ def _lost(node_id: str, err: BaseException) -> LeaseLost:
     if isinstance(err, LeaseLost):
         return err
     lost = LeaseLost(f"lease lost: node {node_id}: {err}", holder=getattr(err, "holder", None))
-    lost.code = getattr(err, "code", None)
+    lost.code = getattr(err, "code", "") or ""
     lost.__cause__ = err
     return lost
 
