@@ -53,7 +53,7 @@ def test_async_problem_and_loss(server, head, queue: str) -> None:
             assert caught.value.code == "conflict"
             assert caught.value.holder == "frank"
 
-            keeper = frank.keep(claim).start()
+            keeper = frank.keep(claim)
             head.release_node(node_id, {})
             await grace.claim_node(node_id, {"ttl_ms": 60000})
             await asyncio.wait_for(keeper.lost.wait(), 10)

@@ -10,7 +10,15 @@ import threading
 import httpx
 import pytest
 
-from tether_client import Client, LeaseExpired, LeaseKeeper, LeaseLost, LeaseLostError, TransientError
+from tether_client import (
+    Client,
+    LeaseExpired,
+    LeaseKeeper,
+    LeaseLost,
+    LeaseLostError,
+    NotFoundError,
+    TransientError,
+)
 
 WAIT = 10.0  # seconds to wait for a signal before failing
 
@@ -167,3 +175,33 @@ def test_release_gives_the_attempt_back(head: Client, alice: Client, make_node) 
     node = head.get_node(node_id)
     assert node["attempts"] == 0
     assert node["lease"] is None
+
+
+def test_a_deleted_node_ends_the_lease_at_once(head: Client, alice: Client, make_node) -> None:
+    node_id = make_node()
+    claim = alice.claim_node(node_id, {"ttl_ms": 900})
+    keeper = alice.keep(claim)
+    head.delete_node(node_id, force=True)
+
+    assert keeper.lost.wait(WAIT)
+    cause = keeper.cause
+    assert type(cause) is LeaseLost
+    assert cause.code == "not_found"
+    assert isinstance(cause.__cause__, NotFoundError)
+    assert keeper.stop() is cause
+
+
+def test_a_raising_callback_does_not_stop_the_renewals(alice: Client, make_node) -> None:
+    node_id = make_node()
+    claim = alice.claim_node(node_id, {"ttl_ms": 600})
+    calls: "queues.Queue[int]" = queues.Queue()
+
+    def broken(_: dict) -> None:
+        calls.put(1)
+        raise RuntimeError("a bug in the caller's callback")
+
+    with alice.keep(claim, on_renew=broken) as lease:
+        for _ in range(3):
+            calls.get(timeout=WAIT)
+        assert not lease.lost.is_set()
+        lease.complete()

@@ -128,9 +128,10 @@ class AsyncClient(AsyncOperations):
         return c
 
     def keep(self, lease: Union[Lease, ClaimResponse], **options: Any) -> AsyncLeaseKeeper:
-        """An AsyncLeaseKeeper for a lease (or a claim's answer): use it as
-        ``async with``. See LeaseKeeper for the options."""
-        return AsyncLeaseKeeper(self, lease, **options)
+        """An AsyncLeaseKeeper for a lease (or a claim's answer), started in
+        the running loop: use it as ``async with``. See LeaseKeeper for the
+        options."""
+        return AsyncLeaseKeeper(self, lease, **options).start()
 
     async def _call(
         self,

@@ -24,6 +24,7 @@ extend a lease.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import threading
 import time
@@ -52,6 +53,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["LeaseKeeper", "AsyncLeaseKeeper"]
 
 _MAX_ERROR = 65536
+# A renewal never waits longer than this for its answer, so that a hung
+# connection is retried, and a sync keeper's stop() does not wait on it long.
+_MAX_RENEWAL_WAIT = 30.0
+
+log = logging.getLogger("tether_client")
 
 
 class _Plan:
@@ -101,8 +107,8 @@ class _Plan:
 
     def request_timeout(self, sent: float) -> float:
         """A renewal gives up at the expiry as we reckon it (or after the
-        least backoff, when that is later)."""
-        return max(self.deadline - sent, self.backoff_min)
+        least backoff, when that is later), and after _MAX_RENEWAL_WAIT."""
+        return max(min(self.deadline - sent, _MAX_RENEWAL_WAIT), self.backoff_min)
 
     def retry_wait(self, err: BaseException) -> Optional[float]:
         """How long to wait before retrying after a transient error; None
@@ -123,9 +129,11 @@ def _jitter(d: float) -> float:
 
 
 def _transient(err: BaseException) -> bool:
+    """Whether a renewal's error is worth retrying: no answer, 408, 429, 5xx,
+    or an answer that could not be read (a proxy's page with a 200)."""
     if isinstance(err, ProblemError):
         return err.retryable
-    return isinstance(err, httpx.TransportError)
+    return True
 
 
 def _lost(node_id: str, err: BaseException) -> LeaseLost:
@@ -201,7 +209,10 @@ class _KeeperBase:
         self.lease = res["lease"]
         wait = self._plan.renewed(sent, res["lease"])
         if self._on_renew is not None:
-            self._on_renew(res)
+            try:
+                self._on_renew(res)
+            except Exception:  # a broken callback must not stop the renewals
+                log.exception("tether_client: on_renew of node %s raised", self.node_id)
         return wait
 
     def _failed(self, err: BaseException) -> Optional[float]:
@@ -223,8 +234,15 @@ class _KeeperBase:
     def _lose(self, lost: LeaseLost) -> None:
         self.cause = lost
         self.last_error = lost
+        self._signal_lost()
         if self._on_lost is not None:
-            self._on_lost(lost)
+            try:
+                self._on_lost(lost)
+            except Exception:
+                log.exception("tether_client: on_lost of node %s raised", self.node_id)
+
+    def _signal_lost(self) -> None:
+        raise NotImplementedError
 
 
 class LeaseKeeper(_KeeperBase):
@@ -247,6 +265,9 @@ class LeaseKeeper(_KeeperBase):
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"tether-keeper-{self.node_id}", daemon=True)
         self._lock = threading.Lock()
+
+    def _signal_lost(self) -> None:
+        self.lost.set()
 
     def start(self) -> "LeaseKeeper":
         with self._lock:
@@ -302,7 +323,6 @@ class LeaseKeeper(_KeeperBase):
     def _run(self) -> None:
         if self._plan.ttl <= 0 or self._plan.deadline <= self._plan.clock():
             self._lose(LeaseLost(f"lease lost: node {self.node_id}: the lease had expired before it was kept"))
-            self.lost.set()
             return
         wait = self._plan.first_wait()
         while True:
@@ -315,12 +335,11 @@ class LeaseKeeper(_KeeperBase):
                 res = self._client.with_timeout(self._plan.request_timeout(sent)).renew_lease(
                     self.node_id, self._renew_body()  # type: ignore[arg-type]
                 )
-            except (ProblemError, httpx.TransportError) as err:
+            except Exception as err:  # noqa: BLE001 - every failure is transient or final, see _failed
                 if self._stopping.is_set():
                     return
                 next_wait = self._failed(err)
                 if next_wait is None:
-                    self.lost.set()
                     return
                 wait = next_wait
                 continue
@@ -347,6 +366,9 @@ class AsyncLeaseKeeper(_KeeperBase):
         self.lost = asyncio.Event()
         self._task: Optional["asyncio.Task[None]"] = None
         self._stopped = False
+
+    def _signal_lost(self) -> None:
+        self.lost.set()
 
     def start(self) -> "AsyncLeaseKeeper":
         """Start renewing (in a task of the running loop)."""
@@ -400,7 +422,6 @@ class AsyncLeaseKeeper(_KeeperBase):
     async def _run(self) -> None:
         if self._plan.ttl <= 0 or self._plan.deadline <= self._plan.clock():
             self._lose(LeaseLost(f"lease lost: node {self.node_id}: the lease had expired before it was kept"))
-            self.lost.set()
             return
         wait = self._plan.first_wait()
         while True:
@@ -412,10 +433,9 @@ class AsyncLeaseKeeper(_KeeperBase):
                 res = await self._client.with_timeout(self._plan.request_timeout(sent)).renew_lease(
                     self.node_id, self._renew_body()  # type: ignore[arg-type]
                 )
-            except (ProblemError, httpx.TransportError) as err:
+            except Exception as err:  # noqa: BLE001 - every failure is transient or final, see _failed
                 next_wait = self._failed(err)
                 if next_wait is None:
-                    self.lost.set()
                     return
                 wait = next_wait
                 continue
