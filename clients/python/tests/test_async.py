@@ -23,10 +23,10 @@ def test_async_work_cycle_with_a_keeper(server, head, queue: str) -> None:
 
             renewals: "asyncio.Queue[dict]" = asyncio.Queue()
             kept = head.create_node({"type": "task"})["id"]
-            first = await erin.claim_node(kept, {"ttl_ms": 900})
+            first = await erin.claim_node(kept, {"ttl_ms": 1500})
             async with erin.keep(first, on_renew=renewals.put_nowait) as lease:
                 assert isinstance(lease, AsyncLeaseKeeper)
-                for _ in range(4):  # ~1.2 s: past the 900 ms first expiry
+                for _ in range(4):  # 1.5 s and more: past the first expiry
                     r = await asyncio.wait_for(renewals.get(), 10)
                     assert r["lease"]["fence"] == first["lease"]["fence"]
                 done = await lease.complete({"result": {"async": True}})
