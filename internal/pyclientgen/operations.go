@@ -10,6 +10,14 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// acceptsBoth are the operations whose answer may come as JSON or as a
+// stream of server-sent events that ends with the answer, and whose server
+// wants both in Accept: MCP's streamable HTTP POST (the MCP specification
+// requires it). The client reads either (see _transport.read). Other
+// operations that offer JSON or an endless stream (listEvents) ask for
+// JSON only.
+var acceptsBoth = map[string]bool{"mcpPost": true}
+
 var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 // operation is what a generated method needs to know of one operation.
@@ -139,6 +147,9 @@ func (s *spec) operation(path, method string, item, n *yaml.Node) (operation, er
 	res, err := s.result(get(n, "responses"))
 	if err != nil {
 		return op, err
+	}
+	if acceptsBoth[op.id] {
+		res.accept = "application/json, text/event-stream"
 	}
 	op.result = res
 

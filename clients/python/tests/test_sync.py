@@ -199,6 +199,23 @@ def test_a_tour_of_the_api(server, head: Client, alice: Client, queue: str) -> N
     assert head.get_tenant()["id"] == "default"
     assert head.list_events(limit=1)["items"]
     assert head.list_leases(queue=queue)["items"] == []
+    init = alice.mcp_post(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "py", "version": "1"}},
+        }
+    )
+    assert init is not None and init["result"]["serverInfo"]["name"] == "tether"
     head.delete_node(rest["items"][0]["id"], force=True)
     with pytest.raises(NotFoundError):
         head.get_node(rest["items"][0]["id"])
+
+
+def test_a_finished_event_stream_reads_as_its_last_event() -> None:
+    from tether_client._transport import _last_event_data
+
+    stream = 'event: message\nid: 1\ndata: {"a":\ndata:  1}\n\n: a comment\ndata: {"jsonrpc": "2.0", "id": 7}\n'
+    assert _last_event_data(stream) == {"jsonrpc": "2.0", "id": 7}
+    assert _last_event_data(": only a comment\n\n") is None

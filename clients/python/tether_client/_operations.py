@@ -1589,7 +1589,7 @@ class SyncOperations:
             headers={"Mcp-Session-Id": mcp_session_id},
             json=body,
             content_type="application/json",
-            accept="application/json",
+            accept="application/json, text/event-stream",
             result="json",
         ))
 
@@ -3201,7 +3201,7 @@ class AsyncOperations:
             headers={"Mcp-Session-Id": mcp_session_id},
             json=body,
             content_type="application/json",
-            accept="application/json",
+            accept="application/json, text/event-stream",
             result="json",
         ))
 

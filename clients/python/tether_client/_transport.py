@@ -4,7 +4,7 @@ operation's parts, and reading its answer. No I/O here."""
 from __future__ import annotations
 
 import json as jsonlib
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote
 
 import httpx
@@ -63,6 +63,8 @@ def read(response: httpx.Response, result: str) -> Any:
     if result == "json":
         if response.status_code in (202, 204, 304) or not response.content:
             return None
+        if _media_type(response) == "text/event-stream":
+            return _last_event_data(response.text)
         return response.json()
     if result == "text":
         return response.text
@@ -80,3 +82,20 @@ def timeout_for(base: httpx.Timeout, long_poll_ms: Optional[int], override: Opti
         return base
     read = None if base.read is None else base.read + long_poll_ms / 1000
     return httpx.Timeout(connect=base.connect, read=read, write=base.write, pool=base.pool)
+
+
+def _media_type(response: httpx.Response) -> str:
+    return str(response.headers.get("content-type", "")).split(";")[0].strip().lower()
+
+
+def _last_event_data(text: str) -> Any:
+    """The JSON of the last event of a finished server-sent-event stream (an
+    MCP POST answered as a stream ends with its JSON-RPC response)."""
+    last: Optional[str] = None
+    data: List[str] = []
+    for line in text.splitlines() + [""]:
+        if line.startswith("data:"):
+            data.append(line[6:] if line[5:6] == " " else line[5:])
+        elif line == "" and data:
+            last, data = "\n".join(data), []
+    return None if last is None else jsonlib.loads(last)
