@@ -17,4 +17,6 @@
 //     client alike; a shape the generator does not know is an error, never a
 //     method left out.
 //   - Every schema under components/schemas gets a model of the same name.
+//   - The methods read the spec as it is, with one liberty, acceptsBoth:
+//     the operations whose Accept header must list JSON and event streams.
 package pyclientgen

@@ -111,7 +111,7 @@ components:
     X:
 `
 	for name, schema := range map[string]string{
-		"oneOf":         "      oneOf: [{type: string}, {type: integer}]\n",
+		"not":           "      not: {type: string}\n",
 		"remote ref":    "      $ref: \"other.yaml#/X\"\n",
 		"unknown type":  "      type: file\n",
 		"allOf of many": "      allOf: [{type: object}, {type: object}]\n",
@@ -122,7 +122,11 @@ components:
 	_, err := Generate([]byte(strings.Replace(base, "      operationId: getX\n", "", 1) + "      type: string\n"))
 	require.ErrorContains(t, err, "no operationId")
 
-	files, err := Generate([]byte(base + "      type: object\n      properties:\n        from: {type: string}\n      required: [from]\n"))
+	files, err := Generate([]byte(base + "      oneOf: [{type: string}, {$ref: \"#/components/schemas/Y\"}]\n    Y: {type: integer}\n"))
+	require.NoError(t, err)
+	require.Contains(t, string(files["models.py"]), "X = Union[str, \"Y\"]\n")
+
+	files, err = Generate([]byte(base + "      type: object\n      properties:\n        from: {type: string}\n      required: [from]\n"))
 	require.NoError(t, err)
 	require.Contains(t, string(files["models.py"]), "X = TypedDict(\n    \"X\",\n    {\n        \"from\": str,\n")
 }

@@ -52,10 +52,27 @@ func typeOfNotNull(n *yaml.Node, quoteRefs bool) (string, error) {
 		}
 		return typeOfNotNull(all.Content[0], quoteRefs)
 	}
-	for _, k := range []string{"oneOf", "anyOf", "not"} {
-		if get(n, k) != nil {
-			return "", fmt.Errorf("%s is not supported", k)
+	for _, k := range []string{"oneOf", "anyOf"} {
+		if alts := get(n, k); alts != nil {
+			members := make([]string, 0, len(alts.Content))
+			for _, alt := range alts.Content {
+				t, err := typeOf(alt, quoteRefs)
+				if err != nil {
+					return "", err
+				}
+				members = append(members, t)
+			}
+			if len(members) == 0 {
+				return "", fmt.Errorf("%s without members", k)
+			}
+			if len(members) == 1 {
+				return members[0], nil
+			}
+			return "Union[" + strings.Join(members, ", ") + "]", nil
 		}
+	}
+	if get(n, "not") != nil {
+		return "", fmt.Errorf("not is not supported")
 	}
 	switch typ := str(n, "type"); typ {
 	case "string":

@@ -10,7 +10,7 @@ for one without a body, as claim_next's 204), and raises a ProblemError
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Mapping, Optional, cast
+from typing import Any, Dict, List, Literal, Mapping, Optional, Union, cast
 
 from .models import *  # noqa: F403
 

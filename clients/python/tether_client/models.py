@@ -8,7 +8,7 @@ Optional. Date-times are RFC 3339 strings.
 """
 
 import sys
-from typing import Any, Dict, List, Literal, Optional, TypedDict
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired
