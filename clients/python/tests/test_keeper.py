@@ -193,7 +193,7 @@ def test_a_deleted_node_ends_the_lease_at_once(head: Client, alice: Client, make
     assert keeper.stop() is cause
 
 
-def test_a_raising_callback_does_not_stop_the_renewals(alice: Client, make_node) -> None:
+def test_a_raising_callback_does_not_stop_the_renewals(alice: Client, make_node, caplog) -> None:
     node_id = make_node()
     claim = alice.claim_node(node_id, {"ttl_ms": 1500})
     calls: "queues.Queue[int]" = queues.Queue()
@@ -207,3 +207,4 @@ def test_a_raising_callback_does_not_stop_the_renewals(alice: Client, make_node)
             calls.get(timeout=WAIT)
         assert not lease.lost.is_set()
         lease.complete()
+    assert f"on_renew of node {node_id} raised" in caplog.text
