@@ -15,7 +15,8 @@ for the async keeper) is set, ``cause`` holds a LeaseLost exception, and
 The keeper stops renewing on ``complete``, ``fail`` and ``release`` (which
 pass the lease's fence for you), on ``stop()``, and when its ``with`` block
 ends. A block that raises fails the node with the exception's text (the node
-is retried while attempts remain) and re-raises.
+is retried while attempts remain) and re-raises; a block that ends without
+an outcome only stops renewing, and the lease lapses at its expiry.
 
 Renewing sets the expiry to now plus the lease's TTL; a keeper does not
 extend a lease.
@@ -255,7 +256,9 @@ class LeaseKeeper(_KeeperBase):
     ``interval`` renews that often instead of every third of the TTL;
     ``backoff`` is the least and the most delay between retries of a
     transient failure; ``on_renew`` and ``on_lost`` are called from the
-    keeper's thread and must return quickly.
+    keeper's thread and must return quickly (an exception they raise is
+    logged to the ``tether_client`` logger); ``clock`` is the monotonic clock
+    the schedule is reckoned on.
     """
 
     def __init__(self, client: "Client", lease: Union[Lease, ClaimResponse], **options: Any) -> None:
