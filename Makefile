@@ -45,6 +45,10 @@ spec-lint: ## Lint api/openapi.yaml with Redocly (recommended) and Spectral (spe
 ts-e2e: ## TypeScript client: regenerate-and-diff its types, type check, run its end-to-end script against a real server
 	bash .ci/typescript-e2e.sh
 
+.PHONY: py-e2e
+py-e2e: ## Python client: drift check of its generated modules, pip install into a venv, its pytest suite against a real server
+	bash .ci/python-e2e.sh
+
 .PHONY: bench
 bench: ## Benchmark a real server process over HTTP (all scenarios, ~3 min); see BENCHMARKS.md
 	$(GO) run ./cmd/tether-bench -c 32 -d 10s
@@ -64,13 +68,14 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) tool staticcheck $(PKGS)
 
 .PHONY: generate
-generate: ## Regenerate the Go client (and the TypeScript types) from api/openapi.yaml
+generate: ## Regenerate the Go client, the Python client's generated modules (and the TypeScript types) from api/openapi.yaml
 	$(GO) generate ./client/
+	$(GO) run ./cmd/tether-pygen -spec api/openapi.yaml -out clients/python/tether_client
 	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
 .PHONY: verify
 verify: generate ## Fail when generated code is stale
-	@git diff --exit-code -- client/ || (echo "client/ is stale: run make generate and commit" && exit 1)
+	@git diff --exit-code -- client/ clients/python/tether_client/ || (echo "client/ or clients/python/tether_client/ is stale: run make generate and commit" && exit 1)
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for a short while
