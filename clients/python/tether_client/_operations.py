@@ -70,6 +70,11 @@ class SyncOperations:
         parent: Optional[str] = None,
         holder: Optional[str] = None,
         ready: Optional[bool] = None,
+        q: Optional[str] = None,
+        created_after: Optional[str] = None,
+        created_before: Optional[str] = None,
+        updated_after: Optional[str] = None,
+        updated_before: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> NodeList:
@@ -85,7 +90,7 @@ class SyncOperations:
         return cast('NodeList', self._call(
             "GET",
             "/v1/nodes",
-            query={"type": type, "status": status, "queue": queue, "label": label, "target": target, "parent": parent, "holder": holder, "ready": ready, "limit": limit, "cursor": cursor},
+            query={"type": type, "status": status, "queue": queue, "label": label, "target": target, "parent": parent, "holder": holder, "ready": ready, "q": q, "created_after": created_after, "created_before": created_before, "updated_after": updated_after, "updated_before": updated_before, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
         ))
@@ -107,6 +112,32 @@ class SyncOperations:
             "POST",
             "/v1/nodes/batch",
             headers={"Idempotency-Key": idempotency_key},
+            json=body,
+            content_type="application/json",
+            accept="application/json",
+            result="json",
+        ))
+
+    def bulk_nodes(
+        self,
+        body: BulkRequest,
+    ) -> BulkResult:
+        """Requeue, cancel or delete every node a filter selects.
+
+        Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+        page, in list order, up to `limit`) and applies `action` to each, each
+        node in a transaction of its own: a bulk is not atomic. A node the
+        action is refused for (a requeue of a node that is not failed, dead or
+        cancelled; a delete of a running node without `force`) is listed in
+        `failed` with the problem it would have got on its own, and the rest go
+        on. `dry_run` only counts what the filter selects, for a confirmation
+        ("this will requeue 50 nodes"). Identity nodes are never selected.
+
+        ``POST /v1/nodes/bulk`` (bulkNodes).
+        """
+        return cast('BulkResult', self._call(
+            "POST",
+            "/v1/nodes/bulk",
             json=body,
             content_type="application/json",
             accept="application/json",
@@ -1417,6 +1448,9 @@ class SyncOperations:
     ) -> Health:
         """Liveness.
 
+        200 while the process serves HTTP, whatever its store is doing (use
+        `/ready` to know whether it can serve requests); names the build.
+
         ``GET /health`` (getHealth).
         """
         return cast('Health', self._call(
@@ -1430,6 +1464,8 @@ class SyncOperations:
         self,
     ) -> None:
         """Liveness, for probes that send HEAD.
+
+        `GET /health` without the body.
 
         ``HEAD /health`` (headHealth).
         """
@@ -1460,6 +1496,8 @@ class SyncOperations:
     ) -> None:
         """Readiness, for probes that send HEAD.
 
+        `GET /ready` without the body.
+
         ``HEAD /ready`` (headReady).
         """
         self._call(
@@ -1472,6 +1510,8 @@ class SyncOperations:
         self,
     ) -> str:
         """This document.
+
+        The contract this server implements, as embedded in its binary.
 
         ``GET /openapi.yaml`` (getOpenAPI).
         """
@@ -1486,6 +1526,9 @@ class SyncOperations:
         self,
     ) -> str:
         """Prometheus metrics.
+
+        The server's `tether_*` series and Go's runtime series, for a Prometheus
+        scrape. Public: put it behind the network's own access rules.
 
         ``GET /metrics`` (getMetrics).
         """
@@ -1528,6 +1571,9 @@ class SyncOperations:
     ) -> str:
         """A guide for agents on using this API.
 
+        A page an agent reads before it calls this API: the lifecycle, the calls a
+        worker makes and in which order, and the errors to expect.
+
         ``GET /skill.md`` (getSkill).
         """
         return cast('str', self._call(
@@ -1545,14 +1591,14 @@ class SyncOperations:
         A page for operators (package `ui`, embedded in the binary): live leases,
         queues, workers, schedules, live events and a page per node. It asks for a
         token or API key, keeps it in the tab's sessionStorage and calls this API
-        with it; the files themselves need no credentials. `GET /ui` redirects here.
+        with it; the files themselves need no credentials. `GET /ui/` redirects here.
         Served with a Content-Security-Policy that allows only this origin.
 
-        ``GET /ui/`` (getDashboard).
+        ``GET /ui`` (getDashboard).
         """
         return cast('str', self._call(
             "GET",
-            "/ui/",
+            "/ui",
             accept="text/html",
             result="text",
         ))
@@ -1562,6 +1608,8 @@ class SyncOperations:
         file: str,
     ) -> str:
         """A file of the operator dashboard (script, style sheet).
+
+        One of the files the page at `/ui` loads; any other name is `404`.
 
         ``GET /ui/{file}`` (getDashboardFile).
         """
@@ -1580,6 +1628,10 @@ class SyncOperations:
         mcp_session_id: Optional[str] = None,
     ) -> Optional[Dict[str, Any]]:
         """Send a JSON-RPC message of an MCP session.
+
+        `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+        header; every later message carries that header. A request is answered
+        as JSON or as a stream of server-sent events that ends with its response.
 
         ``POST /mcp`` (mcpPost).
         """
@@ -1600,6 +1652,9 @@ class SyncOperations:
     ) -> str:
         """Open the stream of an MCP session's server-initiated messages.
 
+        The session's standalone stream of server-sent events: notifications the
+        server sends outside any request. One at a time per session.
+
         ``GET /mcp`` (mcpStream).
         """
         return cast('str', self._call(
@@ -1616,6 +1671,9 @@ class SyncOperations:
         mcp_session_id: Optional[str] = None,
     ) -> None:
         """End an MCP session (its leases are no longer renewed and lapse at their expiry).
+
+        Ends the session named by `Mcp-Session-Id`: its streams close, and the
+        leases its `claim_next` calls obtained are no longer renewed.
 
         ``DELETE /mcp`` (mcpEnd).
         """
@@ -1682,6 +1740,11 @@ class AsyncOperations:
         parent: Optional[str] = None,
         holder: Optional[str] = None,
         ready: Optional[bool] = None,
+        q: Optional[str] = None,
+        created_after: Optional[str] = None,
+        created_before: Optional[str] = None,
+        updated_after: Optional[str] = None,
+        updated_before: Optional[str] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> NodeList:
@@ -1697,7 +1760,7 @@ class AsyncOperations:
         return cast('NodeList', await self._call(
             "GET",
             "/v1/nodes",
-            query={"type": type, "status": status, "queue": queue, "label": label, "target": target, "parent": parent, "holder": holder, "ready": ready, "limit": limit, "cursor": cursor},
+            query={"type": type, "status": status, "queue": queue, "label": label, "target": target, "parent": parent, "holder": holder, "ready": ready, "q": q, "created_after": created_after, "created_before": created_before, "updated_after": updated_after, "updated_before": updated_before, "limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
         ))
@@ -1719,6 +1782,32 @@ class AsyncOperations:
             "POST",
             "/v1/nodes/batch",
             headers={"Idempotency-Key": idempotency_key},
+            json=body,
+            content_type="application/json",
+            accept="application/json",
+            result="json",
+        ))
+
+    async def bulk_nodes(
+        self,
+        body: BulkRequest,
+    ) -> BulkResult:
+        """Requeue, cancel or delete every node a filter selects.
+
+        Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+        page, in list order, up to `limit`) and applies `action` to each, each
+        node in a transaction of its own: a bulk is not atomic. A node the
+        action is refused for (a requeue of a node that is not failed, dead or
+        cancelled; a delete of a running node without `force`) is listed in
+        `failed` with the problem it would have got on its own, and the rest go
+        on. `dry_run` only counts what the filter selects, for a confirmation
+        ("this will requeue 50 nodes"). Identity nodes are never selected.
+
+        ``POST /v1/nodes/bulk`` (bulkNodes).
+        """
+        return cast('BulkResult', await self._call(
+            "POST",
+            "/v1/nodes/bulk",
             json=body,
             content_type="application/json",
             accept="application/json",
@@ -3029,6 +3118,9 @@ class AsyncOperations:
     ) -> Health:
         """Liveness.
 
+        200 while the process serves HTTP, whatever its store is doing (use
+        `/ready` to know whether it can serve requests); names the build.
+
         ``GET /health`` (getHealth).
         """
         return cast('Health', await self._call(
@@ -3042,6 +3134,8 @@ class AsyncOperations:
         self,
     ) -> None:
         """Liveness, for probes that send HEAD.
+
+        `GET /health` without the body.
 
         ``HEAD /health`` (headHealth).
         """
@@ -3072,6 +3166,8 @@ class AsyncOperations:
     ) -> None:
         """Readiness, for probes that send HEAD.
 
+        `GET /ready` without the body.
+
         ``HEAD /ready`` (headReady).
         """
         await self._call(
@@ -3084,6 +3180,8 @@ class AsyncOperations:
         self,
     ) -> str:
         """This document.
+
+        The contract this server implements, as embedded in its binary.
 
         ``GET /openapi.yaml`` (getOpenAPI).
         """
@@ -3098,6 +3196,9 @@ class AsyncOperations:
         self,
     ) -> str:
         """Prometheus metrics.
+
+        The server's `tether_*` series and Go's runtime series, for a Prometheus
+        scrape. Public: put it behind the network's own access rules.
 
         ``GET /metrics`` (getMetrics).
         """
@@ -3140,6 +3241,9 @@ class AsyncOperations:
     ) -> str:
         """A guide for agents on using this API.
 
+        A page an agent reads before it calls this API: the lifecycle, the calls a
+        worker makes and in which order, and the errors to expect.
+
         ``GET /skill.md`` (getSkill).
         """
         return cast('str', await self._call(
@@ -3157,14 +3261,14 @@ class AsyncOperations:
         A page for operators (package `ui`, embedded in the binary): live leases,
         queues, workers, schedules, live events and a page per node. It asks for a
         token or API key, keeps it in the tab's sessionStorage and calls this API
-        with it; the files themselves need no credentials. `GET /ui` redirects here.
+        with it; the files themselves need no credentials. `GET /ui/` redirects here.
         Served with a Content-Security-Policy that allows only this origin.
 
-        ``GET /ui/`` (getDashboard).
+        ``GET /ui`` (getDashboard).
         """
         return cast('str', await self._call(
             "GET",
-            "/ui/",
+            "/ui",
             accept="text/html",
             result="text",
         ))
@@ -3174,6 +3278,8 @@ class AsyncOperations:
         file: str,
     ) -> str:
         """A file of the operator dashboard (script, style sheet).
+
+        One of the files the page at `/ui` loads; any other name is `404`.
 
         ``GET /ui/{file}`` (getDashboardFile).
         """
@@ -3192,6 +3298,10 @@ class AsyncOperations:
         mcp_session_id: Optional[str] = None,
     ) -> Optional[Dict[str, Any]]:
         """Send a JSON-RPC message of an MCP session.
+
+        `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+        header; every later message carries that header. A request is answered
+        as JSON or as a stream of server-sent events that ends with its response.
 
         ``POST /mcp`` (mcpPost).
         """
@@ -3212,6 +3322,9 @@ class AsyncOperations:
     ) -> str:
         """Open the stream of an MCP session's server-initiated messages.
 
+        The session's standalone stream of server-sent events: notifications the
+        server sends outside any request. One at a time per session.
+
         ``GET /mcp`` (mcpStream).
         """
         return cast('str', await self._call(
@@ -3229,6 +3342,9 @@ class AsyncOperations:
     ) -> None:
         """End an MCP session (its leases are no longer renewed and lapse at their expiry).
 
+        Ends the session named by `Mcp-Session-Id`: its streams close, and the
+        leases its `claim_next` calls obtained are no longer renewed.
+
         ``DELETE /mcp`` (mcpEnd).
         """
         await self._call(
@@ -3244,6 +3360,7 @@ OPERATIONS = {
     "createNode": ("POST", "/v1/nodes", "create_node"),
     "listNodes": ("GET", "/v1/nodes", "list_nodes"),
     "createNodesBatch": ("POST", "/v1/nodes/batch", "create_nodes_batch"),
+    "bulkNodes": ("POST", "/v1/nodes/bulk", "bulk_nodes"),
     "getNode": ("GET", "/v1/nodes/{id}", "get_node"),
     "updateNode": ("PATCH", "/v1/nodes/{id}", "update_node"),
     "deleteNode": ("DELETE", "/v1/nodes/{id}", "delete_node"),
@@ -3303,7 +3420,7 @@ OPERATIONS = {
     "getMetrics": ("GET", "/metrics", "get_metrics"),
     "getBackup": ("GET", "/admin/backup", "get_backup"),
     "getSkill": ("GET", "/skill.md", "get_skill"),
-    "getDashboard": ("GET", "/ui/", "get_dashboard"),
+    "getDashboard": ("GET", "/ui", "get_dashboard"),
     "getDashboardFile": ("GET", "/ui/{file}", "get_dashboard_file"),
     "mcpPost": ("POST", "/mcp", "mcp_post"),
     "mcpStream": ("GET", "/mcp", "mcp_stream"),

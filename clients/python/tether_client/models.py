@@ -16,6 +16,60 @@ else:  # pragma: no cover
     from typing_extensions import NotRequired
 
 
+class NodeFilter(TypedDict):
+    """The filters of `listNodes`, combined with AND; none selects every work node."""
+    type: NotRequired[str]
+    status: NotRequired["NodeStatus"]
+    queue: NotRequired[str]
+    label: NotRequired[str]
+    target: NotRequired[str]
+    parent: NotRequired[str]
+    # Nodes whose live lease is held by this identity.
+    holder: NotRequired[str]
+    ready: NotRequired[bool]
+    # Nodes whose id or title contains this text, ignoring case.
+    q: NotRequired[str]
+    created_after: NotRequired[str]
+    created_before: NotRequired[str]
+    updated_after: NotRequired[str]
+    updated_before: NotRequired[str]
+
+
+class BulkRequest(TypedDict):
+    # `requeue` puts failed, dead and cancelled nodes back at rest with
+    # attempts reset; `cancel` cancels each node with its descendants and
+    # dependents; `delete` removes each node (a running one only with `force`).
+    action: Literal["requeue", "cancel", "delete"]
+    filter: NotRequired["NodeFilter"]
+    # The most nodes to select; more matching ones are left untouched (`truncated`).
+    limit: NotRequired[int]
+    # Only count what the filter selects; change nothing.
+    dry_run: NotRequired[bool]
+    # For `requeue` and `cancel`, recorded in each node's event.
+    reason: NotRequired[str]
+    # For `delete`, end a running node's lease and delete it.
+    force: NotRequired[bool]
+
+
+class BulkResult(TypedDict):
+    action: Literal["requeue", "cancel", "delete"]
+    dry_run: bool
+    # How many nodes the filter selected (at most `limit`).
+    matched: int
+    # More nodes matched beyond `limit`; they were not touched.
+    truncated: bool
+    # The nodes the action changed (a cancel also names the descendants and dependents it reached). Empty on a dry run.
+    affected: List[str]
+    # The selected nodes the action was refused for, each with its problem.
+    failed: List[Dict[str, Any]]
+
+
+# Any JSON value, null included: an object, an array, a string, a number, a
+# boolean or null. (OpenAPI 3.0 cannot say "any type, or null" in one schema,
+# hence the `anyOf`.)
+JSONValue = Union[Optional[Dict[str, Any]], List[Any], str, float, bool]
+
+
 # `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
 # lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
 # `cancelled`.
@@ -106,7 +160,7 @@ class Node(TypedDict):
     blocked_by: List[str]
     lease: Optional["Lease"]
     # Any JSON value given on completion.
-    result: Any
+    result: "JSONValue"
     error: Optional[str]
     progress: Optional["Progress"]
     usage: "Usage"
@@ -292,7 +346,7 @@ class ReleaseResponse(TypedDict):
 
 class CompleteRequest(TypedDict):
     # Any JSON value.
-    result: NotRequired[Any]
+    result: NotRequired["JSONValue"]
     usage: NotRequired["Usage"]
     session: NotRequired[str]
     fence: NotRequired[int]
@@ -333,7 +387,7 @@ class StatusRequest(TypedDict):
     # For `running`, as in `claimNode`.
     ttl_ms: NotRequired[int]
     # For `done`, as in `completeNode`.
-    result: NotRequired[Any]
+    result: NotRequired["JSONValue"]
     usage: NotRequired["Usage"]
     # For a release or a cancel.
     reason: NotRequired[str]
@@ -934,7 +988,7 @@ class ScheduleRun(TypedDict):
     # The error of the first node that did not end `done`.
     error: Optional[str]
     # The result of the run's last node that ended `done` (any JSON).
-    result: Any
+    result: "JSONValue"
 
 
 class ScheduleRunList(TypedDict):
@@ -991,6 +1045,10 @@ class Problem(TypedDict):
 
 __all__ = [
     "NotRequired",
+    "NodeFilter",
+    "BulkRequest",
+    "BulkResult",
+    "JSONValue",
     "NodeStatus",
     "OnChildFail",
     "EdgeDirection",
