@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,53 +18,31 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/apitest"
-	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/internal/testserver"
 )
 
-const secret = "ui-test-secret-0123456789abcdef012345"
-
-// site is a real server on a free port with a real store in a temp dir.
+// site is a real server on a free port with a real store in a temp dir, on
+// the wall clock: the page counts leases down on it.
 type site struct {
 	t   *testing.T
 	url string
 	hc  *http.Client
+	srv *testserver.Server
 }
 
 func startSite(t *testing.T) *site {
 	t.Helper()
-	srv, err := server.Open(context.Background(), server.Config{
-		DataDir:        t.TempDir(),
-		ReaperInterval: time.Second,
-		Tenant: tenant.Config{
-			JWTSecrets:   []string{secret},
-			TTLCeilingMS: 86400000,
-			Defaults:     tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
-		},
-	})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-	})
+	s := testserver.Start(t, testserver.WallClock)
 	hc := &http.Client{Transport: apitest.ValidatingTransport(t, nil), Timeout: 30 * time.Second}
-	return &site{t: t, url: "http://" + ln.Addr().String(), hc: hc}
+	return &site{t: t, url: s.URL, hc: hc, srv: s}
 }
 
 func (s *site) token(sub string, roles ...string) string {
 	s.t.Helper()
-	claims := jwt.MapClaims{"sub": sub, "tid": "acme", "exp": time.Now().Add(time.Hour).Unix(), "roles": roles}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
-	require.NoError(s.t, err)
-	return tok
+	return s.srv.Token("acme", sub, roles...)
 }
 
 // call sends a JSON request and decodes the answer, requiring status want.
