@@ -20,7 +20,6 @@ import (
 	"github.com/tether-run/tether/server"
 )
 
-
 // keepEnv is a real server on a free port; clk is its clock, or nil for the
 // wall clock.
 type keepEnv struct {
