@@ -17,19 +17,14 @@ import (
 // boxes. Authentication refuses a subject that spells a node's address, so
 // only a call from inside the server could ask as "node:n1"; even then it
 // is nobody's recipient: it lists, counts, sees and acknowledges nothing,
-// and the message waits for the identity that claims the node. An identity
-// named like an ordinary subject gets only its own.
+// and the message waits for the identity that claims the node. The same
+// holds for the indexes rebuilt from the stored records at a restart.
 func TestANodeAddressIsNoIdentity(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	store, s := open(t, t.TempDir(), clk)
-	limits := func(context.Context, string) (lease.Limits, error) {
-		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
-	}
-	leases := lease.New(lease.Config{Store: store, Limits: limits})
-	require.NoError(t, leases.Start(ctx))
-	t.Cleanup(func() { leases.Stop(); s.Close(); require.NoError(t, store.Close()) })
+	dir := t.TempDir()
+	store, s := open(t, dir, clk)
 	require.NoError(t, store.Update(ctx, func(tx *graph.Tx) error {
 		return tx.NodeInsert(&graph.Node{
 			Tenant: "acme", ID: "n1", Type: "task", Status: graph.StatusOpen,
@@ -41,6 +36,17 @@ func TestANodeAddressIsNoIdentity(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Send(ctx, SendParams{Tenant: "acme", From: "head", To: "alice", Body: "for alice"})
 	require.NoError(t, err)
+
+	// After a restart too, as the indexes are rebuilt from the records.
+	s.Close()
+	require.NoError(t, store.Close())
+	store, s = open(t, dir, clk)
+	limits := func(context.Context, string) (lease.Limits, error) {
+		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
+	}
+	leases := lease.New(lease.Config{Store: store, Limits: limits})
+	require.NoError(t, leases.Start(ctx))
+	t.Cleanup(func() { leases.Stop(); s.Close(); require.NoError(t, store.Close()) })
 
 	const lookAlike = "node:n1"
 	page, _, err := s.Inbox(ctx, InboxParams{Tenant: "acme", Sub: lookAlike})
