@@ -1022,7 +1022,7 @@ type Message struct {
 	State  MessageState `json:"state"`
 	Thread *string      `json:"thread"`
 
-	// To As sent, `<sub>` or `node:<id>`.
+	// To As sent, `<sub>` or `node:<id>` (which always names a node).
 	To string `json:"to"`
 }
 
@@ -1032,7 +1032,9 @@ type MessageCreate struct {
 	Priority *int64  `json:"priority,omitempty"`
 	Thread   *string `json:"thread,omitempty"`
 
-	// To An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they read).
+	// To An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they
+	// read). `node:` always names a node: no identity may start with it, nor with
+	// `identity:` or `schedule:` (`400`).
 	To string `json:"to"`
 
 	// TTLMS Expire the message if it is still unread this long after it was sent.
@@ -1831,7 +1833,8 @@ type TokenCreate struct {
 	Name  *string `json:"name,omitempty"`
 	Roles []Role  `json:"roles"`
 
-	// Sub The identity the key authenticates as.
+	// Sub The identity the key authenticates as: a subject (see Authentication), so
+	// not starting with `node:`, `identity:` or `schedule:` (else `400`).
 	Sub string `json:"sub"`
 }
 
@@ -2795,6 +2798,12 @@ type ClientInterface interface {
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
 	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
+	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
 	// - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
@@ -2826,6 +2835,12 @@ type ClientInterface interface {
 	// survives a handoff, an expiry or a requeue, and a holder that let the node
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
+	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
 	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -3698,7 +3713,9 @@ type ClientInterface interface {
 	// CreateTokenWithBody Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3708,7 +3725,9 @@ type ClientInterface interface {
 	// CreateToken Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4346,6 +4365,12 @@ func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEd
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
 //
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
+//
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
 //   - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
@@ -4387,6 +4412,12 @@ func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, bo
 // survives a handoff, an expiry or a requeue, and a holder that let the node
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
+//
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
 //
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -5939,7 +5970,9 @@ func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEd
 // CreateTokenWithBody Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5959,7 +5992,9 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // CreateToken Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9901,6 +9936,12 @@ type ClientWithResponsesInterface interface {
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
 	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
+	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
 	// - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
@@ -9932,6 +9973,12 @@ type ClientWithResponsesInterface interface {
 	// survives a handoff, an expiry or a requeue, and a holder that let the node
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
+	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
 	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -10838,7 +10885,9 @@ type ClientWithResponsesInterface interface {
 	// CreateTokenWithBodyWithResponse Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10848,7 +10897,9 @@ type ClientWithResponsesInterface interface {
 	// CreateTokenWithResponse Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18309,6 +18360,12 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
 //
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
+//
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
 //   - `thread`: 1–128 characters of `[A-Za-z0-9._:-]`, to group a conversation
@@ -18346,6 +18403,12 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // survives a handoff, an expiry or a requeue, and a holder that let the node
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
+//
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
 //
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -19660,7 +19723,9 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params
 // CreateTokenWithBodyWithResponse Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19676,7 +19741,9 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // CreateTokenWithResponse Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -22,8 +22,8 @@ type ReleaseParams struct {
 // at rest. Releasing a node the caller holds no lease on succeeds and retires
 // any lingering assigned edge of the caller. It returns the node as stored.
 func (s *Service) Release(ctx context.Context, p ReleaseParams) (*graph.Node, error) {
-	if p.To != "" && !graph.ValidSubject(p.To) {
-		return nil, fault.Invalidf("to", "is not a valid identity")
+	if problem := graph.SubjectProblem(p.To); p.To != "" && problem != "" {
+		return nil, fault.Invalidf("to", "is not a valid identity: it %s", problem)
 	}
 	var out *graph.Node
 	err := s.store.Update(ctx, func(tx *graph.Tx) error {

@@ -199,8 +199,8 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		n.Priority = *spec.Priority
 	}
 	if spec.Target != nil {
-		if !graph.ValidSubject(*spec.Target) {
-			return nil, bad("target", "is not a valid identity")
+		if problem := graph.SubjectProblem(*spec.Target); problem != "" {
+			return nil, bad("target", "is not a valid identity: it %s", problem)
 		}
 		n.Target = *spec.Target
 	}

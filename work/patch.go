@@ -167,8 +167,11 @@ func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
 			n.Priority = v
 		case "target":
 			var v string
-			if !null && (json.Unmarshal(raw, &v) != nil || !graph.ValidSubject(v)) {
+			if !null && json.Unmarshal(raw, &v) != nil {
 				return nil, bad("must be an identity, or null")
+			}
+			if problem := graph.SubjectProblem(v); !null && problem != "" {
+				return nil, bad("must be an identity, or null: an identity " + problem)
 			}
 			n.Target = v
 		case "labels":

@@ -836,7 +836,9 @@ export interface paths {
         /**
          * Mint an API key
          * @description Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-         *     returned this once; only its hash is stored.
+         *     returned this once; only its hash is stored. A `sub` that starts with a
+         *     reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+         *     `400`, naming it.
          */
         post: operations["createToken"];
         delete?: never;
@@ -946,6 +948,12 @@ export interface paths {
          *     survives a handoff, an expiry or a requeue, and a holder that let the node
          *     go no longer sees it. The node must exist (else `404`); an identity need not
          *     have been seen yet.
+         *
+         *     The two kinds of address never meet. `node:` is reserved (see
+         *     Authentication): no identity has a name that starts with it, and a message
+         *     to a node is listed, shown and acknowledgeable only through a live lease on
+         *     the node, never by an identity's name. An identity address with another
+         *     reserved prefix (`identity:`, `schedule:`) is `400`.
          *
          *     - `body`: 1–65536 characters.
          *     - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -2331,7 +2339,10 @@ export interface components {
             retry_max_ms?: number | null;
         };
         TokenCreate: {
-            /** @description The identity the key authenticates as. */
+            /**
+             * @description The identity the key authenticates as: a subject (see Authentication), so
+             *     not starting with `node:`, `identity:` or `schedule:` (else `400`).
+             */
             sub: string;
             roles: components["schemas"]["Role"][];
             /** @description A label for people. */
@@ -2409,7 +2420,11 @@ export interface components {
          */
         MessageState: "pending" | "delivered" | "read" | "expired";
         MessageCreate: {
-            /** @description An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they read). */
+            /**
+             * @description An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they
+             *     read). `node:` always names a node: no identity may start with it, nor with
+             *     `identity:` or `schedule:` (`400`).
+             */
             to: string;
             body: string;
             /**
@@ -2429,7 +2444,7 @@ export interface components {
             id: string;
             /** @description The identity that sent it. */
             from: string;
-            /** @description As sent, `<sub>` or `node:<id>`. */
+            /** @description As sent, `<sub>` or `node:<id>` (which always names a node). */
             to: string;
             /** @description The node of a `node:<id>` address; null for an identity. */
             node_id: string | null;
