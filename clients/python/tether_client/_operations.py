@@ -914,7 +914,9 @@ class SyncOperations:
         """Mint an API key.
 
         Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-        returned this once; only its hash is stored.
+        returned this once; only its hash is stored. A `sub` that starts with a
+        reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+        `400`, naming it.
 
         ``POST /v1/tokens`` (createToken).
         """
@@ -1036,6 +1038,12 @@ class SyncOperations:
         survives a handoff, an expiry or a requeue, and a holder that let the node
         go no longer sees it. The node must exist (else `404`); an identity need not
         have been seen yet.
+
+        The two kinds of address never meet. `node:` is reserved (see
+        Authentication): no identity has a name that starts with it, and a message
+        to a node is listed, shown and acknowledgeable only through a live lease on
+        the node, never by an identity's name. An identity address with another
+        reserved prefix (`identity:`, `schedule:`) is `400`.
 
         - `body`: 1–65536 characters.
         - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -2584,7 +2592,9 @@ class AsyncOperations:
         """Mint an API key.
 
         Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-        returned this once; only its hash is stored.
+        returned this once; only its hash is stored. A `sub` that starts with a
+        reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+        `400`, naming it.
 
         ``POST /v1/tokens`` (createToken).
         """
@@ -2706,6 +2716,12 @@ class AsyncOperations:
         survives a handoff, an expiry or a requeue, and a holder that let the node
         go no longer sees it. The node must exist (else `404`); an identity need not
         have been seen yet.
+
+        The two kinds of address never meet. `node:` is reserved (see
+        Authentication): no identity has a name that starts with it, and a message
+        to a node is listed, shown and acknowledgeable only through a live lease on
+        the node, never by an identity's name. An identity address with another
+        reserved prefix (`identity:`, `schedule:`) is `400`.
 
         - `body`: 1–65536 characters.
         - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.

@@ -661,7 +661,8 @@ class PolicyPatch(TypedDict):
 
 
 class TokenCreate(TypedDict):
-    # The identity the key authenticates as.
+    # The identity the key authenticates as: a subject (see Authentication), so
+    # not starting with `node:`, `identity:` or `schedule:` (else `400`).
     sub: str
     roles: List["Role"]
     # A label for people.
@@ -734,7 +735,9 @@ MessageState = Literal["pending", "delivered", "read", "expired"]
 
 
 class MessageCreate(TypedDict):
-    # An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they read).
+    # An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they
+    # read). `node:` always names a node: no identity may start with it, nor with
+    # `identity:` or `schedule:` (`400`).
     to: str
     body: str
     priority: NotRequired[int]
@@ -750,7 +753,7 @@ Message = TypedDict(
         "id": str,
         # The identity that sent it.
         "from": str,
-        # As sent, `<sub>` or `node:<id>`.
+        # As sent, `<sub>` or `node:<id>` (which always names a node).
         "to": str,
         # The node of a `node:<id>` address; null for an identity.
         "node_id": Optional[str],
