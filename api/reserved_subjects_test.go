@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/graph"
 )
 
 // The prefixes the API gives meaning to, each with a subject that uses it.
@@ -82,4 +83,20 @@ func requireBadField(t *testing.T, p *client.Problem, field, want string) {
 	requireProblem(t, p, http.StatusBadRequest, client.ProblemCodeBadRequest)
 	require.Equal(t, field, p.Field)
 	require.Contains(t, p.Detail, want)
+}
+
+// The server signs its own actions (expiries) as "system": no token may act
+// under that name, so no event by "system" was made by a client.
+func TestSystemNamesNoIdentity(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	ctx := context.Background()
+	nodes, err := e.user(graph.SystemSubject, "admin").ListNodesWithResponse(ctx, &client.ListNodesParams{})
+	require.NoError(t, err)
+	requireProblem(t, nodes.ApplicationProblemJSON401, http.StatusUnauthorized, client.ProblemCodeUnauthorized)
+	require.Contains(t, nodes.ApplicationProblemJSON401.Detail, `must not be "system"`)
+
+	key, err := e.admin().CreateTokenWithResponse(ctx, client.TokenCreate{Sub: graph.SystemSubject, Roles: []client.Role{client.RoleWorker}})
+	require.NoError(t, err)
+	requireBadField(t, key.ApplicationProblemJSON400, "sub", `"system"`)
 }

@@ -17,6 +17,9 @@ const (
 	// SchedulePrefix names the runs of a schedule, which create the nodes
 	// they make and sign their events: "schedule:<id>".
 	SchedulePrefix = "schedule:"
+	// SystemSubject is the name the server signs its own actions with
+	// (a lease's expiry); no identity may take it.
+	SystemSubject = "system"
 )
 
 // maxSubjectLength bounds a subject, in bytes.
@@ -42,6 +45,9 @@ func ReservedPrefix(sub string) (prefix, meaning string) {
 func SubjectProblem(sub string) string {
 	if !subjectChars(sub) {
 		return "must be 1 to 200 printable characters without spaces, '/', '?', '#' or '%'"
+	}
+	if sub == SystemSubject {
+		return fmt.Sprintf("must not be %q, the name the server signs its own actions with (expiries)", SystemSubject)
 	}
 	if prefix, meaning := ReservedPrefix(sub); prefix != "" {
 		return fmt.Sprintf("must not start with %q, a reserved prefix: it %s", prefix, meaning)

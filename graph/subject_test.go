@@ -26,7 +26,10 @@ func TestSubjectsRefuseReservedPrefixes(t *testing.T) {
 		require.Equal(t, tc.prefix, prefix)
 		require.NotEmpty(t, meaning)
 	}
-	for _, sub := range []string{"alice", "left_claw", "svc:node:n1", "Node:n1", "nodes:n1", "node", "ci@example.com", strings.Repeat("a", 200)} {
+	// The server's own name is not an identity's either.
+	require.False(t, ValidSubject(SystemSubject))
+	require.Contains(t, SubjectProblem(SystemSubject), `must not be "system"`)
+	for _, sub := range []string{"alice", "systems", "System", "left_claw", "svc:node:n1", "Node:n1", "nodes:n1", "node", "ci@example.com", strings.Repeat("a", 200)} {
 		require.True(t, ValidSubject(sub), sub)
 		require.Empty(t, SubjectProblem(sub), sub)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // SystemIdentity is the `by` of changes the server makes on its own.
-const SystemIdentity = "system"
+const SystemIdentity = graph.SystemSubject
 
 // expireTx settles a lease that has ended on its own (expired or timed out):
 // the assigned edge is retired with outcome expired, and the node goes back to
