@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/apitest"
+	"github.com/tether-run/tether/mcp"
 )
 
 // reply is what /mcp answered a raw request.
@@ -110,7 +111,7 @@ func TestHTTPRefusesOtherOrigins(t *testing.T) {
 	host := strings.TrimPrefix(e.url, "http://")
 	for _, origin := range []string{
 		"http://evil.example", "null", "http://127.0.0.1.evil.example",
-		"https://" + host,    // another scheme is another origin
+		"https://" + host,      // another scheme is another origin
 		"http://" + host + "0", // another port
 		"http://localhost" + host[strings.LastIndex(host, ":"):],
 	} {
@@ -220,4 +221,61 @@ func TestHTTPSessionsAndStreamsCountAsWaits(t *testing.T) {
 
 	require.Equal(t, http.StatusNoContent, e.do(e.mcpRequest(http.MethodDelete, tok, second, "")).status)
 	require.NotEmpty(t, e.initialized(tok))
+}
+
+// An origin configured in AllowedOrigins (TETHER_MCP_ALLOWED_ORIGINS) may
+// use /mcp, however its scheme and host are spelled; its look-alikes may
+// not.
+func TestHTTPAllowsConfiguredOrigins(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, settings{mcp: mcp.HTTPOptions{AllowedOrigins: []string{"https://app.example", "http://LOCALHOST:5173"}}})
+	tok := e.token("agent-p")
+	for origin, want := range map[string]int{
+		"https://app.example":      http.StatusOK,
+		"https://app.example:443":  http.StatusOK,
+		"HTTPS://App.Example":      http.StatusOK,
+		"http://localhost:5173":    http.StatusOK,
+		"http://app.example":       http.StatusForbidden,
+		"https://app.example.evil": http.StatusForbidden,
+		"https://app.example:8443": http.StatusForbidden,
+		"http://localhost:5174":    http.StatusForbidden,
+	} {
+		req := e.mcpRequest(http.MethodPost, tok, "", initialize)
+		req.Header.Set("Origin", origin)
+		r := e.do(req)
+		require.Equal(t, want, r.status, "%s: %v", origin, r)
+		require.Equal(t, want == http.StatusOK, r.session != "", origin)
+	}
+	require.Error(t, mcp.ParseAllowedOrigins([]string{"app.example"}))
+	require.Error(t, mcp.ParseAllowedOrigins([]string{"https://app.example/"}))
+	require.Error(t, mcp.ParseAllowedOrigins([]string{"null"}))
+	require.NoError(t, mcp.ParseAllowedOrigins([]string{"http://[::1]:8080"}))
+}
+
+// Sessions are capped per identity and in all; past either cap a new one
+// is a 429 naming it, and an ended session's place is free at once.
+func TestHTTPSessionsAreCapped(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, settings{mcp: mcp.HTTPOptions{MaxSessions: 3, MaxSessionsPerIdentity: 2}})
+	a, b, c := e.token("agent-1"), e.token("agent-2"), e.token("agent-3")
+	a1 := e.initialized(a)
+	e.initialized(a)
+	r := e.do(e.mcpRequest(http.MethodPost, a, "", initialize))
+	require.Equal(t, http.StatusTooManyRequests, r.status, r)
+	require.Equal(t, "rate_limited", r.code)
+	require.Contains(t, r.detail, "TETHER_MCP_MAX_SESSIONS_PER_IDENTITY")
+
+	// A request that opens no session takes no place.
+	for range 2 {
+		bad := e.mcpRequest(http.MethodPost, c, "", initialize[:len(initialize)-1])
+		require.Equal(t, http.StatusBadRequest, e.do(bad).status)
+	}
+
+	e.initialized(b)
+	r = e.do(e.mcpRequest(http.MethodPost, c, "", initialize))
+	require.Equal(t, http.StatusTooManyRequests, r.status, r)
+	require.Contains(t, r.detail, "TETHER_MCP_MAX_SESSIONS")
+
+	require.Equal(t, http.StatusNoContent, e.do(e.mcpRequest(http.MethodDelete, a, a1, "")).status)
+	e.initialized(c)
 }
