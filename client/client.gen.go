@@ -6185,6 +6185,11 @@ func NewGetDashboardFileRequest(server string, file string) (*http.Request, erro
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("file", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -6284,6 +6289,11 @@ func NewGetBlobRequest(server string, sha256 BlobSHA256, params *GetBlobParams) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sha256", sha256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("sha256", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -6650,6 +6660,11 @@ func NewAckMessageRequest(server string, id MessageID) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -6810,6 +6825,11 @@ func NewGetMessageRequest(server string, id MessageID) (*http.Request, error) {
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7120,6 +7140,11 @@ func NewDeleteNodeRequest(server string, id NodeID, params *DeleteNodeParams) (*
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7181,6 +7206,11 @@ func NewGetNodeRequest(server string, id NodeID) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7233,6 +7263,11 @@ func NewUpdateNodeRequestWithBody(server string, id NodeID, params *UpdateNodePa
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7299,6 +7334,11 @@ func NewCancelNodeRequestWithBody(server string, id NodeID, contentType string, 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7346,6 +7386,11 @@ func NewClaimNodeRequestWithBody(server string, id NodeID, contentType string, b
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7378,6 +7423,11 @@ func NewListCommentsRequest(server string, id NodeID, params *ListCommentsParams
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7466,6 +7516,11 @@ func NewCreateCommentRequestWithBody(server string, id NodeID, contentType strin
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7513,6 +7568,11 @@ func NewCompleteNodeRequestWithBody(server string, id NodeID, contentType string
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7545,6 +7605,11 @@ func NewListNodeEdgesRequest(server string, id NodeID, params *ListNodeEdgesPara
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7658,6 +7723,11 @@ func NewListNodeEventsRequest(server string, id NodeID, params *ListNodeEventsPa
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7742,6 +7812,11 @@ func NewExtendLeaseRequestWithBody(server string, id NodeID, contentType string,
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7785,6 +7860,11 @@ func NewFailNodeRequestWithBody(server string, id NodeID, contentType string, bo
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7836,6 +7916,11 @@ func NewReportProgressRequestWithBody(server string, id NodeID, contentType stri
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7879,6 +7964,11 @@ func NewReleaseNodeRequestWithBody(server string, id NodeID, contentType string,
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7930,6 +8020,11 @@ func NewRenewLeaseRequestWithBody(server string, id NodeID, contentType string, 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7973,6 +8068,11 @@ func NewRequeueNodeRequestWithBody(server string, id NodeID, contentType string,
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8024,6 +8124,11 @@ func NewSetNodeStatusRequestWithBody(server string, id NodeID, contentType strin
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8056,6 +8161,11 @@ func NewGetSubgraphRequest(server string, id NodeID, params *GetSubgraphParams) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8171,6 +8281,11 @@ func NewUpdateQueueRequestWithBody(server string, queue string, contentType stri
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8214,6 +8329,11 @@ func NewClaimNextRequestWithBody(server string, queue string, contentType string
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8265,6 +8385,11 @@ func NewClaimNextManyRequestWithBody(server string, queue string, contentType st
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8301,6 +8426,11 @@ func NewPauseQueueRequest(server string, queue string) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8331,6 +8461,11 @@ func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8475,6 +8610,11 @@ func NewDeleteScheduleRequest(server string, id ScheduleID) (*http.Request, erro
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8505,6 +8645,11 @@ func NewGetScheduleRequest(server string, id ScheduleID) (*http.Request, error) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8550,6 +8695,11 @@ func NewUpdateScheduleRequestWithBody(server string, id ScheduleID, contentType 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8601,6 +8751,11 @@ func NewPauseScheduleRequestWithBody(server string, id ScheduleID, contentType s
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8648,6 +8803,11 @@ func NewResumeScheduleRequestWithBody(server string, id ScheduleID, contentType 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8680,6 +8840,11 @@ func NewListScheduleRunsRequest(server string, id ScheduleID, params *ListSchedu
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8764,6 +8929,11 @@ func NewTriggerScheduleRequestWithBody(server string, id ScheduleID, contentType
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8984,6 +9154,11 @@ func NewDeleteTokenRequest(server string, id string) (*http.Request, error) {
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -10705,6 +10880,11 @@ type McpStreamResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// McpStreamResponse429Headers the declared response headers of an HTTP 429 response for McpStream
+type McpStreamResponse429Headers struct {
+	RetryAfter int
+}
+
 type McpStreamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10716,10 +10896,16 @@ type McpStreamResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *McpStreamResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *McpStreamResponse429Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -10740,6 +10926,16 @@ func (r McpStreamResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r McpStreamResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r McpStreamResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r McpStreamResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10781,6 +10977,11 @@ type McpPostResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// McpPostResponse429Headers the declared response headers of an HTTP 429 response for McpPost
+type McpPostResponse429Headers struct {
+	RetryAfter int
+}
+
 type McpPostResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10798,10 +10999,16 @@ type McpPostResponse struct {
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *McpPostResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *McpPostResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10839,9 +11046,19 @@ func (r McpPostResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
 }
 
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r McpPostResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r McpPostResponse) GetApplicationProblemJSON500() *Internal {
 	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r McpPostResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19305,6 +19522,20 @@ func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19325,6 +19556,16 @@ func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers McpStreamResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -19396,12 +19637,26 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 		}
 		response.ApplicationProblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
 
 	case rsp.StatusCode == 200:
 		// Content-type (text/event-stream) unsupported
@@ -19419,6 +19674,16 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers McpPostResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
