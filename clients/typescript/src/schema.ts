@@ -59,7 +59,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -94,7 +97,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -119,7 +125,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -146,7 +155,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -174,7 +186,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -200,7 +215,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -226,7 +244,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -259,7 +280,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -298,7 +322,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -324,7 +351,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -349,7 +379,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -382,7 +415,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -407,7 +443,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -653,7 +692,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -683,7 +725,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -2846,7 +2891,10 @@ export interface components {
     parameters: {
         /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
         ScheduleID: string;
-        /** @description A node id (identity nodes are `identity:<sub>`). */
+        /**
+         * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+         *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+         */
         NodeID: string;
         /** @description A message id. */
         MessageID: string;
@@ -3011,7 +3059,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3045,7 +3096,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3077,7 +3131,10 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3126,7 +3183,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3160,7 +3220,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3190,7 +3253,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3227,7 +3293,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3264,7 +3333,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3301,7 +3373,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3338,7 +3413,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3375,7 +3453,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3412,7 +3493,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3449,7 +3533,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3486,7 +3573,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3523,7 +3613,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3892,7 +3985,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3922,7 +4018,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3963,7 +4062,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
