@@ -69,7 +69,9 @@ func HoldWait(ctx context.Context) (release func(), err error) {
 // mcpRefusal is the error of a plain-text refusal of the MCP transport,
 // from package mcp's handler or the SDK's. Every status either writes is
 // mapped here; another one would be a new source of refusals, logged as an
-// internal error until it is mapped.
+// internal error until it is mapped. (The few refusals the SDK writes as a
+// JSON-RPC error in application/json, for one message of a live session,
+// pass through: an MCP client reads them as that call's error.)
 func mcpRefusal(status int, text string, r *http.Request) error {
 	switch status {
 	case http.StatusBadRequest: // malformed message, headers or protocol version; GET or DELETE without a session
