@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -155,7 +156,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost: // opens a session
 		sl, err := h.sessions.reserve(r, identity)
 		switch {
-		case err == errSessionsClosed:
+		case errors.Is(err, errSessionsClosed):
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		case err != nil:
