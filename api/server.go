@@ -33,7 +33,8 @@ type Config struct {
 	// which reach every tenant's records (TETHER_OPERATOR_TOKENS). None: the
 	// operator endpoints refuse every caller.
 	OperatorTokens []string
-	// Waits cap the long polls and event streams open at once.
+	// Waits cap the long polls, event streams and MCP sessions and streams
+	// open at once.
 	Waits WaitLimits
 }
 

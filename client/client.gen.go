@@ -6513,6 +6513,11 @@ func NewGetDashboardFileRequest(server string, file string) (*http.Request, erro
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("file", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -6612,6 +6617,11 @@ func NewGetBlobRequest(server string, sha256 BlobSHA256, params *GetBlobParams) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sha256", sha256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("sha256", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -6978,6 +6988,11 @@ func NewAckMessageRequest(server string, id MessageID) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7138,6 +7153,11 @@ func NewGetMessageRequest(server string, id MessageID) (*http.Request, error) {
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7548,6 +7568,11 @@ func NewDeleteNodeRequest(server string, id NodeID, params *DeleteNodeParams) (*
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7609,6 +7634,11 @@ func NewGetNodeRequest(server string, id NodeID) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7661,6 +7691,11 @@ func NewUpdateNodeRequestWithBody(server string, id NodeID, params *UpdateNodePa
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7727,6 +7762,11 @@ func NewCancelNodeRequestWithBody(server string, id NodeID, contentType string, 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7774,6 +7814,11 @@ func NewClaimNodeRequestWithBody(server string, id NodeID, contentType string, b
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7806,6 +7851,11 @@ func NewListCommentsRequest(server string, id NodeID, params *ListCommentsParams
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7894,6 +7944,11 @@ func NewCreateCommentRequestWithBody(server string, id NodeID, contentType strin
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7941,6 +7996,11 @@ func NewCompleteNodeRequestWithBody(server string, id NodeID, contentType string
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7973,6 +8033,11 @@ func NewListNodeEdgesRequest(server string, id NodeID, params *ListNodeEdgesPara
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8086,6 +8151,11 @@ func NewListNodeEventsRequest(server string, id NodeID, params *ListNodeEventsPa
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8170,6 +8240,11 @@ func NewExtendLeaseRequestWithBody(server string, id NodeID, contentType string,
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8213,6 +8288,11 @@ func NewFailNodeRequestWithBody(server string, id NodeID, contentType string, bo
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8264,6 +8344,11 @@ func NewReportProgressRequestWithBody(server string, id NodeID, contentType stri
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8307,6 +8392,11 @@ func NewReleaseNodeRequestWithBody(server string, id NodeID, contentType string,
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8358,6 +8448,11 @@ func NewRenewLeaseRequestWithBody(server string, id NodeID, contentType string, 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8401,6 +8496,11 @@ func NewRequeueNodeRequestWithBody(server string, id NodeID, contentType string,
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8452,6 +8552,11 @@ func NewSetNodeStatusRequestWithBody(server string, id NodeID, contentType strin
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8484,6 +8589,11 @@ func NewGetSubgraphRequest(server string, id NodeID, params *GetSubgraphParams) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8599,6 +8709,11 @@ func NewUpdateQueueRequestWithBody(server string, queue string, contentType stri
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8642,6 +8757,11 @@ func NewClaimNextRequestWithBody(server string, queue string, contentType string
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8693,6 +8813,11 @@ func NewClaimNextManyRequestWithBody(server string, queue string, contentType st
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8729,6 +8854,11 @@ func NewPauseQueueRequest(server string, queue string) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8759,6 +8889,11 @@ func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8903,6 +9038,11 @@ func NewDeleteScheduleRequest(server string, id ScheduleID) (*http.Request, erro
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8933,6 +9073,11 @@ func NewGetScheduleRequest(server string, id ScheduleID) (*http.Request, error) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8978,6 +9123,11 @@ func NewUpdateScheduleRequestWithBody(server string, id ScheduleID, contentType 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -9029,6 +9179,11 @@ func NewPauseScheduleRequestWithBody(server string, id ScheduleID, contentType s
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -9076,6 +9231,11 @@ func NewResumeScheduleRequestWithBody(server string, id ScheduleID, contentType 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -9108,6 +9268,11 @@ func NewListScheduleRunsRequest(server string, id ScheduleID, params *ListSchedu
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -9192,6 +9357,11 @@ func NewTriggerScheduleRequestWithBody(server string, id ScheduleID, contentType
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -9412,6 +9582,11 @@ func NewDeleteTokenRequest(server string, id string) (*http.Request, error) {
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -11226,6 +11401,11 @@ type McpStreamResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// McpStreamResponse429Headers the declared response headers of an HTTP 429 response for McpStream
+type McpStreamResponse429Headers struct {
+	RetryAfter int
+}
+
 type McpStreamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11237,10 +11417,16 @@ type McpStreamResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *McpStreamResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *McpStreamResponse429Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -11261,6 +11447,16 @@ func (r McpStreamResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r McpStreamResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r McpStreamResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r McpStreamResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -11302,6 +11498,11 @@ type McpPostResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// McpPostResponse429Headers the declared response headers of an HTTP 429 response for McpPost
+type McpPostResponse429Headers struct {
+	RetryAfter int
+}
+
 type McpPostResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11319,10 +11520,16 @@ type McpPostResponse struct {
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *McpPostResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *McpPostResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11360,9 +11567,19 @@ func (r McpPostResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
 }
 
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r McpPostResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r McpPostResponse) GetApplicationProblemJSON500() *Internal {
 	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r McpPostResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -20097,6 +20314,20 @@ func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20117,6 +20348,16 @@ func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers McpStreamResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -20188,12 +20429,26 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 		}
 		response.ApplicationProblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
 
 	case rsp.StatusCode == 200:
 		// Content-type (text/event-stream) unsupported
@@ -20211,6 +20466,16 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers McpPostResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

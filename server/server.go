@@ -48,8 +48,8 @@ type Config struct {
 	// CleanerInterval is how often retention runs (retention.DefaultInterval
 	// when zero).
 	CleanerInterval time.Duration
-	// Waits cap the long polls and event streams open at once
-	// (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
+	// Waits cap the long polls, event streams and MCP sessions and streams
+	// open at once (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
 	Waits api.WaitLimits
 
 	// BlobMaxBytes is TETHER_BLOB_MAX_BYTES and BlobGrace TETHER_BLOB_GRACE_MS

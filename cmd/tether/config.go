@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/server"
 	"github.com/tether-run/tether/tenant"
 )
@@ -24,6 +25,8 @@ type settings struct {
 	// of servers over etcd, with the settings in Etcd).
 	Store string
 	Etcd  etcdSettings
+	// MCP are the /mcp settings (TETHER_MCP_*); serve adds the logger.
+	MCP mcp.HTTPOptions
 }
 
 func envString(name, def string) string {
@@ -62,6 +65,10 @@ func csv(names ...string) []string {
 // as nanoseconds.
 const maxBlobGraceMS = 365 * 24 * 3600 * 1000
 
+// maxMCPIdleMS bounds TETHER_MCP_SESSION_IDLE_MS: an idle session keeps its
+// leases renewed, so it should not outlive a day.
+const maxMCPIdleMS = 24 * 3600 * 1000
+
 // loadEnv reads every TETHER_* setting (the table in README.md) and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
@@ -73,6 +80,7 @@ func loadEnv() (settings, error) {
 	var waitsIdentity, waitsTenant int64
 	var blobMax, blobGraceMS, blobQuota int64
 	var retryInitialMS, retryMaxMS int64
+	var mcpSessions, mcpSessionsIdentity, mcpIdleMS int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -94,6 +102,10 @@ func loadEnv() (settings, error) {
 		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
 		"TETHER_RETRY_INITIAL_MS":       {&retryInitialMS, 5000},
 		"TETHER_RETRY_MAX_MS":           {&retryMaxMS, 600000},
+		// 0: no cap.
+		"TETHER_MCP_MAX_SESSIONS":              {&mcpSessions, mcp.DefaultMaxSessions},
+		"TETHER_MCP_MAX_SESSIONS_PER_IDENTITY": {&mcpSessionsIdentity, mcp.DefaultMaxSessionsPerIdentity},
+		"TETHER_MCP_SESSION_IDLE_MS":           {&mcpIdleMS, mcp.DefaultSessionTimeout.Milliseconds()},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -128,6 +140,18 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_BLOB_MAX_BYTES must be at least 1")
 	case blobGraceMS < 1 || blobGraceMS > maxBlobGraceMS:
 		return s, fmt.Errorf("TETHER_BLOB_GRACE_MS must be between 1 and %d", int64(maxBlobGraceMS))
+	case mcpSessions > 1<<20 || mcpSessionsIdentity > 1<<20:
+		return s, fmt.Errorf("TETHER_MCP_MAX_SESSIONS and TETHER_MCP_MAX_SESSIONS_PER_IDENTITY must be from 0 (no cap) to %d", 1<<20)
+	case mcpIdleMS < 1000 || mcpIdleMS > maxMCPIdleMS:
+		return s, fmt.Errorf("TETHER_MCP_SESSION_IDLE_MS must be from 1000 to %d (a day)", int64(maxMCPIdleMS))
+	}
+	origins := csv("TETHER_MCP_ALLOWED_ORIGINS")
+	if err := mcp.ParseAllowedOrigins(origins); err != nil {
+		return s, fmt.Errorf("TETHER_MCP_ALLOWED_ORIGINS: %w", err)
+	}
+	s.MCP = mcp.HTTPOptions{
+		AllowedOrigins: origins, SessionTimeout: time.Duration(mcpIdleMS) * time.Millisecond,
+		MaxSessions: noCapIfZero(mcpSessions), MaxSessionsPerIdentity: noCapIfZero(mcpSessionsIdentity),
 	}
 	if retentionMS == 0 {
 		retentionMS = -1 // the tenant package's "keep forever"

@@ -141,7 +141,9 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		return fmt.Errorf("error listening on %s: %w", s.Addr, err)
 	}
 	s.Server.MCP = func(h http.Handler) server.MCPHandler { // /mcp: agents over MCP
-		return mcp.NewHandler(h, mcp.HTTPOptions{Options: mcp.Options{Logger: log}})
+		opts := s.MCP
+		opts.Logger = log
+		return mcp.NewHandler(h, opts)
 	}
 	if s.PprofAddr != "" {
 		if err := servePprof(s.PprofAddr, log); err != nil {

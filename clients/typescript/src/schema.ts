@@ -86,7 +86,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -121,7 +124,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -146,7 +152,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -173,7 +182,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -201,7 +213,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -227,7 +242,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -253,7 +271,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -286,7 +307,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -325,7 +349,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -351,7 +378,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -376,7 +406,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -409,7 +442,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -434,7 +470,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -680,7 +719,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -710,7 +752,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -2968,7 +3013,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `rate_limited`: over the request rate or the lease cap. */
+        /** @description `rate_limited`: over the request rate, the lease cap, or a cap on long-lived requests or MCP sessions. */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -3009,7 +3054,10 @@ export interface components {
     parameters: {
         /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
         ScheduleID: string;
-        /** @description A node id (identity nodes are `identity:<sub>`). */
+        /**
+         * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+         *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+         */
         NodeID: string;
         /** @description A message id. */
         MessageID: string;
@@ -3216,7 +3264,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3250,7 +3301,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3282,7 +3336,10 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3331,7 +3388,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3365,7 +3425,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3395,7 +3458,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3432,7 +3498,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3469,7 +3538,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3506,7 +3578,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3543,7 +3618,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3580,7 +3658,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3617,7 +3698,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3654,7 +3738,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3691,7 +3778,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3728,7 +3818,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -4097,7 +4190,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -4127,7 +4223,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -4168,7 +4267,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -5213,6 +5315,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
         };
     };
@@ -5264,7 +5368,9 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     mcpEnd: {

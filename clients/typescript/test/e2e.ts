@@ -224,6 +224,21 @@ await check("complete claims the next node of a queue in the same call", async (
   expect(last.next === null, `next after the last: ${JSON.stringify(last.next)}`);
 });
 
+await check("no path parameter changes the route", async () => {
+  for (const id of [".", ".."]) {
+    let err: unknown;
+    try {
+      await head.GET("/v1/nodes/{id}/events", { params: { path: { id } } });
+    } catch (e) {
+      err = e;
+    }
+    expect(err instanceof TypeError && /path parameter id/.test(err.message), `id ${JSON.stringify(id)} was sent: ${String(err)}`);
+  }
+  // "/" stays inside its segment: the route is the node's, which does not exist.
+  const p = await expectProblem("bad_request", () => unwrap(head.GET("/v1/nodes/{id}/events", { params: { path: { id: "../events" } } })));
+  expect(p.status === 400, `status ${p.status}`);
+});
+
 await check("a bad token is unauthorized", async () => {
   const anon = createTetherClient({ baseUrl, token: "not-a-token", fetch: timedFetch });
   const p = await expectProblem("unauthorized", () => unwrap(anon.GET("/v1/nodes/{id}", { params: { path: { id } } })));
