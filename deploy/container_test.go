@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/internal/etcdtest"
 )
 
 // containerSecret is the HS256 secret the test's server verifies with.
@@ -69,7 +70,9 @@ func buildImage(t *testing.T, p podman, tag string) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
-	require.NoError(t, os.Mkdir(filepath.Join(ctxDir, "data"), 0o755))
+	for _, dir := range []string{"data", "tmp"} {
+		require.NoError(t, os.Mkdir(filepath.Join(ctxDir, dir), 0o755))
+	}
 	p.must("build", "--format", "docker", "-f", "docker/Dockerfile.prebuilt", "-t", tag, ctxDir)
 	t.Cleanup(func() { _, _ = p.run("rmi", "-f", tag) })
 }
@@ -103,19 +106,18 @@ func waitReady(t *testing.T, p podman, name, url string) {
 	}
 }
 
-func mintToken(t *testing.T, sub string, roles ...string) string {
+func mintToken(t *testing.T, tid, sub string, roles ...string) string {
 	t.Helper()
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": sub, "tid": "default", "roles": roles, "exp": time.Now().Add(time.Hour).Unix(),
+		"sub": sub, "tid": tid, "roles": roles, "exp": time.Now().Add(time.Hour).Unix(),
 	}).SignedString([]byte(containerSecret))
 	require.NoError(t, err)
 	return tok
 }
 
-// TestContainer builds the image, runs it with its data directory on a
-// volume, answers the probes (and its own HEALTHCHECK), creates, claims and
-// completes a node through it, then finds the node done in a new container
-// on the same volume.
+// TestContainer builds the image as make image does, checks how it is made,
+// and runs it in the two ways docs/deploy.md shows: on the embedded store
+// with the data directory on a volume, and as two servers over etcd.
 func TestContainer(t *testing.T) {
 	p := needPodman(t)
 	var rnd [4]byte
@@ -145,6 +147,15 @@ func TestContainer(t *testing.T) {
 	require.NotNil(t, cfg[0].Healthcheck, "the image keeps its HEALTHCHECK (podman build --format docker)")
 	require.Equal(t, []string{"CMD", "/tether", "health"}, cfg[0].Healthcheck.Test)
 
+	t.Run("embedded store on a volume", func(t *testing.T) { testContainerBadger(t, p, tag, id) })
+	t.Run("two servers over etcd", func(t *testing.T) { testContainerEtcd(t, p, tag, id) })
+}
+
+// testContainerBadger runs the image with its data directory on a volume:
+// it answers the probes (and its own HEALTHCHECK), creates, claims and
+// completes a node, and a new container on the same volume finds the node
+// done.
+func testContainerBadger(t *testing.T, p podman, tag, id string) {
 	volume := id
 	p.must("volume", "create", volume)
 	t.Cleanup(func() { _, _ = p.run("volume", "rm", "-f", volume) })
@@ -174,12 +185,7 @@ func TestContainer(t *testing.T) {
 	require.NoError(t, err, "podman healthcheck run: %s", out)
 
 	ctx := context.Background()
-	as := func(tok string) *client.ClientWithResponses {
-		c, err := client.NewClientWithResponses(url, client.WithBearerToken(tok))
-		require.NoError(t, err)
-		return c
-	}
-	head, worker := as(mintToken(t, "head", "dispatcher")), as(mintToken(t, "w1", "worker"))
+	head, worker := clientAs(t, url, "default", "head", "dispatcher"), clientAs(t, url, "default", "w1", "worker")
 	cr, err := head.CreateNodeWithResponse(ctx, nil, client.NodeCreate{ID: ptr("deploy-1"), Type: "task", Queue: ptr("q")})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, cr.StatusCode(), "%s", cr.Body)
@@ -204,6 +210,90 @@ func TestContainer(t *testing.T) {
 	require.Equal(t, http.StatusOK, got.StatusCode(), "%s", got.Body)
 	require.Equal(t, client.NodeStatusDone, got.JSON200.Status)
 	require.Equal(t, int64(1), got.JSON200.Attempts)
+}
+
+func clientAs(t *testing.T, url, tid, sub string, roles ...string) *client.ClientWithResponses {
+	t.Helper()
+	c, err := client.NewClientWithResponses(url, client.WithBearerToken(mintToken(t, tid, sub, roles...)))
+	require.NoError(t, err)
+	return c
+}
+
+// testContainerEtcd runs two containers of the image as one cluster over an
+// etcd (embedded in this test, on loopback: the containers share the host's
+// network, as the servers of docs/deploy.md's etcd example share a LAN): work
+// created through one server is claimed and completed through the other.
+func testContainerEtcd(t *testing.T, p podman, tag, id string) {
+	etcd := etcdtest.Start(t, 1)
+	var urls []string
+	for i := range 2 {
+		name := fmt.Sprintf("%s-etcd-%d", id, i)
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p.must("run", "-d", "--name", name, "--network", "host",
+			"-e", "TETHER_ADDR="+addr, "-e", "TETHER_STORE=etcd",
+			"-e", "TETHER_ETCD_ENDPOINTS="+strings.Join(etcd.Endpoints, ","),
+			"-e", "TETHER_ETCD_PREFIX="+etcd.Prefix(), "-e", "TETHER_ETCD_LEASE_TTL_MS=2000",
+			"-e", "TETHER_JWT_SECRET="+containerSecret, tag)
+		t.Cleanup(func() { _, _ = p.run("rm", "-f", "-t", "0", name) })
+		urls = append(urls, "http://"+addr)
+		waitReady(t, p, name, urls[i])
+	}
+	waitShardsOwned(t, urls, 16, func() string {
+		a, _ := p.run("logs", id+"-etcd-0")
+		b, _ := p.run("logs", id+"-etcd-1")
+		return a + "\n---\n" + b
+	})
+	ctx := context.Background()
+	// Tenants hash to shards, which either server may own: with four, a
+	// request is most likely passed from one server to the other at least once.
+	for i := range 4 {
+		tid := fmt.Sprintf("tenant-%d", i)
+		head, worker := clientAs(t, urls[0], tid, "head", "dispatcher"), clientAs(t, urls[1], tid, "w1", "worker")
+		cr, err := head.CreateNodeWithResponse(ctx, nil, client.NodeCreate{ID: ptr("job"), Type: "task", Queue: ptr("q")})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, cr.StatusCode(), "%s", cr.Body)
+		cl, err := worker.ClaimNextWithResponse(ctx, "q", client.ClaimNextRequest{})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, cl.StatusCode(), "%s", cl.Body)
+		require.Equal(t, "job", cl.JSON200.Node.ID)
+		done, err := worker.CompleteNodeWithResponse(ctx, "job", client.CompleteRequest{Fence: ptr(cl.JSON200.Lease.Fence)})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, done.StatusCode(), "%s", done.Body)
+		got, err := head.GetNodeWithResponse(ctx, "job")
+		require.NoError(t, err)
+		require.Equal(t, client.NodeStatusDone, got.JSON200.Status)
+	}
+}
+
+// waitShardsOwned polls the servers' /ready until they own all n shards
+// between them: until then a request for an unowned shard answers 503.
+func waitShardsOwned(t *testing.T, urls []string, n int, logs func() string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		owned := map[int]bool{}
+		for _, u := range urls {
+			resp, err := http.Get(u + "/ready")
+			if err != nil {
+				continue
+			}
+			var ready struct {
+				ShardsOwned []int `json:"shards_owned"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&ready)
+			resp.Body.Close()
+			for _, k := range ready.ShardsOwned {
+				owned[k] = true
+			}
+		}
+		if len(owned) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s the servers own %d of %d shards; their logs:\n%s", len(owned), n, logs())
+		}
+		time.Sleep(100 * time.Millisecond) // /ready is the only signal of a shard's election
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

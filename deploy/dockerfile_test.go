@@ -41,4 +41,11 @@ func TestDockerfilesShareTheRuntimeStage(t *testing.T) {
 	for _, want := range []string{"USER 65532:65532", `VOLUME ["/data"]`, "EXPOSE 36725", `CMD ["/tether", "health"]`} {
 		require.Contains(t, joined, want)
 	}
+	// Both give the user its data directory and a /tmp (scratch has none).
+	for _, path := range []string{"docker/Dockerfile", "docker/Dockerfile.prebuilt"} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Regexp(t, `(?m)^COPY .*--chown=65532:65532 \S+ /data$`, string(b), path)
+		require.Regexp(t, `(?m)^COPY .*--chown=65532:65532 \S+ /tmp$`, string(b), path)
+	}
 }
