@@ -62,7 +62,7 @@ func csv(names ...string) []string {
 // as nanoseconds.
 const maxBlobGraceMS = 365 * 24 * 3600 * 1000
 
-// loadEnv reads every TETHER_* setting (the table in README.md) and the Spine tokens.
+// loadEnv reads every TETHER_* setting (the table in docs/configuration.md) and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
 		Addr:      envString("TETHER_ADDR", "127.0.0.1:36725"),
