@@ -166,7 +166,7 @@ func testContainerBadger(t *testing.T, p podman, tag, id string) {
 		t.Helper()
 		p.must("run", "-d", "--name", name, "-p", fmt.Sprintf("127.0.0.1:%d:36725", port),
 			"-v", volume+":/data", "-e", "TETHER_JWT_SECRET="+containerSecret, tag)
-		t.Cleanup(func() { _, _ = p.run("rm", "-f", "-t", "0", name) })
+		t.Cleanup(func() { _, _ = p.run("rm", "-f", "-v", "-t", "0", name) })
 		waitReady(t, p, name, url)
 	}
 	first := id + "-1"
@@ -234,7 +234,7 @@ func testContainerEtcd(t *testing.T, p podman, tag, id string) {
 			"-e", "TETHER_ETCD_ENDPOINTS="+strings.Join(etcd.Endpoints, ","),
 			"-e", "TETHER_ETCD_PREFIX="+etcd.Prefix(), "-e", "TETHER_ETCD_LEASE_TTL_MS=2000",
 			"-e", "TETHER_JWT_SECRET="+containerSecret, tag)
-		t.Cleanup(func() { _, _ = p.run("rm", "-f", "-t", "0", name) })
+		t.Cleanup(func() { _, _ = p.run("rm", "-f", "-v", "-t", "0", name) })
 		urls = append(urls, "http://"+addr)
 		waitReady(t, p, name, urls[i])
 	}
