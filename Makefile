@@ -13,6 +13,12 @@ help: ## Show this help
 build: ## Build the tether binary into bin/
 	$(GO) build -o $(BIN) ./cmd/tether
 
+.PHONY: image
+image: ## Build the container image tether:dev around a static bin/image/tether (podman; see docs/deploy.md)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/image/tether ./cmd/tether
+	mkdir -p bin/image/data bin/image/tmp
+	CONTAINERS_CONF=$${CONTAINERS_CONF:-$(CURDIR)/deploy/docker/containers.conf} podman build --format docker -f deploy/docker/Dockerfile.prebuilt -t tether:dev bin/image
+
 .PHONY: run
 run: ## Start a dev server on the embedded store (prints an admin token)
 	$(GO) run ./cmd/tether serve --dev

@@ -69,7 +69,7 @@ const maxBlobGraceMS = 365 * 24 * 3600 * 1000
 // leases renewed, so it should not outlive a day.
 const maxMCPIdleMS = 24 * 3600 * 1000
 
-// loadEnv reads every TETHER_* setting (the table in README.md) and the Spine tokens.
+// loadEnv reads every TETHER_* setting (the table in docs/configuration.md) and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
 		Addr:      envString("TETHER_ADDR", "127.0.0.1:36725"),

@@ -18,7 +18,7 @@ func main() {
 		Version:       version.String(), // --version
 	}
 	root.SetVersionTemplate("tether {{.Version}}\n")
-	root.AddCommand(serveCommand(), versionCommand())
+	root.AddCommand(serveCommand(), versionCommand(), healthCommand())
 	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())

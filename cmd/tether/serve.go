@@ -31,17 +31,18 @@ import (
 func serveCommand() *cobra.Command {
 	var addr, dataDir string
 	var lo logOptions
+	var sf storeFlags
 	var dev bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Tether server",
 		Long: `Run the Tether server on an embedded Badger store, or (TETHER_STORE=etcd)
-as one server of a cluster whose records live in etcd (TETHER_ETCD_*; see the
-README).
+as one server of a cluster whose records live in etcd (TETHER_ETCD_*).
 
 Settings come from the environment (TETHER_ADDR, TETHER_DATA_DIR,
-TETHER_JWT_SECRET, TETHER_JWT_PUBLIC_KEYS, TETHER_CLAIM_TTL_*_MS, ...; see the
-README); flags override them. With --dev the server makes (and keeps, in the
+TETHER_JWT_SECRET, TETHER_JWT_PUBLIC_KEYS, TETHER_CLAIM_TTL_*_MS, ...: every
+one, with its flag and default, is in docs/configuration.md); flags override
+them. With --dev the server makes (and keeps, in the
 data directory) an HS256 secret and prints a ready admin token.
 
 Logs go to stderr. The access log (--access-log, TETHER_ACCESS_LOG) is one of
@@ -65,7 +66,7 @@ or not, and every request counts in /metrics.`,
 				s.DataDir = dataDir
 			}
 			// After --addr: the advertise URL defaults to it.
-			if err := loadStoreEnv(&s); err != nil {
+			if err := loadStoreEnv(&s, sf); err != nil {
 				return err
 			}
 			s.Dev = dev
@@ -81,6 +82,7 @@ or not, and every request counts in /metrics.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (TETHER_ADDR, default 127.0.0.1:36725)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Badger directory (TETHER_DATA_DIR, default ./data)")
+	sf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: generate a secret and print an admin token")
 	cmd.Flags().StringVar(&lo.format, "log-format", envString("TETHER_LOG_FORMAT", "text"), "log format: text or json (TETHER_LOG_FORMAT)")
 	cmd.Flags().StringVar(&lo.level, "log-level", envString("TETHER_LOG_LEVEL", "info"), "lowest level logged: debug, info, warn or error (TETHER_LOG_LEVEL)")
