@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
@@ -35,6 +36,9 @@ type Config struct {
 	OperatorTokens []string
 	// Waits cap the long polls and event streams open at once.
 	Waits WaitLimits
+	// QueueMetrics bound the label values of the per-queue series
+	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
+	QueueMetrics queuemetrics.Limits
 }
 
 // Deps are the domain services the handlers call.
@@ -118,6 +122,7 @@ func New(cfg Config, d Deps) *Server {
 	if d.Retention != nil {
 		s.metrics.retention(d.Retention)
 	}
+	s.metrics.queues(d.Store, cfg.QueueMetrics)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler

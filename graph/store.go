@@ -57,6 +57,9 @@ type Store struct {
 	// (OnNodeGone); registered before the store serves writes.
 	goneHooks []NodeGoneHook
 
+	// meter is told what each transaction did to queues (queue_meter.go).
+	meter queueMeters
+
 	// closing stops the list indexes' catch-up loop (lists.go).
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/kv"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
@@ -51,6 +52,9 @@ type Config struct {
 	// Waits cap the long polls and event streams open at once
 	// (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
 	Waits api.WaitLimits
+	// QueueMetrics bound the label values of the per-queue series
+	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
+	QueueMetrics queuemetrics.Limits
 
 	// BlobMaxBytes is TETHER_BLOB_MAX_BYTES and BlobGrace TETHER_BLOB_GRACE_MS
 	// (blob.DefaultMaxBytes and blob.DefaultGrace when zero). Blob files live
@@ -182,6 +186,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cleaner.Start()
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
+		QueueMetrics: cfg.QueueMetrics,
 	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/server"
 	"github.com/tether-run/tether/tenant"
 )
@@ -58,6 +59,10 @@ func csv(names ...string) []string {
 	return out
 }
 
+// maxMetricsLabels bounds TETHER_METRICS_MAX_TENANTS and
+// TETHER_METRICS_MAX_QUEUES: past it a scrape is no longer small.
+const maxMetricsLabels = 10000
+
 // maxBlobGraceMS bounds TETHER_BLOB_GRACE_MS (a year), far from overflowing
 // as nanoseconds.
 const maxBlobGraceMS = 365 * 24 * 3600 * 1000
@@ -73,6 +78,7 @@ func loadEnv() (settings, error) {
 	var waitsIdentity, waitsTenant int64
 	var blobMax, blobGraceMS, blobQuota int64
 	var retryInitialMS, retryMaxMS int64
+	var metricsTenants, metricsQueues int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -94,6 +100,8 @@ func loadEnv() (settings, error) {
 		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
 		"TETHER_RETRY_INITIAL_MS":       {&retryInitialMS, 5000},
 		"TETHER_RETRY_MAX_MS":           {&retryMaxMS, 600000},
+		"TETHER_METRICS_MAX_TENANTS":    {&metricsTenants, queuemetrics.DefaultMaxTenants},
+		"TETHER_METRICS_MAX_QUEUES":     {&metricsQueues, queuemetrics.DefaultMaxQueues},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -126,6 +134,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_CLEANER_INTERVAL_MS must be at least 1")
 	case blobMax < 1:
 		return s, fmt.Errorf("TETHER_BLOB_MAX_BYTES must be at least 1")
+	case metricsTenants < 1 || metricsQueues < 1 || metricsTenants > maxMetricsLabels || metricsQueues > maxMetricsLabels:
+		return s, fmt.Errorf("TETHER_METRICS_MAX_TENANTS and TETHER_METRICS_MAX_QUEUES must be from 1 to %d", maxMetricsLabels)
 	case blobGraceMS < 1 || blobGraceMS > maxBlobGraceMS:
 		return s, fmt.Errorf("TETHER_BLOB_GRACE_MS must be between 1 and %d", int64(maxBlobGraceMS))
 	}
@@ -154,6 +164,7 @@ func loadEnv() (settings, error) {
 		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
 		OperatorTokens:   csv("TETHER_OPERATOR_TOKENS"),
 		CleanerInterval:  time.Duration(cleanerMS) * time.Millisecond,
+		QueueMetrics:     queuemetrics.Limits{MaxTenants: int(metricsTenants), MaxQueues: int(metricsQueues)},
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
 			PublicKeys:      keys,
