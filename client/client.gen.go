@@ -532,6 +532,30 @@ func (e StatusRequestStatus) Valid() bool {
 	}
 }
 
+// Defines values for WorkerState.
+const (
+	WorkerStateIdle    WorkerState = "idle"
+	WorkerStateOffline WorkerState = "offline"
+	WorkerStateStale   WorkerState = "stale"
+	WorkerStateWorking WorkerState = "working"
+)
+
+// Valid indicates whether the value is a known member of the WorkerState enum.
+func (e WorkerState) Valid() bool {
+	switch e {
+	case WorkerStateIdle:
+		return true
+	case WorkerStateOffline:
+		return true
+	case WorkerStateStale:
+		return true
+	case WorkerStateWorking:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkerStatus.
 const (
 	WorkerStatusIdle    WorkerStatus = "idle"
@@ -1864,11 +1888,18 @@ type Worker struct {
 	// Node The node it runs (`working` only).
 	Node *string `json:"node"`
 
-	// Stale No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000).
+	// Stale `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale).
 	Stale bool `json:"stale"`
 
 	// StartedAt The first heartbeat of this life of the worker (reset after `offline` or stale).
 	StartedAt time.Time `json:"started_at"`
+
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
 
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
@@ -1905,6 +1936,13 @@ type WorkerHeartbeatResponse struct {
 	Stale       bool                   `json:"stale"`
 	StartedAt   time.Time              `json:"started_at"`
 
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
+
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
 	Status WorkerStatus `json:"status"`
@@ -1916,6 +1954,13 @@ type WorkerList struct {
 	Items      []Worker `json:"items"`
 	NextCursor *string  `json:"next_cursor"`
 }
+
+// WorkerState The one word to show for a worker (the dashboard and the CLI show it too):
+// `idle` or `working` as its last heartbeat said; `stale` when it has been
+// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+// `offline` (it crashed or lost the network); `offline` when it said
+// goodbye (a runner that stopped cleanly), however long ago.
+type WorkerState string
 
 // WorkerStatus What a worker last said it was doing: `idle` (waiting for work), `working`
 // (running the node it names) or `offline` (stopped).
@@ -3724,10 +3769,12 @@ type ClientInterface interface {
 
 	// ListWorkers List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 	ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5995,10 +6042,12 @@ func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...Reque
 
 // ListWorkers List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -10866,10 +10915,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListWorkersWithResponse List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19706,10 +19757,12 @@ func (c *ClientWithResponses) DeleteTokenWithResponse(ctx context.Context, id st
 
 // ListWorkersWithResponse List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -44,6 +44,9 @@ type Config struct {
 
 	// WorkerStaleAfter is TETHER_WORKER_STALE_MS (worker.DefaultStaleAfter when zero).
 	WorkerStaleAfter time.Duration
+	// WorkerOfflineRetention is TETHER_WORKER_OFFLINE_RETENTION_MS
+	// (worker.DefaultOfflineRetention when zero).
+	WorkerOfflineRetention time.Duration
 	// OperatorTokens may take backups (TETHER_OPERATOR_TOKENS).
 	OperatorTokens []string
 	// CleanerInterval is how often retention runs (retention.DefaultInterval
@@ -154,7 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		store.Close()
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
-	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
+	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter, OfflineRetention: cfg.WorkerOfflineRetention})
 	cleaner := retention.New(retention.Config{
 		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Interval: cfg.CleanerInterval,
 		Retention: func(ctx context.Context, t string) (time.Duration, error) {
