@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
@@ -39,6 +40,9 @@ type Config struct {
 	// QueueMetrics bound the label values of the per-queue series
 	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
 	QueueMetrics queuemetrics.Limits
+	// Tracer, when set, traces every request (api/tracing.go); nil: no
+	// tracing, and no middleware for it.
+	Tracer trace.TracerProvider
 }
 
 // Deps are the domain services the handlers call.
@@ -127,6 +131,9 @@ func New(cfg Config, d Deps) *Server {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.edge)
+	if cfg.Tracer != nil {
+		e.Use(traced(cfg.Tracer))
+	}
 	s.routes()
 	return s
 }

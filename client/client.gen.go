@@ -1118,10 +1118,15 @@ type Node struct {
 	Parent      *string     `json:"parent"`
 
 	// Priority Higher runs first.
-	Priority int64                  `json:"priority"`
-	Progress *Progress              `json:"progress"`
-	Props    map[string]interface{} `json:"props"`
-	Queue    *string                `json:"queue"`
+	Priority int64     `json:"priority"`
+	Progress *Progress `json:"progress"`
+
+	// Props Free-form. `traceparent` (a W3C trace context) is set by the server when it
+	// traces requests (OpenTelemetry, off by default) and the caller set none: the
+	// creating request's span, returned with the node by every claim so a run can
+	// link to the request that made its node.
+	Props map[string]interface{} `json:"props"`
+	Queue *string                `json:"queue"`
 
 	// Ready `queued` or `open`, `run_at` passed, every `depends_on` target done (or
 	// ended, with `on_fail: ignore`), every child terminal, and the queue not paused.
@@ -1216,9 +1221,13 @@ type NodeCreate struct {
 	OnChildFail *OnChildFail `json:"on_child_fail,omitempty"`
 
 	// Parent Makes the node a child of this one (a `parent_of` edge).
-	Parent   *string                 `json:"parent,omitempty"`
-	Priority *int64                  `json:"priority,omitempty"`
-	Props    *map[string]interface{} `json:"props,omitempty"`
+	Parent   *string `json:"parent,omitempty"`
+	Priority *int64  `json:"priority,omitempty"`
+
+	// Props Free-form. A server that traces requests (OpenTelemetry, off by default)
+	// adds `traceparent`, the creating request's W3C trace context, unless it is
+	// given here.
+	Props *map[string]interface{} `json:"props,omitempty"`
 
 	// Queue With a queue the node starts `queued`, without it starts `open`.
 	Queue *string    `json:"queue,omitempty"`

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
@@ -58,6 +60,9 @@ type Config struct {
 	// QueueMetrics bound the label values of the per-queue series
 	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
 	QueueMetrics queuemetrics.Limits
+	// Tracer, when set, traces requests and their writes (package
+	// internal/tracing); nil: tracing off.
+	Tracer trace.TracerProvider
 
 	// BlobMaxBytes is TETHER_BLOB_MAX_BYTES and BlobGrace TETHER_BLOB_GRACE_MS
 	// (blob.DefaultMaxBytes and blob.DefaultGrace when zero). Blob files live
@@ -189,7 +194,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cleaner.Start()
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
-		QueueMetrics: cfg.QueueMetrics,
+		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
 	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,

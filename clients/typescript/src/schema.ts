@@ -1716,6 +1716,12 @@ export interface components {
             /** @description When set, only this identity may claim the node. */
             target: string | null;
             labels: string[];
+            /**
+             * @description Free-form. `traceparent` (a W3C trace context) is set by the server when it
+             *     traces requests (OpenTelemetry, off by default) and the caller set none: the
+             *     creating request's span, returned with the node by every claim so a run can
+             *     link to the request that made its node.
+             */
             props: {
                 [key: string]: unknown;
             };
@@ -1789,6 +1795,11 @@ export interface components {
             /** @description The only identity (`sub`) that may claim the node. */
             target?: string;
             labels?: string[];
+            /**
+             * @description Free-form. A server that traces requests (OpenTelemetry, off by default)
+             *     adds `traceparent`, the creating request's W3C trace context, unless it is
+             *     given here.
+             */
             props?: {
                 [key: string]: unknown;
             };
