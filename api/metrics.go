@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/retention"
 )
 
@@ -33,6 +34,13 @@ func (m *metrics) retention(st *retention.Stats) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_retention_passes_total", Help: "Passes of the retention cleaner."},
 			func() float64 { return float64(st.Passes.Load()) }),
 	)
+}
+
+// queues registers the per-queue series (package queuemetrics).
+func (m *metrics) queues(store *graph.Store, lim queuemetrics.Limits) {
+	if err := queuemetrics.New(store, lim).Register(m.reg); err != nil {
+		panic(err) // a name registered twice: a programming error, as MustRegister
+	}
 }
 
 func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {

@@ -532,6 +532,30 @@ func (e StatusRequestStatus) Valid() bool {
 	}
 }
 
+// Defines values for WorkerState.
+const (
+	WorkerStateIdle    WorkerState = "idle"
+	WorkerStateOffline WorkerState = "offline"
+	WorkerStateStale   WorkerState = "stale"
+	WorkerStateWorking WorkerState = "working"
+)
+
+// Valid indicates whether the value is a known member of the WorkerState enum.
+func (e WorkerState) Valid() bool {
+	switch e {
+	case WorkerStateIdle:
+		return true
+	case WorkerStateOffline:
+		return true
+	case WorkerStateStale:
+		return true
+	case WorkerStateWorking:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkerStatus.
 const (
 	WorkerStatusIdle    WorkerStatus = "idle"
@@ -1096,10 +1120,15 @@ type Node struct {
 	Parent      *string     `json:"parent"`
 
 	// Priority Higher runs first.
-	Priority int64                  `json:"priority"`
-	Progress *Progress              `json:"progress"`
-	Props    map[string]interface{} `json:"props"`
-	Queue    *string                `json:"queue"`
+	Priority int64     `json:"priority"`
+	Progress *Progress `json:"progress"`
+
+	// Props Free-form. `traceparent` (a W3C trace context) is set by the server when it
+	// traces requests (OpenTelemetry, off by default) and the caller set none: the
+	// creating request's span, returned with the node by every claim so a run can
+	// link to the request that made its node.
+	Props map[string]interface{} `json:"props"`
+	Queue *string                `json:"queue"`
 
 	// Ready `queued` or `open`, `run_at` passed, every `depends_on` target done (or
 	// ended, with `on_fail: ignore`), every child terminal, and the queue not paused.
@@ -1194,9 +1223,13 @@ type NodeCreate struct {
 	OnChildFail *OnChildFail `json:"on_child_fail,omitempty"`
 
 	// Parent Makes the node a child of this one (a `parent_of` edge).
-	Parent   *string                 `json:"parent,omitempty"`
-	Priority *int64                  `json:"priority,omitempty"`
-	Props    *map[string]interface{} `json:"props,omitempty"`
+	Parent   *string `json:"parent,omitempty"`
+	Priority *int64  `json:"priority,omitempty"`
+
+	// Props Free-form. A server that traces requests (OpenTelemetry, off by default)
+	// adds `traceparent`, the creating request's W3C trace context, unless it is
+	// given here.
+	Props *map[string]interface{} `json:"props,omitempty"`
 
 	// Queue With a queue the node starts `queued`, without it starts `open`.
 	Queue *string    `json:"queue,omitempty"`
@@ -1867,11 +1900,18 @@ type Worker struct {
 	// Node The node it runs (`working` only).
 	Node *string `json:"node"`
 
-	// Stale No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000).
+	// Stale `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale).
 	Stale bool `json:"stale"`
 
 	// StartedAt The first heartbeat of this life of the worker (reset after `offline` or stale).
 	StartedAt time.Time `json:"started_at"`
+
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
 
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
@@ -1908,6 +1948,13 @@ type WorkerHeartbeatResponse struct {
 	Stale       bool                   `json:"stale"`
 	StartedAt   time.Time              `json:"started_at"`
 
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
+
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
 	Status WorkerStatus `json:"status"`
@@ -1919,6 +1966,13 @@ type WorkerList struct {
 	Items      []Worker `json:"items"`
 	NextCursor *string  `json:"next_cursor"`
 }
+
+// WorkerState The one word to show for a worker (the dashboard and the CLI show it too):
+// `idle` or `working` as its last heartbeat said; `stale` when it has been
+// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+// `offline` (it crashed or lost the network); `offline` when it said
+// goodbye (a runner that stopped cleanly), however long ago.
+type WorkerState string
 
 // WorkerStatus What a worker last said it was doing: `idle` (waiting for work), `working`
 // (running the node it names) or `offline` (stopped).
@@ -3743,10 +3797,12 @@ type ClientInterface interface {
 
 	// ListWorkers List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 	ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6030,10 +6086,12 @@ func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...Reque
 
 // ListWorkers List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11092,10 +11150,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListWorkersWithResponse List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -19990,10 +20050,12 @@ func (c *ClientWithResponses) DeleteTokenWithResponse(ctx context.Context, id st
 
 // ListWorkersWithResponse List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -30,7 +30,10 @@
 //     queued nodes with no blocker, per tenant-queue in claim order, indexed
 //     by target, type and label so a filtered claim-next finds its first
 //     match in O(log n); delayed ones wait in a heap for a timer;
-//   - each tenant's last event seq (read from the store on first use).
+//   - each tenant's last event seq (read from the store on first use);
+//   - when each live node last became ready or was claimed (nodeState.since,
+//     stamped by Tx.apply), from which a QueueMeter is told how long claims
+//     waited and runs lasted (queue_meter.go).
 //
 // Rebuilding: Open scans the node records (one goroutine reads them, another
 // decodes them, in key order), then the live edges (counting blockers and

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/kv"
 )
@@ -56,6 +58,9 @@ type Store struct {
 	// goneHooks run inside every transaction that removes a node
 	// (OnNodeGone); registered before the store serves writes.
 	goneHooks []NodeGoneHook
+
+	// meter is told what each transaction did to queues (queue_meter.go).
+	meter queueMeters
 
 	// closing stops the list indexes' catch-up loop (lists.go).
 	closing   chan struct{}
@@ -171,6 +176,13 @@ func WithTenant(ctx context.Context, tenant string) context.Context {
 // an error nothing it wrote is kept. Update returns once fn's writes, and
 // every write before them, are on stable storage and visible to View.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		return s.tracedUpdate(ctx, span, "durable", s.update, fn)
+	}
+	return s.update(ctx, fn)
+}
+
+func (s *Store) update(ctx context.Context, fn func(*Tx) error) error {
 	return s.kv.Update(ctx, s.wrap(fn))
 }
 
@@ -185,6 +197,13 @@ func WithBarrier(ctx context.Context) (context.Context, *kv.Barrier) {
 // renewal, a heartbeat): it returns once fn is applied, and its writes reach
 // readers only once durable, like any other.
 func (s *Store) UpdateEager(ctx context.Context, fn func(*Tx) error) error {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		return s.tracedUpdate(ctx, span, "eager", s.updateEager, fn)
+	}
+	return s.updateEager(ctx, fn)
+}
+
+func (s *Store) updateEager(ctx context.Context, fn func(*Tx) error) error {
 	return s.kv.UpdateEager(ctx, s.wrap(fn))
 }
 

@@ -98,6 +98,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		}
 		prepared[i] = n
 	}
+	keepTraceparent(ctx, prepared)
 	var out []*graph.Node
 	err = s.store.Update(ctx, func(tx *graph.Tx) error {
 		if idem != nil {

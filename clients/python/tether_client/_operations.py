@@ -1010,10 +1010,12 @@ class SyncOperations:
     ) -> WorkerList:
         """List the workers.
 
-        Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-        hours, ordered by `by`, then `worker`. `stale` is true when its last
-        heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-        its status.
+        Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+        every one that sent a heartbeat in the last 24 hours, except those that
+        said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+        (default 600000), which are forgotten (a runner names its slots after its
+        pid, so every runner process that stops leaves rows behind). `state` is
+        the one word to show for each (`idle`, `working`, `stale` or `offline`).
 
         ``GET /v1/workers`` (listWorkers).
         """
@@ -2688,10 +2690,12 @@ class AsyncOperations:
     ) -> WorkerList:
         """List the workers.
 
-        Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-        hours, ordered by `by`, then `worker`. `stale` is true when its last
-        heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-        its status.
+        Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+        every one that sent a heartbeat in the last 24 hours, except those that
+        said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+        (default 600000), which are forgotten (a runner names its slots after its
+        pid, so every runner process that stops leaves rows behind). `state` is
+        the one word to show for each (`idle`, `working`, `stale` or `offline`).
 
         ``GET /v1/workers`` (listWorkers).
         """

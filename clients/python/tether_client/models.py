@@ -142,6 +142,10 @@ class Node(TypedDict):
     # When set, only this identity may claim the node.
     target: Optional[str]
     labels: List[str]
+    # Free-form. `traceparent` (a W3C trace context) is set by the server when it
+    # traces requests (OpenTelemetry, off by default) and the caller set none: the
+    # creating request's span, returned with the node by every claim so a run can
+    # link to the request that made its node.
     props: Dict[str, Any]
     # Claims counted so far (a voluntary release gives one back).
     attempts: int
@@ -195,6 +199,9 @@ class NodeCreate(TypedDict):
     # The only identity (`sub`) that may claim the node.
     target: NotRequired[str]
     labels: NotRequired[List[str]]
+    # Free-form. A server that traces requests (OpenTelemetry, off by default)
+    # adds `traceparent`, the creating request's W3C trace context, unless it is
+    # given here.
     props: NotRequired[Dict[str, Any]]
     # Defaults to the tenant's `max_attempts_default`.
     max_attempts: NotRequired[int]
@@ -697,6 +704,14 @@ class TokenList(TypedDict):
 WorkerStatus = Literal["idle", "working", "offline"]
 
 
+# The one word to show for a worker (the dashboard and the CLI show it too):
+# `idle` or `working` as its last heartbeat said; `stale` when it has been
+# silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+# `offline` (it crashed or lost the network); `offline` when it said
+# goodbye (a runner that stopped cleanly), however long ago.
+WorkerState = Literal["idle", "working", "stale", "offline"]
+
+
 class WorkerHeartbeat(TypedDict):
     # The worker's name, unique per identity (a runner slot, say `host-1`).
     worker: str
@@ -713,13 +728,14 @@ class Worker(TypedDict):
     by: str
     worker: str
     status: "WorkerStatus"
+    state: "WorkerState"
     # The node it runs (`working` only).
     node: Optional[str]
     meta: Dict[str, Any]
     # The first heartbeat of this life of the worker (reset after `offline` or stale).
     started_at: str
     last_seen_at: str
-    # No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000).
+    # `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale).
     stale: bool
 
 
@@ -785,6 +801,7 @@ class WorkerHeartbeatResponse(TypedDict):
     by: str
     worker: str
     status: "WorkerStatus"
+    state: "WorkerState"
     node: Optional[str]
     meta: Dict[str, Any]
     started_at: str
@@ -1116,6 +1133,7 @@ __all__ = [
     "Token",
     "TokenList",
     "WorkerStatus",
+    "WorkerState",
     "WorkerHeartbeat",
     "Worker",
     "WorkerList",

@@ -961,10 +961,12 @@ export interface paths {
         };
         /**
          * List the workers
-         * @description Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-         *     hours, ordered by `by`, then `worker`. `stale` is true when its last
-         *     heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-         *     its status.
+         * @description Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+         *     every one that sent a heartbeat in the last 24 hours, except those that
+         *     said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+         *     (default 600000), which are forgotten (a runner names its slots after its
+         *     pid, so every runner process that stops leaves rows behind). `state` is
+         *     the one word to show for each (`idle`, `working`, `stale` or `offline`).
          */
         get: operations["listWorkers"];
         put?: never;
@@ -1767,6 +1769,12 @@ export interface components {
             /** @description When set, only this identity may claim the node. */
             target: string | null;
             labels: string[];
+            /**
+             * @description Free-form. `traceparent` (a W3C trace context) is set by the server when it
+             *     traces requests (OpenTelemetry, off by default) and the caller set none: the
+             *     creating request's span, returned with the node by every claim so a run can
+             *     link to the request that made its node.
+             */
             props: {
                 [key: string]: unknown;
             };
@@ -1840,6 +1848,11 @@ export interface components {
             /** @description The only identity (`sub`) that may claim the node. */
             target?: string;
             labels?: string[];
+            /**
+             * @description Free-form. A server that traces requests (OpenTelemetry, off by default)
+             *     adds `traceparent`, the creating request's W3C trace context, unless it is
+             *     given here.
+             */
             props?: {
                 [key: string]: unknown;
             };
@@ -2421,6 +2434,15 @@ export interface components {
          * @enum {string}
          */
         WorkerStatus: "idle" | "working" | "offline";
+        /**
+         * @description The one word to show for a worker (the dashboard and the CLI show it too):
+         *     `idle` or `working` as its last heartbeat said; `stale` when it has been
+         *     silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+         *     `offline` (it crashed or lost the network); `offline` when it said
+         *     goodbye (a runner that stopped cleanly), however long ago.
+         * @enum {string}
+         */
+        WorkerState: "idle" | "working" | "stale" | "offline";
         WorkerHeartbeat: {
             /** @description The worker's name, unique per identity (a runner slot, say `host-1`). */
             worker: string;
@@ -2438,6 +2460,7 @@ export interface components {
             by: string;
             worker: string;
             status: components["schemas"]["WorkerStatus"];
+            state: components["schemas"]["WorkerState"];
             /** @description The node it runs (`working` only). */
             node: string | null;
             meta: {
@@ -2450,7 +2473,7 @@ export interface components {
             started_at: string;
             /** Format: date-time */
             last_seen_at: string;
-            /** @description No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000). */
+            /** @description `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale). */
             stale: boolean;
         };
         WorkerList: {
@@ -2526,6 +2549,7 @@ export interface components {
             by: string;
             worker: string;
             status: components["schemas"]["WorkerStatus"];
+            state: components["schemas"]["WorkerState"];
             node: string | null;
             meta: {
                 [key: string]: unknown;
