@@ -1,0 +1,131 @@
+package kv
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEnginesShowEagerWritesOnceApplied: with the log held (nothing becomes
+// durable), an UpdateEager of a key readers see as it was is answered and
+// shown at once; a plain write is shown only once durable, even one to the
+// same key after the shown one; and an UpdateEager of a key whose last write
+// is not durable yet is neither answered nor shown before that write is, so it
+// never shows the earlier write early. Once the log goes on, every write is
+// read as the writer left it.
+func TestEnginesShowEagerWritesOnceApplied(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, ec := range []struct {
+		name string
+		open func(t *testing.T) *Store
+	}{
+		{"badger", func(t *testing.T) *Store {
+			s, err := Open(Options{Dir: dir})
+			require.NoError(t, err)
+			return s
+		}},
+		{"etcd", func(t *testing.T) *Store {
+			c := sharedEtcd(t)
+			s, err := OpenEtcd(EtcdOptions{Client: etcdClient(t, c), Prefix: storePrefix(c, "shown")})
+			require.NoError(t, err)
+			return s
+		}},
+	} {
+		t.Run(ec.name, func(t *testing.T) {
+			t.Parallel()
+			var hold sync.Mutex
+			s := ec.open(t)
+			s.beforeDurable = func() { hold.Lock(); hold.Unlock() }
+			s.Start()
+			defer s.Close()
+			checkShown(t, s, &hold)
+		})
+	}
+}
+
+func checkShown(t *testing.T, s *Store, hold *sync.Mutex) {
+	ctx := context.Background()
+	set := func(key, val string) func(*Txn) error {
+		return func(tx *Txn) error { return tx.Set([]byte(key), []byte(val)) }
+	}
+	// inBackground starts update(fn) and returns once fn has been applied,
+	// with the channel its answer comes on.
+	inBackground := func(update func(context.Context, func(*Txn) error) error, fn func(*Txn) error) <-chan error {
+		applied := make(chan struct{})
+		answer := make(chan error, 1)
+		go func() {
+			answer <- update(ctx, func(tx *Txn) error {
+				tx.OnApply(func() { close(applied) })
+				return fn(tx)
+			})
+		}()
+		<-applied
+		return answer
+	}
+	answered := func(ch <-chan error, what string) {
+		t.Helper()
+		select {
+		case err := <-ch:
+			require.NoError(t, err, what)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no answer in 30 s", what)
+		}
+	}
+	requireRead := func(key, want string, what string) {
+		t.Helper()
+		v, ok := get(t, s, key)
+		if want == "" {
+			require.False(t, ok, "%s: %s reads %q", what, key, v)
+			return
+		}
+		require.True(t, ok, "%s: %s reads nothing", what, key)
+		require.Equal(t, want, v, what)
+	}
+
+	require.NoError(t, s.Update(ctx, set("lease", "claimed")))
+	hold.Lock()
+	held := true
+	defer func() {
+		if held {
+			hold.Unlock()
+		}
+	}()
+
+	answered(inBackground(s.UpdateEager, set("lease", "renewed")), "a renewal of a durable claim")
+	requireRead("lease", "renewed", "a renewal answered")
+
+	other := inBackground(s.Update, set("other", "x"))
+	requireRead("other", "", "a plain write applied, not durable")
+
+	done := inBackground(s.Update, set("lease", "done"))
+	requireRead("lease", "renewed", "a plain write after a shown one, not durable")
+
+	claim2 := inBackground(s.Update, set("lease2", "claimed"))
+	renew2 := inBackground(s.UpdateEager, set("lease2", "renewed"))
+	// The writer answers an eager write right after applying it, before it
+	// takes the next request: once a later one is answered, renew2 would be.
+	answered(inBackground(s.UpdateEager, set("lease3", "renewed")), "a renewal of a key never written")
+	select {
+	case err := <-renew2:
+		t.Fatalf("a renewal of a claim not yet durable was answered (%v) before the claim was durable", err)
+	default:
+	}
+	requireRead("lease2", "", "a renewal of a claim not yet durable")
+	requireRead("lease3", "renewed", "a renewal of a key never written")
+
+	hold.Unlock()
+	held = false
+	for i, ch := range []<-chan error{other, done, claim2, renew2} {
+		answered(ch, fmt.Sprintf("write %d once the log goes on", i))
+	}
+	requireRead("lease", "done", "after the log went on")
+	requireRead("lease2", "renewed", "after the log went on")
+	requireRead("other", "x", "after the log went on")
+	require.NoError(t, s.Update(ctx, set("lease", "reclaimed")))
+	requireRead("lease", "reclaimed", "a later durable write")
+}
