@@ -23,7 +23,7 @@ type Txn struct {
 	// View: segments not yet durable whose shown writes it reads (shown.go),
 	// oldest first; each newer than every segment of vis.
 	early []*inflight
-	w    *segment    // Update: the segment this transaction writes into
+	w     *segment // Update: the segment this transaction writes into
 
 	id        uint64      // Update: marks the segment's values this transaction wrote
 	undo      []undoEntry // Update: how to take this transaction's writes back out, a key each
