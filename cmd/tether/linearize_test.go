@@ -234,10 +234,13 @@ func (p *nodePool) nodes() []string {
 }
 
 // linWorker is one client: it picks a node and a call at random, with the
-// fence it last got on that node, or a wrong one, or none.
+// fence it last got on that node, or a wrong one, or none. Half of its
+// renewals go to the node it last held, as a worker's heartbeat does, and
+// half of those that succeed are followed by a read of the node.
 func linWorker(ctx context.Context, c *linCluster, pool *nodePool, sub string, rng *rand.Rand, stop <-chan struct{}) {
 	fences := map[string]uint64{}
 	away := map[string]time.Time{} // nodes this client leaves alone until then
+	held := ""                     // the node this client was last granted or renewed
 	for {
 		select {
 		case <-stop:
@@ -245,6 +248,10 @@ func linWorker(ctx context.Context, c *linCluster, pool *nodePool, sub string, r
 		default:
 		}
 		node := pool.pick(rng)
+		heartbeat := held != "" && rng.IntN(10) < 2
+		if heartbeat {
+			node = held
+		}
 		gone := time.Now().Before(away[node]) // only reads, which renew nothing
 		in := linearize.Input{Node: node, Client: sub}
 		known := fences[node]
@@ -271,12 +278,23 @@ func linWorker(ctx context.Context, c *linCluster, pool *nodePool, sub string, r
 		default:
 			in.Kind = linearize.Read
 		}
+		if heartbeat {
+			in.Kind, in.Fence, in.TTL = linearize.Renew, fences[node], 0
+		}
 		if gone {
 			in.Kind, in.Fence, in.TTL = linearize.Read, 0, 0
 		}
 		out := c.call(ctx, in)
-		if out.Result == linearize.OK && (in.Kind == linearize.Claim || in.Kind == linearize.Renew) {
-			fences[node] = out.Fence
+		switch {
+		case out.Result == linearize.OK && (in.Kind == linearize.Claim || in.Kind == linearize.Renew):
+			fences[node], held = out.Fence, node
+		case node == held && in.Kind != linearize.Read && out.Result != linearize.Unknown:
+			held = "" // released, completed or lost
+		}
+		if out.Result == linearize.OK && in.Kind == linearize.Renew && rng.IntN(2) == 0 {
+			// A holder reads its node back: it must see the expiry it was
+			// just given (issue 31).
+			c.call(ctx, linearize.Input{Kind: linearize.Read, Node: node, Client: sub})
 		}
 		if out.Result == linearize.OK && in.Kind == linearize.Claim && in.TTL == linShortTTL && !out.Renewed {
 			// A worker that dies holding a short lease: it lapses while the
@@ -520,7 +538,7 @@ func TestLinearizeFrozenClient(t *testing.T) {
 		forged := slices.Clone(ops)
 		for j, op := range forged {
 			if op.Input.Client == frozenIdentity && op.Call == want.Call {
-				forged[j].Output = accepted(op.Input, fence)
+				forged[j].Output = accepted(op, fence)
 			}
 		}
 		if r := linearize.Check(linearize.DefaultConfig(linMaxAttempts), forged, checkTimeout, ""); r.Result != porcupine.Illegal {
@@ -530,12 +548,14 @@ func TestLinearizeFrozenClient(t *testing.T) {
 	t.Logf("the frozen client's %d late writes were all refused; each, forged into an acceptance, makes the history illegal", len(late))
 }
 
-// accepted is the answer the server would give to in, were the frozen
+// accepted is the answer the server would give to op, were the frozen
 // client's lease (fence) still live.
-func accepted(in linearize.Input, fence uint64) linearize.Output {
+func accepted(op linearize.Op, fence uint64) linearize.Output {
+	in := op.Input
 	switch in.Kind {
 	case linearize.Renew:
-		return linearize.Output{Result: linearize.OK, Holder: in.Client, Fence: fence}
+		expires := time.Unix(0, op.Return).Add(linShortTTL).UnixMilli()
+		return linearize.Output{Result: linearize.OK, Holder: in.Client, Fence: fence, Expires: expires}
 	case linearize.Release:
 		return linearize.Output{Result: linearize.OK, Status: linearize.StatusQueued}
 	default:
