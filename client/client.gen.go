@@ -2602,7 +2602,8 @@ type ClientInterface interface {
 
 	// ListLeases List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2746,7 +2747,11 @@ type ClientInterface interface {
 
 	// GetNode Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 	GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2948,6 +2953,10 @@ type ClientInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -2959,6 +2968,10 @@ type ClientInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3070,6 +3083,11 @@ type ClientInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -3081,6 +3099,11 @@ type ClientInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4080,7 +4103,8 @@ func (c *Client) AckMessage(ctx context.Context, id MessageID, reqEditors ...Req
 
 // ListLeases List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
 func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4324,7 +4348,11 @@ func (c *Client) DeleteNode(ctx context.Context, id NodeID, params *DeleteNodePa
 
 // GetNode Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 func (c *Client) GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4676,6 +4704,10 @@ func (c *Client) ListNodeEvents(ctx context.Context, id NodeID, params *ListNode
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -4697,6 +4729,10 @@ func (c *Client) ExtendLeaseWithBody(ctx context.Context, id NodeID, contentType
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4878,6 +4914,11 @@ func (c *Client) ReleaseNode(ctx context.Context, id NodeID, body ReleaseNodeJSO
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -4899,6 +4940,11 @@ func (c *Client) RenewLeaseWithBody(ctx context.Context, id NodeID, contentType 
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9460,7 +9506,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListLeasesWithResponse List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9612,7 +9659,11 @@ type ClientWithResponsesInterface interface {
 
 	// GetNodeWithResponse Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9822,6 +9873,10 @@ type ClientWithResponsesInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -9833,6 +9888,10 @@ type ClientWithResponsesInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9944,6 +10003,11 @@ type ClientWithResponsesInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -9955,6 +10019,11 @@ type ClientWithResponsesInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17625,7 +17694,8 @@ func (c *ClientWithResponses) AckMessageWithResponse(ctx context.Context, id Mes
 
 // ListLeasesWithResponse List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17837,7 +17907,11 @@ func (c *ClientWithResponses) DeleteNodeWithResponse(ctx context.Context, id Nod
 
 // GetNodeWithResponse Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18137,6 +18211,10 @@ func (c *ClientWithResponses) ListNodeEventsWithResponse(ctx context.Context, id
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -18154,6 +18232,10 @@ func (c *ClientWithResponses) ExtendLeaseWithBodyWithResponse(ctx context.Contex
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18307,6 +18389,11 @@ func (c *ClientWithResponses) ReleaseNodeWithResponse(ctx context.Context, id No
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -18324,6 +18411,11 @@ func (c *ClientWithResponses) RenewLeaseWithBodyWithResponse(ctx context.Context
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
