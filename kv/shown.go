@@ -84,8 +84,14 @@ func (g *segment) showable(f *inflight, t *Txn) bool {
 }
 
 // show shows t's writes to readers: they go into f's shown writes, and f
-// onto the store's list of segments with shown writes (once).
+// onto the store's list of segments with shown writes (once). A segment on
+// the list is always handed to the logger (runSegment), so it leaves the
+// list once durable: one that stayed would hide the later writes of every
+// segment logged after it.
 func (s *Store) show(f *inflight, t *Txn) {
+	if len(t.undo) == 0 {
+		return // nothing written: nothing to show, and no segment to list
+	}
 	if f.shown == nil {
 		f.shown = &shownWrites{vals: map[string]value{}}
 		s.visMu.Lock()

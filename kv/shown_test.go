@@ -3,6 +3,7 @@ package kv
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -128,4 +129,67 @@ func checkShown(t *testing.T, s *Store, hold *sync.Mutex) {
 	requireRead("other", "x", "after the log went on")
 	require.NoError(t, s.Update(ctx, set("lease", "reclaimed")))
 	requireRead("lease", "reclaimed", "a later durable write")
+}
+
+// TestAShownWriteThenAPlainOneInOneSegment: a renewal and then a complete
+// of the same key, applied in one segment: readers see the renewal until the
+// segment is durable, then the complete, never the complete early.
+func TestAShownWriteThenAPlainOneInOneSegment(t *testing.T) {
+	t.Parallel()
+	s, err := Open(Options{Dir: t.TempDir()})
+	require.NoError(t, err)
+	var hold sync.Mutex
+	s.beforeDurable = func() { hold.Lock(); hold.Unlock() }
+	s.Start()
+	defer s.Close()
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("lease"), []byte("claimed")) }))
+
+	hold.Lock()
+	// Hold the writer too, so that both writes queue and are applied in one
+	// segment once it goes on.
+	busy, free := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = s.UpdateEager(ctx, func(tx *Txn) error {
+			close(busy)
+			<-free
+			return nil
+		})
+	}()
+	<-busy
+	queued := func(n int) {
+		for len(s.reqs) < n {
+			runtime.Gosched()
+		}
+	}
+	renew, done := make(chan error, 1), make(chan error, 1)
+	var renewTxn, doneTxn uint64
+	go func() {
+		renew <- s.UpdateEager(ctx, func(tx *Txn) error {
+			renewTxn = tx.id
+			return tx.Set([]byte("lease"), []byte("renewed"))
+		})
+	}()
+	queued(1)
+	go func() {
+		done <- s.Update(ctx, func(tx *Txn) error {
+			doneTxn = tx.id
+			return tx.Set([]byte("lease"), []byte("done"))
+		})
+	}()
+	queued(2)
+	close(free)
+	require.NoError(t, <-renew)
+	v, _ := get(t, s, "lease")
+	require.Equal(t, "renewed", v, "the complete is not durable yet")
+	select {
+	case err := <-done:
+		t.Fatalf("the complete was answered (%v) before it was durable", err)
+	default:
+	}
+	hold.Unlock()
+	require.NoError(t, <-done)
+	require.Equal(t, renewTxn+1, doneTxn, "the two writes ran one after the other")
+	v, _ = get(t, s, "lease")
+	require.Equal(t, "done", v)
 }

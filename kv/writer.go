@@ -221,7 +221,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 	if g.snap != nil {
 		g.snap.discard()
 	}
-	if len(f.waiting) == 0 && len(f.onDurable) == 0 && g.over.len() == 0 {
+	if len(f.waiting) == 0 && len(f.onDurable) == 0 && g.over.len() == 0 && f.shown == nil {
 		return rest
 	}
 	s.pend = append(s.pend, f)
