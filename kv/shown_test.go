@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,9 +39,9 @@ func TestEnginesShowEagerWritesOnceApplied(t *testing.T) {
 	} {
 		t.Run(ec.name, func(t *testing.T) {
 			t.Parallel()
-			var hold sync.Mutex
+			var hold logHold
 			s := ec.open(t)
-			s.beforeDurable = func() { hold.Lock(); hold.Unlock() }
+			s.beforeDurable = hold.wait
 			s.Start()
 			defer s.Close()
 			checkShown(t, s, &hold)
@@ -49,7 +49,28 @@ func TestEnginesShowEagerWritesOnceApplied(t *testing.T) {
 	}
 }
 
-func checkShown(t *testing.T, s *Store, hold *sync.Mutex) {
+// logHold holds a store's logger before its next durable step (its
+// beforeDurable), from hold until release.
+type logHold struct{ ch atomic.Pointer[chan struct{}] }
+
+func (h *logHold) hold() {
+	ch := make(chan struct{})
+	h.ch.Store(&ch)
+}
+
+func (h *logHold) release() {
+	if ch := h.ch.Swap(nil); ch != nil {
+		close(*ch)
+	}
+}
+
+func (h *logHold) wait() {
+	if ch := h.ch.Load(); ch != nil {
+		<-*ch
+	}
+}
+
+func checkShown(t *testing.T, s *Store, hold *logHold) {
 	ctx := context.Background()
 	set := func(key, val string) func(*Txn) error {
 		return func(tx *Txn) error { return tx.Set([]byte(key), []byte(val)) }
@@ -89,13 +110,8 @@ func checkShown(t *testing.T, s *Store, hold *sync.Mutex) {
 	}
 
 	require.NoError(t, s.Update(ctx, set("lease", "claimed")))
-	hold.Lock()
-	held := true
-	defer func() {
-		if held {
-			hold.Unlock()
-		}
-	}()
+	hold.hold()
+	defer hold.release()
 
 	answered(inBackground(s.UpdateEager, set("lease", "renewed")), "a renewal of a durable claim")
 	requireRead("lease", "renewed", "a renewal answered")
@@ -119,8 +135,7 @@ func checkShown(t *testing.T, s *Store, hold *sync.Mutex) {
 	requireRead("lease2", "", "a renewal of a claim not yet durable")
 	requireRead("lease3", "renewed", "a renewal of a key never written")
 
-	hold.Unlock()
-	held = false
+	hold.release()
 	for i, ch := range []<-chan error{other, done, claim2, renew2} {
 		answered(ch, fmt.Sprintf("write %d once the log goes on", i))
 	}
@@ -138,14 +153,15 @@ func TestAShownWriteThenAPlainOneInOneSegment(t *testing.T) {
 	t.Parallel()
 	s, err := Open(Options{Dir: t.TempDir()})
 	require.NoError(t, err)
-	var hold sync.Mutex
-	s.beforeDurable = func() { hold.Lock(); hold.Unlock() }
+	var hold logHold
+	s.beforeDurable = hold.wait
 	s.Start()
 	defer s.Close()
 	ctx := context.Background()
 	require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("lease"), []byte("claimed")) }))
 
-	hold.Lock()
+	hold.hold()
+	defer hold.release()
 	// Hold the writer too, so that both writes queue and are applied in one
 	// segment once it goes on.
 	busy, free := make(chan struct{}), make(chan struct{})
@@ -187,7 +203,7 @@ func TestAShownWriteThenAPlainOneInOneSegment(t *testing.T) {
 		t.Fatalf("the complete was answered (%v) before it was durable", err)
 	default:
 	}
-	hold.Unlock()
+	hold.release()
 	require.NoError(t, <-done)
 	require.Equal(t, renewTxn+1, doneTxn, "the two writes ran one after the other")
 	v, _ = get(t, s, "lease")
