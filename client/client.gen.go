@@ -2837,7 +2837,8 @@ type ClientInterface interface {
 
 	// ListLeases List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3025,7 +3026,11 @@ type ClientInterface interface {
 
 	// GetNode Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 	GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3227,6 +3232,10 @@ type ClientInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -3238,6 +3247,10 @@ type ClientInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3349,6 +3362,11 @@ type ClientInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -3360,6 +3378,11 @@ type ClientInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4396,7 +4419,8 @@ func (c *Client) AckMessage(ctx context.Context, id MessageID, reqEditors ...Req
 
 // ListLeases List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
 func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4704,7 +4728,11 @@ func (c *Client) DeleteNode(ctx context.Context, id NodeID, params *DeleteNodePa
 
 // GetNode Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 func (c *Client) GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5056,6 +5084,10 @@ func (c *Client) ListNodeEvents(ctx context.Context, id NodeID, params *ListNode
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -5077,6 +5109,10 @@ func (c *Client) ExtendLeaseWithBody(ctx context.Context, id NodeID, contentType
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5258,6 +5294,11 @@ func (c *Client) ReleaseNode(ctx context.Context, id NodeID, body ReleaseNodeJSO
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -5279,6 +5320,11 @@ func (c *Client) RenewLeaseWithBody(ctx context.Context, id NodeID, contentType 
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10152,7 +10198,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListLeasesWithResponse List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10348,7 +10395,11 @@ type ClientWithResponsesInterface interface {
 
 	// GetNodeWithResponse Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10558,6 +10609,10 @@ type ClientWithResponsesInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -10569,6 +10624,10 @@ type ClientWithResponsesInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10680,6 +10739,11 @@ type ClientWithResponsesInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -10691,6 +10755,11 @@ type ClientWithResponsesInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18614,7 +18683,8 @@ func (c *ClientWithResponses) AckMessageWithResponse(ctx context.Context, id Mes
 
 // ListLeasesWithResponse List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18882,7 +18952,11 @@ func (c *ClientWithResponses) DeleteNodeWithResponse(ctx context.Context, id Nod
 
 // GetNodeWithResponse Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19182,6 +19256,10 @@ func (c *ClientWithResponses) ListNodeEventsWithResponse(ctx context.Context, id
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -19199,6 +19277,10 @@ func (c *ClientWithResponses) ExtendLeaseWithBodyWithResponse(ctx context.Contex
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19352,6 +19434,11 @@ func (c *ClientWithResponses) ReleaseNodeWithResponse(ctx context.Context, id No
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -19369,6 +19456,11 @@ func (c *ClientWithResponses) RenewLeaseWithBodyWithResponse(ctx context.Context
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

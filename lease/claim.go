@@ -211,10 +211,12 @@ type RenewResult struct {
 }
 
 // Renew pushes the lease expiry to now + its TTL. It is no graph change beyond
-// the lease and emits no event. It is answered once applied, before its
-// record is durable (UpdateEager): a restart gives every live lease its full
-// TTL afresh anyway, so a lost renewal takes nothing from its holder. A read
-// right after it may show the previous expiry until its group commit lands.
+// the lease and emits no event. It is answered, and shown to readers, once
+// applied, before its record is durable (UpdateEager): a restart gives every
+// live lease its full TTL afresh anyway, so a lost renewal takes nothing from
+// its holder nor from what a reader saw. A read that starts after its answer
+// shows the new expiry. RenewTx reads and writes the node's record only,
+// which UpdateEager requires.
 func (s *Service) Renew(ctx context.Context, p HolderParams) (*RenewResult, error) {
 	var res *RenewResult
 	err := s.store.UpdateEager(ctx, func(tx *graph.Tx) error {
@@ -260,7 +262,10 @@ type ExtendResult struct {
 }
 
 // Extend moves the expiry to min(expires + by, now + the tenant max), never
-// earlier than it is.
+// earlier than it is. Unlike a renewal it is durable before it is answered
+// or seen (Update): it may reach past now + TTL, which the restart rule
+// (every live lease gets its TTL afresh) would not give back, and its
+// extended event must not be seen before it is durable.
 func (s *Service) Extend(ctx context.Context, p HolderParams, by time.Duration) (*ExtendResult, error) {
 	if by <= 0 {
 		return nil, fault.Invalidf("ms", "must be a positive integer")

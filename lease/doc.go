@@ -28,8 +28,15 @@
 //     in the node record (and past deletion), so it survives restarts.
 //   - A node never runs more than max_attempts times: a claim counts one; a
 //     voluntary release gives it back; an expiry keeps it.
-//   - Renewals are answered before they are durable (graph.UpdateEager); the
-//     rule below is what makes that safe.
+//   - Renewals are answered before they are durable (graph.UpdateEager), and
+//     shown to readers as soon as they are applied, so a read that starts
+//     after a renewal's answer shows its expiry (reads are linearizable). The
+//     rule below is what makes that safe: a restart only ever lengthens a
+//     live lease. A renewal of a claim not yet durable waits for it, so a
+//     claim is never seen before it is durable. An extend is not a renewal
+//     in that sense (it may reach past now + TTL, which a restart would
+//     not give back, and it emits an event): it is durable, like a claim,
+//     before it is answered or seen.
 //   - On Start, every lease whose stored expiry is still ahead gets its full
 //     TTL afresh (its holder could not renew while the server was down, and
 //     a restart never takes a lease from a live holder); one whose expiry

@@ -96,7 +96,11 @@ export interface paths {
         };
         /**
          * Get a node
-         * @description Role reader. The `ETag` is the node's `version`.
+         * @description Role reader. The `ETag` is the node's `version`. The read is linearizable:
+         *     it shows every write answered before it began, renewals included (a
+         *     renewal's `expires` is shown once the renewal is answered, though a
+         *     renewal does not bump `version`); of what is not yet durable, it shows
+         *     renewals only.
          */
         get: operations["getNode"];
         put?: never;
@@ -229,6 +233,11 @@ export interface paths {
          *     lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
          *     current `holder` (or null). Any session of the holder may renew; passing a
          *     session binds the lease to that run.
+         *
+         *     Answered once applied, before it is durable (see Consistency and
+         *     durability): a read that starts after the answer shows the new `expires`;
+         *     a crash may lose the renewal, and the restart then gives the lease its full
+         *     `ttl_ms` afresh if its stored expiry is still ahead.
          */
         post: operations["renewLease"];
         delete?: never;
@@ -258,6 +267,10 @@ export interface paths {
          *     `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
          *     `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
          *     lease_lost`.
+         *
+         *     Unlike a renewal, an extend is durable before it is answered (it may reach
+         *     past now + `ttl_ms`, which a restart would not give back); a read that
+         *     starts after the answer shows the new `expires`.
          */
         post: operations["extendLease"];
         delete?: never;
@@ -703,7 +716,8 @@ export interface paths {
         };
         /**
          * List the live leases
-         * @description Role reader. What is running right now.
+         * @description Role reader. What is running right now, each lease with its latest
+         *     `expires`: a renewal answered before the list began is in it.
          */
         get: operations["listLeases"];
         put?: never;
