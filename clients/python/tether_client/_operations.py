@@ -150,7 +150,11 @@ class SyncOperations:
     ) -> Node:
         """Get a node.
 
-        Role reader. The `ETag` is the node's `version`.
+        Role reader. The `ETag` is the node's `version`. The read is linearizable:
+        it shows every write answered before it began, renewals included (a
+        renewal's `expires` is shown once the renewal is answered, though a
+        renewal does not bump `version`); of what is not yet durable, it shows
+        renewals only.
 
         ``GET /v1/nodes/{id}`` (getNode).
         """
@@ -301,6 +305,11 @@ class SyncOperations:
         current `holder` (or null). Any session of the holder may renew; passing a
         session binds the lease to that run.
 
+        Answered once applied, before it is durable (see Consistency and
+        durability): a read that starts after the answer shows the new `expires`;
+        a crash may lose the renewal, and the restart then gives the lease its full
+        `ttl_ms` afresh if its stored expiry is still ahead.
+
         ``POST /v1/nodes/{id}/renew`` (renewLease).
         """
         return cast('RenewResponse', self._call(
@@ -324,6 +333,10 @@ class SyncOperations:
         `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
         `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
         lease_lost`.
+
+        Unlike a renewal, an extend is durable before it is answered (it may reach
+        past now + `ttl_ms`, which a restart would not give back); a read that
+        starts after the answer shows the new `expires`.
 
         ``POST /v1/nodes/{id}/extend`` (extendLease).
         """
@@ -736,7 +749,8 @@ class SyncOperations:
     ) -> LeaseList:
         """List the live leases.
 
-        Role reader. What is running right now.
+        Role reader. What is running right now, each lease with its latest
+        `expires`: a renewal answered before the list began is in it.
 
         ``GET /v1/leases`` (listLeases).
         """
@@ -1830,7 +1844,11 @@ class AsyncOperations:
     ) -> Node:
         """Get a node.
 
-        Role reader. The `ETag` is the node's `version`.
+        Role reader. The `ETag` is the node's `version`. The read is linearizable:
+        it shows every write answered before it began, renewals included (a
+        renewal's `expires` is shown once the renewal is answered, though a
+        renewal does not bump `version`); of what is not yet durable, it shows
+        renewals only.
 
         ``GET /v1/nodes/{id}`` (getNode).
         """
@@ -1981,6 +1999,11 @@ class AsyncOperations:
         current `holder` (or null). Any session of the holder may renew; passing a
         session binds the lease to that run.
 
+        Answered once applied, before it is durable (see Consistency and
+        durability): a read that starts after the answer shows the new `expires`;
+        a crash may lose the renewal, and the restart then gives the lease its full
+        `ttl_ms` afresh if its stored expiry is still ahead.
+
         ``POST /v1/nodes/{id}/renew`` (renewLease).
         """
         return cast('RenewResponse', await self._call(
@@ -2004,6 +2027,10 @@ class AsyncOperations:
         `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
         `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
         lease_lost`.
+
+        Unlike a renewal, an extend is durable before it is answered (it may reach
+        past now + `ttl_ms`, which a restart would not give back); a read that
+        starts after the answer shows the new `expires`.
 
         ``POST /v1/nodes/{id}/extend`` (extendLease).
         """
@@ -2416,7 +2443,8 @@ class AsyncOperations:
     ) -> LeaseList:
         """List the live leases.
 
-        Role reader. What is running right now.
+        Role reader. What is running right now, each lease with its latest
+        `expires`: a renewal answered before the list began is in it.
 
         ``GET /v1/leases`` (listLeases).
         """
