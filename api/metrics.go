@@ -18,6 +18,7 @@ import (
 
 // metrics is one registry per server: no package-level state.
 type metrics struct {
+	queueMeter *queuemetrics.Meter
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
@@ -36,9 +37,11 @@ func (m *metrics) retention(st *retention.Stats) {
 	)
 }
 
-// queues registers the per-queue series (package queuemetrics).
+// queues registers the per-queue series (package queuemetrics); the meter
+// also keeps each queue's last hour for GET /v1/queues/{queue}/throughput.
 func (m *metrics) queues(store *graph.Store, lim queuemetrics.Limits) {
-	if err := queuemetrics.New(store, lim).Register(m.reg); err != nil {
+	m.queueMeter = queuemetrics.New(store, lim)
+	if err := m.queueMeter.Register(m.reg); err != nil {
 		panic(err) // a name registered twice: a programming error, as MustRegister
 	}
 }

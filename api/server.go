@@ -211,6 +211,7 @@ func (s *Server) routes() {
 
 	v1.add(http.MethodGet, "/queues", s.listQueues, reader)
 	v1.add(http.MethodPatch, "/queues/:queue", s.patchQueue, dispatcher)
+	v1.add(http.MethodGet, "/queues/:queue/throughput", s.queueThroughput, reader)
 	v1.add(http.MethodPost, "/queues/:queue/pause", s.pauseQueue, dispatcher)
 	v1.add(http.MethodPost, "/queues/:queue/resume", s.resumeQueue, dispatcher)
 	v1.add(http.MethodPost, "/queues/:queue/claim", s.claimNext, worker)

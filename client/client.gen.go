@@ -1431,6 +1431,22 @@ type QueuePatch struct {
 	MaxRunning int64 `json:"max_running"`
 }
 
+// QueueThroughput defines model for QueueThroughput.
+type QueueThroughput struct {
+	// Minutes The last 60 minutes, oldest first.
+	Minutes []struct {
+		// At The minute's start.
+		At        time.Time `json:"at"`
+		Completed int64     `json:"completed"`
+		Created   int64     `json:"created"`
+		Failed    int64     `json:"failed"`
+	} `json:"minutes"`
+	Queue string `json:"queue"`
+
+	// Shared The queue is past the cardinality cap; the numbers are those of every queue counted with it.
+	Shared bool `json:"shared"`
+}
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	Status ReadinessStatus `json:"status"`
@@ -3542,6 +3558,20 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetQueueThroughput A queue's last hour, minute by minute
+	//
+	// Role: reader. How many of the queue's nodes were created, completed and
+	// failed (a failure that is retried counts too) in each of the last 60
+	// minutes, oldest first, the current minute last. The server counts them in
+	// memory as each write commits (the per-queue series of `/metrics` count the
+	// same), so the history starts when the server starts; in a cluster on etcd
+	// it is the owning server's. A queue past the series' cardinality cap
+	// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+	// says so. A queue that never had a node answers zeros.
+	//
+	// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+	GetQueueThroughput(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSchedules List the schedules
 	//
 	// Role reader. The tenant's schedules in id order.
@@ -5624,6 +5654,30 @@ func (c *Client) PauseQueue(ctx context.Context, queue string, reqEditors ...Req
 // Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueThroughput A queue's last hour, minute by minute
+//
+// Role: reader. How many of the queue's nodes were created, completed and
+// failed (a failure that is retried counts too) in each of the last 60
+// minutes, oldest first, the current minute last. The server counts them in
+// memory as each write commits (the per-queue series of `/metrics` count the
+// same), so the history starts when the server starts; in a cluster on etcd
+// it is the owning server's. A queue past the series' cardinality cap
+// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+// says so. A queue that never had a node answers zeros.
+//
+// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+func (c *Client) GetQueueThroughput(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueThroughputRequest(c.Server, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -9025,6 +9079,45 @@ func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetQueueThroughputRequest constructs an http.Request for the GetQueueThroughput method
+func NewGetQueueThroughputRequest(server string, queue string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/throughput", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListSchedulesRequest constructs an http.Request for the ListSchedules method
 func NewListSchedulesRequest(server string, params *ListSchedulesParams) (*http.Request, error) {
 	var err error
@@ -10926,6 +11019,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// GetQueueThroughputWithResponse A queue's last hour, minute by minute
+	//
+	// Role: reader. How many of the queue's nodes were created, completed and
+	// failed (a failure that is retried counts too) in each of the last 60
+	// minutes, oldest first, the current minute last. The server counts them in
+	// memory as each write commits (the per-queue series of `/metrics` count the
+	// same), so the history starts when the server starts; in a cluster on etcd
+	// it is the owning server's. A queue past the series' cardinality cap
+	// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+	// says so. A queue that never had a node answers zeros.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+	GetQueueThroughputWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*GetQueueThroughputResponse, error)
 
 	// ListSchedulesWithResponse List the schedules
 	//
@@ -16538,6 +16647,103 @@ func (r ResumeQueueResponse) ContentType() string {
 	return ""
 }
 
+// GetQueueThroughputResponse401Headers the declared response headers of an HTTP 401 response for GetQueueThroughput
+type GetQueueThroughputResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetQueueThroughputResponse429Headers the declared response headers of an HTTP 429 response for GetQueueThroughput
+type GetQueueThroughputResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetQueueThroughputResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueThroughput
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueueThroughputResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetQueueThroughputResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueThroughputResponse) GetJSON200() *QueueThroughput {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueThroughputResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueThroughputResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueThroughputResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueThroughputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSchedulesResponse401Headers the declared response headers of an HTTP 401 response for ListSchedules
 type ListSchedulesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -19716,6 +19922,28 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// GetQueueThroughputWithResponse A queue's last hour, minute by minute
+//
+// Role: reader. How many of the queue's nodes were created, completed and
+// failed (a failure that is retried counts too) in each of the last 60
+// minutes, oldest first, the current minute last. The server counts them in
+// memory as each write commits (the per-queue series of `/metrics` count the
+// same), so the history starts when the server starts; in a cluster on etcd
+// it is the owning server's. A queue past the series' cardinality cap
+// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+// says so. A queue that never had a node answers zeros.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+func (c *ClientWithResponses) GetQueueThroughputWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*GetQueueThroughputResponse, error) {
+	rsp, err := c.GetQueueThroughput(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueThroughputResponse(rsp)
 }
 
 // ListSchedulesWithResponse List the schedules
@@ -25111,6 +25339,97 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ResumeQueueResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueThroughputResponse parses an HTTP response from a GetQueueThroughputWithResponse call
+func ParseGetQueueThroughputResponse(rsp *http.Response) (*GetQueueThroughputResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueThroughputResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueThroughput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetQueueThroughputResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetQueueThroughputResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

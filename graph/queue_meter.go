@@ -34,6 +34,8 @@ const (
 	QueueFailed
 	QueueDead
 	QueueExpired
+	// QueueCreated counts the created events of the queue's nodes.
+	QueueCreated
 )
 
 // QueueObservation is one outcome of one node of a queue.
@@ -114,6 +116,8 @@ func (tx *Tx) appendOutcomes(obs []QueueObservation) []QueueObservation {
 		ev := &tx.events[i]
 		var what QueueOutcome
 		switch ev.Type {
+		case EventCreated:
+			what = QueueCreated
 		case EventCompleted:
 			what = QueueCompleted
 		case EventFailed:

@@ -1,8 +1,11 @@
 // Package queuemetrics is the per-queue series of /metrics: each queue's
 // depth by status and the age of its oldest ready node (gauges), how long
 // nodes waited from ready to claimed and ran from claimed to ended
-// (histograms), and its completions, failures, dead letters and expiries
-// (counters), labelled by tenant and queue. docs/metrics.md lists them.
+// (histograms), and its creations, completions, failures, dead letters and
+// expiries (counters), labelled by tenant and queue. docs/metrics.md lists
+// them. The meter also keeps each queue's last hour of creations,
+// completions and failures, minute by minute, for the API's throughput view
+// (throughput.go), under the same labels and caps.
 //
 // Where the numbers come from:
 //   - The gauges are computed at scrape time from the store's in-memory

@@ -19,19 +19,23 @@ type Meter struct {
 	labels *labeller
 
 	claimWait, runTime *prometheus.HistogramVec
+	created            *prometheus.CounterVec
 	completed, failed  *prometheus.CounterVec
 	dead, expired      *prometheus.CounterVec
 	// series caches each label pair's children (under labels.mu), so an
 	// observation hashes no label values.
 	series map[labelKey]*series
+	// history is each label pair's last hour, minute by minute
+	// (throughput.go), under labels.mu.
+	history map[labelKey]*history
 
 	depthDesc, ageDesc *prometheus.Desc
 }
 
 // series are one label pair's counters and histograms.
 type series struct {
-	claimWait, runTime               prometheus.Observer
-	completed, failed, dead, expired prometheus.Counter
+	claimWait, runTime                        prometheus.Observer
+	created, completed, failed, dead, expired prometheus.Counter
 }
 
 var (
@@ -45,7 +49,8 @@ func New(store *graph.Store, lim Limits) *Meter {
 	return &Meter{
 		store:  store,
 		labels: newLabeller(lim),
-		series: map[labelKey]*series{},
+		series:  map[labelKey]*series{},
+		history: map[labelKey]*history{},
 		claimWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tether_queue_claim_wait_seconds", Help: "How long a node of the queue was ready before it was claimed.",
 			Buckets: claimWaitBuckets,
@@ -54,6 +59,7 @@ func New(store *graph.Store, lim Limits) *Meter {
 			Name: "tether_queue_run_seconds", Help: "How long a run of a node of the queue lasted, from its claim to its end (completed, failed, released, expired or cancelled).",
 			Buckets: runTimeBuckets,
 		}, tq),
+		created:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_created_total", Help: "Nodes created in the queue."}, tq),
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_completions_total", Help: "Nodes of the queue completed."}, tq),
 		failed:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_failures_total", Help: "Failures of nodes of the queue (retried or not)."}, tq),
 		dead:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_dead_total", Help: "Nodes of the queue dead-lettered (out of attempts)."}, tq),
@@ -66,7 +72,7 @@ func New(store *graph.Store, lim Limits) *Meter {
 // Register adds the series to reg and has the store tell the meter what
 // each transaction did.
 func (m *Meter) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.completed, m.failed, m.dead, m.expired} {
+	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.created, m.completed, m.failed, m.dead, m.expired} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -78,12 +84,17 @@ func (m *Meter) Register(reg prometheus.Registerer) error {
 // QueueObserved counts one durable transaction's outcomes
 // (graph.QueueMeter).
 func (m *Meter) QueueObserved(obs []graph.QueueObservation) {
+	now := m.store.Clock().Now()
 	m.labels.mu.Lock()
 	defer m.labels.mu.Unlock()
 	for i := range obs {
 		o := &obs[i]
-		s := m.seriesOf(m.labels.label(o.Tenant, o.Queue))
+		k := m.labels.label(o.Tenant, o.Queue)
+		s := m.seriesOf(k)
+		m.count(k, o.What, now)
 		switch o.What {
+		case graph.QueueCreated:
+			s.created.Inc()
 		case graph.QueueClaimed:
 			s.claimWait.Observe(o.Took.Seconds())
 		case graph.QueueRunEnded:
@@ -109,6 +120,7 @@ func (m *Meter) seriesOf(k labelKey) *series {
 		s = &series{
 			claimWait: m.claimWait.WithLabelValues(k.tenant, k.queue),
 			runTime:   m.runTime.WithLabelValues(k.tenant, k.queue),
+			created:   m.created.WithLabelValues(k.tenant, k.queue),
 			completed: m.completed.WithLabelValues(k.tenant, k.queue),
 			failed:    m.failed.WithLabelValues(k.tenant, k.queue),
 			dead:      m.dead.WithLabelValues(k.tenant, k.queue),

@@ -582,6 +582,31 @@ class SyncOperations:
             result="json",
         ))
 
+    def get_queue_throughput(
+        self,
+        queue: str,
+    ) -> QueueThroughput:
+        """A queue's last hour, minute by minute.
+
+        Role: reader. How many of the queue's nodes were created, completed and
+        failed (a failure that is retried counts too) in each of the last 60
+        minutes, oldest first, the current minute last. The server counts them in
+        memory as each write commits (the per-queue series of `/metrics` count the
+        same), so the history starts when the server starts; in a cluster on etcd
+        it is the owning server's. A queue past the series' cardinality cap
+        (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+        says so. A queue that never had a node answers zeros.
+
+        ``GET /v1/queues/{queue}/throughput`` (getQueueThroughput).
+        """
+        return cast('QueueThroughput', self._call(
+            "GET",
+            "/v1/queues/{queue}/throughput",
+            path_params={"queue": queue},
+            accept="application/json",
+            result="json",
+        ))
+
     def pause_queue(
         self,
         queue: str,
@@ -2276,6 +2301,31 @@ class AsyncOperations:
             result="json",
         ))
 
+    async def get_queue_throughput(
+        self,
+        queue: str,
+    ) -> QueueThroughput:
+        """A queue's last hour, minute by minute.
+
+        Role: reader. How many of the queue's nodes were created, completed and
+        failed (a failure that is retried counts too) in each of the last 60
+        minutes, oldest first, the current minute last. The server counts them in
+        memory as each write commits (the per-queue series of `/metrics` count the
+        same), so the history starts when the server starts; in a cluster on etcd
+        it is the owning server's. A queue past the series' cardinality cap
+        (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+        says so. A queue that never had a node answers zeros.
+
+        ``GET /v1/queues/{queue}/throughput`` (getQueueThroughput).
+        """
+        return cast('QueueThroughput', await self._call(
+            "GET",
+            "/v1/queues/{queue}/throughput",
+            path_params={"queue": queue},
+            accept="application/json",
+            result="json",
+        ))
+
     async def pause_queue(
         self,
         queue: str,
@@ -3426,6 +3476,7 @@ OPERATIONS = {
     "requeueNode": ("POST", "/v1/nodes/{id}/requeue", "requeue_node"),
     "listQueues": ("GET", "/v1/queues", "list_queues"),
     "updateQueue": ("PATCH", "/v1/queues/{queue}", "update_queue"),
+    "getQueueThroughput": ("GET", "/v1/queues/{queue}/throughput", "get_queue_throughput"),
     "pauseQueue": ("POST", "/v1/queues/{queue}/pause", "pause_queue"),
     "resumeQueue": ("POST", "/v1/queues/{queue}/resume", "resume_queue"),
     "claimNext": ("POST", "/v1/queues/{queue}/claim", "claim_next"),

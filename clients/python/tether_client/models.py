@@ -16,6 +16,14 @@ else:  # pragma: no cover
     from typing_extensions import NotRequired
 
 
+class QueueThroughput(TypedDict):
+    queue: str
+    # The queue is past the cardinality cap; the numbers are those of every queue counted with it.
+    shared: bool
+    # The last 60 minutes, oldest first.
+    minutes: List[Dict[str, Any]]
+
+
 class NodeFilter(TypedDict):
     """The filters of `listNodes`, combined with AND; none selects every work node."""
     type: NotRequired[str]
@@ -1065,6 +1073,7 @@ class Problem(TypedDict):
 
 __all__ = [
     "NotRequired",
+    "QueueThroughput",
     "NodeFilter",
     "BulkRequest",
     "BulkResult",

@@ -552,6 +552,36 @@ export interface paths {
         patch: operations["updateQueue"];
         trace?: never;
     };
+    "/v1/queues/{queue}/throughput": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A queue's last hour, minute by minute
+         * @description Role: reader. How many of the queue's nodes were created, completed and
+         *     failed (a failure that is retried counts too) in each of the last 60
+         *     minutes, oldest first, the current minute last. The server counts them in
+         *     memory as each write commits (the per-queue series of `/metrics` count the
+         *     same), so the history starts when the server starts; in a cluster on etcd
+         *     it is the owning server's. A queue past the series' cardinality cap
+         *     (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+         *     says so. A queue that never had a node answers zeros.
+         */
+        get: operations["getQueueThroughput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues/{queue}/pause": {
         parameters: {
             query?: never;
@@ -1616,6 +1646,25 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        QueueThroughput: {
+            queue: string;
+            /** @description The queue is past the cardinality cap; the numbers are those of every queue counted with it. */
+            shared: boolean;
+            /** @description The last 60 minutes, oldest first. */
+            minutes: {
+                /**
+                 * Format: date-time
+                 * @description The minute's start.
+                 */
+                at: string;
+                /** Format: int64 */
+                created: number;
+                /** Format: int64 */
+                completed: number;
+                /** Format: int64 */
+                failed: number;
+            }[];
+        };
         /** @description The filters of `listNodes`, combined with AND; none selects every work node. */
         NodeFilter: {
             type?: string;
@@ -3946,6 +3995,35 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQueueThroughput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue's last hour. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueThroughput"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
