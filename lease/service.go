@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // Limits are the tenant policy values a lease decision needs.
@@ -26,14 +27,6 @@ type LimitsFunc func(ctx context.Context, tenant string) (Limits, error)
 // *fault.NotClaimable / *fault.Conflict. The work package supplies readiness.
 type Gate func(tx *graph.Tx, n *graph.Node, by string) error
 
-// Hooks let the work package react, inside the same transaction, to a lease
-// that ends by expiry (for example to roll a dead child up to its parent).
-type Hooks struct {
-	// AfterEnd runs after a node left running for a terminal status through
-	// expiry; it may write more in tx.
-	AfterEnd func(tx *graph.Tx, n *graph.Node, by string) error
-}
-
 // Config wires a Service.
 type Config struct {
 	Store  *graph.Store
@@ -41,7 +34,6 @@ type Config struct {
 	Logger *slog.Logger
 	Limits LimitsFunc
 	Gate   Gate
-	Hooks  Hooks
 	// ReaperInterval is the most an expiry may wait for the reaper.
 	ReaperInterval time.Duration
 }
@@ -53,7 +45,6 @@ type Service struct {
 	log    *slog.Logger
 	limits LimitsFunc
 	gate   Gate
-	hooks  Hooks
 
 	deadlines *deadlines
 	reaper    *reaper
@@ -93,28 +84,24 @@ func New(cfg Config) *Service {
 	}
 	s := &Service{
 		store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits,
-		gate: cfg.Gate, hooks: cfg.Hooks, deadlines: newDeadlines(),
+		gate: cfg.Gate, deadlines: newDeadlines(),
 		counts: map[holderRef]int64{},
 	}
 	s.reaper = newReaper(s, cfg.ReaperInterval)
 	return s
 }
 
-// SetHooks installs the hooks (before Start): the work package is built after
-// the lease service it uses.
-func (s *Service) SetHooks(h Hooks) { s.hooks = h }
-
 // Stats returns the running totals.
 func (s *Service) Stats() *Stats { return &s.stats }
 
-// Outcomes of an assigned edge, set when it is retired.
+// Outcomes of an assigned edge, set when it is retired (lifecycle's).
 const (
-	OutcomeDone      = "done"
-	OutcomeFailed    = "failed"
-	OutcomeReleased  = "released"
-	OutcomeExpired   = "expired"
-	OutcomeCancelled = "cancelled"
-	OutcomeTakenOver = "taken_over"
+	OutcomeDone      = lifecycle.OutcomeDone
+	OutcomeFailed    = lifecycle.OutcomeFailed
+	OutcomeReleased  = lifecycle.OutcomeReleased
+	OutcomeExpired   = lifecycle.OutcomeExpired
+	OutcomeCancelled = lifecycle.OutcomeCancelled
+	OutcomeTakenOver = lifecycle.OutcomeTakenOver
 )
 
 // Deadline is the instant the current run of n ends on its own: the lease
@@ -214,7 +201,8 @@ func assignedEdge(tx *graph.Tx, tenant, id, sub string) (*graph.Edge, error) {
 // retired with outcome, the lease dropped, n's LastRun set, and the
 // in-memory views (deadline heap, the holder's lease count) told, once tx
 // commits (track). n is modified in place; the caller sets the new status
-// and stores n with NodePut. It does nothing when n holds no lease.
+// and stores n with NodePut. It does nothing when n holds no lease. It is
+// the lifecycle.Runs of the transitions.
 func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error {
 	l := n.Lease
 	if l == nil {
@@ -235,3 +223,5 @@ func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error 
 	s.track(tx, l, n)
 	return nil
 }
+
+var _ lifecycle.Runs = (*Service)(nil)

@@ -157,7 +157,6 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			return d, err
 		},
 	})
-	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})
 	if err := leases.Start(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)

@@ -23,7 +23,6 @@ func benchSetup(b *testing.B, nodes int) (*Service, *graph.Store) {
 	leases := lease.New(lease.Config{Store: store, Gate: Gate, Limits: limits})
 	w := New(Config{Store: store, Leases: leases, Limits: limits,
 		Defaults: func(context.Context, string) (Defaults, error) { return Defaults{MaxAttempts: 5}, nil }})
-	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})
 	if err := leases.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
