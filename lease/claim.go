@@ -98,7 +98,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	if n.Attempts >= n.MaxAttempts {
 		return nil, &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	}
-	if err := s.gate(tx, n, p.By); err != nil {
+	if err := lifecycle.Claimable(tx, n, p.By); err != nil {
 		return nil, err
 	}
 	if lim.MaxLeasesPerIdentity > 0 && s.LiveCount(n.Tenant, p.By) >= lim.MaxLeasesPerIdentity {

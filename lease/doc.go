@@ -20,6 +20,9 @@
 //	                                                           │ complete, fail, cancel (package work)
 //	                                                           └──────────────▶ done, failed, dead, cancelled
 //
+// A claim of a node nobody holds is decided by the claimable rule
+// (lifecycle.Claimable): the lease package needs nothing from work to decide.
+//
 // Invariants:
 //   - At most one live lease per node: every decision reads the node record
 //     inside the store's single writer, so no two claims can both see it free.

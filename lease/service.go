@@ -23,17 +23,12 @@ type Limits struct {
 // LimitsFunc returns the limits of a tenant.
 type LimitsFunc func(ctx context.Context, tenant string) (Limits, error)
 
-// Gate decides whether a node at rest may be claimed now by `by`: nil, or a
-// *fault.NotClaimable / *fault.Conflict. The work package supplies readiness.
-type Gate func(tx *graph.Tx, n *graph.Node, by string) error
-
 // Config wires a Service.
 type Config struct {
 	Store  *graph.Store
 	Clock  clock.Clock
 	Logger *slog.Logger
 	Limits LimitsFunc
-	Gate   Gate
 	// ReaperInterval is the most an expiry may wait for the reaper.
 	ReaperInterval time.Duration
 }
@@ -44,7 +39,6 @@ type Service struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	limits LimitsFunc
-	gate   Gate
 
 	deadlines *deadlines
 	reaper    *reaper
@@ -79,13 +73,10 @@ func New(cfg Config) *Service {
 	if cfg.ReaperInterval <= 0 {
 		cfg.ReaperInterval = time.Second
 	}
-	if cfg.Gate == nil {
-		cfg.Gate = func(*graph.Tx, *graph.Node, string) error { return nil }
-	}
 	s := &Service{
 		store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits,
-		gate: cfg.Gate, deadlines: newDeadlines(),
-		counts: map[holderRef]int64{},
+		deadlines: newDeadlines(),
+		counts:    map[holderRef]int64{},
 	}
 	s.reaper = newReaper(s, cfg.ReaperInterval)
 	return s

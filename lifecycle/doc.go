@@ -40,6 +40,12 @@
 //   - A node that ends failed, dead or cancelled fails its parent when the
 //     parent's on_child_fail is fail, in the same transaction, and the
 //     parent's remaining children are cancelled; this repeats up the tree.
+//   - Whether a node may be claimed is one rule, graph.Tx.ClaimRefusals,
+//     defined beside the ready index that keeps its node part (not blocked,
+//     queued); Claimable turns a refusal into the API's answer, naming what
+//     blocks the node (Blocking) only when it refuses. Claim-next takes its
+//     candidates from the index and claims each through the lease package,
+//     which applies the rule to the record it changes.
 //   - MoveQueue is no transition: a node at rest follows its queue (queued
 //     in one, open without), any other keeps its status.
 package lifecycle

@@ -143,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}, nil
 	}
 	leases := lease.New(lease.Config{
-		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Gate: work.Gate,
+		Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
 		ReaperInterval: cfg.ReaperInterval, Limits: limits,
 	})
 	w := work.New(work.Config{

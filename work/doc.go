@@ -10,6 +10,8 @@
 //     and ready mirror), never recomputed at read time: a node is ready when
 //     it is open or queued, its run_at has passed, every depends_on target is
 //     done (or ended, with on_fail: ignore), and every child is terminal.
+//     The claimable rule that decides a claim is graph's (Tx.ClaimRefusals,
+//     through lifecycle.Claimable); ReadinessTx only explains it in a view.
 //   - A node's parent field and its live incoming parent_of edge always agree:
 //     both change in the same transaction.
 //   - assigned edges are written only by the lease package; no request may add
