@@ -76,9 +76,10 @@ func labelsOf(labels []string) *[]string {
 	return &c
 }
 
-// ready reports whether the node waits in its queue with nothing blocking it.
+// ready reports whether the node waits in its queue with nothing blocking it:
+// the part of the claimable rule the ready index keeps (claimable.go).
 func (st *nodeState) ready() bool {
-	return st.status == StatusQueued && st.queue != "" && st.deps == 0 && st.children == 0
+	return st.status == StatusQueued && st.queue != "" && !st.blocked()
 }
 
 // edgeSlot names a live edge from one end: its type and the node at the other.

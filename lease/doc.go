@@ -2,7 +2,11 @@
 // fencing, expiry, the deadline heap and the reaper.
 //
 // A lease lives inside its node record (one write per claim). The node's
-// status moves like this; every arrow is one transaction with its event:
+// status is package lifecycle's: this package decides whether a claim, a
+// release or an expiry may happen and what the lease becomes, and runs the
+// transition (lifecycle.Claim, Release, Expire), which writes the status,
+// the edges and the events. The part of the lifecycle that passes through a
+// lease, each arrow one transaction with its event:
 //
 //	           claim (attempts+1, fence+1, assigned edge)
 //	open/queued ───────────────────────────────────────────▶ running
@@ -13,10 +17,11 @@
 //	     └─────────────────────────────────────────────────────┤
 //	                                                           │ expiry with attempts ≥ max_attempts
 //	                                                           ├──────────────▶ dead
-//	                                                           │ complete (package work)
-//	                                                           ├──────────────▶ done
-//	                                                           │ cancel (package work)
-//	                                                           └──────────────▶ cancelled
+//	                                                           │ complete, fail, cancel (package work)
+//	                                                           └──────────────▶ done, failed, dead, cancelled
+//
+// A claim of a node nobody holds is decided by the claimable rule
+// (lifecycle.Claimable): the lease package needs nothing from work to decide.
 //
 // Invariants:
 //   - At most one live lease per node: every decision reads the node record
@@ -42,5 +47,10 @@
 //     a restart never takes a lease from a live holder); one whose expiry
 //     has passed stays dead and is reaped at once.
 //   - The deadline heap is a hint for the reaper, kept in step after each
-//     commit; the node record is the authority.
+//     commit; the node record is the authority. Every lease that ends, in
+//     whichever package's transaction, ends through EndRun (the
+//     lifecycle.Runs this package gives the transitions), which keeps the
+//     heap and the per-identity counts in step.
+//   - A run that expires into dead fails its parent when the parent asked
+//     for it (lifecycle.Expire does); this package needs no hook from work.
 package lease

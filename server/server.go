@@ -143,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}, nil
 	}
 	leases := lease.New(lease.Config{
-		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Gate: work.Gate,
+		Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
 		ReaperInterval: cfg.ReaperInterval, Limits: limits,
 	})
 	w := work.New(work.Config{
@@ -157,7 +157,6 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			return d, err
 		},
 	})
-	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})
 	if err := leases.Start(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
