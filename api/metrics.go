@@ -19,10 +19,10 @@ import (
 // metrics is one registry per server: no package-level state.
 type metrics struct {
 	queueMeter *queuemetrics.Meter
-	reg      *prometheus.Registry
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-	codes    [600]string // the label of each status code, made once
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	codes      [600]string // the label of each status code, made once
 }
 
 // retention registers the retention cleaner's totals.

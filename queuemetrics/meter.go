@@ -47,8 +47,8 @@ var (
 func New(store *graph.Store, lim Limits) *Meter {
 	tq := []string{"tenant", "queue"}
 	return &Meter{
-		store:  store,
-		labels: newLabeller(lim),
+		store:   store,
+		labels:  newLabeller(lim),
 		series:  map[labelKey]*series{},
 		history: map[labelKey]*history{},
 		claimWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
