@@ -118,8 +118,8 @@ func loadEnv() (settings, error) {
 		"TETHER_MCP_MAX_SESSIONS":              {&mcpSessions, mcp.DefaultMaxSessions},
 		"TETHER_MCP_MAX_SESSIONS_PER_IDENTITY": {&mcpSessionsIdentity, mcp.DefaultMaxSessionsPerIdentity},
 		"TETHER_MCP_SESSION_IDLE_MS":           {&mcpIdleMS, mcp.DefaultSessionTimeout.Milliseconds()},
-		"TETHER_METRICS_MAX_TENANTS":    {&metricsTenants, queuemetrics.DefaultMaxTenants},
-		"TETHER_METRICS_MAX_QUEUES":     {&metricsQueues, queuemetrics.DefaultMaxQueues},
+		"TETHER_METRICS_MAX_TENANTS":           {&metricsTenants, queuemetrics.DefaultMaxTenants},
+		"TETHER_METRICS_MAX_QUEUES":            {&metricsQueues, queuemetrics.DefaultMaxQueues},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
