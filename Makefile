@@ -13,6 +13,12 @@ help: ## Show this help
 build: ## Build the tether binary into bin/
 	$(GO) build -o $(BIN) ./cmd/tether
 
+.PHONY: image
+image: ## Build the container image tether:dev around a static bin/image/tether (podman; see docs/deploy.md)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/image/tether ./cmd/tether
+	mkdir -p bin/image/data bin/image/tmp
+	CONTAINERS_CONF=$${CONTAINERS_CONF:-$(CURDIR)/deploy/docker/containers.conf} podman build --format docker -f deploy/docker/Dockerfile.prebuilt -t tether:dev bin/image
+
 .PHONY: run
 run: ## Start a dev server on the embedded store (prints an admin token)
 	$(GO) run ./cmd/tether serve --dev
@@ -34,12 +40,20 @@ test-short: ## Run the tests without the race detector (faster)
 	$(GO) test -count=1 $(PKGS)
 
 .PHONY: linearize
-linearize: ## Long lease linearizability checks (porcupine): a real server with kill -9 restarts, and two servers on etcd with owner kills, pauses and etcd leader kills (~25 min)
+linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses and etcd leader kills (~30 min)
 	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 60m -v -run 'TestLinearize' ./cmd/tether/
+
+.PHONY: spec-lint
+spec-lint: ## Lint api/openapi.yaml with Redocly (recommended) and Spectral (spectral:oas); needs npm
+	bash .ci/spec-lint.sh
 
 .PHONY: ts-e2e
 ts-e2e: ## TypeScript client: regenerate-and-diff its types, type check, run its end-to-end script against a real server
 	bash .ci/typescript-e2e.sh
+
+.PHONY: py-e2e
+py-e2e: ## Python client: drift check of its generated modules, pip install into a venv, its pytest suite against a real server
+	bash .ci/python-e2e.sh
 
 .PHONY: bench
 bench: ## Benchmark a real server process over HTTP (all scenarios, ~3 min); see BENCHMARKS.md
@@ -60,13 +74,14 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) tool staticcheck $(PKGS)
 
 .PHONY: generate
-generate: ## Regenerate the Go client (and the TypeScript types) from api/openapi.yaml
+generate: ## Regenerate the Go client, the Python client's generated modules (and the TypeScript types) from api/openapi.yaml
 	$(GO) generate ./client/
+	$(GO) run ./cmd/tether-pygen -spec api/openapi.yaml -out clients/python/tether_client
 	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
 .PHONY: verify
 verify: generate ## Fail when generated code is stale
-	@git diff --exit-code -- client/ || (echo "client/ is stale: run make generate and commit" && exit 1)
+	@git diff --exit-code -- client/ clients/python/tether_client/ || (echo "client/ or clients/python/tether_client/ is stale: run make generate and commit" && exit 1)
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for a short while

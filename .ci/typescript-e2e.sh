@@ -52,6 +52,18 @@ fi
 echo "== typescript client: type check (tsc --noEmit)"
 npm run --silent check
 
+echo "== typescript client: npm pack ships the library only"
+packed=$(npm pack --dry-run --json 2>/dev/null | node -e '
+let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
+  for (const f of JSON.parse(s)[0].files) console.log(f.path);
+});')
+echo "$packed"
+if echo "$packed" | grep -Ev '^(package\.json|README\.md|LICENSE|dist/(index|schema)\.(js|d\.ts))$'; then
+	echo "npm pack would ship the files above, which are not the library"
+	exit 1
+fi
+echo "$packed" | grep -qx 'dist/index.js' || { echo "npm pack would not ship dist/index.js"; exit 1; }
+
 echo "== build the server"
 cd "$root"
 go build -o "$work/tether" ./cmd/tether

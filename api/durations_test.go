@@ -214,7 +214,7 @@ func fixField(b []byte, prefix string) []byte {
 	return out
 }
 
-// TestLongDurationsDoNotWrap are the cases of issue 9 §1: values that used
+// TestLongDurationsDoNotWrap: values that used
 // to wrap in the ms→ns conversion are refused, and the longest value allowed
 // is served as what it says.
 func TestLongDurationsDoNotWrap(t *testing.T) {

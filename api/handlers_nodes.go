@@ -101,23 +101,19 @@ func setETag(c echo.Context, version int64) {
 }
 
 func (s *Server) listNodes(c echo.Context) error {
-	q := c.QueryParams()
 	limit, err := limitParam(c)
 	if err != nil {
 		return err
 	}
-	nq := graph.NodeQuery{
-		Type: q.Get("type"), Status: q.Get("status"), Queue: q.Get("queue"), Label: q.Get("label"),
-		Target: q.Get("target"), Parent: q.Get("parent"), Holder: q.Get("holder"),
-		Limit: limit, Cursor: q.Get("cursor"),
-	}
-	if nq.Status != "" && !graph.Status(nq.Status).Valid() {
-		return fault.Invalidf("status", "must be one of open, queued, running, done, failed, dead, cancelled")
-	}
-	ready, err := boolParam(c, "ready")
+	f, err := filterFromQuery(c.QueryParams())
 	if err != nil {
 		return err
 	}
+	nq, ready, err := f.query()
+	if err != nil {
+		return err
+	}
+	nq.Limit, nq.Cursor = limit, c.QueryParam("cursor")
 	views, next, err := s.work.List(principal(c).Tenant, nq, ready)
 	if err != nil {
 		return err

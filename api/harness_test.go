@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,14 +14,15 @@ import (
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/testserver"
 	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
 )
 
-const testSecret = "test-secret-0123456789abcdef0123456789"
+const testSecret = testserver.Secret
 
 // env is one real server on a free port with a real Badger store in a temp
-// dir and a fake clock that decides lease expiry.
+// dir and a fake clock that decides lease expiry (internal/testserver), or
+// two servers of a cluster on etcd (TETHER_TEST_STORE=etcd).
 type env struct {
 	t   testing.TB
 	srv *server.Server
@@ -32,41 +32,20 @@ type env struct {
 	dataDir string
 }
 
-type option func(*server.Config)
+type option = testserver.Option
 
 func start(t testing.TB, opts ...option) *env {
 	t.Helper()
-	clk := clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
-	cfg := server.Config{
-		DataDir:        t.TempDir(),
-		Clock:          clk,
-		ReaperInterval: time.Second,
-		MaxBodyBytes:   64 << 10,
-		Tenant: tenant.Config{
-			JWTSecrets:   []string{testSecret},
-			HeadTokens:   []string{"head-static-token"},
-			TTLCeilingMS: 86400000,
-			Defaults:     tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
-		},
-	}
-	for _, o := range opts {
-		o(&cfg)
-	}
 	if onEtcd != nil {
+		cfg := testserver.Config(t)
+		for _, o := range opts {
+			o(&cfg)
+		}
 		srv, url := startOnEtcd(t, cfg)
-		return &env{t: t, srv: srv, url: url, clk: clk}
+		return &env{t: t, srv: srv, url: url, clk: cfg.Clock.(*clocktest.Fake)}
 	}
-	srv, err := server.Open(context.Background(), cfg)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-	})
-	return &env{t: t, srv: srv, url: "http://" + ln.Addr().String(), clk: clk, dataDir: cfg.DataDir}
+	s := testserver.Start(t, opts...)
+	return &env{t: t, srv: s.Server, url: s.URL, clk: s.Clock, dataDir: s.DataDir}
 }
 
 // token mints an HS256 JWT valid for an hour of the fake clock.

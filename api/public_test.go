@@ -242,3 +242,26 @@ func TestRequestIDs(t *testing.T) {
 	require.NotEqual(t, long, got)
 	require.LessOrEqual(t, len(got), 128)
 }
+
+// TestPublicEndpointsRefuseABody: the endpoints that take no credentials take
+// no body either; one sent with them is a bad_request problem, and the same
+// request without it is served.
+func TestPublicEndpointsRefuseABody(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/health"}, {http.MethodHead, "/health"},
+		{http.MethodGet, "/ready"}, {http.MethodHead, "/ready"},
+		{http.MethodGet, "/openapi.yaml"}, {http.MethodGet, "/metrics"},
+		{http.MethodGet, "/skill.md"}, {http.MethodGet, "/ui"}, {http.MethodGet, "/ui/app.js"},
+	} {
+		resp, body := e.raw(r.method, r.path, "", "text/plain", "surprise")
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s: %s", r.method, r.path, body)
+		if r.method == http.MethodGet {
+			require.Contains(t, string(body), `"code":"bad_request"`, r.path)
+			require.Contains(t, string(body), "takes no request body", r.path)
+		}
+		resp, _ = e.raw(r.method, r.path, "", "", "")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s %s without a body", r.method, r.path)
+	}
+}

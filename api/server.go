@@ -9,12 +9,14 @@ import (
 	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
@@ -33,8 +35,15 @@ type Config struct {
 	// which reach every tenant's records (TETHER_OPERATOR_TOKENS). None: the
 	// operator endpoints refuse every caller.
 	OperatorTokens []string
-	// Waits cap the long polls and event streams open at once.
+	// Waits cap the long polls, event streams and MCP sessions and streams
+	// open at once.
 	Waits WaitLimits
+	// QueueMetrics bound the label values of the per-queue series
+	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
+	QueueMetrics queuemetrics.Limits
+	// Tracer, when set, traces every request (api/tracing.go); nil: no
+	// tracing, and no middleware for it.
+	Tracer trace.TracerProvider
 }
 
 // Deps are the domain services the handlers call.
@@ -118,10 +127,14 @@ func New(cfg Config, d Deps) *Server {
 	if d.Retention != nil {
 		s.metrics.retention(d.Retention)
 	}
+	s.metrics.queues(d.Store, cfg.QueueMetrics)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.edge)
+	if cfg.Tracer != nil {
+		e.Use(traced(cfg.Tracer))
+	}
 	s.routes()
 	return s
 }
@@ -151,13 +164,13 @@ func (s *Server) stopped() <-chan struct{} { return s.stopping.Done() }
 
 func (s *Server) routes() {
 	e := s.echo
-	e.GET("/health", s.health)
-	e.HEAD("/health", s.health)
-	e.GET("/ready", s.readiness)
-	e.HEAD("/ready", s.readiness)
-	e.GET("/openapi.yaml", s.openapi)
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()))
-	e.GET("/skill.md", s.skill)
+	e.GET("/health", s.health, noBody)
+	e.HEAD("/health", s.health, noBody)
+	e.GET("/ready", s.readiness, noBody)
+	e.HEAD("/ready", s.readiness, noBody)
+	e.GET("/openapi.yaml", s.openapi, noBody)
+	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()), noBody)
+	e.GET("/skill.md", s.skill, noBody)
 	e.GET("/admin/backup", s.backup)
 	s.dashboardRoutes()
 
@@ -172,6 +185,7 @@ func (s *Server) routes() {
 
 	v1.add(http.MethodPost, "/nodes", s.createNode, worker)
 	v1.add(http.MethodPost, "/nodes/batch", s.createNodesBatch, worker)
+	v1.add(http.MethodPost, "/nodes/bulk", s.bulkNodes, dispatcher)
 	v1.add(http.MethodGet, "/nodes", s.listNodes, reader)
 	v1.add(http.MethodGet, "/nodes/:id", s.getNode, reader)
 	v1.add(http.MethodPatch, "/nodes/:id", s.patchNode, worker)
@@ -197,6 +211,7 @@ func (s *Server) routes() {
 
 	v1.add(http.MethodGet, "/queues", s.listQueues, reader)
 	v1.add(http.MethodPatch, "/queues/:queue", s.patchQueue, dispatcher)
+	v1.add(http.MethodGet, "/queues/:queue/throughput", s.queueThroughput, reader)
 	v1.add(http.MethodPost, "/queues/:queue/pause", s.pauseQueue, dispatcher)
 	v1.add(http.MethodPost, "/queues/:queue/resume", s.resumeQueue, dispatcher)
 	v1.add(http.MethodPost, "/queues/:queue/claim", s.claimNext, worker)

@@ -9,15 +9,17 @@ import (
 	"github.com/tether-run/tether/tenant"
 )
 
-// Default caps on long polls and event streams open at once.
+// Default caps on long polls, event streams and MCP sessions and streams open
+// at once.
 const (
 	DefaultWaitsPerIdentity = 256
 	DefaultWaitsPerTenant   = 1024
 )
 
 // WaitLimits cap the requests that wait (claim-next and claims with
-// wait_ms > 0, the event long poll, event streams) open at once: each costs
-// a goroutine and its buffers for as long as it waits. Zero is the default;
+// wait_ms > 0, the event long poll, event streams) and the MCP sessions and
+// their standalone streams (HoldWait) open at once: each costs a goroutine
+// and its buffers for as long as it lives. Zero is the default;
 // a negative value is no cap.
 type WaitLimits struct {
 	PerIdentity int // TETHER_MAX_WAITS_PER_IDENTITY
@@ -57,13 +59,13 @@ func (w *waiters) acquire(p *tenant.Principal) (release func(), err error) {
 	defer w.mu.Unlock()
 	if w.lim.PerIdentity > 0 && w.byIdentity[k] >= w.lim.PerIdentity {
 		return nil, &fault.RateLimited{
-			Reason:     fmt.Sprintf("%s has %d long polls and event streams open, the most one identity may (TETHER_MAX_WAITS_PER_IDENTITY)", p.Subject, w.lim.PerIdentity),
+			Reason:     fmt.Sprintf("%s has %d long polls, event streams and MCP sessions and streams open, the most one identity may (TETHER_MAX_WAITS_PER_IDENTITY)", p.Subject, w.lim.PerIdentity),
 			RetryAfter: time.Second,
 		}
 	}
 	if w.lim.PerTenant > 0 && w.byTenant[k.tenant] >= w.lim.PerTenant {
 		return nil, &fault.RateLimited{
-			Reason:     fmt.Sprintf("tenant %s has %d long polls and event streams open, the most one tenant may (TETHER_MAX_WAITS_PER_TENANT)", p.Tenant, w.lim.PerTenant),
+			Reason:     fmt.Sprintf("tenant %s has %d long polls, event streams and MCP sessions and streams open, the most one tenant may (TETHER_MAX_WAITS_PER_TENANT)", p.Tenant, w.lim.PerTenant),
 			RetryAfter: time.Second,
 		}
 	}

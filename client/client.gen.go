@@ -49,6 +49,48 @@ func (e BatchOpOp) Valid() bool {
 	}
 }
 
+// Defines values for BulkRequestAction.
+const (
+	BulkRequestActionCancel  BulkRequestAction = "cancel"
+	BulkRequestActionDelete  BulkRequestAction = "delete"
+	BulkRequestActionRequeue BulkRequestAction = "requeue"
+)
+
+// Valid indicates whether the value is a known member of the BulkRequestAction enum.
+func (e BulkRequestAction) Valid() bool {
+	switch e {
+	case BulkRequestActionCancel:
+		return true
+	case BulkRequestActionDelete:
+		return true
+	case BulkRequestActionRequeue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BulkResultAction.
+const (
+	BulkResultActionCancel  BulkResultAction = "cancel"
+	BulkResultActionDelete  BulkResultAction = "delete"
+	BulkResultActionRequeue BulkResultAction = "requeue"
+)
+
+// Valid indicates whether the value is a known member of the BulkResultAction enum.
+func (e BulkResultAction) Valid() bool {
+	switch e {
+	case BulkResultActionCancel:
+		return true
+	case BulkResultActionDelete:
+		return true
+	case BulkResultActionRequeue:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EdgeDirection.
 const (
 	EdgeDirectionBoth EdgeDirection = "both"
@@ -490,6 +532,30 @@ func (e StatusRequestStatus) Valid() bool {
 	}
 }
 
+// Defines values for WorkerState.
+const (
+	WorkerStateIdle    WorkerState = "idle"
+	WorkerStateOffline WorkerState = "offline"
+	WorkerStateStale   WorkerState = "stale"
+	WorkerStateWorking WorkerState = "working"
+)
+
+// Valid indicates whether the value is a known member of the WorkerState enum.
+func (e WorkerState) Valid() bool {
+	switch e {
+	case WorkerStateIdle:
+		return true
+	case WorkerStateOffline:
+		return true
+	case WorkerStateStale:
+		return true
+	case WorkerStateWorking:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkerStatus.
 const (
 	WorkerStatusIdle    WorkerStatus = "idle"
@@ -578,6 +644,60 @@ type Blob struct {
 	// Size Bytes.
 	Size int64 `json:"size"`
 }
+
+// BulkRequest defines model for BulkRequest.
+type BulkRequest struct {
+	// Action `requeue` puts failed, dead and cancelled nodes back at rest with
+	// attempts reset; `cancel` cancels each node with its descendants and
+	// dependents; `delete` removes each node (a running one only with `force`).
+	Action BulkRequestAction `json:"action"`
+
+	// DryRun Only count what the filter selects; change nothing.
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Filter The filters of `listNodes`, combined with AND; none selects every work node.
+	Filter *NodeFilter `json:"filter,omitempty"`
+
+	// Force For `delete`, end a running node's lease and delete it.
+	Force *bool `json:"force,omitempty"`
+
+	// Limit The most nodes to select; more matching ones are left untouched (`truncated`).
+	Limit *int `json:"limit,omitempty"`
+
+	// Reason For `requeue` and `cancel`, recorded in each node's event.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// BulkRequestAction `requeue` puts failed, dead and cancelled nodes back at rest with
+// attempts reset; `cancel` cancels each node with its descendants and
+// dependents; `delete` removes each node (a running one only with `force`).
+type BulkRequestAction string
+
+// BulkResult defines model for BulkResult.
+type BulkResult struct {
+	Action BulkResultAction `json:"action"`
+
+	// Affected The nodes the action changed (a cancel also names the descendants and dependents it reached). Empty on a dry run.
+	Affected []string `json:"affected"`
+	DryRun   bool     `json:"dry_run"`
+
+	// Failed The selected nodes the action was refused for, each with its problem.
+	Failed []struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+		ID     string `json:"id"`
+		Status int    `json:"status"`
+	} `json:"failed"`
+
+	// Matched How many nodes the filter selected (at most `limit`).
+	Matched int `json:"matched"`
+
+	// Truncated More nodes matched beyond `limit`; they were not touched.
+	Truncated bool `json:"truncated"`
+}
+
+// BulkResultAction defines model for BulkResult.Action.
+type BulkResultAction string
 
 // CancelRequest defines model for CancelRequest.
 type CancelRequest struct {
@@ -702,8 +822,8 @@ type CompleteRequest struct {
 	Next *NextClaimRequest `json:"next,omitempty"`
 
 	// Result Any JSON value.
-	Result  interface{} `json:"result,omitempty"`
-	Session *string     `json:"session,omitempty"`
+	Result  JSONValue `json:"result,omitempty"`
+	Session *string   `json:"session,omitempty"`
 
 	// Usage Named counters (tokens, cost, ...), summed by name.
 	Usage *Usage `json:"usage,omitempty"`
@@ -862,6 +982,11 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// JSONValue Any JSON value, null included: an object, an array, a string, a number, a
+// boolean or null. (OpenAPI 3.0 cannot say "any type, or null" in one schema,
+// hence the `anyOf`.)
+type JSONValue = interface{}
+
 // Lease The live claim on a node. `fence` strictly increases with every new lease on
 // the node; a holder passes it back to prove it still holds this lease.
 type Lease struct {
@@ -926,7 +1051,7 @@ type Message struct {
 	State  MessageState `json:"state"`
 	Thread *string      `json:"thread"`
 
-	// To As sent, `<sub>` or `node:<id>`.
+	// To As sent, `<sub>` or `node:<id>` (which always names a node).
 	To string `json:"to"`
 }
 
@@ -936,7 +1061,9 @@ type MessageCreate struct {
 	Priority *int64  `json:"priority,omitempty"`
 	Thread   *string `json:"thread,omitempty"`
 
-	// To An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they read).
+	// To An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they
+	// read). `node:` always names a node: no identity may start with it, nor with
+	// `identity:` or `schedule:` (`400`).
 	To string `json:"to"`
 
 	// TTLMS Expire the message if it is still unread this long after it was sent.
@@ -998,17 +1125,22 @@ type Node struct {
 	Parent      *string     `json:"parent"`
 
 	// Priority Higher runs first.
-	Priority int64                  `json:"priority"`
-	Progress *Progress              `json:"progress"`
-	Props    map[string]interface{} `json:"props"`
-	Queue    *string                `json:"queue"`
+	Priority int64     `json:"priority"`
+	Progress *Progress `json:"progress"`
+
+	// Props Free-form. `traceparent` (a W3C trace context) is set by the server when it
+	// traces requests (OpenTelemetry, off by default) and the caller set none: the
+	// creating request's span, returned with the node by every claim so a run can
+	// link to the request that made its node.
+	Props map[string]interface{} `json:"props"`
+	Queue *string                `json:"queue"`
 
 	// Ready `queued` or `open`, `run_at` passed, every `depends_on` target done (or
 	// ended, with `on_fail: ignore`), every child terminal, and the queue not paused.
 	Ready bool `json:"ready"`
 
 	// Result Any JSON value given on completion.
-	Result interface{} `json:"result"`
+	Result JSONValue `json:"result"`
 
 	// RunAt Not claimable before this instant.
 	RunAt *time.Time `json:"run_at"`
@@ -1096,9 +1228,13 @@ type NodeCreate struct {
 	OnChildFail *OnChildFail `json:"on_child_fail,omitempty"`
 
 	// Parent Makes the node a child of this one (a `parent_of` edge).
-	Parent   *string                 `json:"parent,omitempty"`
-	Priority *int64                  `json:"priority,omitempty"`
-	Props    *map[string]interface{} `json:"props,omitempty"`
+	Parent   *string `json:"parent,omitempty"`
+	Priority *int64  `json:"priority,omitempty"`
+
+	// Props Free-form. A server that traces requests (OpenTelemetry, off by default)
+	// adds `traceparent`, the creating request's W3C trace context, unless it is
+	// given here.
+	Props *map[string]interface{} `json:"props,omitempty"`
 
 	// Queue With a queue the node starts `queued`, without it starts `open`.
 	Queue *string    `json:"queue,omitempty"`
@@ -1109,6 +1245,31 @@ type NodeCreate struct {
 	TimeoutMS *int64  `json:"timeout_ms,omitempty"`
 	Title     *string `json:"title,omitempty"`
 	Type      string  `json:"type"`
+}
+
+// NodeFilter The filters of `listNodes`, combined with AND; none selects every work node.
+type NodeFilter struct {
+	CreatedAfter  *time.Time `json:"created_after,omitempty"`
+	CreatedBefore *time.Time `json:"created_before,omitempty"`
+
+	// Holder Nodes whose live lease is held by this identity.
+	Holder *string `json:"holder,omitempty"`
+	Label  *string `json:"label,omitempty"`
+	Parent *string `json:"parent,omitempty"`
+
+	// Q Nodes whose id or title contains this text, ignoring case.
+	Q     *string `json:"q,omitempty"`
+	Queue *string `json:"queue,omitempty"`
+	Ready *bool   `json:"ready,omitempty"`
+
+	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
+	// `cancelled`.
+	Status        *NodeStatus `json:"status,omitempty"`
+	Target        *string     `json:"target,omitempty"`
+	Type          *string     `json:"type,omitempty"`
+	UpdatedAfter  *time.Time  `json:"updated_after,omitempty"`
+	UpdatedBefore *time.Time  `json:"updated_before,omitempty"`
 }
 
 // NodeList defines model for NodeList.
@@ -1273,6 +1434,22 @@ type QueueList struct {
 // QueuePatch defines model for QueuePatch.
 type QueuePatch struct {
 	MaxRunning int64 `json:"max_running"`
+}
+
+// QueueThroughput defines model for QueueThroughput.
+type QueueThroughput struct {
+	// Minutes The last 60 minutes, oldest first.
+	Minutes []struct {
+		// At The minute's start.
+		At        time.Time `json:"at"`
+		Completed int64     `json:"completed"`
+		Created   int64     `json:"created"`
+		Failed    int64     `json:"failed"`
+	} `json:"minutes"`
+	Queue string `json:"queue"`
+
+	// Shared The queue is past the cardinality cap; the numbers are those of every queue counted with it.
+	Shared bool `json:"shared"`
 }
 
 // Readiness defines model for Readiness.
@@ -1577,8 +1754,8 @@ type ScheduleRun struct {
 	Nodes []string `json:"nodes"`
 
 	// Result The result of the run's last node that ended `done` (any JSON).
-	Result     interface{} `json:"result"`
-	ScheduleID string      `json:"schedule_id"`
+	Result     JSONValue `json:"result"`
+	ScheduleID string    `json:"schedule_id"`
 
 	// ScheduledAt The fire's nominal instant (the first one, for skipped fires); a trigger's instant.
 	ScheduledAt time.Time `json:"scheduled_at"`
@@ -1645,7 +1822,7 @@ type StatusRequest struct {
 	Reason *string `json:"reason,omitempty"`
 
 	// Result For `done`, as in `completeNode`.
-	Result  interface{}         `json:"result,omitempty"`
+	Result  JSONValue           `json:"result,omitempty"`
 	Session *string             `json:"session,omitempty"`
 	Status  StatusRequestStatus `json:"status"`
 
@@ -1710,7 +1887,8 @@ type TokenCreate struct {
 	Name  *string `json:"name,omitempty"`
 	Roles []Role  `json:"roles"`
 
-	// Sub The identity the key authenticates as.
+	// Sub The identity the key authenticates as: a subject (see Authentication), so
+	// not starting with `node:`, `identity:` or `schedule:` (else `400`).
 	Sub string `json:"sub"`
 }
 
@@ -1743,11 +1921,18 @@ type Worker struct {
 	// Node The node it runs (`working` only).
 	Node *string `json:"node"`
 
-	// Stale No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000).
+	// Stale `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale).
 	Stale bool `json:"stale"`
 
 	// StartedAt The first heartbeat of this life of the worker (reset after `offline` or stale).
 	StartedAt time.Time `json:"started_at"`
+
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
 
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
@@ -1784,6 +1969,13 @@ type WorkerHeartbeatResponse struct {
 	Stale       bool                   `json:"stale"`
 	StartedAt   time.Time              `json:"started_at"`
 
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
+
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
 	Status WorkerStatus `json:"status"`
@@ -1795,6 +1987,13 @@ type WorkerList struct {
 	Items      []Worker `json:"items"`
 	NextCursor *string  `json:"next_cursor"`
 }
+
+// WorkerState The one word to show for a worker (the dashboard and the CLI show it too):
+// `idle` or `working` as its last heartbeat said; `stale` when it has been
+// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+// `offline` (it crashed or lost the network); `offline` when it said
+// goodbye (a runner that stopped cleanly), however long ago.
+type WorkerState string
 
 // WorkerStatus What a worker last said it was doing: `idle` (waiting for work), `working`
 // (running the node it names) or `offline` (stopped).
@@ -1826,6 +2025,9 @@ type ScheduleID = string
 
 // BadRequest An RFC 9457 problem document with Tether's extension members.
 type BadRequest = Problem
+
+// BodyRefused An RFC 9457 problem document with Tether's extension members.
+type BodyRefused = Problem
 
 // Conflict An RFC 9457 problem document with Tether's extension members.
 type Conflict = Problem
@@ -1982,6 +2184,21 @@ type ListNodesParams struct {
 	Holder *string `form:"holder,omitempty" json:"holder,omitempty"`
 	Ready  *bool   `form:"ready,omitempty" json:"ready,omitempty"`
 
+	// Q Nodes whose id or title contains this text, ignoring case.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// CreatedAfter Nodes created at or after this instant.
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore Nodes created before this instant.
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// UpdatedAfter Nodes last changed at or after this instant (a failure, a completion, a requeue).
+	UpdatedAfter *time.Time `form:"updated_after,omitempty" json:"updated_after,omitempty"`
+
+	// UpdatedBefore Nodes last changed before this instant.
+	UpdatedBefore *time.Time `form:"updated_before,omitempty" json:"updated_before,omitempty"`
+
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -2113,6 +2330,9 @@ type CreateNodeJSONRequestBody = NodeCreate
 
 // CreateNodesBatchJSONRequestBody defines body for CreateNodesBatch for application/json ContentType.
 type CreateNodesBatchJSONRequestBody = NodeBatchCreate
+
+// BulkNodesJSONRequestBody defines body for BulkNodes for application/json ContentType.
+type BulkNodesJSONRequestBody = BulkRequest
 
 // UpdateNodeJSONRequestBody defines body for UpdateNode for application/json ContentType.
 type UpdateNodeJSONRequestBody = NodePatch
@@ -2362,25 +2582,40 @@ type ClientInterface interface {
 
 	// GetHealth Liveness
 	//
+	// 200 while the process serves HTTP, whatever its store is doing (use
+	// `/ready` to know whether it can serve requests); names the build.
+	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeadHealth Liveness, for probes that send HEAD
+	//
+	// `GET /health` without the body.
 	//
 	// Corresponds with HEAD /health (the `HeadHealth` operationId).
 	HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// McpEnd End an MCP session (its leases are no longer renewed and lapse at their expiry)
 	//
+	// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+	// leases its `claim_next` calls obtained are no longer renewed.
+	//
 	// Corresponds with DELETE /mcp (the `McpEnd` operationId).
 	McpEnd(ctx context.Context, params *McpEndParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// McpStream Open the stream of an MCP session's server-initiated messages
 	//
+	// The session's standalone stream of server-sent events: notifications the
+	// server sends outside any request. One at a time per session.
+	//
 	// Corresponds with GET /mcp (the `McpStream` operationId).
 	McpStream(ctx context.Context, params *McpStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// McpPostWithBody Send a JSON-RPC message of an MCP session
+	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2389,6 +2624,10 @@ type ClientInterface interface {
 
 	// McpPost Send a JSON-RPC message of an MCP session
 	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /mcp (the `McpPost` operationId).
@@ -2396,10 +2635,15 @@ type ClientInterface interface {
 
 	// GetMetrics Prometheus metrics
 	//
+	// The server's `tether_*` series and Go's runtime series, for a Prometheus
+	// scrape. Public: put it behind the network's own access rules.
+	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenAPI This document
+	//
+	// The contract this server implements, as embedded in its binary.
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 	GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2413,10 +2657,15 @@ type ClientInterface interface {
 
 	// HeadReady Readiness, for probes that send HEAD
 	//
+	// `GET /ready` without the body.
+	//
 	// Corresponds with HEAD /ready (the `HeadReady` operationId).
 	HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSkill A guide for agents on using this API
+	//
+	// A page an agent reads before it calls this API: the lifecycle, the calls a
+	// worker makes and in which order, and the errors to expect.
 	//
 	// Corresponds with GET /skill.md (the `GetSkill` operationId).
 	GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2426,13 +2675,15 @@ type ClientInterface interface {
 	// A page for operators (package `ui`, embedded in the binary): live leases,
 	// queues, workers, schedules, live events and a page per node. It asks for a
 	// token or API key, keeps it in the tab's sessionStorage and calls this API
-	// with it; the files themselves need no credentials. `GET /ui` redirects here.
+	// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 	// Served with a Content-Security-Policy that allows only this origin.
 	//
-	// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+	// Corresponds with GET /ui (the `GetDashboard` operationId).
 	GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetDashboardFile A file of the operator dashboard (script, style sheet)
+	//
+	// One of the files the page at `/ui` loads; any other name is `404`.
 	//
 	// Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
 	GetDashboardFile(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2607,7 +2858,8 @@ type ClientInterface interface {
 
 	// ListLeases List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2621,6 +2873,12 @@ type ClientInterface interface {
 	// survives a handoff, an expiry or a requeue, and a holder that let the node
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
+	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
 	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -2653,6 +2911,12 @@ type ClientInterface interface {
 	// survives a handoff, an expiry or a requeue, and a holder that let the node
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
+	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
 	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -2741,6 +3005,38 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/nodes/batch (the `CreateNodesBatch` operationId).
 	CreateNodesBatch(ctx context.Context, params *CreateNodesBatchParams, body CreateNodesBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// BulkNodesWithBody Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BulkNodes Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodes(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteNode Delete a node
 	//
 	// Role: dispatcher. A running node needs `?force=true` (else `409 conflict`).
@@ -2751,7 +3047,11 @@ type ClientInterface interface {
 
 	// GetNode Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 	GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2953,6 +3253,10 @@ type ClientInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -2964,6 +3268,10 @@ type ClientInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3075,14 +3383,17 @@ type ClientInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`.
+	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A renewal
-	// is answered once applied, before it is durable; a server that takes
-	// over (or restarts) gives every lease that such a renewal may have
-	// touched its full `ttl_ms` afresh from then, so a lease may run a little
-	// longer than its holder was told after a crash, never shorter. A server
-	// that can no longer tell it still owns the shard answers `503` instead.
+	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// lose the renewal; a server that takes over (or restarts) then gives every
+	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+	// lease may run a little longer than its holder was told after a crash,
+	// never shorter. A server that can no longer tell it still owns the shard
+	// answers `503` instead.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3096,14 +3407,17 @@ type ClientInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`.
+	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A renewal
-	// is answered once applied, before it is durable; a server that takes
-	// over (or restarts) gives every lease that such a renewal may have
-	// touched its full `ttl_ms` afresh from then, so a lease may run a little
-	// longer than its holder was told after a crash, never shorter. A server
-	// that can no longer tell it still owns the shard answers `503` instead.
+	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// lose the renewal; a server that takes over (or restarts) then gives every
+	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+	// lease may run a little longer than its holder was told after a crash,
+	// never shorter. A server that can no longer tell it still owns the shard
+	// answers `503` instead.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3262,6 +3576,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueueThroughput A queue's last hour, minute by minute
+	//
+	// Role: reader. How many of the queue's nodes were created, completed and
+	// failed (a failure that is retried counts too) in each of the last 60
+	// minutes, oldest first, the current minute last. The server counts them in
+	// memory as each write commits (the per-queue series of `/metrics` count the
+	// same), so the history starts when the server starts; in a cluster on etcd
+	// it is the owning server's. A queue past the series' cardinality cap
+	// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+	// says so. A queue that never had a node answers zeros.
+	//
+	// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+	GetQueueThroughput(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSchedules List the schedules
 	//
@@ -3511,7 +3839,9 @@ type ClientInterface interface {
 	// CreateTokenWithBody Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3521,7 +3851,9 @@ type ClientInterface interface {
 	// CreateToken Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3537,10 +3869,12 @@ type ClientInterface interface {
 
 	// ListWorkers List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 	ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3628,6 +3962,9 @@ func (c *Client) GetBackup(ctx context.Context, reqEditors ...RequestEditorFn) (
 
 // GetHealth Liveness
 //
+// 200 while the process serves HTTP, whatever its store is doing (use
+// `/ready` to know whether it can serve requests); names the build.
+//
 // Corresponds with GET /health (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetHealthRequest(c.Server)
@@ -3642,6 +3979,8 @@ func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (
 }
 
 // HeadHealth Liveness, for probes that send HEAD
+//
+// `GET /health` without the body.
 //
 // Corresponds with HEAD /health (the `HeadHealth` operationId).
 func (c *Client) HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3658,6 +3997,9 @@ func (c *Client) HeadHealth(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // McpEnd End an MCP session (its leases are no longer renewed and lapse at their expiry)
 //
+// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+// leases its `claim_next` calls obtained are no longer renewed.
+//
 // Corresponds with DELETE /mcp (the `McpEnd` operationId).
 func (c *Client) McpEnd(ctx context.Context, params *McpEndParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMcpEndRequest(c.Server, params)
@@ -3673,6 +4015,9 @@ func (c *Client) McpEnd(ctx context.Context, params *McpEndParams, reqEditors ..
 
 // McpStream Open the stream of an MCP session's server-initiated messages
 //
+// The session's standalone stream of server-sent events: notifications the
+// server sends outside any request. One at a time per session.
+//
 // Corresponds with GET /mcp (the `McpStream` operationId).
 func (c *Client) McpStream(ctx context.Context, params *McpStreamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewMcpStreamRequest(c.Server, params)
@@ -3687,6 +4032,10 @@ func (c *Client) McpStream(ctx context.Context, params *McpStreamParams, reqEdit
 }
 
 // McpPostWithBody Send a JSON-RPC message of an MCP session
+//
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3705,6 +4054,10 @@ func (c *Client) McpPostWithBody(ctx context.Context, params *McpPostParams, con
 
 // McpPost Send a JSON-RPC message of an MCP session
 //
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /mcp (the `McpPost` operationId).
@@ -3722,6 +4075,9 @@ func (c *Client) McpPost(ctx context.Context, params *McpPostParams, body McpPos
 
 // GetMetrics Prometheus metrics
 //
+// The server's `tether_*` series and Go's runtime series, for a Prometheus
+// scrape. Public: put it behind the network's own access rules.
+//
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMetricsRequest(c.Server)
@@ -3736,6 +4092,8 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 }
 
 // GetOpenAPI This document
+//
+// The contract this server implements, as embedded in its binary.
 //
 // Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
 func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3769,6 +4127,8 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // HeadReady Readiness, for probes that send HEAD
 //
+// `GET /ready` without the body.
+//
 // Corresponds with HEAD /ready (the `HeadReady` operationId).
 func (c *Client) HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHeadReadyRequest(c.Server)
@@ -3783,6 +4143,9 @@ func (c *Client) HeadReady(ctx context.Context, reqEditors ...RequestEditorFn) (
 }
 
 // GetSkill A guide for agents on using this API
+//
+// A page an agent reads before it calls this API: the lifecycle, the calls a
+// worker makes and in which order, and the errors to expect.
 //
 // Corresponds with GET /skill.md (the `GetSkill` operationId).
 func (c *Client) GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3802,10 +4165,10 @@ func (c *Client) GetSkill(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // A page for operators (package `ui`, embedded in the binary): live leases,
 // queues, workers, schedules, live events and a page per node. It asks for a
 // token or API key, keeps it in the tab's sessionStorage and calls this API
-// with it; the files themselves need no credentials. `GET /ui` redirects here.
+// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 // Served with a Content-Security-Policy that allows only this origin.
 //
-// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+// Corresponds with GET /ui (the `GetDashboard` operationId).
 func (c *Client) GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetDashboardRequest(c.Server)
 	if err != nil {
@@ -3819,6 +4182,8 @@ func (c *Client) GetDashboard(ctx context.Context, reqEditors ...RequestEditorFn
 }
 
 // GetDashboardFile A file of the operator dashboard (script, style sheet)
+//
+// One of the files the page at `/ui` loads; any other name is `404`.
 //
 // Corresponds with GET /ui/{file} (the `GetDashboardFile` operationId).
 func (c *Client) GetDashboardFile(ctx context.Context, file string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4103,7 +4468,8 @@ func (c *Client) AckMessage(ctx context.Context, id MessageID, reqEditors ...Req
 
 // ListLeases List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
 func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4127,6 +4493,12 @@ func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEd
 // survives a handoff, an expiry or a requeue, and a holder that let the node
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
+//
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
 //
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -4169,6 +4541,12 @@ func (c *Client) SendMessageWithBody(ctx context.Context, contentType string, bo
 // survives a handoff, an expiry or a requeue, and a holder that let the node
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
+//
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
 //
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -4327,6 +4705,58 @@ func (c *Client) CreateNodesBatch(ctx context.Context, params *CreateNodesBatchP
 	return c.Client.Do(req)
 }
 
+// BulkNodesWithBody Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *Client) BulkNodesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkNodesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BulkNodes Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *Client) BulkNodes(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBulkNodesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteNode Delete a node
 //
 // Role: dispatcher. A running node needs `?force=true` (else `409 conflict`).
@@ -4347,7 +4777,11 @@ func (c *Client) DeleteNode(ctx context.Context, id NodeID, params *DeleteNodePa
 
 // GetNode Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 func (c *Client) GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4699,6 +5133,10 @@ func (c *Client) ListNodeEvents(ctx context.Context, id NodeID, params *ListNode
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -4720,6 +5158,10 @@ func (c *Client) ExtendLeaseWithBody(ctx context.Context, id NodeID, contentType
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4901,14 +5343,17 @@ func (c *Client) ReleaseNode(ctx context.Context, id NodeID, body ReleaseNodeJSO
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`.
+//
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A renewal
-// is answered once applied, before it is durable; a server that takes
-// over (or restarts) gives every lease that such a renewal may have
-// touched its full `ttl_ms` afresh from then, so a lease may run a little
-// longer than its holder was told after a crash, never shorter. A server
-// that can no longer tell it still owns the shard answers `503` instead.
+// of the server that owns the tenant's shard on the etcd store. A crash may
+// lose the renewal; a server that takes over (or restarts) then gives every
+// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+// lease may run a little longer than its holder was told after a crash,
+// never shorter. A server that can no longer tell it still owns the shard
+// answers `503` instead.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4932,14 +5377,17 @@ func (c *Client) RenewLeaseWithBody(ctx context.Context, id NodeID, contentType 
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`.
+//
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A renewal
-// is answered once applied, before it is durable; a server that takes
-// over (or restarts) gives every lease that such a renewal may have
-// touched its full `ttl_ms` afresh from then, so a lease may run a little
-// longer than its holder was told after a crash, never shorter. A server
-// that can no longer tell it still owns the shard answers `503` instead.
+// of the server that owns the tenant's shard on the etcd store. A crash may
+// lose the renewal; a server that takes over (or restarts) then gives every
+// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+// lease may run a little longer than its holder was told after a crash,
+// never shorter. A server that can no longer tell it still owns the shard
+// answers `503` instead.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5239,6 +5687,30 @@ func (c *Client) PauseQueue(ctx context.Context, queue string, reqEditors ...Req
 // Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueThroughput A queue's last hour, minute by minute
+//
+// Role: reader. How many of the queue's nodes were created, completed and
+// failed (a failure that is retried counts too) in each of the last 60
+// minutes, oldest first, the current minute last. The server counts them in
+// memory as each write commits (the per-queue series of `/metrics` count the
+// same), so the history starts when the server starts; in a cluster on etcd
+// it is the owning server's. A queue past the series' cardinality cap
+// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+// says so. A queue that never had a node answers zeros.
+//
+// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+func (c *Client) GetQueueThroughput(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueThroughputRequest(c.Server, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -5687,7 +6159,9 @@ func (c *Client) ListTokens(ctx context.Context, params *ListTokensParams, reqEd
 // CreateTokenWithBody Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5707,7 +6181,9 @@ func (c *Client) CreateTokenWithBody(ctx context.Context, contentType string, bo
 // CreateToken Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5743,10 +6219,12 @@ func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...Reque
 
 // ListWorkers List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6197,7 +6675,7 @@ func NewGetDashboardRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/ui/")
+	operationPath := fmt.Sprintf("/ui")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6222,6 +6700,11 @@ func NewGetDashboardFileRequest(server string, file string) (*http.Request, erro
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "file", file, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("file", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -6325,6 +6808,11 @@ func NewGetBlobRequest(server string, sha256 BlobSHA256, params *GetBlobParams) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "sha256", sha256, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("sha256", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -6691,6 +7179,11 @@ func NewAckMessageRequest(server string, id MessageID) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -6855,6 +7348,11 @@ func NewGetMessageRequest(server string, id MessageID) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -6993,6 +7491,66 @@ func NewListNodesRequest(server string, params *ListNodesParams) (*http.Request,
 		if params.Ready != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ready", *params.Ready, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_after", *params.UpdatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UpdatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "updated_before", *params.UpdatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -7150,6 +7708,46 @@ func NewCreateNodesBatchRequestWithBody(server string, params *CreateNodesBatchP
 	return req, nil
 }
 
+// NewBulkNodesRequest calls the generic BulkNodes builder with application/json body
+func NewBulkNodesRequest(server string, body BulkNodesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBulkNodesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewBulkNodesRequestWithBody constructs an http.Request for the BulkNodes method, with any body, and a specified content type
+func NewBulkNodesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/nodes/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteNodeRequest constructs an http.Request for the DeleteNode method
 func NewDeleteNodeRequest(server string, id NodeID, params *DeleteNodeParams) (*http.Request, error) {
 	var err error
@@ -7157,6 +7755,11 @@ func NewDeleteNodeRequest(server string, id NodeID, params *DeleteNodeParams) (*
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7222,6 +7825,11 @@ func NewGetNodeRequest(server string, id NodeID) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7274,6 +7882,11 @@ func NewUpdateNodeRequestWithBody(server string, id NodeID, params *UpdateNodePa
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7340,6 +7953,11 @@ func NewCancelNodeRequestWithBody(server string, id NodeID, contentType string, 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7387,6 +8005,11 @@ func NewClaimNodeRequestWithBody(server string, id NodeID, contentType string, b
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7419,6 +8042,11 @@ func NewListCommentsRequest(server string, id NodeID, params *ListCommentsParams
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7507,6 +8135,11 @@ func NewCreateCommentRequestWithBody(server string, id NodeID, contentType strin
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7554,6 +8187,11 @@ func NewCompleteNodeRequestWithBody(server string, id NodeID, contentType string
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7586,6 +8224,11 @@ func NewListNodeEdgesRequest(server string, id NodeID, params *ListNodeEdgesPara
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7699,6 +8342,11 @@ func NewListNodeEventsRequest(server string, id NodeID, params *ListNodeEventsPa
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7783,6 +8431,11 @@ func NewExtendLeaseRequestWithBody(server string, id NodeID, contentType string,
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7826,6 +8479,11 @@ func NewFailNodeRequestWithBody(server string, id NodeID, contentType string, bo
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7877,6 +8535,11 @@ func NewReportProgressRequestWithBody(server string, id NodeID, contentType stri
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -7920,6 +8583,11 @@ func NewReleaseNodeRequestWithBody(server string, id NodeID, contentType string,
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -7971,6 +8639,11 @@ func NewRenewLeaseRequestWithBody(server string, id NodeID, contentType string, 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8014,6 +8687,11 @@ func NewRequeueNodeRequestWithBody(server string, id NodeID, contentType string,
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8065,6 +8743,11 @@ func NewSetNodeStatusRequestWithBody(server string, id NodeID, contentType strin
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8097,6 +8780,11 @@ func NewGetSubgraphRequest(server string, id NodeID, params *GetSubgraphParams) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8212,6 +8900,11 @@ func NewUpdateQueueRequestWithBody(server string, queue string, contentType stri
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8255,6 +8948,11 @@ func NewClaimNextRequestWithBody(server string, queue string, contentType string
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8306,6 +9004,11 @@ func NewClaimNextManyRequestWithBody(server string, queue string, contentType st
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8338,6 +9041,11 @@ func NewPauseQueueRequest(server string, queue string) (*http.Request, error) {
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8376,6 +9084,11 @@ func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8392,6 +9105,45 @@ func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetQueueThroughputRequest constructs an http.Request for the GetQueueThroughput method
+func NewGetQueueThroughputRequest(server string, queue string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/throughput", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -8516,6 +9268,11 @@ func NewDeleteScheduleRequest(server string, id ScheduleID) (*http.Request, erro
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8546,6 +9303,11 @@ func NewGetScheduleRequest(server string, id ScheduleID) (*http.Request, error) 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8591,6 +9353,11 @@ func NewUpdateScheduleRequestWithBody(server string, id ScheduleID, contentType 
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8642,6 +9409,11 @@ func NewPauseScheduleRequestWithBody(server string, id ScheduleID, contentType s
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8689,6 +9461,11 @@ func NewResumeScheduleRequestWithBody(server string, id ScheduleID, contentType 
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -8721,6 +9498,11 @@ func NewListScheduleRunsRequest(server string, id ScheduleID, params *ListSchedu
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -8805,6 +9587,11 @@ func NewTriggerScheduleRequestWithBody(server string, id ScheduleID, contentType
 	var pathParam0 string
 
 	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("id", pathParam0)
 	if err != nil {
 		return nil, err
 	}
@@ -9029,6 +9816,11 @@ func NewDeleteTokenRequest(server string, id string) (*http.Request, error) {
 		return nil, err
 	}
 
+	pathParam0, err = pathSegment("id", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
@@ -9224,12 +10016,17 @@ type ClientWithResponsesInterface interface {
 
 	// GetHealthWithResponse Liveness
 	//
+	// 200 while the process serves HTTP, whatever its store is doing (use
+	// `/ready` to know whether it can serve requests); names the build.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /health (the `GetHealth` operationId).
 	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
 
 	// HeadHealthWithResponse Liveness, for probes that send HEAD
+	//
+	// `GET /health` without the body.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9238,12 +10035,18 @@ type ClientWithResponsesInterface interface {
 
 	// McpEndWithResponse End an MCP session (its leases are no longer renewed and lapse at their expiry)
 	//
+	// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+	// leases its `claim_next` calls obtained are no longer renewed.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /mcp (the `McpEnd` operationId).
 	McpEndWithResponse(ctx context.Context, params *McpEndParams, reqEditors ...RequestEditorFn) (*McpEndResponse, error)
 
 	// McpStreamWithResponse Open the stream of an MCP session's server-initiated messages
+	//
+	// The session's standalone stream of server-sent events: notifications the
+	// server sends outside any request. One at a time per session.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9252,12 +10055,20 @@ type ClientWithResponsesInterface interface {
 
 	// McpPostWithBodyWithResponse Send a JSON-RPC message of an MCP session
 	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /mcp (the `McpPost` operationId).
 	McpPostWithBodyWithResponse(ctx context.Context, params *McpPostParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*McpPostResponse, error)
 
 	// McpPostWithResponse Send a JSON-RPC message of an MCP session
+	//
+	// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+	// header; every later message carries that header. A request is answered
+	// as JSON or as a stream of server-sent events that ends with its response.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9266,12 +10077,17 @@ type ClientWithResponsesInterface interface {
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
+	// The server's `tether_*` series and Go's runtime series, for a Prometheus
+	// scrape. Public: put it behind the network's own access rules.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
 
 	// GetOpenAPIWithResponse This document
+	//
+	// The contract this server implements, as embedded in its binary.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9289,12 +10105,17 @@ type ClientWithResponsesInterface interface {
 
 	// HeadReadyWithResponse Readiness, for probes that send HEAD
 	//
+	// `GET /ready` without the body.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with HEAD /ready (the `HeadReady` operationId).
 	HeadReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HeadReadyResponse, error)
 
 	// GetSkillWithResponse A guide for agents on using this API
+	//
+	// A page an agent reads before it calls this API: the lifecycle, the calls a
+	// worker makes and in which order, and the errors to expect.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9306,15 +10127,17 @@ type ClientWithResponsesInterface interface {
 	// A page for operators (package `ui`, embedded in the binary): live leases,
 	// queues, workers, schedules, live events and a page per node. It asks for a
 	// token or API key, keeps it in the tab's sessionStorage and calls this API
-	// with it; the files themselves need no credentials. `GET /ui` redirects here.
+	// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 	// Served with a Content-Security-Policy that allows only this origin.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+	// Corresponds with GET /ui (the `GetDashboard` operationId).
 	GetDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDashboardResponse, error)
 
 	// GetDashboardFileWithResponse A file of the operator dashboard (script, style sheet)
+	//
+	// One of the files the page at `/ui` loads; any other name is `404`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9501,7 +10324,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListLeasesWithResponse List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9517,6 +10341,12 @@ type ClientWithResponsesInterface interface {
 	// survives a handoff, an expiry or a requeue, and a holder that let the node
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
+	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
 	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -9549,6 +10379,12 @@ type ClientWithResponsesInterface interface {
 	// survives a handoff, an expiry or a requeue, and a holder that let the node
 	// go no longer sees it. The node must exist (else `404`); an identity need not
 	// have been seen yet.
+	//
+	// The two kinds of address never meet. `node:` is reserved (see
+	// Authentication): no identity has a name that starts with it, and a message
+	// to a node is listed, shown and acknowledgeable only through a live lease on
+	// the node, never by an identity's name. An identity address with another
+	// reserved prefix (`identity:`, `schedule:`) is `400`.
 	//
 	// - `body`: 1–65536 characters.
 	// - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -9641,6 +10477,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/nodes/batch (the `CreateNodesBatch` operationId).
 	CreateNodesBatchWithResponse(ctx context.Context, params *CreateNodesBatchParams, body CreateNodesBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateNodesBatchResponse, error)
 
+	// BulkNodesWithBodyWithResponse Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error)
+
+	// BulkNodesWithResponse Requeue, cancel or delete every node a filter selects
+	//
+	// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+	// page, in list order, up to `limit`) and applies `action` to each, each
+	// node in a transaction of its own: a bulk is not atomic. A node the
+	// action is refused for (a requeue of a node that is not failed, dead or
+	// cancelled; a delete of a running node without `force`) is listed in
+	// `failed` with the problem it would have got on its own, and the rest go
+	// on. `dry_run` only counts what the filter selects, for a confirmation
+	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+	BulkNodesWithResponse(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error)
+
 	// DeleteNodeWithResponse Delete a node
 	//
 	// Role: dispatcher. A running node needs `?force=true` (else `409 conflict`).
@@ -9653,7 +10521,11 @@ type ClientWithResponsesInterface interface {
 
 	// GetNodeWithResponse Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9863,6 +10735,10 @@ type ClientWithResponsesInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -9874,6 +10750,10 @@ type ClientWithResponsesInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9985,14 +10865,17 @@ type ClientWithResponsesInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`.
+	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A renewal
-	// is answered once applied, before it is durable; a server that takes
-	// over (or restarts) gives every lease that such a renewal may have
-	// touched its full `ttl_ms` afresh from then, so a lease may run a little
-	// longer than its holder was told after a crash, never shorter. A server
-	// that can no longer tell it still owns the shard answers `503` instead.
+	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// lose the renewal; a server that takes over (or restarts) then gives every
+	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+	// lease may run a little longer than its holder was told after a crash,
+	// never shorter. A server that can no longer tell it still owns the shard
+	// answers `503` instead.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10006,14 +10889,17 @@ type ClientWithResponsesInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`.
+	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A renewal
-	// is answered once applied, before it is durable; a server that takes
-	// over (or restarts) gives every lease that such a renewal may have
-	// touched its full `ttl_ms` afresh from then, so a lease may run a little
-	// longer than its holder was told after a crash, never shorter. A server
-	// that can no longer tell it still owns the shard answers `503` instead.
+	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// lose the renewal; a server that takes over (or restarts) then gives every
+	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+	// lease may run a little longer than its holder was told after a crash,
+	// never shorter. A server that can no longer tell it still owns the shard
+	// answers `503` instead.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10180,6 +11066,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// GetQueueThroughputWithResponse A queue's last hour, minute by minute
+	//
+	// Role: reader. How many of the queue's nodes were created, completed and
+	// failed (a failure that is retried counts too) in each of the last 60
+	// minutes, oldest first, the current minute last. The server counts them in
+	// memory as each write commits (the per-queue series of `/metrics` count the
+	// same), so the history starts when the server starts; in a cluster on etcd
+	// it is the owning server's. A queue past the series' cardinality cap
+	// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+	// says so. A queue that never had a node answers zeros.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+	GetQueueThroughputWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*GetQueueThroughputResponse, error)
 
 	// ListSchedulesWithResponse List the schedules
 	//
@@ -10441,7 +11343,9 @@ type ClientWithResponsesInterface interface {
 	// CreateTokenWithBodyWithResponse Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10451,7 +11355,9 @@ type ClientWithResponsesInterface interface {
 	// CreateTokenWithResponse Mint an API key
 	//
 	// Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-	// returned this once; only its hash is stored.
+	// returned this once; only its hash is stored. A `sub` that starts with a
+	// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+	// `400`, naming it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10469,10 +11375,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListWorkersWithResponse List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10606,6 +11514,8 @@ type GetHealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 }
@@ -10613,6 +11523,11 @@ type GetHealthResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetHealthResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10652,6 +11567,13 @@ func (r GetHealthResponse) ContentType() string {
 type HeadHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HeadHealthResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -10764,6 +11686,11 @@ type McpStreamResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// McpStreamResponse429Headers the declared response headers of an HTTP 429 response for McpStream
+type McpStreamResponse429Headers struct {
+	RetryAfter int
+}
+
 type McpStreamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10775,10 +11702,16 @@ type McpStreamResponse struct {
 	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *McpStreamResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *McpStreamResponse429Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -10799,6 +11732,16 @@ func (r McpStreamResponse) GetApplicationProblemJSON403() *Forbidden {
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r McpStreamResponse) GetApplicationProblemJSON404() *NotFound {
 	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r McpStreamResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r McpStreamResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10840,6 +11783,11 @@ type McpPostResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// McpPostResponse429Headers the declared response headers of an HTTP 429 response for McpPost
+type McpPostResponse429Headers struct {
+	RetryAfter int
+}
+
 type McpPostResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10857,10 +11805,16 @@ type McpPostResponse struct {
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *McpPostResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *McpPostResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10898,9 +11852,19 @@ func (r McpPostResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
 }
 
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r McpPostResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r McpPostResponse) GetApplicationProblemJSON500() *Internal {
 	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r McpPostResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -10935,8 +11899,15 @@ func (r McpPostResponse) ContentType() string {
 type GetMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10978,6 +11949,8 @@ type GetOpenAPIResponse struct {
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *map[string]interface{}
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 }
@@ -10985,6 +11958,11 @@ type GetOpenAPIResponse struct {
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetOpenAPIResponse) GetYAML200() *map[string]interface{} {
 	return r.YAML200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetOpenAPIResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -11026,6 +12004,8 @@ type GetReadyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Readiness
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -11035,6 +12015,11 @@ type GetReadyResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetReadyResponse) GetJSON200() *Readiness {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetReadyResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -11079,8 +12064,15 @@ func (r GetReadyResponse) ContentType() string {
 type HeadReadyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HeadReadyResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11120,8 +12112,15 @@ func (r HeadReadyResponse) ContentType() string {
 type GetSkillResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSkillResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -11161,6 +12160,13 @@ func (r GetSkillResponse) ContentType() string {
 type GetDashboardResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetDashboardResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -11195,8 +12201,15 @@ func (r GetDashboardResponse) ContentType() string {
 type GetDashboardFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetDashboardFileResponse) GetApplicationProblemJSON400() *BodyRefused {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -12774,6 +13787,117 @@ func (r CreateNodesBatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateNodesBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BulkNodesResponse401Headers the declared response headers of an HTTP 401 response for BulkNodes
+type BulkNodesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// BulkNodesResponse429Headers the declared response headers of an HTTP 429 response for BulkNodes
+type BulkNodesResponse429Headers struct {
+	RetryAfter int
+}
+
+type BulkNodesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BulkResult
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BulkNodesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BulkNodesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BulkNodesResponse) GetJSON200() *BulkResult {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r BulkNodesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BulkNodesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BulkNodesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BulkNodesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BulkNodesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -15570,6 +16694,103 @@ func (r ResumeQueueResponse) ContentType() string {
 	return ""
 }
 
+// GetQueueThroughputResponse401Headers the declared response headers of an HTTP 401 response for GetQueueThroughput
+type GetQueueThroughputResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetQueueThroughputResponse429Headers the declared response headers of an HTTP 429 response for GetQueueThroughput
+type GetQueueThroughputResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetQueueThroughputResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueThroughput
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueueThroughputResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetQueueThroughputResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueThroughputResponse) GetJSON200() *QueueThroughput {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueThroughputResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueThroughputResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueThroughputResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueThroughputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSchedulesResponse401Headers the declared response headers of an HTTP 401 response for ListSchedules
 type ListSchedulesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -17269,6 +18490,9 @@ func (c *ClientWithResponses) GetBackupWithResponse(ctx context.Context, reqEdit
 
 // GetHealthWithResponse Liveness
 //
+// 200 while the process serves HTTP, whatever its store is doing (use
+// `/ready` to know whether it can serve requests); names the build.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /health (the `GetHealth` operationId).
@@ -17281,6 +18505,8 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 }
 
 // HeadHealthWithResponse Liveness, for probes that send HEAD
+//
+// `GET /health` without the body.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17295,6 +18521,9 @@ func (c *ClientWithResponses) HeadHealthWithResponse(ctx context.Context, reqEdi
 
 // McpEndWithResponse End an MCP session (its leases are no longer renewed and lapse at their expiry)
 //
+// Ends the session named by `Mcp-Session-Id`: its streams close, and the
+// leases its `claim_next` calls obtained are no longer renewed.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /mcp (the `McpEnd` operationId).
@@ -17307,6 +18536,9 @@ func (c *ClientWithResponses) McpEndWithResponse(ctx context.Context, params *Mc
 }
 
 // McpStreamWithResponse Open the stream of an MCP session's server-initiated messages
+//
+// The session's standalone stream of server-sent events: notifications the
+// server sends outside any request. One at a time per session.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17321,6 +18553,10 @@ func (c *ClientWithResponses) McpStreamWithResponse(ctx context.Context, params 
 
 // McpPostWithBodyWithResponse Send a JSON-RPC message of an MCP session
 //
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /mcp (the `McpPost` operationId).
@@ -17333,6 +18569,10 @@ func (c *ClientWithResponses) McpPostWithBodyWithResponse(ctx context.Context, p
 }
 
 // McpPostWithResponse Send a JSON-RPC message of an MCP session
+//
+// `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+// header; every later message carries that header. A request is answered
+// as JSON or as a stream of server-sent events that ends with its response.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17347,6 +18587,9 @@ func (c *ClientWithResponses) McpPostWithResponse(ctx context.Context, params *M
 
 // GetMetricsWithResponse Prometheus metrics
 //
+// The server's `tether_*` series and Go's runtime series, for a Prometheus
+// scrape. Public: put it behind the network's own access rules.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
@@ -17359,6 +18602,8 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 }
 
 // GetOpenAPIWithResponse This document
+//
+// The contract this server implements, as embedded in its binary.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17388,6 +18633,8 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 
 // HeadReadyWithResponse Readiness, for probes that send HEAD
 //
+// `GET /ready` without the body.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with HEAD /ready (the `HeadReady` operationId).
@@ -17400,6 +18647,9 @@ func (c *ClientWithResponses) HeadReadyWithResponse(ctx context.Context, reqEdit
 }
 
 // GetSkillWithResponse A guide for agents on using this API
+//
+// A page an agent reads before it calls this API: the lifecycle, the calls a
+// worker makes and in which order, and the errors to expect.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17417,12 +18667,12 @@ func (c *ClientWithResponses) GetSkillWithResponse(ctx context.Context, reqEdito
 // A page for operators (package `ui`, embedded in the binary): live leases,
 // queues, workers, schedules, live events and a page per node. It asks for a
 // token or API key, keeps it in the tab's sessionStorage and calls this API
-// with it; the files themselves need no credentials. `GET /ui` redirects here.
+// with it; the files themselves need no credentials. `GET /ui/` redirects here.
 // Served with a Content-Security-Policy that allows only this origin.
 //
 // Returns a wrapper object for the known response body format(s).
 //
-// Corresponds with GET /ui/ (the `GetDashboard` operationId).
+// Corresponds with GET /ui (the `GetDashboard` operationId).
 func (c *ClientWithResponses) GetDashboardWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetDashboardResponse, error) {
 	rsp, err := c.GetDashboard(ctx, reqEditors...)
 	if err != nil {
@@ -17432,6 +18682,8 @@ func (c *ClientWithResponses) GetDashboardWithResponse(ctx context.Context, reqE
 }
 
 // GetDashboardFileWithResponse A file of the operator dashboard (script, style sheet)
+//
+// One of the files the page at `/ui` loads; any other name is `404`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17684,7 +18936,8 @@ func (c *ClientWithResponses) AckMessageWithResponse(ctx context.Context, id Mes
 
 // ListLeasesWithResponse List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17706,6 +18959,12 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 // survives a handoff, an expiry or a requeue, and a holder that let the node
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
+//
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
 //
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -17744,6 +19003,12 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 // survives a handoff, an expiry or a requeue, and a holder that let the node
 // go no longer sees it. The node must exist (else `404`); an identity need not
 // have been seen yet.
+//
+// The two kinds of address never meet. `node:` is reserved (see
+// Authentication): no identity has a name that starts with it, and a message
+// to a node is listed, shown and acknowledgeable only through a live lease on
+// the node, never by an identity's name. An identity address with another
+// reserved prefix (`identity:`, `schedule:`) is `400`.
 //
 //   - `body`: 1–65536 characters.
 //   - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -17878,6 +19143,50 @@ func (c *ClientWithResponses) CreateNodesBatchWithResponse(ctx context.Context, 
 	return ParseCreateNodesBatchResponse(rsp)
 }
 
+// BulkNodesWithBodyWithResponse Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *ClientWithResponses) BulkNodesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error) {
+	rsp, err := c.BulkNodesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBulkNodesResponse(rsp)
+}
+
+// BulkNodesWithResponse Requeue, cancel or delete every node a filter selects
+//
+// Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+// page, in list order, up to `limit`) and applies `action` to each, each
+// node in a transaction of its own: a bulk is not atomic. A node the
+// action is refused for (a requeue of a node that is not failed, dead or
+// cancelled; a delete of a running node without `force`) is listed in
+// `failed` with the problem it would have got on its own, and the rest go
+// on. `dry_run` only counts what the filter selects, for a confirmation
+// ("this will requeue 50 nodes"). Identity nodes are never selected.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/nodes/bulk (the `BulkNodes` operationId).
+func (c *ClientWithResponses) BulkNodesWithResponse(ctx context.Context, body BulkNodesJSONRequestBody, reqEditors ...RequestEditorFn) (*BulkNodesResponse, error) {
+	rsp, err := c.BulkNodes(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBulkNodesResponse(rsp)
+}
+
 // DeleteNodeWithResponse Delete a node
 //
 // Role: dispatcher. A running node needs `?force=true` (else `409 conflict`).
@@ -17896,7 +19205,11 @@ func (c *ClientWithResponses) DeleteNodeWithResponse(ctx context.Context, id Nod
 
 // GetNodeWithResponse Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18196,6 +19509,10 @@ func (c *ClientWithResponses) ListNodeEventsWithResponse(ctx context.Context, id
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -18213,6 +19530,10 @@ func (c *ClientWithResponses) ExtendLeaseWithBodyWithResponse(ctx context.Contex
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18366,14 +19687,17 @@ func (c *ClientWithResponses) ReleaseNodeWithResponse(ctx context.Context, id No
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`.
+//
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A renewal
-// is answered once applied, before it is durable; a server that takes
-// over (or restarts) gives every lease that such a renewal may have
-// touched its full `ttl_ms` afresh from then, so a lease may run a little
-// longer than its holder was told after a crash, never shorter. A server
-// that can no longer tell it still owns the shard answers `503` instead.
+// of the server that owns the tenant's shard on the etcd store. A crash may
+// lose the renewal; a server that takes over (or restarts) then gives every
+// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+// lease may run a little longer than its holder was told after a crash,
+// never shorter. A server that can no longer tell it still owns the shard
+// answers `503` instead.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18393,14 +19717,17 @@ func (c *ClientWithResponses) RenewLeaseWithBodyWithResponse(ctx context.Context
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`.
+//
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A renewal
-// is answered once applied, before it is durable; a server that takes
-// over (or restarts) gives every lease that such a renewal may have
-// touched its full `ttl_ms` afresh from then, so a lease may run a little
-// longer than its holder was told after a crash, never shorter. A server
-// that can no longer tell it still owns the shard answers `503` instead.
+// of the server that owns the tenant's shard on the etcd store. A crash may
+// lose the renewal; a server that takes over (or restarts) then gives every
+// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+// lease may run a little longer than its holder was told after a crash,
+// never shorter. A server that can no longer tell it still owns the shard
+// answers `503` instead.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18656,6 +19983,28 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// GetQueueThroughputWithResponse A queue's last hour, minute by minute
+//
+// Role: reader. How many of the queue's nodes were created, completed and
+// failed (a failure that is retried counts too) in each of the last 60
+// minutes, oldest first, the current minute last. The server counts them in
+// memory as each write commits (the per-queue series of `/metrics` count the
+// same), so the history starts when the server starts; in a cluster on etcd
+// it is the owning server's. A queue past the series' cardinality cap
+// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+// says so. A queue that never had a node answers zeros.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+func (c *ClientWithResponses) GetQueueThroughputWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*GetQueueThroughputResponse, error) {
+	rsp, err := c.GetQueueThroughput(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueThroughputResponse(rsp)
 }
 
 // ListSchedulesWithResponse List the schedules
@@ -19032,7 +20381,9 @@ func (c *ClientWithResponses) ListTokensWithResponse(ctx context.Context, params
 // CreateTokenWithBodyWithResponse Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19048,7 +20399,9 @@ func (c *ClientWithResponses) CreateTokenWithBodyWithResponse(ctx context.Contex
 // CreateTokenWithResponse Mint an API key
 //
 // Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-// returned this once; only its hash is stored.
+// returned this once; only its hash is stored. A `sub` that starts with a
+// reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+// `400`, naming it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19078,10 +20431,12 @@ func (c *ClientWithResponses) DeleteTokenWithResponse(ctx context.Context, id st
 
 // ListWorkersWithResponse List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19242,6 +20597,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19265,6 +20627,19 @@ func ParseHeadHealthResponse(rsp *http.Response) (*HeadHealthResponse, error) {
 	response := &HeadHealthResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	}
 
 	return response, nil
@@ -19382,6 +20757,20 @@ func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
 		}
 		response.ApplicationProblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19402,6 +20791,16 @@ func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers McpStreamResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -19473,12 +20872,26 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 		}
 		response.ApplicationProblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
 
 	case rsp.StatusCode == 200:
 		// Content-type (text/event-stream) unsupported
@@ -19496,6 +20909,16 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers McpPostResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -19515,6 +20938,13 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19548,6 +20978,13 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 		}
 		response.YAML200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19580,6 +21017,13 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -19617,6 +21061,13 @@ func ParseHeadReadyResponse(rsp *http.Response) (*HeadReadyResponse, error) {
 	case rsp.StatusCode == 200:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19643,6 +21094,13 @@ func ParseGetSkillResponse(rsp *http.Response) (*GetSkillResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19668,6 +21126,16 @@ func ParseGetDashboardResponse(rsp *http.Response) (*GetDashboardResponse, error
 		HTTPResponse: rsp,
 	}
 
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	}
+
 	return response, nil
 }
 
@@ -19685,6 +21153,13 @@ func ParseGetDashboardFileResponse(rsp *http.Response) (*GetDashboardFileRespons
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BodyRefused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21162,6 +22637,111 @@ func ParseCreateNodesBatchResponse(rsp *http.Response) (*CreateNodesBatchRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateNodesBatchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBulkNodesResponse parses an HTTP response from a BulkNodesWithResponse call
+func ParseBulkNodesResponse(rsp *http.Response) (*BulkNodesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BulkNodesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BulkResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers BulkNodesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BulkNodesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -23820,6 +25400,97 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ResumeQueueResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueThroughputResponse parses an HTTP response from a GetQueueThroughputWithResponse call
+func ParseGetQueueThroughputResponse(rsp *http.Response) (*GetQueueThroughputResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueThroughputResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueThroughput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetQueueThroughputResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetQueueThroughputResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -17,11 +16,9 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/testserver"
 	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
 )
-
-const keepSecret = "keeper-test-secret-0123456789abcdef0123"
 
 // keepEnv is a real server on a free port; clk is its clock, or nil for the
 // wall clock.
@@ -35,29 +32,15 @@ type keepEnv struct {
 // (the wall clock when nil).
 func startKeepServer(t *testing.T, clk *clocktest.Fake) *keepEnv {
 	t.Helper()
-	cfg := server.Config{
-		InMemory:       true,
-		ReaperInterval: 100 * time.Millisecond,
-		Tenant: tenant.Config{
-			JWTSecrets:   []string{keepSecret},
-			TTLCeilingMS: 86400000,
-			Defaults:     tenant.Policy{ClaimTTLDefaultMS: 30000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
-		},
-	}
-	if clk != nil {
-		cfg.Clock = clk
-	}
-	srv, err := server.Open(context.Background(), cfg)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
+	s := testserver.Start(t, testserver.InMemory, func(cfg *server.Config) {
+		cfg.Clock = nil
+		if clk != nil {
+			cfg.Clock = clk
+		}
+		cfg.ReaperInterval = 100 * time.Millisecond
+		cfg.Tenant.Defaults.ClaimTTLDefaultMS = 30000
 	})
-	return &keepEnv{t: t, url: "http://" + ln.Addr().String(), clk: clk}
+	return &keepEnv{t: t, url: s.URL, clk: clk}
 }
 
 // as is a client for sub in tenant acme; doer wraps the transport when set.
@@ -66,7 +49,7 @@ func (e *keepEnv) as(sub, role string, wrap func(HttpRequestDoer) HttpRequestDoe
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
 		"sub": sub, "tid": "acme", "roles": []string{role},
 		"exp": time.Now().Add(24 * time.Hour).Unix(),
-	}).SignedString([]byte(keepSecret))
+	}).SignedString([]byte(testserver.Secret))
 	require.NoError(e.t, err)
 	var doer HttpRequestDoer = &http.Client{Timeout: 10 * time.Second}
 	if wrap != nil {

@@ -44,14 +44,14 @@ func TestREADMEGoSnippetIsTheExample(t *testing.T) {
 }
 
 // TestREADMETypeScriptSnippetIsTypeChecked: every line of the README's
-// TypeScript snippet is a line of clients/typescript/src/readme-example.ts,
+// TypeScript snippet is a line of clients/typescript/test/readme-example.ts,
 // which `npm run check` (.ci/typescript-e2e.sh) type-checks.
 func TestREADMETypeScriptSnippetIsTypeChecked(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	example, err := os.ReadFile("../clients/typescript/src/readme-example.ts")
+	example, err := os.ReadFile("../clients/typescript/test/readme-example.ts")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestShardsSpreadAndRequestsForward(t *testing.T) {
 	require.Contains(t, string(body), `"code":"unavailable"`)
 
 	// Public routes, probes and metrics.
-	for _, path := range []string{"/health", "/ready", "/openapi.yaml", "/skill.md", "/ui/", "/metrics"} {
+	for _, path := range []string{"/health", "/ready", "/openapi.yaml", "/skill.md", "/ui", "/ui/app.js", "/metrics"} {
 		st, _, body := call(t, http.MethodGet, a.url+path, "", nil)
 		require.Equal(t, http.StatusOK, st, path+": "+string(body))
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"net/http"
 )
 
@@ -15,10 +16,15 @@ import (
 // between applying a renewal and answering it must therefore not answer it;
 // checking at the status line, after the work is done, covers every request
 // that began while the lease was fresh and ends after it went stale.
+//
+// When the lease is not known fresh at that moment (a keepalive late on a
+// loaded machine), the answer waits for the next keepalive answer, which
+// proves the lease was alive when the work was done (awaitFresh), rather
+// than fail a request that nothing threatened.
 type freshWriter struct {
 	http.ResponseWriter
 	r       *http.Request
-	fresh   func() bool
+	fresh   func(context.Context) bool
 	decided bool
 	stale   bool
 }
@@ -31,7 +37,7 @@ func (w *freshWriter) WriteHeader(status int) {
 		return
 	}
 	w.decided = true
-	if w.fresh() {
+	if w.fresh(w.r.Context()) {
 		w.ResponseWriter.WriteHeader(status)
 		return
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,7 @@ func serveThrough(t *testing.T, fresh bool) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodPost, "/v1/nodes/n1/renew", nil)
 	rec.Header().Set(headerRequestID, "req-1")
 	rec.Header().Set(HeaderServedBy, "srv-1")
-	w := &freshWriter{ResponseWriter: rec, r: r, fresh: func() bool { return fresh }}
+	w := &freshWriter{ResponseWriter: rec, r: r, fresh: func(context.Context) bool { return fresh }}
 	w.Header().Set("ETag", `"7"`)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -56,7 +57,7 @@ func TestFreshWriterChecksAStreamAtItsFirstFlush(t *testing.T) {
 	t.Parallel()
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodGet, "/v1/events", nil)
-	w := &freshWriter{ResponseWriter: rec, r: r, fresh: func() bool { return false }}
+	w := &freshWriter{ResponseWriter: rec, r: r, fresh: func(context.Context) bool { return false }}
 	w.Flush()
 	_, err := w.Write([]byte("data: x\n\n"))
 	require.NoError(t, err)

@@ -59,34 +59,38 @@ func (n *Node) handler() http.Handler {
 		case path == "/v1" || strings.HasPrefix(path, "/v1/") || path == "/mcp" || strings.HasPrefix(path, "/mcp/"):
 			n.route(w, r)
 		case path == "/health":
-			if allow(w, r, http.MethodGet, http.MethodHead) {
+			if public(w, r, http.MethodGet, http.MethodHead) {
 				w.Header().Set(HeaderServedBy, n.ID())
 				writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok", "version": version.String()})
 			}
 		case path == "/ready":
-			if allow(w, r, http.MethodGet, http.MethodHead) {
+			if public(w, r, http.MethodGet, http.MethodHead) {
 				n.ready(w, r)
 			}
 		case path == "/metrics":
-			if allow(w, r, http.MethodGet) {
+			if public(w, r, http.MethodGet) {
 				n.metrics.handler.ServeHTTP(w, r)
 			}
 		case path == "/openapi.yaml":
-			if allow(w, r, http.MethodGet) {
+			if public(w, r, http.MethodGet) {
 				w.Header().Set("Content-Type", "application/yaml")
 				_, _ = w.Write(api.OpenAPI())
 			}
 		case path == "/skill.md":
-			if allow(w, r, http.MethodGet) {
+			if public(w, r, http.MethodGet) {
 				w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 				_, _ = w.Write(skill)
 			}
-		case path == "/ui":
-			if allow(w, r, http.MethodGet) {
-				http.Redirect(w, r, ui.Prefix, http.StatusMovedPermanently)
+		case path == ui.Page:
+			if public(w, r, http.MethodGet) {
+				files.ServeHTTP(w, r)
+			}
+		case path == ui.Prefix:
+			if public(w, r, http.MethodGet) {
+				http.Redirect(w, r, ui.Page, http.StatusMovedPermanently)
 			}
 		case strings.HasPrefix(path, ui.Prefix):
-			if !allow(w, r, http.MethodGet) {
+			if !public(w, r, http.MethodGet) {
 				return
 			}
 			if !ui.Has(strings.TrimPrefix(path, ui.Prefix)) {
@@ -116,6 +120,19 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 	return false
 }
 
+// public is allow for the public endpoints, which also refuse a request
+// body, as the API's own routes do (api.HasBody).
+func public(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if !allow(w, r, methods...) {
+		return false
+	}
+	if api.HasBody(r) {
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", api.ErrBodyRefused.Error(), 0)
+		return false
+	}
+	return true
+}
+
 // route serves an authenticated request: here when this server serves the
 // tenant's shard, else at the shard's owner.
 func (n *Node) route(w http.ResponseWriter, r *http.Request) {
@@ -139,7 +156,7 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		if inst := s.inst.Load(); inst != nil && n.leaseFresh() && inst.acquire() {
 			defer inst.release()
 			w.Header().Set(HeaderServedBy, n.ID())
-			inst.srv.API.Handler().ServeHTTP(&freshWriter{ResponseWriter: w, r: r, fresh: n.leaseFresh}, r)
+			inst.srv.API.Handler().ServeHTTP(&freshWriter{ResponseWriter: w, r: r, fresh: n.awaitFresh}, r)
 			return
 		}
 		v := n.view()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"time"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -38,4 +39,24 @@ func (n *Node) followLease(sess *concurrency.Session) {
 	for range ch {
 		n.renewed(time.Now())
 	}
+}
+
+// awaitFresh reports whether the session lease was alive at the moment of
+// the call: at once when it is known fresh, else once a keepalive answer
+// arrives (etcd renewed a lease it still held, which it cannot have
+// expired before, so it was alive at the call); false when none arrives
+// within a lease TTL or ctx ends first.
+func (n *Node) awaitFresh(ctx context.Context) bool {
+	deadline := time.Now().Add(n.cfg.LeaseTTL)
+	for !n.leaseFresh() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
 }

@@ -118,7 +118,9 @@ func ValidID(id string) bool {
 	if validName(id, maxClientIDLength) {
 		return true
 	}
-	return IsIdentityID(id) && validSubject(id[len(IdentityPrefix):])
+	// Only the characters are checked: an identity node made before the
+	// reserved prefixes (subject.go) stays addressable.
+	return IsIdentityID(id) && subjectChars(id[len(IdentityPrefix):])
 }
 
 // ValidClientID reports whether id may be chosen by a client.
@@ -131,21 +133,6 @@ func ValidType(t string) bool { return validName(t, maxTypeLength) }
 
 // ValidQueue reports whether q is a well-formed queue name.
 func ValidQueue(q string) bool { return validName(q, maxQueueLength) }
-
-func validSubject(sub string) bool {
-	if sub == "" || len(sub) > 200 {
-		return false
-	}
-	for _, r := range sub {
-		if r < 0x21 || r == 0x7f || r == '/' || r == '?' || r == '#' || r == '%' {
-			return false
-		}
-	}
-	return true
-}
-
-// ValidSubject reports whether sub may name an identity.
-func ValidSubject(sub string) bool { return validSubject(sub) }
 
 // NodeGet returns the node or a fault.NotFound. On the writer a live node
 // is decoded from memory; a terminal one, and every node in a View, is read

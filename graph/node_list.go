@@ -12,6 +12,12 @@ import (
 // NodeQuery filters and pages a node list. Empty fields do not filter.
 type NodeQuery struct {
 	Type, Status, Queue, Label, Target, Parent, Holder string
+	// Search, when set, keeps the nodes whose id or title contains it,
+	// ignoring case (a walk of the chosen index, for people and dashboards).
+	Search string
+	// Created and Updated keep the nodes whose created_at, updated_at fall
+	// in the range.
+	Created, Updated TimeRange
 	// Match, when set, is a further predicate (readiness, for example) that
 	// the caller evaluates in the same snapshot.
 	Match  func(*Tx, *Node) (bool, error)
@@ -155,7 +161,10 @@ func matches(tx *Tx, n *Node, q NodeQuery, status string) (bool, error) {
 		q.Target != "" && n.Target != q.Target,
 		q.Parent != "" && n.Parent != q.Parent,
 		q.Label != "" && !slices.Contains(n.Labels, q.Label),
-		q.Holder != "" && (n.Lease == nil || n.Lease.By != q.Holder):
+		q.Holder != "" && (n.Lease == nil || n.Lease.By != q.Holder),
+		!q.Created.Contains(n.CreatedAt),
+		!q.Updated.Contains(n.UpdatedAt),
+		q.Search != "" && !containsFold(n.ID, q.Search) && !containsFold(n.Title, q.Search):
 		return false, nil
 	}
 	if q.Match != nil {

@@ -59,7 +59,29 @@
 //     and the reaper requeues its node, as for a runner that died.
 //
 // An HTTP session is bound to the identity (tenant and subject) that opened
-// it: another caller's request for it is refused. Its calls, and its
+// it: another caller's request for it gets the answer an unknown session id
+// gets (404), so it learns nothing of the session. Its calls, and its
 // keepers' renewals, carry the Authorization header of the session's latest
 // request, so a client may refresh an expiring JWT within a session.
+//
+// # Guards of the HTTP transport
+//
+// Handler checks every request before the SDK sees it:
+//
+//   - Origin (origin.go): none, the server's own (scheme and exact Host) or
+//     a configured one passes; any other is 403 naming it. The SDK refuses a
+//     Host that is not loopback on a loopback address (DNS rebinding).
+//   - Sessions (registry.go) are capped in all and per identity, and each
+//     holds one of its identity's waits (api.HoldWait, the cap long polls
+//     and event streams share) while it lives; its standalone stream holds
+//     another while open. A place is reserved before the SDK makes the
+//     session, so concurrent requests cannot pass a cap, and given back
+//     exactly once. Past a cap: 429.
+//   - A tool argument that becomes a path segment (node_id, queue) may not
+//     be empty, "." or "..": a URL parser would resolve those away and call
+//     another route (path_args.go). The generated client escapes every path
+//     parameter as well.
+//
+// Every refusal, the Handler's and the SDK's, is plain text with a status;
+// api.MountMCP maps each status to a problem document.
 package mcp

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/internal/clock/clocktest"
@@ -42,7 +43,27 @@ func start(t *testing.T) *env {
 }
 
 // open starts a server that the test shuts down itself.
-func open(t *testing.T) *env {
+func open(t *testing.T) *env { return openWith(t, settings{}) }
+
+// settings are what a test changes of open's server.
+type settings struct {
+	mcp   mcp.HTTPOptions
+	waits api.WaitLimits
+}
+
+// startWith starts a server with set, shut down when the test ends.
+func startWith(t *testing.T, set settings) *env {
+	t.Helper()
+	e := openWith(t, set)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, e.srv.Shutdown(ctx))
+	})
+	return e
+}
+
+func openWith(t *testing.T, set settings) *env {
 	t.Helper()
 	clk := clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
 	srv, err := server.Open(context.Background(), server.Config{
@@ -51,7 +72,8 @@ func open(t *testing.T) *env {
 			JWTSecrets: []string{testSecret}, TTLCeilingMS: 86400000,
 			Defaults: tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
 		},
-		MCP: func(h http.Handler) server.MCPHandler { return mcp.NewHandler(h, mcp.HTTPOptions{}) },
+		Waits: set.waits,
+		MCP:   func(h http.Handler) server.MCPHandler { return mcp.NewHandler(h, set.mcp) },
 	})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

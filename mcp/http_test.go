@@ -150,12 +150,13 @@ func TestHTTPToolsActAsTheCaller(t *testing.T) {
 	_, err = cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "tether://nodes/no-such-node"})
 	require.Error(t, err)
 
-	// The session is bound to its caller: another identity cannot use it.
+	// The session is bound to its caller: another identity cannot use it
+	// (nor learn that it exists: TestHTTPSessionOfAnotherIdentityIsNotFound).
 	// The transport's refusals are problems, as the spec says.
 	list := `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`
 	status, code := e.rawMCP(http.MethodPost, e.token("intruder"), cs.ID(), list)
-	require.Equal(t, http.StatusForbidden, status)
-	require.Equal(t, "forbidden", code)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, "not_found", code)
 	status, code = e.rawMCP(http.MethodPost, tok, "no-such-session", list)
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, "not_found", code)

@@ -49,7 +49,7 @@ func (s *session) readSkill(ctx context.Context, req *sdk.ReadResourceRequest) (
 func (s *session) readNode(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id := strings.TrimPrefix(uri, nodePrefix)
-	if id == "" || strings.Contains(id, "/") {
+	if id == "" || id == "." || id == ".." || strings.Contains(id, "/") {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	res, err := s.api.GetNodeWithResponse(ctx, id)

@@ -84,6 +84,9 @@ func (s *session) fill(nodeID string, f fenced) {
 func tool[In any](srv *sdk.Server, name, desc string, h func(context.Context, In) *sdk.CallToolResult, from ...string) {
 	sdk.AddTool(srv, &sdk.Tool{Name: name, Description: desc, InputSchema: inputSchema[In](from...)},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+			if bad := badPathArg(in); bad != nil {
+				return bad, nil, nil
+			}
 			return h(ctx, in), nil, nil
 		})
 }
@@ -123,9 +126,6 @@ func childSchema() *jsonschema.Schema {
 }
 
 func (s *session) claimNext(ctx context.Context, in claimNextIn) *sdk.CallToolResult {
-	if in.Queue == "" {
-		return badInput("queue", "queue is required")
-	}
 	res, err := s.api.ClaimNextWithResponse(ctx, in.Queue, in.ClaimNextRequest)
 	if err != nil {
 		return failure(err)

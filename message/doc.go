@@ -22,6 +22,14 @@
 //   - Every record lives under its tenant's keys (graph.MessageRecordPut), so
 //     no tenant sends to, lists, reads or acknowledges another's messages:
 //     an id of another tenant is a fault.NotFound, like one that never was.
+//   - A message to a node and a message to an identity are in separate
+//     key spaces: the inbox index files one under its node's box, the
+//     other under its identity's (index.go, boxKey), and which one is
+//     decided by its "to" alone. A node's box is read only through a live
+//     lease on the node, so no identity reaches it by its name, whatever
+//     it spells; and no identity may be named with a prefix the API gives
+//     meaning to ("node:", "identity:", "schedule:"; graph.SubjectProblem),
+//     so no subject even looks like a node's address.
 //   - Who may see a message (Get): its sender, the identity it is addressed
 //     to, the identity it was delivered to or read by, the current holder of
 //     the node it is addressed to, and a dispatcher (or admin) of the

@@ -14,7 +14,7 @@ import (
 // nodeGone is the graph's NodeGoneHook: it expires every unread message to
 // node id of tenant.
 func (s *Service) nodeGone(tx *graph.Tx, tenant, id string) error {
-	key := boxKey{tenant, NodePrefix + id}
+	key := nodeBox(tenant, id)
 	s.ix.mu.Lock()
 	ids := s.ix.unreadIDs(key)
 	s.ix.mu.Unlock()

@@ -94,7 +94,7 @@ func (s *Service) page(p InboxParams, pivot *entry) ([]View, string, error) {
 		if p.Node == "" {
 			keys = s.recipients(tx, p.Tenant, p.Sub, now)
 		} else if holds(tx, p.Tenant, p.Node, p.Sub, now) {
-			keys = []boxKey{{p.Tenant, NodePrefix + p.Node}}
+			keys = []boxKey{nodeBox(p.Tenant, p.Node)}
 		}
 		var cands []entry
 		s.ix.mu.Lock()

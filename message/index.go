@@ -8,7 +8,7 @@ import (
 	"github.com/google/btree"
 )
 
-// The inbox indexes: for every recipient (an identity, or "node:<id>") the
+// The inbox indexes: for every recipient (an identity, or a node) the
 // messages still kept, and the unread ones, in inbox order, overall and per
 // thread. They hold no bodies: every listed message is read from the store.
 
@@ -51,8 +51,21 @@ type box struct {
 	threads map[string]*trees
 }
 
-// boxKey names a recipient of a tenant.
-type boxKey struct{ tenant, to string }
+// boxKey names a recipient of a tenant: an identity, or a node. Identities
+// and nodes are separate key spaces, so the box of node n1 is not the box
+// of an identity whose subject spells "node:n1": a message to a node
+// reaches whoever holds the node, and only through the lease (recipients).
+type boxKey struct {
+	tenant string
+	node   bool // name is a node id, not a subject
+	name   string
+}
+
+// identityBox is the box of the messages to identity sub.
+func identityBox(tenant, sub string) boxKey { return boxKey{tenant: tenant, name: sub} }
+
+// nodeBox is the box of the messages to node id.
+func nodeBox(tenant, id string) boxKey { return boxKey{tenant: tenant, node: true, name: id} }
 
 // placed is what the index must know of a message to move or drop it.
 type placed struct {
@@ -62,7 +75,7 @@ type placed struct {
 }
 
 func placedOf(tenant string, r *Record) placed {
-	return placed{key: boxKey{tenant, r.To}, thread: r.Thread, e: entryOf(r)}
+	return placed{key: r.box(tenant), thread: r.Thread, e: entryOf(r)}
 }
 
 // index is every tenant's inbox indexes, with the sweep's heap of the

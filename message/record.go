@@ -26,8 +26,9 @@ const (
 // States lists every state.
 func States() []State { return []State{StatePending, StateDelivered, StateRead, StateExpired} }
 
-// NodePrefix starts the address of a message to a node.
-const NodePrefix = "node:"
+// NodePrefix starts the address of a message to a node. No identity may
+// start with it (graph.SubjectProblem), so an address means one thing.
+const NodePrefix = graph.NodeAddressPrefix
 
 // Limits of a message.
 const (
@@ -69,11 +70,27 @@ type Record struct {
 // Node is the id of the node the message is addressed to ("" for an
 // identity).
 func (r *Record) Node() string {
-	id, ok := strings.CutPrefix(r.To, NodePrefix)
-	if !ok {
-		return ""
+	if id, ok := r.toNode(); ok {
+		return id
 	}
-	return id
+	return ""
+}
+
+// toNode returns the id of the node the message is addressed to, and
+// whether it is addressed to a node at all (false: id is meaningless). The prefix decides: Send has
+// always taken "node:<id>" for a node, so every record, old or new, means
+// the same by its "to".
+func (r *Record) toNode() (id string, ok bool) {
+	return strings.CutPrefix(r.To, NodePrefix)
+}
+
+// box is the recipient whose inbox lists the message: its node's, or its
+// identity's, never both.
+func (r *Record) box(tenant string) boxKey {
+	if id, ok := r.toNode(); ok {
+		return nodeBox(tenant, id)
+	}
+	return identityBox(tenant, r.To)
 }
 
 // expired reports whether the message's ttl passed unread at now.
@@ -119,10 +136,16 @@ func (r *Record) forgetAt() time.Time {
 }
 
 // parseTo checks a recipient address and returns the node id it names ("" for
-// an identity).
-func parseTo(to string) (node string, ok bool) {
+// an identity), or why it is no address.
+func parseTo(to string) (node, problem string) {
 	if id, isNode := strings.CutPrefix(to, NodePrefix); isNode {
-		return id, graph.ValidID(id)
+		if !graph.ValidID(id) {
+			return "", `must be an identity ("<sub>") or "node:<id>" with a valid node id`
+		}
+		return id, ""
 	}
-	return "", graph.ValidSubject(to)
+	if p := graph.SubjectProblem(to); p != "" {
+		return "", `must be an identity ("<sub>") or "node:<id>": an identity ` + p
+	}
+	return "", ""
 }

@@ -125,12 +125,12 @@ type SendParams struct {
 }
 
 func (p SendParams) validate() (node string, err error) {
-	node, ok := parseTo(p.To)
+	node, problem := parseTo(p.To)
 	switch {
 	case p.To == "":
 		return "", fault.Invalidf("to", "is required")
-	case !ok:
-		return "", fault.Invalidf("to", `must be an identity ("<sub>") or "node:<id>" with a valid node id`)
+	case problem != "":
+		return "", fault.Invalidf("to", "%s", problem)
 	case p.Body == "":
 		return "", fault.Invalidf("body", "is required")
 	case utf8.RuneCountInString(p.Body) > MaxBody:
@@ -292,13 +292,13 @@ func (s *Service) Ack(ctx context.Context, tenant, sub, id string) (View, error)
 }
 
 // holdsFor reports whether sub is a recipient of r at now: the identity it
-// is addressed to, or the live holder of its node.
+// is addressed to, or the live holder of its node. A message to a node is
+// never its identity's, whatever sub spells.
 func holdsFor(tx *graph.Tx, tenant, sub string, r *Record, now time.Time) bool {
-	if r.To == sub {
-		return true
+	if node, ok := r.toNode(); ok {
+		return holds(tx, tenant, node, sub, now)
 	}
-	node := r.Node()
-	return node != "" && holds(tx, tenant, node, sub, now)
+	return r.To == sub
 }
 
 // holds reports whether sub holds a live lease on node at now.
@@ -312,9 +312,9 @@ func holds(tx *graph.Tx, tenant, node, sub string, now time.Time) bool {
 func (s *Service) Unread(tenant, sub, node string) int64 {
 	s.ix.mu.Lock()
 	next := s.ix.sweep(s.clock.Now())
-	n := s.ix.unread(boxKey{tenant, sub})
+	n := s.ix.unread(identityBox(tenant, sub))
 	if node != "" {
-		n += s.ix.unread(boxKey{tenant, NodePrefix + node})
+		n += s.ix.unread(nodeBox(tenant, node))
 	}
 	s.ix.mu.Unlock()
 	s.arm(next)
@@ -340,19 +340,19 @@ func (s *Service) UnreadAll(tenant, sub string) (int64, error) {
 // recipients are the boxes sub reads: its own and those of the nodes it
 // holds at now that have messages.
 func (s *Service) recipients(tx *graph.Tx, tenant, sub string, now time.Time) []boxKey {
-	keys := []boxKey{{tenant, sub}}
+	keys := []boxKey{identityBox(tenant, sub)}
 	var nodes []string
 	s.ix.mu.Lock()
 	s.arm(s.ix.sweep(now))
 	for _, id := range tx.HeldNodeIDs(tenant, sub) {
-		if _, ok := s.ix.boxes[boxKey{tenant, NodePrefix + id}]; ok {
+		if _, ok := s.ix.boxes[nodeBox(tenant, id)]; ok {
 			nodes = append(nodes, id)
 		}
 	}
 	s.ix.mu.Unlock()
 	for _, id := range nodes {
 		if holds(tx, tenant, id, sub, now) {
-			keys = append(keys, boxKey{tenant, NodePrefix + id})
+			keys = append(keys, nodeBox(tenant, id))
 		}
 	}
 	return keys

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/work"
 )
 
@@ -192,9 +193,10 @@ type Run struct {
 }
 
 // caller is who a schedule's fires act as: its nodes are created_by
-// schedule:<id>, and so are their events.
+// schedule:<id>, and so are their events. No token or key may have a
+// subject with that prefix (graph.SubjectProblem), so none passes for it.
 func caller(tenant, id string) work.Caller {
-	return work.Caller{Tenant: tenant, Sub: "schedule:" + id, Dispatcher: true}
+	return work.Caller{Tenant: tenant, Sub: graph.SchedulePrefix + id, Dispatcher: true}
 }
 
 func (r *Record) timing() (timing, error) { return parseTiming(r.Cron, r.At, r.Timezone) }

@@ -1,6 +1,7 @@
 // Package server assembles a Tether server from its domain packages: the
-// store, tenants, leases, the work engine, workers, schedules and the HTTP
-// API. It is the one
+// store, tenants, leases, the work engine, workers, schedules, messages,
+// blobs, retention (the cleaner), the HTTP API and, when `tether serve` wires
+// it, the MCP handler at /mcp. It is the one
 // place that knows how they are wired, used by `tether serve` and by tests
 // that start a real server on a free port.
 //

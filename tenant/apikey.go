@@ -102,8 +102,13 @@ func (s *Service) authenticateAPIKey(token string) (*Principal, error) {
 	if err != nil || subtle.ConstantTimeCompare(got[:], want) != 1 {
 		return nil, unauthorized("invalid API key")
 	}
+	// A key made before its subject's prefix was reserved authenticates
+	// no more: that subject could pass for what the prefix names.
+	if !graph.ValidSubject(rec.Subject) {
+		return nil, unauthorized(subjectReason("API key sub", rec.Subject))
+	}
 	p, _, ok := newPrincipal(tenant, rec.Subject, rec.Roles, ViaAPIKey)
-	if !ok || !graph.ValidSubject(rec.Subject) {
+	if !ok {
 		return nil, unauthorized("invalid API key")
 	}
 	return p, nil
@@ -117,8 +122,8 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, sub string, roles
 	if p == nil || !validTenant(p.Tenant) {
 		return NewAPIKey{}, unauthorized("not authenticated")
 	}
-	if !graph.ValidSubject(sub) {
-		return NewAPIKey{}, fault.Invalidf("sub", "must be 1 to 200 printable characters without spaces, '/', '?', '#' or '%%'")
+	if problem := graph.SubjectProblem(sub); problem != "" {
+		return NewAPIKey{}, fault.Invalidf("sub", "%s", problem)
 	}
 	if roles == nil {
 		roles = defaultRoles

@@ -5,7 +5,11 @@
 // Invariants:
 //   - A request is authenticated by exactly one credential and yields one
 //     Principal: a tenant, a subject (which passes graph.ValidSubject) and a
-//     role. Every failure to authenticate is a *fault.Unauthorized whose
+//     role. No subject starts with a prefix the API gives meaning to
+//     ("node:", "identity:", "schedule:"), so no caller passes for a node's
+//     holder, an identity node or a schedule: a JWT with one is refused, an
+//     API key is neither made for one nor, if an older server made it,
+//     accepted, and the static tokens' subjects are fixed names. Every failure to authenticate is a *fault.Unauthorized whose
 //     reason is short, fixed text (never a library's or the store's error).
 //   - The accepted JWT algorithms are pinned: HS256 for the configured
 //     secrets, and for a public key exactly the algorithm of its key type,

@@ -162,7 +162,7 @@ func (v *jwtVerifier) check(token string, c *tokenClaims) (*Principal, error) {
 	case c.Subject == "":
 		return nil, unauthorized("token has no sub")
 	case !graph.ValidSubject(c.Subject):
-		return nil, unauthorized("token sub is not a valid subject")
+		return nil, unauthorized(subjectReason("token sub", c.Subject))
 	case c.TID == "":
 		return nil, unauthorized("token has no tid")
 	case !validTenant(c.TID):

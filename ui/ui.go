@@ -10,8 +10,12 @@ import (
 //go:embed static
 var static embed.FS
 
-// Prefix is the path the dashboard is served under.
-const Prefix = "/ui/"
+// Page is the dashboard's page; its files are served under Prefix, and
+// Prefix alone redirects to Page.
+const (
+	Page   = "/ui"
+	Prefix = Page + "/"
+)
 
 // securityHeaders are set on every file the dashboard serves.
 var securityHeaders = map[string]string{
@@ -26,7 +30,8 @@ var securityHeaders = map[string]string{
 	"Cache-Control": "no-cache",
 }
 
-// Handler serves the dashboard's files for paths under Prefix.
+// Handler serves the dashboard's page at Page and its files for paths under
+// Prefix.
 func Handler() http.Handler {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
@@ -38,16 +43,16 @@ func Handler() http.Handler {
 		for k, v := range securityHeaders {
 			h.Set(k, v)
 		}
+		if r.URL.Path == Page {
+			r = r.Clone(r.Context())
+			r.URL.Path = Prefix // the directory: its index.html
+		}
 		files.ServeHTTP(w, r)
 	})
 }
 
-// Has reports whether name, a path below Prefix, is a file of the dashboard
-// ("" is its page).
+// Has reports whether name, a path below Prefix, is a file of the dashboard.
 func Has(name string) bool {
-	if name == "" {
-		return true
-	}
 	fi, err := fs.Stat(static, path.Join("static", name))
 	return err == nil && !fi.IsDir()
 }

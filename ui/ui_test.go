@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,53 +18,31 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/apitest"
-	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/internal/testserver"
 )
 
-const secret = "ui-test-secret-0123456789abcdef012345"
-
-// site is a real server on a free port with a real store in a temp dir.
+// site is a real server on a free port with a real store in a temp dir, on
+// the wall clock: the page counts leases down on it.
 type site struct {
 	t   *testing.T
 	url string
 	hc  *http.Client
+	srv *testserver.Server
 }
 
 func startSite(t *testing.T) *site {
 	t.Helper()
-	srv, err := server.Open(context.Background(), server.Config{
-		DataDir:        t.TempDir(),
-		ReaperInterval: time.Second,
-		Tenant: tenant.Config{
-			JWTSecrets:   []string{secret},
-			TTLCeilingMS: 86400000,
-			Defaults:     tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
-		},
-	})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-	})
+	s := testserver.Start(t, testserver.WallClock)
 	hc := &http.Client{Transport: apitest.ValidatingTransport(t, nil), Timeout: 30 * time.Second}
-	return &site{t: t, url: "http://" + ln.Addr().String(), hc: hc}
+	return &site{t: t, url: s.URL, hc: hc, srv: s}
 }
 
 func (s *site) token(sub string, roles ...string) string {
 	s.t.Helper()
-	claims := jwt.MapClaims{"sub": sub, "tid": "acme", "exp": time.Now().Add(time.Hour).Unix(), "roles": roles}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
-	require.NoError(s.t, err)
-	return tok
+	return s.srv.Token("acme", sub, roles...)
 }
 
 // call sends a JSON request and decodes the answer, requiring status want.
@@ -242,6 +219,8 @@ func TestDashboard(t *testing.T) {
 	s.call(alice, "POST", "/v1/nodes/build-linux/comments", map[string]any{"body": "Linker is slow on this runner; watching it."}, 201)
 	s.call(alice, "POST", "/v1/workers/heartbeat", map[string]any{"worker": "alice-1", "status": "working", "node": "build-linux"}, 200)
 	s.call(bob, "POST", "/v1/workers/heartbeat", map[string]any{"worker": "bob-1", "status": "idle"}, 200)
+	// A runner that stopped cleanly: offline, in the API's word and the page's.
+	s.call(bob, "POST", "/v1/workers/heartbeat", map[string]any{"worker": "bob-2", "status": "offline"}, 200)
 	s.call(ops, "POST", "/v1/schedules", map[string]any{"id": "nightly-docs", "cron": "0 3 * * *", "timezone": "Europe/Paris", "template": map[string]any{"type": "index", "queue": "indexing"}}, 201)
 
 	step(t, ctx, "open the page", chromedp.Navigate(s.url+"/ui"), chromedp.WaitVisible(chromedp.ID("token")))
@@ -275,6 +254,8 @@ func TestDashboard(t *testing.T) {
 	step(t, ctx, "the queue counts follow", until(`document.querySelector('#queues tr[data-queue="builds"] td:nth-child(4)')?.textContent === '2'`))
 	// Workers and schedules are there.
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#workers').textContent`), "working")
+	require.Equal(t, "offline", eval[string](t, ctx, `[...document.querySelectorAll('#workers tr')].find(r => r.textContent.includes('bob-2'))?.querySelector('.badge')?.textContent ?? ''`),
+		"the page shows the API's state")
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#schedules').textContent`), "nightly-docs")
 	step(t, ctx, "a schedule's next fires",
 		press(`#schedules button.link`),
@@ -386,11 +367,11 @@ func TestDashboardFiles(t *testing.T) {
 		return resp, string(b)
 	}
 
-	resp, _ := get("/ui")
+	resp, _ := get("/ui/")
 	require.Equal(t, http.StatusMovedPermanently, resp.StatusCode)
-	require.Equal(t, "/ui/", resp.Header.Get("Location"))
+	require.Equal(t, "/ui", resp.Header.Get("Location"))
 
-	for path, typ := range map[string]string{"/ui/": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
+	for path, typ := range map[string]string{"/ui": "text/html", "/ui/app.js": "text/javascript", "/ui/style.css": "text/css"} {
 		resp, body := get(path)
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 		require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), typ), "%s: %s", path, resp.Header.Get("Content-Type"))

@@ -14,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Tether on etcd (issue 12): every stage starts cfg.servers processes with
+// Tether on etcd: every stage starts cfg.servers processes with
 // TETHER_STORE=etcd over the cluster -etcd-endpoints names, each stage under
 // a fresh prefix (so every scenario starts on an empty store, as with a fresh
 // Badger data dir), and the clients are spread over cfg.tenants tenants:

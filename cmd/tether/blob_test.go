@@ -89,7 +89,7 @@ func randomBytes(seed uint64, n int64) io.Reader {
 	return io.LimitReader(rand.NewChaCha8([32]byte{byte(seed)}), n)
 }
 
-// The done-when of issue 10: a 100 MiB blob goes into a real tether serve,
+// A 100 MiB blob goes into a real tether serve,
 // raw and as multipart, and back out, with its RSS rising by less than 20 MiB.
 func TestBlob100MiBUploadKeepsServerRSSFlat(t *testing.T) {
 	if testing.Short() {

@@ -377,3 +377,17 @@ func TestCLIFollowAndWatch(t *testing.T) {
 	}
 	requireContains(t, frame.Text(), "alice")
 }
+
+// TestCLIRefusesDotSegmentIDs: "." and ".." are no node's id. Once, the
+// client resolved them as dot segments: `events --node ..` printed the
+// tenant's whole feed, and `nodes get .` the node "events".
+func TestCLIRefusesDotSegmentIDs(t *testing.T) {
+	t.Parallel()
+	e := startCLI(t)
+	e.ok(e.head, "nodes", "create", "--type", "task", "--id", "events", "--queue", "ci")
+	for _, id := range []string{".", ".."} {
+		requireContains(t, e.fails(1, e.head, "nodes", "create", "--type", "task", "--id", id).stderr, "400 bad_request")
+		requireContains(t, e.fails(1, e.head, "nodes", "get", id).stderr, "400 bad_request")
+		requireContains(t, e.fails(1, e.head, "events", "--node", id).stderr, "400 bad_request")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/tenant"
 )
 
@@ -91,6 +92,9 @@ func tokenClaims(sub, tid string, roles []string, ttl time.Duration, issuer, aud
 	switch {
 	case sub == "":
 		return nil, usageErrorf("--sub is required")
+	case !graph.ValidSubject(sub):
+		// The server would refuse the token; say why before it is used.
+		return nil, usageErrorf("--sub %s", graph.SubjectProblem(sub))
 	case !tenantID.MatchString(tid):
 		return nil, usageErrorf("--tenant must be 1-63 characters of [a-z0-9_-], starting with a letter or digit (got %q)", tid)
 	case ttl <= 0:

@@ -9,8 +9,11 @@ import (
 
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/mcp"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/server"
 	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/worker"
 )
 
 // settings are the serve options, from flags over the environment over defaults.
@@ -24,6 +27,8 @@ type settings struct {
 	// of servers over etcd, with the settings in Etcd).
 	Store string
 	Etcd  etcdSettings
+	// MCP are the /mcp settings (TETHER_MCP_*); serve adds the logger.
+	MCP mcp.HTTPOptions
 }
 
 func envString(name, def string) string {
@@ -58,11 +63,23 @@ func csv(names ...string) []string {
 	return out
 }
 
+// maxWorkerOfflineMS bounds TETHER_WORKER_OFFLINE_RETENTION_MS: no worker
+// record is kept longer than worker.Retention.
+const maxWorkerOfflineMS = int64(worker.Retention / time.Millisecond)
+
+// maxMetricsLabels bounds TETHER_METRICS_MAX_TENANTS and
+// TETHER_METRICS_MAX_QUEUES: past it a scrape is no longer small.
+const maxMetricsLabels = 10000
+
 // maxBlobGraceMS bounds TETHER_BLOB_GRACE_MS (a year), far from overflowing
 // as nanoseconds.
 const maxBlobGraceMS = 365 * 24 * 3600 * 1000
 
-// loadEnv reads every TETHER_* setting (the table in README.md) and the Spine tokens.
+// maxMCPIdleMS bounds TETHER_MCP_SESSION_IDLE_MS: an idle session keeps its
+// leases renewed, so it should not outlive a day.
+const maxMCPIdleMS = 24 * 3600 * 1000
+
+// loadEnv reads every TETHER_* setting (the table in docs/configuration.md) and the Spine tokens.
 func loadEnv() (settings, error) {
 	s := settings{
 		Addr:      envString("TETHER_ADDR", "127.0.0.1:36725"),
@@ -73,19 +90,22 @@ func loadEnv() (settings, error) {
 	var waitsIdentity, waitsTenant int64
 	var blobMax, blobGraceMS, blobQuota int64
 	var retryInitialMS, retryMaxMS int64
+	var mcpSessions, mcpSessionsIdentity, mcpIdleMS int64
+	var metricsTenants, metricsQueues, workerOfflineMS int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
 	}{
-		"TETHER_CLAIM_TTL_DEFAULT_MS": {&ttlDefault, 300000},
-		"TETHER_CLAIM_TTL_MAX_MS":     {&ttlMax, 7200000},
-		"TETHER_CLAIM_TTL_CEILING_MS": {&ttlCeiling, 86400000},
-		"TETHER_MAX_ATTEMPTS":         {&maxAttempts, 5},
-		"TETHER_REAPER_INTERVAL_MS":   {&reaperMS, 1000},
-		"TETHER_MAX_BODY_BYTES":       {&maxBody, 1 << 20},
-		"TETHER_WORKER_STALE_MS":      {&workerStaleMS, 90000},
-		"TETHER_RETENTION_MS":         {&retentionMS, 604800000},
-		"TETHER_CLEANER_INTERVAL_MS":  {&cleanerMS, 1000},
+		"TETHER_CLAIM_TTL_DEFAULT_MS":        {&ttlDefault, 300000},
+		"TETHER_CLAIM_TTL_MAX_MS":            {&ttlMax, 7200000},
+		"TETHER_CLAIM_TTL_CEILING_MS":        {&ttlCeiling, 86400000},
+		"TETHER_MAX_ATTEMPTS":                {&maxAttempts, 5},
+		"TETHER_REAPER_INTERVAL_MS":          {&reaperMS, 1000},
+		"TETHER_MAX_BODY_BYTES":              {&maxBody, 1 << 20},
+		"TETHER_WORKER_STALE_MS":             {&workerStaleMS, 90000},
+		"TETHER_WORKER_OFFLINE_RETENTION_MS": {&workerOfflineMS, 600000},
+		"TETHER_RETENTION_MS":                {&retentionMS, 604800000},
+		"TETHER_CLEANER_INTERVAL_MS":         {&cleanerMS, 1000},
 		// 0: no cap.
 		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, api.DefaultWaitsPerIdentity},
 		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
@@ -94,6 +114,12 @@ func loadEnv() (settings, error) {
 		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
 		"TETHER_RETRY_INITIAL_MS":       {&retryInitialMS, 5000},
 		"TETHER_RETRY_MAX_MS":           {&retryMaxMS, 600000},
+		// 0: no cap.
+		"TETHER_MCP_MAX_SESSIONS":              {&mcpSessions, mcp.DefaultMaxSessions},
+		"TETHER_MCP_MAX_SESSIONS_PER_IDENTITY": {&mcpSessionsIdentity, mcp.DefaultMaxSessionsPerIdentity},
+		"TETHER_MCP_SESSION_IDLE_MS":           {&mcpIdleMS, mcp.DefaultSessionTimeout.Milliseconds()},
+		"TETHER_METRICS_MAX_TENANTS":           {&metricsTenants, queuemetrics.DefaultMaxTenants},
+		"TETHER_METRICS_MAX_QUEUES":            {&metricsQueues, queuemetrics.DefaultMaxQueues},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -118,6 +144,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
 	case workerStaleMS < 1:
 		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
+	case workerOfflineMS < 1 || workerOfflineMS > maxWorkerOfflineMS:
+		return s, fmt.Errorf("TETHER_WORKER_OFFLINE_RETENTION_MS must be from 1 to %d (a day: no worker is kept longer)", int64(maxWorkerOfflineMS))
 	case waitsIdentity < 0 || waitsTenant < 0 || waitsIdentity > 1<<20 || waitsTenant > 1<<20:
 		return s, fmt.Errorf("TETHER_MAX_WAITS_PER_IDENTITY and TETHER_MAX_WAITS_PER_TENANT must be from 0 (no cap) to %d", 1<<20)
 	case retentionMS != 0 && (retentionMS < tenant.MinRetentionMS || retentionMS > tenant.MaxRetentionMS):
@@ -126,8 +154,22 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_CLEANER_INTERVAL_MS must be at least 1")
 	case blobMax < 1:
 		return s, fmt.Errorf("TETHER_BLOB_MAX_BYTES must be at least 1")
+	case metricsTenants < 1 || metricsQueues < 1 || metricsTenants > maxMetricsLabels || metricsQueues > maxMetricsLabels:
+		return s, fmt.Errorf("TETHER_METRICS_MAX_TENANTS and TETHER_METRICS_MAX_QUEUES must be from 1 to %d", maxMetricsLabels)
 	case blobGraceMS < 1 || blobGraceMS > maxBlobGraceMS:
 		return s, fmt.Errorf("TETHER_BLOB_GRACE_MS must be between 1 and %d", int64(maxBlobGraceMS))
+	case mcpSessions > 1<<20 || mcpSessionsIdentity > 1<<20:
+		return s, fmt.Errorf("TETHER_MCP_MAX_SESSIONS and TETHER_MCP_MAX_SESSIONS_PER_IDENTITY must be from 0 (no cap) to %d", 1<<20)
+	case mcpIdleMS < 1000 || mcpIdleMS > maxMCPIdleMS:
+		return s, fmt.Errorf("TETHER_MCP_SESSION_IDLE_MS must be from 1000 to %d (a day)", int64(maxMCPIdleMS))
+	}
+	origins := csv("TETHER_MCP_ALLOWED_ORIGINS")
+	if err := mcp.ParseAllowedOrigins(origins); err != nil {
+		return s, fmt.Errorf("TETHER_MCP_ALLOWED_ORIGINS: %w", err)
+	}
+	s.MCP = mcp.HTTPOptions{
+		AllowedOrigins: origins, SessionTimeout: time.Duration(mcpIdleMS) * time.Millisecond,
+		MaxSessions: noCapIfZero(mcpSessions), MaxSessionsPerIdentity: noCapIfZero(mcpSessionsIdentity),
 	}
 	if retentionMS == 0 {
 		retentionMS = -1 // the tenant package's "keep forever"
@@ -145,15 +187,17 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_JWT_PUBLIC_KEYS: %w", err)
 	}
 	s.Server = server.Config{
-		ReaperInterval:   time.Duration(reaperMS) * time.Millisecond,
-		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
-		MaxBodyBytes:     maxBody,
-		Waits:            api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
-		BlobMaxBytes:     blobMax,
-		BlobGrace:        time.Duration(blobGraceMS) * time.Millisecond,
-		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
-		OperatorTokens:   csv("TETHER_OPERATOR_TOKENS"),
-		CleanerInterval:  time.Duration(cleanerMS) * time.Millisecond,
+		ReaperInterval:         time.Duration(reaperMS) * time.Millisecond,
+		WorkerStaleAfter:       time.Duration(workerStaleMS) * time.Millisecond,
+		WorkerOfflineRetention: time.Duration(workerOfflineMS) * time.Millisecond,
+		MaxBodyBytes:           maxBody,
+		Waits:                  api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
+		BlobMaxBytes:           blobMax,
+		BlobGrace:              time.Duration(blobGraceMS) * time.Millisecond,
+		SkillMDPath:            os.Getenv("TETHER_SKILL_MD_PATH"),
+		OperatorTokens:         csv("TETHER_OPERATOR_TOKENS"),
+		CleanerInterval:        time.Duration(cleanerMS) * time.Millisecond,
+		QueueMetrics:           queuemetrics.Limits{MaxTenants: int(metricsTenants), MaxQueues: int(metricsQueues)},
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
 			PublicKeys:      keys,

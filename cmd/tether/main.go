@@ -18,10 +18,10 @@ func main() {
 		Version:       version.String(), // --version
 	}
 	root.SetVersionTemplate("tether {{.Version}}\n")
-	root.AddCommand(serveCommand(), versionCommand())
+	root.AddCommand(serveCommand(), versionCommand(), healthCommand())
 	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
-	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
+	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand(), cli.workersCommand())
 	root.AddCommand(cli.leaseCommands()...)
 	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
 	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.backupCommand())

@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/internal/tracing"
 	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/server"
 )
@@ -31,17 +32,18 @@ import (
 func serveCommand() *cobra.Command {
 	var addr, dataDir string
 	var lo logOptions
+	var sf storeFlags
 	var dev bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the Tether server",
 		Long: `Run the Tether server on an embedded Badger store, or (TETHER_STORE=etcd)
-as one server of a cluster whose records live in etcd (TETHER_ETCD_*; see the
-README).
+as one server of a cluster whose records live in etcd (TETHER_ETCD_*).
 
 Settings come from the environment (TETHER_ADDR, TETHER_DATA_DIR,
-TETHER_JWT_SECRET, TETHER_JWT_PUBLIC_KEYS, TETHER_CLAIM_TTL_*_MS, ...; see the
-README); flags override them. With --dev the server makes (and keeps, in the
+TETHER_JWT_SECRET, TETHER_JWT_PUBLIC_KEYS, TETHER_CLAIM_TTL_*_MS, ...: every
+one, with its flag and default, is in docs/configuration.md); flags override
+them. With --dev the server makes (and keeps, in the
 data directory) an HS256 secret and prints a ready admin token.
 
 Logs go to stderr. The access log (--access-log, TETHER_ACCESS_LOG) is one of
@@ -65,7 +67,7 @@ or not, and every request counts in /metrics.`,
 				s.DataDir = dataDir
 			}
 			// After --addr: the advertise URL defaults to it.
-			if err := loadStoreEnv(&s); err != nil {
+			if err := loadStoreEnv(&s, sf); err != nil {
 				return err
 			}
 			s.Dev = dev
@@ -81,6 +83,7 @@ or not, and every request counts in /metrics.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (TETHER_ADDR, default 127.0.0.1:36725)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Badger directory (TETHER_DATA_DIR, default ./data)")
+	sf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: generate a secret and print an admin token")
 	cmd.Flags().StringVar(&lo.format, "log-format", envString("TETHER_LOG_FORMAT", "text"), "log format: text or json (TETHER_LOG_FORMAT)")
 	cmd.Flags().StringVar(&lo.level, "log-level", envString("TETHER_LOG_LEVEL", "info"), "lowest level logged: debug, info, warn or error (TETHER_LOG_LEVEL)")
@@ -141,13 +144,25 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		return fmt.Errorf("error listening on %s: %w", s.Addr, err)
 	}
 	s.Server.MCP = func(h http.Handler) server.MCPHandler { // /mcp: agents over MCP
-		return mcp.NewHandler(h, mcp.HTTPOptions{Options: mcp.Options{Logger: log}})
+		opts := s.MCP
+		opts.Logger = log
+		return mcp.NewHandler(h, opts)
 	}
 	if s.PprofAddr != "" {
 		if err := servePprof(s.PprofAddr, log); err != nil {
 			ln.Close()
 			return err
 		}
+	}
+	tp, stopTracing, err := tracing.Setup(ctx, "tether", os.Getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer flushTraces(log, stopTracing)
+	if tp != nil {
+		s.Server.Tracer = tp
+		log.Info("tracing is on: spans go over OTLP gRPC (OTEL_EXPORTER_OTLP_* settings)")
 	}
 	banner := func(url string) error {
 		if !s.Dev {
@@ -176,6 +191,15 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		return err
 	}
 	return serveUntilSignal(log, func() error { return srv.Serve(ln) }, srv.Shutdown, "draining")
+}
+
+// flushTraces sends the spans still buffered, for at most 5 s.
+func flushTraces(log *slog.Logger, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("error sending the last spans", "err", err)
+	}
 }
 
 // serveUntilSignal runs serve until SIGINT or SIGTERM (or until it fails),

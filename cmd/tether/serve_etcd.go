@@ -36,10 +36,11 @@ type etcdSettings struct {
 	BlobDir            string
 }
 
-// loadStoreEnv reads TETHER_STORE and, for etcd, its settings; addr is the
-// listen address (the default advertise URL's host).
-func loadStoreEnv(s *settings) error {
-	s.Store = strings.ToLower(envString("TETHER_STORE", storeBadger))
+// loadStoreEnv reads TETHER_STORE and, for etcd, its settings, with the
+// flags in f over them; s.Addr is the listen address (the default advertise
+// URL's host).
+func loadStoreEnv(s *settings, f storeFlags) error {
+	s.Store = strings.ToLower(flagOr(f.store, envString("TETHER_STORE", storeBadger)))
 	switch s.Store {
 	case storeBadger:
 		return nil
@@ -55,8 +56,11 @@ func loadStoreEnv(s *settings) error {
 		CAFile:    os.Getenv("TETHER_ETCD_CA_FILE"),
 		CertFile:  os.Getenv("TETHER_ETCD_CERT_FILE"),
 		KeyFile:   os.Getenv("TETHER_ETCD_KEY_FILE"),
-		Advertise: os.Getenv("TETHER_ADVERTISE_URL"),
+		Advertise: flagOr(f.advertise, os.Getenv("TETHER_ADVERTISE_URL")),
 		BlobDir:   os.Getenv("TETHER_BLOB_DIR"),
+	}
+	if f.endpoints != "" {
+		e.Endpoints = splitList(f.endpoints)
 	}
 	shards, err := envInt("TETHER_ETCD_SHARDS", cluster.DefaultShards)
 	if err != nil {

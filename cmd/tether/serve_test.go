@@ -227,6 +227,10 @@ func TestBadEnvironmentIsRejected(t *testing.T) {
 		{"TETHER_ACCESS_LOG", "sample:0"},
 		{"TETHER_LOG_LEVEL", "loud"},
 		{"TETHER_LOG_FORMAT", "xml"},
+		{"TETHER_MCP_ALLOWED_ORIGINS", "evil.example"}, // no scheme
+		{"TETHER_MCP_ALLOWED_ORIGINS", "https://app.example/path"},
+		{"TETHER_MCP_SESSION_IDLE_MS", "10"},
+		{"TETHER_MCP_MAX_SESSIONS", "-1"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			addr := freeAddr(t)

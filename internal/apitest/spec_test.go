@@ -21,7 +21,7 @@ func TestSpecValid(t *testing.T) {
 func TestSpecConventions(t *testing.T) {
 	t.Parallel()
 	spec := LoadSpec(t)
-	public := map[string]bool{"/health": true, "/ready": true, "/openapi.yaml": true, "/metrics": true, "/skill.md": true, "/ui/": true, "/ui/{file}": true}
+	public := map[string]bool{"/health": true, "/ready": true, "/openapi.yaml": true, "/metrics": true, "/skill.md": true, "/ui": true, "/ui/{file}": true}
 	// Operator endpoints take an operator token, not a tenant credential.
 	operator := map[string]bool{"/admin/backup": true}
 	ids := map[string]string{}

@@ -1,5 +1,6 @@
-// The dashboard: a sign-in form, the tenant overview (#/) and a node's page
-// (#/node/<id>), kept current by the live event stream and a slow poll.
+// The dashboard: a sign-in form, the tenant overview (#/), the node lists
+// (#/nodes?filters), a node's page (#/node/<id>) and the queues' throughput
+// (#/throughput), kept current by the live event stream and a slow poll.
 
 import { api, token, serverNow, Problem, UNAUTHORIZED } from './api.js';
 import { showProblem } from './actions.js';
@@ -7,6 +8,8 @@ import { streamEvents } from './events.js';
 import { h, fmtLeft } from './dom.js';
 import { overview } from './overview.js';
 import { nodePage } from './node.js';
+import { nodesPage } from './nodes.js';
+import { throughputPage } from './throughput.js';
 
 const main = document.getElementById('main');
 const streamPill = document.getElementById('stream');
@@ -24,7 +27,7 @@ function signIn(message) {
   view = null;
   recent.length = 0; // the next token may be another tenant's
   token.clear();
-  for (const id of ['goto', 'signout']) document.getElementById(id).hidden = true;
+  for (const id of ['goto', 'signout', 'nav']) document.getElementById(id).hidden = true;
   document.getElementById('who').textContent = '';
   streamPill.textContent = '';
   const input = h('input', { id: 'token', type: 'password', autocomplete: 'off', placeholder: 'JWT or API key', required: true });
@@ -50,7 +53,7 @@ async function start() {
     return signIn(err instanceof Problem ? `${err.status}: ${err.message}` : String(err));
   }
   document.getElementById('who').textContent = `tenant ${tenant.id}`;
-  for (const id of ['goto', 'signout']) document.getElementById(id).hidden = false;
+  for (const id of ['goto', 'signout', 'nav']) document.getElementById(id).hidden = false;
   stream = new AbortController();
   streamEvents({
     signal: stream.signal,
@@ -71,9 +74,15 @@ async function start() {
 
 function route() {
   if (!token.get() || !stream) return;
-  const m = location.hash.match(/^#\/node\/(.+)$/);
+  const node = location.hash.match(/^#\/node\/(.+)$/);
+  const list = location.hash.match(/^#\/nodes(?:\?(.*))?$/);
   view?.stop();
-  view = m ? nodePage(main, decodeURIComponent(m[1])) : overview(main, recent);
+  if (node) view = nodePage(main, decodeURIComponent(node[1]));
+  else if (list) view = nodesPage(main, new URLSearchParams(list[1] ?? ''));
+  else if (location.hash === '#/throughput') view = throughputPage(main);
+  else view = overview(main, recent);
+  const here = list ? '#/nodes' : node ? '' : location.hash === '#/throughput' ? '#/throughput' : '#/';
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('here', a.getAttribute('href') === here);
   view.refresh();
 }
 

@@ -1,5 +1,6 @@
-// A node's page: its fields and lease, the operator's actions on it, its
-// graph neighbourhood, its carrier history and its comments.
+// A node's page: its fields, props and lease, the operator's actions on it,
+// its graph neighbourhood, every attempt's error, its carrier history, its
+// event timeline and its comments.
 
 import { api, enc } from './api.js';
 import { button } from './actions.js';
@@ -11,10 +12,12 @@ const TERMINAL = new Set(['done', 'failed', 'dead', 'cancelled']);
 export function nodePage(main, id) {
   const head = panel('node', id);
   const hood = panel('subgraph', 'Neighbourhood');
+  const attempts = panel('attempts', 'Attempts');
   const carriers = panel('carriers', 'Carrier history');
+  const timeline = panel('timeline', 'Events');
   const comments = panel('comments', 'Comments');
   main.replaceChildren(h('p', { class: 'crumbs' }, h('a', { href: '#/' }, '← Overview')),
-    h('div', { class: 'col' }, head, hood, h('div', { class: 'grid even' }, carriers, comments)));
+    h('div', { class: 'col' }, head, hood, attempts, carriers, h('div', { class: 'grid even' }, timeline, comments)));
 
   let pending = null;
   let alive = true; // until stop: a page left behind makes no request
@@ -24,6 +27,11 @@ export function nodePage(main, id) {
       [head, () => api('GET', `/v1/nodes/${enc(id)}`).then(renderNode)],
       [hood, () => api('GET', `/v1/nodes/${enc(id)}/subgraph?depth=2`).then((g) => graph(g, id))],
       [carriers, () => api('GET', `/v1/nodes/${enc(id)}/edges?dir=out&type=assigned&include_retired=true&limit=1000`).then(renderCarriers)],
+      [timeline, () => api('GET', `/v1/nodes/${enc(id)}/events?limit=1000`).then((evs) => {
+        // One read serves both: the attempts are the timeline's failures.
+        attempts.replaceChildren(attempts.firstChild, renderAttempts(evs.items));
+        return renderTimeline(evs.items);
+      })],
       [comments, () => api('GET', `/v1/nodes/${enc(id)}/comments?limit=1000`).then(renderComments)],
     ];
     await Promise.all(parts.map(async ([p, load]) => {
@@ -57,6 +65,8 @@ export function nodePage(main, id) {
         field('Created', `${fmtTime(n.created_at)} by ${n.created_by}`), field('Updated', fmtTime(n.updated_at)),
         field('Version', String(n.version))),
       n.body ? h('pre', { class: 'body' }, n.body) : null,
+      Object.keys(n.props ?? {}).length ? h('div', { class: 'props' }, h('h3', {}, 'Props'),
+        h('pre', { class: 'json' }, JSON.stringify(n.props, null, 2))) : null,
       actions,
     ];
   }
@@ -69,7 +79,45 @@ export function nodePage(main, id) {
       h('td', {}, fmtTime(e.created_at)),
       h('td', {}, e.retired_at ? fmtTime(e.retired_at) : badge('live', 'running')),
       h('td', {}, e.props.outcome ? badge(e.props.outcome) : '—')));
-    return table(['Carrier', 'Fence', 'Session', 'Claimed', 'Ended', 'Outcome'], rows, 'Nobody has carried this node.');
+    return h('div', { class: 'scroll' }, table(['Carrier', 'Fence', 'Session', 'Claimed', 'Ended', 'Outcome'], rows, 'Nobody has carried this node.'));
+  }
+
+  // renderAttempts lists every failed attempt with its error, oldest first
+  // (a `failed` event names the attempt, its holder and its error).
+  function renderAttempts(events) {
+    const died = new Set(events.filter((ev) => ev.type === 'dead').map((ev) => ev.seq));
+    const then = (ev) => {
+      if (died.has(ev.seq + 1)) return 'dead: no attempts left';
+      if (ev.data?.requeue === false) return 'failed: no retry';
+      return ev.data?.run_at ? `retry at ${fmtTime(ev.data.run_at)}` : 'retry';
+    };
+    const rows = events.filter((ev) => ev.type === 'failed').map((ev) => h('tr', {},
+      h('td', { class: 'num' }, String(ev.data?.attempt ?? '—')),
+      h('td', {}, ev.data?.holder ?? ev.by),
+      h('td', {}, fmtTime(ev.at)),
+      h('td', {}, then(ev)),
+      h('td', { class: 'error-text' }, ev.data?.error ?? '')));
+    return h('div', { class: 'scroll' }, table(['Attempt', 'Holder', 'Failed at', 'Then', 'Error'], rows, 'No attempt has failed.'));
+  }
+
+  function renderTimeline(events) {
+    if (events.length === 0) return h('p', { class: 'empty' }, 'No events.');
+    return h('ol', { class: 'events timeline' }, events.map((ev) => h('li', { class: `ev ${ev.type}` },
+      h('span', { class: 'seq' }, `#${ev.seq}`),
+      h('span', { class: 'type' }, ev.type),
+      h('span', { class: 'by' }, ev.by),
+      h('time', { title: ev.at }, fmtTime(ev.at)),
+      summary(ev) ? h('span', { class: 'data' }, summary(ev)) : null)));
+  }
+
+  // summary is the one line of an event's data worth showing in a timeline.
+  function summary(ev) {
+    const d = ev.data ?? {};
+    if (d.error) return d.error;
+    if (d.reason) return d.reason;
+    if (d.to && d.type) return `${d.type} → ${d.to}`;
+    if (d.fence != null && ev.type === 'claimed') return `fence ${d.fence}`;
+    return '';
   }
 
   function renderComments(list) {

@@ -3,7 +3,7 @@
 // The types in ./schema.ts are generated from api/openapi.yaml by
 // openapi-typescript (`npm run generate`); the runtime is openapi-fetch. This file
 // only adds the bearer token and turns problem+json answers into TetherProblem.
-import createClient, { type Client } from "openapi-fetch";
+import createClient, { type Client, defaultPathSerializer } from "openapi-fetch";
 import type { components, paths } from "./schema.js";
 
 export type { components, operations, paths } from "./schema.js";
@@ -28,8 +28,28 @@ export function createTetherClient(opts: TetherClientOptions): TetherClient {
   return createClient<paths>({
     baseUrl: opts.baseUrl,
     headers: opts.token ? { Authorization: `Bearer ${opts.token}` } : {},
+    pathSerializer: onePathSegmentEach,
     ...(opts.fetch ? { fetch: opts.fetch } : {}),
   });
+}
+
+/** The path parameter values that cannot be sent as one segment of a URL's path. */
+const NOT_A_SEGMENT = new Set(["", ".", ".."]);
+
+/**
+ * Puts each path parameter in its own segment, so that no id changes the route.
+ * openapi-fetch's serializer escapes `/` (encodeURIComponent); "." and ".." stay as
+ * they are, and every URL parser (fetch's too, even for `%2E`) resolves them as dot
+ * segments: the events of node ".." would be GET /v1/events. No id the server gives
+ * or accepts is "", "." or "..", so such a value is refused here, before any request.
+ */
+export function onePathSegmentEach(pathname: string, pathParams: Record<string, unknown>): string {
+  for (const [name, value] of Object.entries(pathParams ?? {})) {
+    if (typeof value === "string" && NOT_A_SEGMENT.has(value)) {
+      throw new TypeError(`the path parameter ${name} may not be ${JSON.stringify(value)}: it would change the route`);
+    }
+  }
+  return defaultPathSerializer(pathname, pathParams);
 }
 
 /** An RFC 9457 problem answer from Tether; switch on `code`. */

@@ -54,19 +54,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/nodes/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Requeue, cancel or delete every node a filter selects
+         * @description Role: dispatcher. Selects nodes with the filters of `listNodes` (every
+         *     page, in list order, up to `limit`) and applies `action` to each, each
+         *     node in a transaction of its own: a bulk is not atomic. A node the
+         *     action is refused for (a requeue of a node that is not failed, dead or
+         *     cancelled; a delete of a running node without `force`) is listed in
+         *     `failed` with the problem it would have got on its own, and the rest go
+         *     on. `dry_run` only counts what the filter selects, for a confirmation
+         *     ("this will requeue 50 nodes"). Identity nodes are never selected.
+         */
+        post: operations["bulkNodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/nodes/{id}": {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
         };
         /**
          * Get a node
-         * @description Role reader. The `ETag` is the node's `version`.
+         * @description Role reader. The `ETag` is the node's `version`. The read is linearizable:
+         *     it shows every write answered before it began, renewals included (a
+         *     renewal's `expires` is shown once the renewal is answered, though a
+         *     renewal does not bump `version`); of what is not yet durable, it shows
+         *     renewals only.
          */
         get: operations["getNode"];
         put?: never;
@@ -94,7 +128,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -119,7 +156,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -146,7 +186,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -174,7 +217,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -188,14 +234,17 @@ export interface paths {
          *     current `holder` (or null). Any session of the holder may renew; passing a
          *     session binds the lease to that run.
          *
+         *     Answered once applied, before it is durable (see Consistency and
+         *     durability): a read that starts after the answer shows the new `expires`.
+         *
          *     **The answered expiry is kept.** Until the `expires` a renewal answered,
          *     nobody else gets the node: not across a restart, and not across a change
-         *     of the server that owns the tenant's shard on the etcd store. A renewal
-         *     is answered once applied, before it is durable; a server that takes
-         *     over (or restarts) gives every lease that such a renewal may have
-         *     touched its full `ttl_ms` afresh from then, so a lease may run a little
-         *     longer than its holder was told after a crash, never shorter. A server
-         *     that can no longer tell it still owns the shard answers `503` instead.
+         *     of the server that owns the tenant's shard on the etcd store. A crash may
+         *     lose the renewal; a server that takes over (or restarts) then gives every
+         *     lease that such a renewal may have touched its full `ttl_ms` afresh, so a
+         *     lease may run a little longer than its holder was told after a crash,
+         *     never shorter. A server that can no longer tell it still owns the shard
+         *     answers `503` instead.
          */
         post: operations["renewLease"];
         delete?: never;
@@ -209,7 +258,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -222,6 +274,10 @@ export interface paths {
          *     `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
          *     `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
          *     lease_lost`.
+         *
+         *     Unlike a renewal, an extend is durable before it is answered (it may reach
+         *     past now + `ttl_ms`, which a restart would not give back); a read that
+         *     starts after the answer shows the new `expires`.
          */
         post: operations["extendLease"];
         delete?: never;
@@ -235,7 +291,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -268,7 +327,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -307,7 +369,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -333,7 +398,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -358,7 +426,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -391,7 +462,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -416,7 +490,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -480,6 +557,36 @@ export interface paths {
          *     once (0 removes the cap); claim-next hands out nothing while at the cap.
          */
         patch: operations["updateQueue"];
+        trace?: never;
+    };
+    "/v1/queues/{queue}/throughput": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A queue's last hour, minute by minute
+         * @description Role: reader. How many of the queue's nodes were created, completed and
+         *     failed (a failure that is retried counts too) in each of the last 60
+         *     minutes, oldest first, the current minute last. The server counts them in
+         *     memory as each write commits (the per-queue series of `/metrics` count the
+         *     same), so the history starts when the server starts; in a cluster on etcd
+         *     it is the owning server's. A queue past the series' cardinality cap
+         *     (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+         *     says so. A queue that never had a node answers zeros.
+         */
+        get: operations["getQueueThroughput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/queues/{queue}/pause": {
@@ -646,7 +753,8 @@ export interface paths {
         };
         /**
          * List the live leases
-         * @description Role reader. What is running right now.
+         * @description Role reader. What is running right now, each lease with its latest
+         *     `expires`: a renewal answered before the list began is in it.
          */
         get: operations["listLeases"];
         put?: never;
@@ -662,7 +770,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -692,7 +803,10 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -818,7 +932,9 @@ export interface paths {
         /**
          * Mint an API key
          * @description Role: admin. An opaque key for `sub` in the caller's tenant. The secret is
-         *     returned this once; only its hash is stored.
+         *     returned this once; only its hash is stored. A `sub` that starts with a
+         *     reserved prefix (`node:`, `identity:`, `schedule:`; see Authentication) is
+         *     `400`, naming it.
          */
         post: operations["createToken"];
         delete?: never;
@@ -896,10 +1012,12 @@ export interface paths {
         };
         /**
          * List the workers
-         * @description Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-         *     hours, ordered by `by`, then `worker`. `stale` is true when its last
-         *     heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-         *     its status.
+         * @description Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+         *     every one that sent a heartbeat in the last 24 hours, except those that
+         *     said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+         *     (default 600000), which are forgotten (a runner names its slots after its
+         *     pid, so every runner process that stops leaves rows behind). `state` is
+         *     the one word to show for each (`idle`, `working`, `stale` or `offline`).
          */
         get: operations["listWorkers"];
         put?: never;
@@ -928,6 +1046,12 @@ export interface paths {
          *     survives a handoff, an expiry or a requeue, and a holder that let the node
          *     go no longer sees it. The node must exist (else `404`); an identity need not
          *     have been seen yet.
+         *
+         *     The two kinds of address never meet. `node:` is reserved (see
+         *     Authentication): no identity has a name that starts with it, and a message
+         *     to a node is listed, shown and acknowledgeable only through a live lease on
+         *     the node, never by an identity's name. An identity address with another
+         *     reserved prefix (`identity:`, `schedule:`) is `400`.
          *
          *     - `body`: 1–65536 characters.
          *     - `priority`: −1000000 to 1000000 (default 0); inboxes list higher first.
@@ -1311,13 +1435,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness */
+        /**
+         * Liveness
+         * @description 200 while the process serves HTTP, whatever its store is doing (use
+         *     `/ready` to know whether it can serve requests); names the build.
+         */
         get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
-        /** Liveness, for probes that send HEAD */
+        /**
+         * Liveness, for probes that send HEAD
+         * @description `GET /health` without the body.
+         */
         head: operations["headHealth"];
         patch?: never;
         trace?: never;
@@ -1338,7 +1469,10 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        /** Readiness, for probes that send HEAD */
+        /**
+         * Readiness, for probes that send HEAD
+         * @description `GET /ready` without the body.
+         */
         head: operations["headReady"];
         patch?: never;
         trace?: never;
@@ -1350,7 +1484,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document */
+        /**
+         * This document
+         * @description The contract this server implements, as embedded in its binary.
+         */
         get: operations["getOpenAPI"];
         put?: never;
         post?: never;
@@ -1367,7 +1504,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description The server's `tether_*` series and Go's runtime series, for a Prometheus
+         *     scrape. Public: put it behind the network's own access rules.
+         */
         get: operations["getMetrics"];
         put?: never;
         post?: never;
@@ -1415,7 +1556,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A guide for agents on using this API */
+        /**
+         * A guide for agents on using this API
+         * @description A page an agent reads before it calls this API: the lifecycle, the calls a
+         *     worker makes and in which order, and the errors to expect.
+         */
         get: operations["getSkill"];
         put?: never;
         post?: never;
@@ -1425,7 +1570,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/ui/": {
+    "/ui": {
         parameters: {
             query?: never;
             header?: never;
@@ -1437,7 +1582,7 @@ export interface paths {
          * @description A page for operators (package `ui`, embedded in the binary): live leases,
          *     queues, workers, schedules, live events and a page per node. It asks for a
          *     token or API key, keeps it in the tab's sessionStorage and calls this API
-         *     with it; the files themselves need no credentials. `GET /ui` redirects here.
+         *     with it; the files themselves need no credentials. `GET /ui/` redirects here.
          *     Served with a Content-Security-Policy that allows only this origin.
          */
         get: operations["getDashboard"];
@@ -1456,7 +1601,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A file of the operator dashboard (script, style sheet) */
+        /**
+         * A file of the operator dashboard (script, style sheet)
+         * @description One of the files the page at `/ui` loads; any other name is `404`.
+         */
         get: operations["getDashboardFile"];
         put?: never;
         post?: never;
@@ -1476,12 +1624,25 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Open the stream of an MCP session's server-initiated messages */
+        /**
+         * Open the stream of an MCP session's server-initiated messages
+         * @description The session's standalone stream of server-sent events: notifications the
+         *     server sends outside any request. One at a time per session.
+         */
         get: operations["mcpStream"];
         put?: never;
-        /** Send a JSON-RPC message of an MCP session */
+        /**
+         * Send a JSON-RPC message of an MCP session
+         * @description `initialize` opens a session and names it in the `Mcp-Session-Id` answer
+         *     header; every later message carries that header. A request is answered
+         *     as JSON or as a stream of server-sent events that ends with its response.
+         */
         post: operations["mcpPost"];
-        /** End an MCP session (its leases are no longer renewed and lapse at their expiry) */
+        /**
+         * End an MCP session (its leases are no longer renewed and lapse at their expiry)
+         * @description Ends the session named by `Mcp-Session-Id`: its streams close, and the
+         *     leases its `claim_next` calls obtained are no longer renewed.
+         */
         delete: operations["mcpEnd"];
         options?: never;
         head?: never;
@@ -1492,6 +1653,100 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        QueueThroughput: {
+            queue: string;
+            /** @description The queue is past the cardinality cap; the numbers are those of every queue counted with it. */
+            shared: boolean;
+            /** @description The last 60 minutes, oldest first. */
+            minutes: {
+                /**
+                 * Format: date-time
+                 * @description The minute's start.
+                 */
+                at: string;
+                /** Format: int64 */
+                created: number;
+                /** Format: int64 */
+                completed: number;
+                /** Format: int64 */
+                failed: number;
+            }[];
+        };
+        /** @description The filters of `listNodes`, combined with AND; none selects every work node. */
+        NodeFilter: {
+            type?: string;
+            status?: components["schemas"]["NodeStatus"];
+            queue?: string;
+            label?: string;
+            target?: string;
+            parent?: string;
+            /** @description Nodes whose live lease is held by this identity. */
+            holder?: string;
+            ready?: boolean;
+            /** @description Nodes whose id or title contains this text, ignoring case. */
+            q?: string;
+            /** Format: date-time */
+            created_after?: string;
+            /** Format: date-time */
+            created_before?: string;
+            /** Format: date-time */
+            updated_after?: string;
+            /** Format: date-time */
+            updated_before?: string;
+        };
+        BulkRequest: {
+            /**
+             * @description `requeue` puts failed, dead and cancelled nodes back at rest with
+             *     attempts reset; `cancel` cancels each node with its descendants and
+             *     dependents; `delete` removes each node (a running one only with `force`).
+             * @enum {string}
+             */
+            action: "requeue" | "cancel" | "delete";
+            filter?: components["schemas"]["NodeFilter"];
+            /**
+             * @description The most nodes to select; more matching ones are left untouched (`truncated`).
+             * @default 1000
+             */
+            limit: number;
+            /**
+             * @description Only count what the filter selects; change nothing.
+             * @default false
+             */
+            dry_run: boolean;
+            /** @description For `requeue` and `cancel`, recorded in each node's event. */
+            reason?: string;
+            /**
+             * @description For `delete`, end a running node's lease and delete it.
+             * @default false
+             */
+            force: boolean;
+        };
+        BulkResult: {
+            /** @enum {string} */
+            action: "requeue" | "cancel" | "delete";
+            dry_run: boolean;
+            /** @description How many nodes the filter selected (at most `limit`). */
+            matched: number;
+            /** @description More nodes matched beyond `limit`; they were not touched. */
+            truncated: boolean;
+            /** @description The nodes the action changed (a cancel also names the descendants and dependents it reached). Empty on a dry run. */
+            affected: string[];
+            /** @description The selected nodes the action was refused for, each with its problem. */
+            failed: {
+                id: string;
+                status: number;
+                code: string;
+                detail: string;
+            }[];
+        };
+        /**
+         * @description Any JSON value, null included: an object, an array, a string, a number, a
+         *     boolean or null. (OpenAPI 3.0 cannot say "any type, or null" in one schema,
+         *     hence the `anyOf`.)
+         */
+        JSONValue: ({
+            [key: string]: unknown;
+        } | null) | unknown[] | string | number | boolean;
         /**
          * @description `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
          *     lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
@@ -1590,6 +1845,12 @@ export interface components {
             /** @description When set, only this identity may claim the node. */
             target: string | null;
             labels: string[];
+            /**
+             * @description Free-form. `traceparent` (a W3C trace context) is set by the server when it
+             *     traces requests (OpenTelemetry, off by default) and the caller set none: the
+             *     creating request's span, returned with the node by every claim so a run can
+             *     link to the request that made its node.
+             */
             props: {
                 [key: string]: unknown;
             };
@@ -1622,7 +1883,7 @@ export interface components {
             blocked_by: string[];
             lease: components["schemas"]["Lease"] | null;
             /** @description Any JSON value given on completion. */
-            result: unknown;
+            result: components["schemas"]["JSONValue"];
             error: string | null;
             progress: components["schemas"]["Progress"] | null;
             usage: components["schemas"]["Usage"];
@@ -1663,6 +1924,11 @@ export interface components {
             /** @description The only identity (`sub`) that may claim the node. */
             target?: string;
             labels?: string[];
+            /**
+             * @description Free-form. A server that traces requests (OpenTelemetry, off by default)
+             *     adds `traceparent`, the creating request's W3C trace context, unless it is
+             *     given here.
+             */
             props?: {
                 [key: string]: unknown;
             };
@@ -1830,7 +2096,7 @@ export interface components {
         };
         CompleteRequest: {
             /** @description Any JSON value. */
-            result?: unknown;
+            result?: components["schemas"]["JSONValue"];
             usage?: components["schemas"]["Usage"];
             session?: string;
             /** Format: int64 */
@@ -1881,7 +2147,7 @@ export interface components {
              */
             ttl_ms?: number;
             /** @description For `done`, as in `completeNode`. */
-            result?: unknown;
+            result?: components["schemas"]["JSONValue"];
             usage?: components["schemas"]["Usage"];
             /** @description For a release or a cancel. */
             reason?: string;
@@ -2207,7 +2473,10 @@ export interface components {
             retry_max_ms?: number | null;
         };
         TokenCreate: {
-            /** @description The identity the key authenticates as. */
+            /**
+             * @description The identity the key authenticates as: a subject (see Authentication), so
+             *     not starting with `node:`, `identity:` or `schedule:` (else `400`).
+             */
             sub: string;
             roles: components["schemas"]["Role"][];
             /** @description A label for people. */
@@ -2241,6 +2510,15 @@ export interface components {
          * @enum {string}
          */
         WorkerStatus: "idle" | "working" | "offline";
+        /**
+         * @description The one word to show for a worker (the dashboard and the CLI show it too):
+         *     `idle` or `working` as its last heartbeat said; `stale` when it has been
+         *     silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+         *     `offline` (it crashed or lost the network); `offline` when it said
+         *     goodbye (a runner that stopped cleanly), however long ago.
+         * @enum {string}
+         */
+        WorkerState: "idle" | "working" | "stale" | "offline";
         WorkerHeartbeat: {
             /** @description The worker's name, unique per identity (a runner slot, say `host-1`). */
             worker: string;
@@ -2258,6 +2536,7 @@ export interface components {
             by: string;
             worker: string;
             status: components["schemas"]["WorkerStatus"];
+            state: components["schemas"]["WorkerState"];
             /** @description The node it runs (`working` only). */
             node: string | null;
             meta: {
@@ -2270,7 +2549,7 @@ export interface components {
             started_at: string;
             /** Format: date-time */
             last_seen_at: string;
-            /** @description No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000). */
+            /** @description `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale). */
             stale: boolean;
         };
         WorkerList: {
@@ -2285,7 +2564,11 @@ export interface components {
          */
         MessageState: "pending" | "delivered" | "read" | "expired";
         MessageCreate: {
-            /** @description An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they read). */
+            /**
+             * @description An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they
+             *     read). `node:` always names a node: no identity may start with it, nor with
+             *     `identity:` or `schedule:` (`400`).
+             */
             to: string;
             body: string;
             /**
@@ -2305,7 +2588,7 @@ export interface components {
             id: string;
             /** @description The identity that sent it. */
             from: string;
-            /** @description As sent, `<sub>` or `node:<id>`. */
+            /** @description As sent, `<sub>` or `node:<id>` (which always names a node). */
             to: string;
             /** @description The node of a `node:<id>` address; null for an identity. */
             node_id: string | null;
@@ -2342,6 +2625,7 @@ export interface components {
             by: string;
             worker: string;
             status: components["schemas"]["WorkerStatus"];
+            state: components["schemas"]["WorkerState"];
             node: string | null;
             meta: {
                 [key: string]: unknown;
@@ -2485,8 +2769,8 @@ export interface components {
                 [key: string]: unknown;
             };
             chain?: components["schemas"]["ScheduleNode"][] | null;
-            overlap?: components["schemas"]["ScheduleOverlap"] | null;
-            catchup?: components["schemas"]["ScheduleCatchup"] | null;
+            overlap?: (string & components["schemas"]["ScheduleOverlap"]) | null;
+            catchup?: (string & components["schemas"]["ScheduleCatchup"]) | null;
             /** Format: int64 */
             catchup_window_ms?: number | null;
             /** Format: int64 */
@@ -2639,7 +2923,7 @@ export interface components {
             /** @description The error of the first node that did not end `done`. */
             error: string | null;
             /** @description The result of the run's last node that ended `done` (any JSON). */
-            result: unknown;
+            result: components["schemas"]["JSONValue"];
         };
         ScheduleRunList: {
             items: components["schemas"]["ScheduleRun"][];
@@ -2753,6 +3037,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description `bad_request`: a request body was sent to an endpoint that takes none. */
+        BodyRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `not_found`: no such thing in the caller's tenant. */
         NotFound: {
             headers: {
@@ -2820,7 +3113,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `rate_limited`: over the request rate or the lease cap. */
+        /** @description `rate_limited`: over the request rate, the lease cap, or a cap on long-lived requests or MCP sessions. */
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
@@ -2861,7 +3154,10 @@ export interface components {
     parameters: {
         /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
         ScheduleID: string;
-        /** @description A node id (identity nodes are `identity:<sub>`). */
+        /**
+         * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+         *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+         */
         NodeID: string;
         /** @description A message id. */
         MessageID: string;
@@ -2909,6 +3205,16 @@ export interface operations {
                 /** @description Nodes whose live lease is held by this identity. */
                 holder?: string;
                 ready?: boolean;
+                /** @description Nodes whose id or title contains this text, ignoring case. */
+                q?: string;
+                /** @description Nodes created at or after this instant. */
+                created_after?: string;
+                /** @description Nodes created before this instant. */
+                created_before?: string;
+                /** @description Nodes last changed at or after this instant (a failure, a completion, a requeue). */
+                updated_after?: string;
+                /** @description Nodes last changed before this instant. */
+                updated_before?: string;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
                 /** @description The `next_cursor` of the previous page. */
@@ -3021,12 +3327,47 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    bulkNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description What the filter selected and what the action did. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getNode: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3060,7 +3401,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3092,7 +3436,10 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
             };
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3141,7 +3488,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3175,7 +3525,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3205,7 +3558,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3242,7 +3598,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3279,7 +3638,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3316,7 +3678,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3353,7 +3718,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3390,7 +3758,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3427,7 +3798,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3464,7 +3838,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3501,7 +3878,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3538,7 +3918,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3625,6 +4008,35 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQueueThroughput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue's last hour. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueThroughput"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3907,7 +4319,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3937,7 +4352,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -3978,7 +4396,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description A node id (identity nodes are `identity:<sub>`). */
+                /**
+                 * @description A node id (identity nodes are `identity:<sub>`): one path segment, never `.` or
+                 *     `..` (sent escaped as `%2E`, `%2E%2E`: `400`).
+                 */
                 id: components["parameters"]["NodeID"];
             };
             cookie?: never;
@@ -4795,6 +5216,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4814,6 +5236,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BodyRefused"];
         };
     };
     getReady: {
@@ -4834,6 +5257,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -4854,6 +5278,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BodyRefused"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -4875,6 +5300,7 @@ export interface operations {
                     "application/yaml": Record<string, never>;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4896,6 +5322,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4942,6 +5369,7 @@ export interface operations {
                     "text/markdown": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             500: components["responses"]["Internal"];
         };
     };
@@ -4963,6 +5391,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
         };
     };
     getDashboardFile: {
@@ -4986,6 +5415,7 @@ export interface operations {
                     "text/css": string;
                 };
             };
+            400: components["responses"]["BodyRefused"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -5014,6 +5444,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
         };
     };
@@ -5065,7 +5497,9 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     mcpEnd: {

@@ -10,7 +10,7 @@
 import { deepStrictEqual } from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 
-import { type Schemas, TetherProblem, createTetherClient, unwrap, unwrapOptional } from "./index.js";
+import { type Schemas, TetherProblem, createTetherClient, unwrap, unwrapOptional } from "../src/index.js";
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const OVERALL_TIMEOUT_MS = 90_000;
@@ -222,6 +222,21 @@ await check("complete claims the next node of a queue in the same call", async (
     }),
   );
   expect(last.next === null, `next after the last: ${JSON.stringify(last.next)}`);
+});
+
+await check("no path parameter changes the route", async () => {
+  for (const id of [".", ".."]) {
+    let err: unknown;
+    try {
+      await head.GET("/v1/nodes/{id}/events", { params: { path: { id } } });
+    } catch (e) {
+      err = e;
+    }
+    expect(err instanceof TypeError && /path parameter id/.test(err.message), `id ${JSON.stringify(id)} was sent: ${String(err)}`);
+  }
+  // "/" stays inside its segment: the route is the node's, which does not exist.
+  const p = await expectProblem("bad_request", () => unwrap(head.GET("/v1/nodes/{id}/events", { params: { path: { id: "../events" } } })));
+  expect(p.status === 400, `status ${p.status}`);
 });
 
 await check("a bad token is unauthorized", async () => {

@@ -1,6 +1,6 @@
 // The README's TypeScript snippet, type-checked by `npm run check` (and kept
 // line for line equal to the README by client/readme_sync_test.go). Not run.
-import { createTetherClient, unwrap, unwrapOptional } from "./index.js";
+import { createTetherClient, unwrap, unwrapOptional } from "../src/index.js";
 
 export async function readmeExample(): Promise<void> {
   const tether = createTetherClient({ baseUrl: process.env.TETHER_URL!, token: process.env.TETHER_TOKEN! });
