@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -253,8 +254,9 @@ func efLoad(t *testing.T, hc *http.Client, target func() *proc, led *efLedger, s
 func efVerify(t *testing.T, p *proc, hc *http.Client, led *efLedger) {
 	t.Helper()
 	ctx := context.Background()
+	reads := settledReads(hc)
 	for _, tn := range efTenants {
-		c := p.as(hc, mintTenant(t, tn, "auditor", "reader"))
+		c := p.as(reads, mintTenant(t, tn, "auditor", "reader"))
 		var after int64
 		for {
 			res, err := c.ListEventsWithResponse(ctx, &client.ListEventsParams{After: ptr(after), Limit: ptr(1000)})
@@ -295,7 +297,7 @@ func efVerify(t *testing.T, p *proc, hc *http.Client, led *efLedger) {
 		n := led.nodes[id]
 		tn, done, fences, holder := n.tenant, n.done, append([]int64(nil), n.fences...), n.holder
 		led.mu.Unlock()
-		c := p.as(hc, mintTenant(t, tn, "auditor", "reader"))
+		c := p.as(reads, mintTenant(t, tn, "auditor", "reader"))
 		res, err := c.GetNodeWithResponse(ctx, id)
 		if err != nil || res.StatusCode() != http.StatusOK || res.JSON200 == nil {
 			led.violation("%s: acknowledged node %s is gone: %v %s", tn, id, err, body(res))
@@ -367,4 +369,34 @@ func (l *efLedger) maxOutage(tenants ...string) (time.Duration, string) {
 // createBody is a task in queue q with id.
 func createBody(id string) client.NodeCreate {
 	return client.NodeCreate{ID: ptr(id), Type: "task", Queue: ptr("q")}
+}
+
+// settledReads is hc whose GETs are sent again while the cluster answers
+// 503 (a shard between owners, as when a paused owner resumes and its
+// shards go back to it), for up to 30 s: what efVerify checks is the answer
+// of a settled cluster, not the handover, which the fault tests check
+// themselves. Writes are never sent again.
+func settledReads(hc *http.Client) *http.Client {
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	c := *hc
+	c.Transport = readAgain{base}
+	return &c
+}
+
+type readAgain struct{ base http.RoundTripper }
+
+func (r readAgain) RoundTrip(req *http.Request) (*http.Response, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := r.base.RoundTrip(req)
+		if err != nil || req.Method != http.MethodGet || res.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return res, err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		time.Sleep(100 * time.Millisecond) // polling the cluster's handover: no signal reaches the test
+	}
 }
