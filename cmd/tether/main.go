@@ -15,12 +15,12 @@ func main() {
 		Short:         "Tether coordinates work among fleets of AI agents and background workers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version.String(), // --version
+		Version:       version.Get().Summary(), // --version
 	}
 	root.SetVersionTemplate("tether {{.Version}}\n")
-	root.AddCommand(serveCommand(), versionCommand(), healthCommand())
-	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
+	root.AddCommand(serveCommand(), healthCommand(), workCommand(), checkCommand(), restoreCommand())
+	root.AddCommand(cli.versionCommand())
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand(), cli.workersCommand())
 	root.AddCommand(cli.leaseCommands()...)
 	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())

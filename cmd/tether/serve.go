@@ -25,6 +25,7 @@ import (
 
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/tracing"
+	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/server"
 )
@@ -186,7 +187,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	// beside them.
 	procs := spareProcs()
 	url := "http://" + ln.Addr().String()
-	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs)
+	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs, buildLogAttrs())
 	if err := banner(url); err != nil {
 		return err
 	}
@@ -200,6 +201,12 @@ func flushTraces(log *slog.Logger, stop func(context.Context) error) {
 	if err := stop(ctx); err != nil {
 		log.Warn("error sending the last spans", "err", err)
 	}
+}
+
+// buildLogAttrs names the build in the start log, as GET /health does.
+func buildLogAttrs() slog.Attr {
+	b := version.Get()
+	return slog.Group("build", "version", b.Version, "commit", b.Commit, "modified", b.Modified)
 }
 
 // serveUntilSignal runs serve until SIGINT or SIGTERM (or until it fails),
