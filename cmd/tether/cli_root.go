@@ -47,6 +47,11 @@ func (c *cli) api() (*client.ClientWithResponses, error) {
 	if err := c.checkOutput(); err != nil {
 		return nil, err
 	}
+	if c.token == "" {
+		if _, err := envToken("TETHER_TOKEN"); err != nil {
+			return nil, err
+		}
+	}
 	opts := []client.ClientOption{
 		// Long polls wait up to 60 s for an answer.
 		client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second}),
@@ -69,6 +74,19 @@ func (c *cli) bearer() string {
 		return c.token
 	}
 	return os.Getenv("TETHER_TOKEN")
+}
+
+// envToken is the token in the variable name. A variable that is set but
+// empty is an error rather than "no token": it is what
+// `export TETHER_TOKEN=$(tether token mint ...)` leaves when the command in
+// it failed, and calling on without a token would only show a 401 later,
+// far from the cause.
+func envToken(name string) (string, error) {
+	v, ok := os.LookupEnv(name)
+	if ok && strings.TrimSpace(v) == "" {
+		return "", usageErrorf("%s is empty: the command that set it printed nothing (did it fail?); set it to a token or unset it", name)
+	}
+	return strings.TrimSpace(v), nil
 }
 
 func (c *cli) checkOutput() error {

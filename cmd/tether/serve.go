@@ -287,22 +287,24 @@ func printDevBanner(url, secret, secretPath string) error {
 	if err != nil {
 		return err
 	}
+	if abs, err := filepath.Abs(secretPath); err == nil {
+		secretPath = abs
+	}
 	fmt.Printf(`
 Tether is running in dev mode on %[1]s
-An admin token for tenant "default" (valid 30 days):
+Paste these lines into the shell you will call it from: the server's URL, an
+admin token for tenant "default" (valid 30 days), and the file with the
+secret that "tether token mint" signs with, from any directory:
 
   export TETHER_URL=%[1]s
   export TETHER_TOKEN=%[2]s
+  export TETHER_SECRET_FILE=%[4]s
 
 Try it:
 
   curl -s $TETHER_URL/v1/nodes -H "Authorization: Bearer $TETHER_TOKEN" \
        --json '{"id": "hello", "type": "task", "queue": "default"}'
   curl -s -X POST $TETHER_URL/v1/nodes/hello/claim -H "Authorization: Bearer $TETHER_TOKEN"
-
-The secret is in %[4]s; tether token mint finds it there when run in this
-directory with the same TETHER_DATA_DIR (or pass --secret):
-
   tether token mint --sub alice --tenant default --roles worker
 
 An operator token, for tether backup:
