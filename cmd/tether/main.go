@@ -19,10 +19,12 @@ func main() {
 	}
 	root.SetVersionTemplate("tether {{.Version}}\n")
 	cli := newCLI(root) // --server, --token, -o for the client commands
-	root.AddCommand(serveCommand(), healthCommand(), workCommand(), checkCommand(), restoreCommand())
+	root.AddCommand(notAClient(serveCommand(), clientFlags...), notAClient(healthCommand(), clientFlags...),
+		notAClient(workCommand(), "output"), notAClient(checkCommand(), clientFlags...), notAClient(restoreCommand(), clientFlags...))
 	root.AddCommand(cli.versionCommand())
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand(), cli.workersCommand())
 	root.AddCommand(cli.leaseCommands()...)
+	root.AddCommand(cli.nodeVerbCommands()...)
 	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
 	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.backupCommand())
 	root.AddCommand(cli.messageCommands()...)

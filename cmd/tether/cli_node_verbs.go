@@ -1,0 +1,193 @@
+package main
+
+// The node verbs of a dispatcher: cancel and requeue, for named nodes or in
+// bulk over a list filter (cli_bulk.go), and comments.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tether-run/tether/client"
+)
+
+func (c *cli) nodeVerbCommands() []*cobra.Command {
+	return []*cobra.Command{c.cancelCommand(), c.requeueCommand(), c.commentCommand(), c.commentsCommand()}
+}
+
+func (c *cli) cancelCommand() *cobra.Command {
+	var f nodeFilter
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel [<id>...] [--status S --queue Q ... --yes]",
+		Short: "Cancel nodes and what hangs on them (children, dependents); by id or in bulk by filter",
+		Long: `Cancel nodes: each becomes cancelled with every unfinished descendant and
+dependent (depends_on with on_fail: cancel), atomically; their leases end.
+Needs the dispatcher role.
+
+Name the nodes, or select them with the filters of nodes ls (--status, --queue,
+--type, --label, --target, --parent, --holder) for a bulk cancel: it lists them
+first and says how many it will touch, asking on a terminal (--yes: without
+asking; needed in scripts). A node a cascade already cancelled is reported as
+such.`,
+		Example: `  tether cancel task-1 task-2 --reason "superseded"
+  tether cancel --queue imports --status queued --yes`,
+		Args: usageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return c.nodeVerb(cmd, &f, a, "cancel", "cancelled", func(ctx context.Context, api *client.ClientWithResponses, id string) (string, []byte, error) {
+				res, err := api.CancelNodeWithResponse(ctx, id, client.CancelRequest{Reason: ifSet(cmd, "reason", reason)})
+				if err != nil {
+					return "", nil, c.unreachable(err)
+				}
+				if err := c.check(res.HTTPResponse, res.Body); err != nil {
+					return "", nil, err
+				}
+				line := fmt.Sprintf("%s cancelled", id)
+				if others := len(res.JSON200.Cancelled) - 1; others > 0 {
+					line += fmt.Sprintf(" with %d more: %s", others, strings.Join(res.JSON200.Cancelled[1:], ", "))
+				}
+				return line, res.Body, nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
+	f.flags(cmd)
+	return cmd
+}
+
+func (c *cli) requeueCommand() *cobra.Command {
+	var f nodeFilter
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "requeue [<id>...] [--status dead --queue Q ... --yes]",
+		Short: "Bring failed, dead or cancelled nodes back to their queue with fresh attempts; by id or in bulk",
+		Long: `Requeue nodes: a failed, dead or cancelled node goes back to queued (open
+without a queue) with its attempts at 0 and its error cleared. Needs the
+dispatcher role.
+
+Name the nodes, or select them with the filters of nodes ls (--status, --queue,
+--type, --label, --target, --parent, --holder) for a bulk requeue: it lists them
+first and says how many it will touch, asking on a terminal (--yes: without
+asking; needed in scripts).`,
+		Example: `  tether requeue task-7
+  tether requeue --status dead --queue imports --yes`,
+		Args: usageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return c.nodeVerb(cmd, &f, a, "requeue", "requeued", func(ctx context.Context, api *client.ClientWithResponses, id string) (string, []byte, error) {
+				res, err := api.RequeueNodeWithResponse(ctx, id, client.RequeueRequest{Reason: ifSet(cmd, "reason", reason)})
+				if err != nil {
+					return "", nil, c.unreachable(err)
+				}
+				if err := c.check(res.HTTPResponse, res.Body); err != nil {
+					return "", nil, err
+				}
+				return fmt.Sprintf("%s requeued: %s", id, res.JSON200.Status), res.Body, nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the record")
+	f.flags(cmd)
+	return cmd
+}
+
+// nodeAct is one node verb's call: its line for people and the API's answer.
+type nodeAct func(ctx context.Context, api *client.ClientWithResponses, id string) (line string, body []byte, err error)
+
+// nodeVerb runs act on the nodes named or selected. Named nodes print each
+// answer (the API's JSON with -o json, the id with -o id) and stop at the
+// first error; a bulk run prints a count and every failure.
+func (c *cli) nodeVerb(cmd *cobra.Command, f *nodeFilter, args []string, verb, past string, act nodeAct) error {
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	ids, bulk, err := c.selectIDs(cmd, api, f, args)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if !bulk {
+		for _, id := range ids {
+			line, body, err := act(cmd.Context(), api, id)
+			if err != nil {
+				return err
+			}
+			if err := c.emit(out, body, func(w io.Writer) { fmt.Fprintln(w, line) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(ids) == 0 {
+		fmt.Fprintf(out, "no node matches (%s): nothing to %s\n", strings.Join(f.given(cmd), ", "), verb)
+		return nil
+	}
+	if err := confirmBulk(cmd, f, verb, ids); err != nil {
+		return err
+	}
+	return runBulk(cmd.Context(), out, cmd.ErrOrStderr(), past, ids, func(ctx context.Context, id string) error {
+		_, _, err := act(ctx, api, id)
+		return err
+	})
+}
+
+func (c *cli) commentCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "comment <id> TEXT",
+		Short:   "Leave a note on a node (worker role); tether comments <id> lists them",
+		Example: `  tether comment task-1 "blocked on the staging database"`,
+		Args:    usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			res, err := api.CreateCommentWithResponse(cmd.Context(), a[0], client.CommentCreate{Body: a[1]})
+			if err != nil {
+				return c.unreachable(err)
+			}
+			if err := c.check(res.HTTPResponse, res.Body); err != nil {
+				return err
+			}
+			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+				fmt.Fprintf(w, "comment %s on %s by %s\n", res.JSON201.ID, res.JSON201.NodeID, res.JSON201.By)
+			})
+		},
+	}
+}
+
+func (c *cli) commentsCommand() *cobra.Command {
+	var limit int
+	var cursor string
+	cmd := &cobra.Command{
+		Use:   "comments <id>",
+		Short: "The notes left on a node, oldest first",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			api, err := c.api()
+			if err != nil {
+				return err
+			}
+			res, err := api.ListCommentsWithResponse(cmd.Context(), a[0], &client.ListCommentsParams{Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor)})
+			if err != nil {
+				return c.unreachable(err)
+			}
+			if err := c.check(res.HTTPResponse, res.Body); err != nil {
+				return err
+			}
+			nextPage(cmd, res.JSON200.NextCursor, "--cursor")
+			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+				fmt.Fprintln(w, "ID\tBY\tWHEN\tBODY")
+				for _, cm := range res.JSON200.Items {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cm.ID, cm.By, relative(cm.CreatedAt), firstLine(cm.Body))
+				}
+			})
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 100, "page size (at most 1000)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "the next page, as printed after the previous one")
+	return cmd
+}
