@@ -90,3 +90,16 @@ func TestCLIVersion(t *testing.T) {
 		t.Errorf("--version printed %q", got)
 	}
 }
+
+// TestMCPServerNamesTheBuild: tether mcp tells its client the version and
+// commit that tether version prints.
+func TestMCPServerNamesTheBuild(t *testing.T) {
+	t.Parallel()
+	e := startCLI(t)
+	cs, _ := mcpSession(t, e.srv, e.alice)
+	v := decode[versionJSON](t, e.ok("", "version", "-o", "json"))
+	got := cs.InitializeResult().ServerInfo.Version
+	if !strings.HasPrefix(got, v.Version+" (commit ") {
+		t.Errorf("the MCP server says version %q; tether version says %+v", got, v)
+	}
+}

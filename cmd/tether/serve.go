@@ -147,6 +147,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	s.Server.MCP = func(h http.Handler) server.MCPHandler { // /mcp: agents over MCP
 		opts := s.MCP
 		opts.Logger = log
+		opts.Version = version.Get().Summary()
 		return mcp.NewHandler(h, opts)
 	}
 	if s.PprofAddr != "" {
