@@ -37,19 +37,19 @@ such.`,
   tether cancel --queue imports --status queued --yes`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return c.nodeVerb(cmd, &f, a, "cancel", "cancelled", func(ctx context.Context, api *client.ClientWithResponses, id string) (string, []byte, error) {
+			return c.nodeVerb(cmd, &f, a, "cancel", "cancelled", func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
 				res, err := api.CancelNodeWithResponse(ctx, id, client.CancelRequest{Reason: ifSet(cmd, "reason", reason)})
 				if err != nil {
-					return "", nil, c.unreachable(err)
+					return nodeAnswer{}, c.unreachable(err)
 				}
 				if err := c.check(res.HTTPResponse, res.Body); err != nil {
-					return "", nil, err
+					return nodeAnswer{}, err
 				}
 				line := fmt.Sprintf("%s cancelled", id)
 				if others := len(res.JSON200.Cancelled) - 1; others > 0 {
 					line += fmt.Sprintf(" with %d more: %s", others, strings.Join(res.JSON200.Cancelled[1:], ", "))
 				}
-				return line, res.Body, nil
+				return nodeAnswer{line: line, body: res.Body, ids: res.JSON200.Cancelled}, nil
 			})
 		},
 	}
@@ -76,15 +76,15 @@ asking; needed in scripts).`,
   tether requeue --status dead --queue imports --yes`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return c.nodeVerb(cmd, &f, a, "requeue", "requeued", func(ctx context.Context, api *client.ClientWithResponses, id string) (string, []byte, error) {
+			return c.nodeVerb(cmd, &f, a, "requeue", "requeued", func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
 				res, err := api.RequeueNodeWithResponse(ctx, id, client.RequeueRequest{Reason: ifSet(cmd, "reason", reason)})
 				if err != nil {
-					return "", nil, c.unreachable(err)
+					return nodeAnswer{}, c.unreachable(err)
 				}
 				if err := c.check(res.HTTPResponse, res.Body); err != nil {
-					return "", nil, err
+					return nodeAnswer{}, err
 				}
-				return fmt.Sprintf("%s requeued: %s", id, res.JSON200.Status), res.Body, nil
+				return nodeAnswer{line: fmt.Sprintf("%s requeued: %s", id, res.JSON200.Status), body: res.Body, ids: []string{id}}, nil
 			})
 		},
 	}
@@ -93,12 +93,20 @@ asking; needed in scripts).`,
 	return cmd
 }
 
-// nodeAct is one node verb's call: its line for people and the API's answer.
-type nodeAct func(ctx context.Context, api *client.ClientWithResponses, id string) (line string, body []byte, err error)
+// nodeAnswer is what one node verb's call printed: a line for people, the
+// API's answer (-o json), and the ids of the nodes it changed (-o id).
+type nodeAnswer struct {
+	line string
+	body []byte
+	ids  []string
+}
+
+// nodeAct is one node verb's call.
+type nodeAct func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error)
 
 // nodeVerb runs act on the nodes named or selected. Named nodes print each
-// answer (the API's JSON with -o json, the id with -o id) and stop at the
-// first error; a bulk run prints a count and every failure.
+// answer (the API's JSON with -o json, the ids changed with -o id) and stop
+// at the first error; a bulk run prints a count and every failure.
 func (c *cli) nodeVerb(cmd *cobra.Command, f *nodeFilter, args []string, verb, past string, act nodeAct) error {
 	api, err := c.api()
 	if err != nil {
@@ -111,11 +119,15 @@ func (c *cli) nodeVerb(cmd *cobra.Command, f *nodeFilter, args []string, verb, p
 	out := cmd.OutOrStdout()
 	if !bulk {
 		for _, id := range ids {
-			line, body, err := act(cmd.Context(), api, id)
+			a, err := act(cmd.Context(), api, id)
 			if err != nil {
 				return err
 			}
-			if err := c.emit(out, body, func(w io.Writer) { fmt.Fprintln(w, line) }); err != nil {
+			if c.output == "id" {
+				fmt.Fprintln(out, strings.Join(a.ids, "\n"))
+				continue
+			}
+			if err := c.emit(out, a.body, func(w io.Writer) { fmt.Fprintln(w, a.line) }); err != nil {
 				return err
 			}
 		}
@@ -129,7 +141,7 @@ func (c *cli) nodeVerb(cmd *cobra.Command, f *nodeFilter, args []string, verb, p
 		return err
 	}
 	return runBulk(cmd.Context(), out, cmd.ErrOrStderr(), past, ids, func(ctx context.Context, id string) error {
-		_, _, err := act(ctx, api, id)
+		_, err := act(ctx, api, id)
 		return err
 	})
 }

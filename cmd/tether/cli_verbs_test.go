@@ -34,6 +34,11 @@ func TestCLICancelRequeueComment(t *testing.T) {
 	requireContains(t, e.ok(e.head, "nodes", "get", "parent"), "status: queued")
 
 	requireContains(t, e.ok(e.head, "cancel", "parent", "--reason", "superseded"), "parent cancelled with 1 more: child")
+	e.ok(e.head, "nodes", "create", "--id", "p2", "--type", "task", "--queue", "q")
+	e.ok(e.head, "nodes", "create", "--id", "c2", "--type", "task", "--queue", "q", "--parent", "p2")
+	if got := strings.Join(lines(e.ok(e.head, "cancel", "p2", "-o", "id")), " "); got != "p2 c2" {
+		t.Errorf("cancel -o id printed %q, want the ids cancelled", got)
+	}
 	requireContains(t, e.ok(e.head, "nodes", "get", "child"), "status: cancelled")
 	ans := decode[client.NodeAnswer](t, e.ok(e.head, "requeue", "child", "-o", "json"))
 	if ans.Status != client.NodeStatusQueued || ans.Node.ID != "child" {
