@@ -1,24 +1,16 @@
 package main
 
-// The bulk form of a node verb (cancel, requeue): the nodes a list filter
-// selects, counted and confirmed before anything changes.
-//
-// The API has no filter-addressed batch yet (POST /v1/batch takes lease
-// operations only), so the CLI lists every page of the filter first, asks,
-// then calls the verb's endpoint once per node, a few at a time. A node that
-// changed in between (cancelled by a cascade, requeued by someone else) gets
-// the endpoint's own answer, counted and shown, never hidden.
+// The bulk form of a node verb (cancel, requeue, nodes rm): every node a
+// list filter selects, changed by one POST /v1/nodes/bulk. A dry run counts
+// them first, so that the confirmation says how many nodes the action will
+// touch; the answer then says what it did, node by node for refusals.
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -26,16 +18,14 @@ import (
 	"github.com/tether-run/tether/client"
 )
 
-// bulkWorkers is how many calls a bulk action keeps in flight.
-const bulkWorkers = 4
-
 // nodeFilter is the list filters a bulk action takes: those of nodes ls.
 type nodeFilter struct {
-	typ, status, queue, label, target, parent, holder string
-	yes                                               bool
+	typ, status, queue, label, target, parent, holder, search string
+	limit                                                     int
+	yes                                                       bool
 }
 
-var nodeFilterFlags = []string{"type", "status", "queue", "label", "target", "parent", "holder"}
+var nodeFilterFlags = []string{"type", "status", "queue", "label", "target", "parent", "holder", "search"}
 
 func (f *nodeFilter) flags(cmd *cobra.Command) {
 	fs := cmd.Flags()
@@ -46,6 +36,8 @@ func (f *nodeFilter) flags(cmd *cobra.Command) {
 	fs.StringVar(&f.target, "target", "", "bulk: the nodes targeted at this identity")
 	fs.StringVar(&f.parent, "parent", "", "bulk: the children of this node")
 	fs.StringVar(&f.holder, "holder", "", "bulk: the nodes whose live lease this identity holds")
+	fs.StringVar(&f.search, "search", "", "bulk: the nodes whose id or title contains this text (any case)")
+	fs.IntVar(&f.limit, "limit", 1000, "bulk: the most nodes to act on (1 to 10000); more matching ones are left alone")
 	fs.BoolVarP(&f.yes, "yes", "y", false, "bulk: act without asking (needed when stdin is not a terminal)")
 }
 
@@ -60,56 +52,113 @@ func (f *nodeFilter) given(cmd *cobra.Command) []string {
 	return out
 }
 
-func (f *nodeFilter) params(cmd *cobra.Command) client.ListNodesParams {
-	p := client.ListNodesParams{
+func (f *nodeFilter) filter(cmd *cobra.Command) *client.NodeFilter {
+	nf := &client.NodeFilter{
 		Type: ifSet(cmd, "type", f.typ), Queue: ifSet(cmd, "queue", f.queue), Label: ifSet(cmd, "label", f.label),
 		Target: ifSet(cmd, "target", f.target), Parent: ifSet(cmd, "parent", f.parent), Holder: ifSet(cmd, "holder", f.holder),
+		Q: ifSet(cmd, "search", f.search),
 	}
 	if cmd.Flags().Changed("status") {
 		s := client.NodeStatus(f.status)
-		p.Status = &s
+		nf.Status = &s
 	}
-	limit := 1000
-	p.Limit = &limit
-	return p
+	return nf
 }
 
-// selectIDs is the ids a node verb acts on: its arguments, or every node the
-// filter flags select (one of the two, never both).
-func (c *cli) selectIDs(cmd *cobra.Command, api *client.ClientWithResponses, f *nodeFilter, args []string) (ids []string, bulk bool, err error) {
+// isBulk says whether the command names nodes (false) or selects them with
+// filters (true), and refuses both or neither.
+func (f *nodeFilter) isBulk(cmd *cobra.Command, args []string) (bool, error) {
 	given := f.given(cmd)
 	switch {
 	case len(args) > 0 && len(given) > 0:
-		return nil, false, usageErrorf("give node ids or filters (--%s), not both", strings.SplitN(given[0], "=", 2)[0])
+		return false, usageErrorf("give node ids or filters (--%s), not both", strings.SplitN(given[0], "=", 2)[0])
 	case len(args) > 0:
-		return args, false, nil
+		if cmd.Flags().Changed("yes") || cmd.Flags().Changed("limit") {
+			return false, usageErrorf("--yes and --limit go with filters (a bulk %s), not with node ids", cmd.Name())
+		}
+		return false, nil
 	case len(given) == 0:
-		return nil, false, usageErrorf("give node ids, or filters for a bulk %s (--status, --queue, --type, --label, --target, --parent, --holder)", cmd.Name())
+		return false, usageErrorf("give node ids, or filters for a bulk %s (--%s)", cmd.Name(), strings.Join(nodeFilterFlags, ", --"))
 	}
-	p := f.params(cmd)
-	for {
-		res, err := api.ListNodesWithResponse(cmd.Context(), &p)
+	return true, nil
+}
+
+// runBulk counts what the filter selects (a dry run), confirms, applies
+// action to it in one call, and reports: "cancelled 48 of 50 nodes" on
+// stdout (-o json: the API's answer; -o id: the ids changed), each refusal
+// on stderr. It fails when any node was refused.
+func (c *cli) runBulk(cmd *cobra.Command, f *nodeFilter, action client.BulkRequestAction, past string, reason *string, force *bool) error {
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	req := client.BulkRequest{Action: action, Filter: f.filter(cmd), Limit: &f.limit, Reason: reason, Force: force}
+	call := func(dry bool) (*client.BulkResult, []byte, error) {
+		req.DryRun = &dry
+		res, err := api.BulkNodesWithResponse(cmd.Context(), req)
 		if err != nil {
-			return nil, true, c.unreachable(err)
+			return nil, nil, c.unreachable(err)
 		}
 		if err := c.check(res.HTTPResponse, res.Body); err != nil {
-			return nil, true, err
+			return nil, nil, err
 		}
-		for _, n := range res.JSON200.Items {
-			ids = append(ids, n.ID)
-		}
-		if res.JSON200.NextCursor == nil || *res.JSON200.NextCursor == "" {
-			return ids, true, nil
-		}
-		p.Cursor = res.JSON200.NextCursor
+		return res.JSON200, res.Body, nil
 	}
+	count, _, err := call(true)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if count.Matched == 0 {
+		if !c.json() && c.output != "id" {
+			fmt.Fprintf(out, "no node matches (%s): nothing to %s\n", strings.Join(f.given(cmd), ", "), action)
+		}
+		return nil
+	}
+	if err := confirmBulk(cmd, f, string(action), count); err != nil {
+		return err
+	}
+	done, body, err := call(false)
+	if err != nil {
+		return err
+	}
+	for _, fl := range done.Failed {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d %s: %s\n", fl.ID, fl.Status, fl.Code, fl.Detail)
+	}
+	switch {
+	case c.json():
+		if err := writeJSON(out, body); err != nil {
+			return err
+		}
+	case c.output == "id":
+		for _, id := range done.Affected {
+			fmt.Fprintln(out, id)
+		}
+	default:
+		changed := done.Matched - len(done.Failed)
+		fmt.Fprintf(out, "%s %d of %d node%s", past, changed, done.Matched, plural(done.Matched))
+		if extra := len(done.Affected) - changed; extra > 0 {
+			fmt.Fprintf(out, ", and %d more that hang on them", extra)
+		}
+		if done.Truncated {
+			fmt.Fprintf(out, "; more match beyond --limit %d, left alone", f.limit)
+		}
+		fmt.Fprintln(out)
+	}
+	if n := len(done.Failed); n > 0 {
+		return fmt.Errorf("%d of %d node%s not %s", n, done.Matched, plural(done.Matched), past)
+	}
+	return nil
 }
 
 // confirmBulk asks before a bulk action: on a terminal, a y/N question;
-// elsewhere it refuses unless --yes was given. It says how many nodes the
-// action will touch either way.
-func confirmBulk(cmd *cobra.Command, f *nodeFilter, verb string, ids []string) error {
-	what := fmt.Sprintf("%s %d node%s (%s)", verb, len(ids), plural(len(ids)), strings.Join(f.given(cmd), ", "))
+// elsewhere it refuses unless --yes was given. Either way it says how many
+// nodes the action will touch.
+func confirmBulk(cmd *cobra.Command, f *nodeFilter, verb string, count *client.BulkResult) error {
+	what := fmt.Sprintf("%s %d node%s (%s)", verb, count.Matched, plural(count.Matched), strings.Join(f.given(cmd), ", "))
+	if count.Truncated {
+		what += fmt.Sprintf(", the first --limit %d of more", f.limit)
+	}
 	if f.yes {
 		return nil
 	}
@@ -125,47 +174,6 @@ func confirmBulk(cmd *cobra.Command, f *nodeFilter, verb string, ids []string) e
 	return nil
 }
 
-// bulkFailure is one node a bulk action could not change, and why.
-type bulkFailure struct {
-	id  string
-	err error
-}
-
-// runBulk calls act for every id, bulkWorkers at a time, and reports:
-// "cancelled 48 of 50 nodes" on stdout, each failure on stderr. It fails when
-// any node failed.
-func runBulk(ctx context.Context, stdout, stderr io.Writer, past string, ids []string, act func(context.Context, string) error) error {
-	work := make(chan string)
-	var mu sync.Mutex
-	var failed []bulkFailure
-	var wg sync.WaitGroup
-	for range min(bulkWorkers, len(ids)) {
-		wg.Go(func() {
-			for id := range work {
-				if err := act(ctx, id); err != nil {
-					mu.Lock()
-					failed = append(failed, bulkFailure{id, err})
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, id := range ids {
-		work <- id
-	}
-	close(work)
-	wg.Wait()
-	sort.Slice(failed, func(i, j int) bool { return failed[i].id < failed[j].id })
-	for _, f := range failed {
-		fmt.Fprintf(stderr, "%s: %s\n", f.id, firstLine(f.err.Error()))
-	}
-	fmt.Fprintf(stdout, "%s %d of %d node%s\n", past, len(ids)-len(failed), len(ids), plural(len(ids)))
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d node%s not %s", len(failed), len(ids), plural(len(ids)), past)
-	}
-	return nil
-}
-
 func plural(n int) string {
 	if n == 1 {
 		return ""
@@ -177,3 +185,4 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+

@@ -1,7 +1,8 @@
 package main
 
 // The node verbs of a dispatcher: cancel and requeue, for named nodes or in
-// bulk over a list filter (cli_bulk.go), and comments.
+// bulk over a list filter (cli_bulk.go: one POST /v1/nodes/bulk), and
+// comments.
 
 import (
 	"context"
@@ -29,15 +30,21 @@ dependent (depends_on with on_fail: cancel), atomically; their leases end.
 Needs the dispatcher role.
 
 Name the nodes, or select them with the filters of nodes ls (--status, --queue,
---type, --label, --target, --parent, --holder) for a bulk cancel: it lists them
-first and says how many it will touch, asking on a terminal (--yes: without
-asking; needed in scripts). A node a cascade already cancelled is reported as
-such.`,
+--type, --label, --target, --parent, --holder, --search) for a bulk cancel, one
+POST /v1/nodes/bulk: it counts them first (a dry run) and says how many it will
+touch, asking on a terminal (--yes: without asking; needed in scripts), then
+prints what it did and each node refused, with its reason.`,
 		Example: `  tether cancel task-1 task-2 --reason "superseded"
   tether cancel --queue imports --status queued --yes`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return c.nodeVerb(cmd, &f, a, "cancel", "cancelled", func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
+			if bulk, err := f.isBulk(cmd, a); err != nil || bulk {
+				if err != nil {
+					return err
+				}
+				return c.runBulk(cmd, &f, client.BulkRequestActionCancel, "cancelled", ifSet(cmd, "reason", reason), nil)
+			}
+			return c.eachNode(cmd, a, func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
 				res, err := api.CancelNodeWithResponse(ctx, id, client.CancelRequest{Reason: ifSet(cmd, "reason", reason)})
 				if err != nil {
 					return nodeAnswer{}, c.unreachable(err)
@@ -69,14 +76,21 @@ without a queue) with its attempts at 0 and its error cleared. Needs the
 dispatcher role.
 
 Name the nodes, or select them with the filters of nodes ls (--status, --queue,
---type, --label, --target, --parent, --holder) for a bulk requeue: it lists them
-first and says how many it will touch, asking on a terminal (--yes: without
-asking; needed in scripts).`,
+--type, --label, --target, --parent, --holder, --search) for a bulk requeue, one
+POST /v1/nodes/bulk: it counts them first (a dry run) and says how many it will
+touch, asking on a terminal (--yes: without asking; needed in scripts), then
+prints what it did and each node refused, with its reason.`,
 		Example: `  tether requeue task-7
   tether requeue --status dead --queue imports --yes`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return c.nodeVerb(cmd, &f, a, "requeue", "requeued", func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
+			if bulk, err := f.isBulk(cmd, a); err != nil || bulk {
+				if err != nil {
+					return err
+				}
+				return c.runBulk(cmd, &f, client.BulkRequestActionRequeue, "requeued", ifSet(cmd, "reason", reason), nil)
+			}
+			return c.eachNode(cmd, a, func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
 				res, err := api.RequeueNodeWithResponse(ctx, id, client.RequeueRequest{Reason: ifSet(cmd, "reason", reason)})
 				if err != nil {
 					return nodeAnswer{}, c.unreachable(err)
@@ -104,46 +118,29 @@ type nodeAnswer struct {
 // nodeAct is one node verb's call.
 type nodeAct func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error)
 
-// nodeVerb runs act on the nodes named or selected. Named nodes print each
-// answer (the API's JSON with -o json, the ids changed with -o id) and stop
-// at the first error; a bulk run prints a count and every failure.
-func (c *cli) nodeVerb(cmd *cobra.Command, f *nodeFilter, args []string, verb, past string, act nodeAct) error {
+// eachNode runs act on the nodes named, in order, printing each answer (the
+// API's JSON with -o json, the ids changed with -o id); it stops at the
+// first error.
+func (c *cli) eachNode(cmd *cobra.Command, ids []string, act nodeAct) error {
 	api, err := c.api()
 	if err != nil {
 		return err
 	}
-	ids, bulk, err := c.selectIDs(cmd, api, f, args)
-	if err != nil {
-		return err
-	}
 	out := cmd.OutOrStdout()
-	if !bulk {
-		for _, id := range ids {
-			a, err := act(cmd.Context(), api, id)
-			if err != nil {
-				return err
-			}
-			if c.output == "id" {
-				fmt.Fprintln(out, strings.Join(a.ids, "\n"))
-				continue
-			}
-			if err := c.emit(out, a.body, func(w io.Writer) { fmt.Fprintln(w, a.line) }); err != nil {
-				return err
-			}
+	for _, id := range ids {
+		a, err := act(cmd.Context(), api, id)
+		if err != nil {
+			return err
 		}
-		return nil
+		if c.output == "id" {
+			fmt.Fprintln(out, strings.Join(a.ids, "\n"))
+			continue
+		}
+		if err := c.emit(out, a.body, func(w io.Writer) { fmt.Fprintln(w, a.line) }); err != nil {
+			return err
+		}
 	}
-	if len(ids) == 0 {
-		fmt.Fprintf(out, "no node matches (%s): nothing to %s\n", strings.Join(f.given(cmd), ", "), verb)
-		return nil
-	}
-	if err := confirmBulk(cmd, f, verb, ids); err != nil {
-		return err
-	}
-	return runBulk(cmd.Context(), out, cmd.ErrOrStderr(), past, ids, func(ctx context.Context, id string) error {
-		_, err := act(ctx, api, id)
-		return err
-	})
+	return nil
 }
 
 func (c *cli) commentCommand() *cobra.Command {

@@ -58,8 +58,8 @@ func TestCLICancelRequeueComment(t *testing.T) {
 }
 
 // TestCLIBulkCancelAndRequeue: the bulk forms select with the filters of
-// nodes ls, say how many they will touch, change nothing without --yes, and
-// report a count and every failure.
+// nodes ls (one POST /v1/nodes/bulk), say how many they will touch, change
+// nothing without --yes, and report a count and every refusal.
 func TestCLIBulkCancelAndRequeue(t *testing.T) {
 	t.Parallel()
 	e := startCLI(t)
@@ -89,10 +89,12 @@ func TestCLIBulkCancelAndRequeue(t *testing.T) {
 	// Ids and filters together, or neither: usage errors.
 	e.fails(2, e.head, "cancel", "b0", "--queue", "bulk", "--yes")
 	e.fails(2, e.head, "requeue")
-	// A worker is refused node by node: nothing changes, exit 1.
+	r = e.fails(2, e.head, "cancel", "--queue", "bulk", "--limit", "2")
+	requireContains(t, r.stderr, "would cancel 2 nodes (queue=bulk), the first --limit 2 of more; add --yes")
+	e.fails(2, e.head, "cancel", "b0", "--yes") // --yes goes with filters
+	// A worker may not: the API's 403, and nothing changes.
 	r = e.fails(1, e.alice, "cancel", "--queue", "bulk", "--yes")
-	requireContains(t, r.stdout, "cancelled 0 of 5 nodes")
-	requireContains(t, r.stderr, "b0: 403", "5 of 5 nodes not cancelled")
+	requireContains(t, r.stderr, "403")
 
 	requireContains(t, e.ok(e.head, "cancel", "--queue", "bulk", "--status", "queued", "--yes"), "cancelled 5 of 5 nodes")
 	if got := queued("bulk"); len(got) != 0 {
@@ -111,6 +113,23 @@ func TestCLIBulkCancelAndRequeue(t *testing.T) {
 	requireContains(t, e.ok(e.head, "requeue", "--status", "cancelled", "--yes"), "requeued 5 of 5 nodes")
 	if got := queued("bulk"); strings.Join(got, " ") != "b0 b1 b2 b3 b4" {
 		t.Fatalf("queued after the bulk requeue: %v", got)
+	}
+
+	// -o json is the API's answer; a cancel names what its cascade reached.
+	e.ok(e.head, "nodes", "create", "--id", "kid", "--type", "task", "--queue", "kids", "--parent", "b0")
+	out := e.ok(e.head, "cancel", "--search", "b0", "--yes")
+	requireContains(t, out, "cancelled 1 of 1 node, and 1 more that hang on them")
+	got := decode[client.BulkResult](t, e.ok(e.head, "requeue", "--status", "cancelled", "-o", "json", "--yes"))
+	if got.Matched != 2 || len(got.Affected) != 2 || len(got.Failed) != 0 {
+		t.Fatalf("requeue -o json: %+v", got)
+	}
+
+	// nodes rm in bulk, and -o id: the ids deleted.
+	if ids := strings.Join(lines(e.ok(e.head, "nodes", "rm", "--queue", "other", "--yes", "-o", "id")), " "); ids != "b5 b6" {
+		t.Fatalf("nodes rm --queue other -o id printed %q", ids)
+	}
+	if got := e.ok(e.head, "nodes", "ls", "--queue", "other", "-o", "id"); got != "" {
+		t.Fatalf("left in queue other: %q", got)
 	}
 }
 
