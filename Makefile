@@ -28,7 +28,7 @@ install: ## Install tether into $(go env GOPATH)/bin (put that directory on PATH
 
 .PHONY: image
 image: ## Build the container image tether:dev around a static bin/image/tether (podman; see docs/deploy.md)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/image/tether ./cmd/tether
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o bin/image/tether ./cmd/tether
 	mkdir -p bin/image/data bin/image/tmp
 	CONTAINERS_CONF=$${CONTAINERS_CONF:-$(CURDIR)/deploy/docker/containers.conf} podman build --format docker -f deploy/docker/Dockerfile.prebuilt -t tether:dev bin/image
 
