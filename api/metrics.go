@@ -65,7 +65,7 @@ func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
 	reg.MustRegister(m.requests, m.latency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tether_build_info", Help: "Always 1; the labels say which build is running.",
-			ConstLabels: prometheus.Labels{"version": build.Version, "revision": build.Revision, "goversion": build.GoVersion},
+			ConstLabels: prometheus.Labels{"version": build.Version, "revision": build.Commit, "goversion": build.GoVersion},
 		}, func() float64 { return 1 }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_claims_total", Help: "New leases granted."},

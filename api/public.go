@@ -29,12 +29,20 @@ type statusJSON struct {
 
 // healthJSON is the answer of /health: up, and which build.
 type healthJSON struct {
-	Status  string `json:"status"`
-	Version string `json:"version"`
+	Status   string `json:"status"`
+	Version  string `json:"version"`
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+}
+
+// newHealthJSON is the answer of /health for this build.
+func newHealthJSON() healthJSON {
+	b := version.Get()
+	return healthJSON{Status: "ok", Version: b.Version, Commit: b.Commit, Modified: b.Modified}
 }
 
 func (s *Server) health(c echo.Context) error {
-	return writeJSON(c, http.StatusOK, healthJSON{Status: "ok", Version: version.String()})
+	return writeJSON(c, http.StatusOK, newHealthJSON())
 }
 
 func (s *Server) readiness(c echo.Context) error {

@@ -10,7 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/version"
 )
 
-// TestHealthAndMetricsNameTheBuild: /health carries the version, and
+// TestHealthAndMetricsNameTheBuild: /health carries the version and commit, and
 // tether_build_info (always 1) labels it.
 func TestHealthAndMetricsNameTheBuild(t *testing.T) {
 	t.Parallel()
@@ -22,6 +22,13 @@ func TestHealthAndMetricsNameTheBuild(t *testing.T) {
 	require.Equal(t, http.StatusOK, h.StatusCode(), string(h.Body))
 	require.Equal(t, version.String(), h.JSON200.Version)
 	require.NotEmpty(t, h.JSON200.Version)
+	// The commit beside it, when the build knows it (go test's does not).
+	if c := version.Get().Commit; c != "" {
+		require.NotNil(t, h.JSON200.Commit)
+		require.Equal(t, c, *h.JSON200.Commit)
+	} else {
+		require.Nil(t, h.JSON200.Commit)
+	}
 
 	m, err := anon.GetMetricsWithResponse(ctx)
 	require.NoError(t, err)

@@ -973,9 +973,14 @@ type FailRequest struct {
 
 // Health defines model for Health.
 type Health struct {
-	Status HealthStatus `json:"status"`
+	// Commit The VCS commit the build was made from (its `revision` label in `tether_build_info`); absent when the build does not know it (a plain `go run`).
+	Commit *string `json:"commit,omitempty"`
 
-	// Version The running build (`tether version`), also the `version` label of the `tether_build_info` metric.
+	// Modified True when the source tree had uncommitted changes at build time; absent when false or unknown.
+	Modified *bool        `json:"modified,omitempty"`
+	Status   HealthStatus `json:"status"`
+
+	// Version The running build's module version (`tether version`), also the `version` label of the `tether_build_info` metric. A tag, a Go pseudo-version, or `dev` for a build from a source tree.
 	Version string `json:"version"`
 }
 

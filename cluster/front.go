@@ -61,7 +61,13 @@ func (n *Node) handler() http.Handler {
 		case path == "/health":
 			if public(w, r, http.MethodGet, http.MethodHead) {
 				w.Header().Set(HeaderServedBy, n.ID())
-				writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok", "version": version.String()})
+				b := version.Get()
+				writeJSON(w, r, http.StatusOK, struct {
+					Status   string `json:"status"`
+					Version  string `json:"version"`
+					Commit   string `json:"commit,omitempty"`
+					Modified bool   `json:"modified,omitempty"`
+				}{"ok", b.Version, b.Commit, b.Modified})
 			}
 		case path == "/ready":
 			if public(w, r, http.MethodGet, http.MethodHead) {

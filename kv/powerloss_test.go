@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/lazyfs"
+	"github.com/tether-run/tether/internal/testskip"
 )
 
 const (
@@ -88,7 +89,7 @@ func runUntilReady(t *testing.T, name, dir string, env ...string) {
 // the write lived only in Badger's unsynced memtable file and was lost.
 func TestAWriteAfterAnOpenOnAnEmptySegmentSurvivesAPowerLoss(t *testing.T) {
 	if err := lazyfs.Available(); err != nil {
-		t.Skipf("the power-loss test needs FUSE: %v", err)
+		testskip.Missing(t, "FUSE", err.Error())
 	}
 	base := t.TempDir()
 	backing, mnt := filepath.Join(base, "backing"), filepath.Join(base, "mnt")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/internal/testserver"
+	"github.com/tether-run/tether/internal/testskip"
 )
 
 // site is a real server on a free port with a real store in a temp dir, on
@@ -96,7 +97,7 @@ func browser(t *testing.T) context.Context {
 		}
 	}
 	if path == "" {
-		t.Skip("no chromium binary on PATH: install Debian's chromium (apt-get install chromium; .ci/run does) to run the dashboard's browser test")
+		testskip.Missing(t, "chromium", "not installed; Debian: apt-get install chromium")
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1440, 1000),

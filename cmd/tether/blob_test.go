@@ -196,16 +196,22 @@ func TestCLIBlobPutAndGet(t *testing.T) {
 	}
 	requireContains(t, e.ok(e.alice, "blob", "put", src), sha+" 20 text/plain; charset=utf-8 no")
 
-	// To a file with -o, and to stdout.
+	// To a file with --out, and to stdout.
 	dst := filepath.Join(dir, "copy.txt")
-	if got := e.ok(e.alice, "blob", "get", sha, "-o", dst); got != "" {
-		t.Fatalf("blob get -o printed %q", got)
+	if got := e.ok(e.alice, "blob", "get", sha, "--out", dst); got != "" {
+		t.Fatalf("blob get --out printed %q", got)
 	}
 	if got, err := os.ReadFile(dst); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the file holds %q (%v), want %q", got, err, data)
 	}
 	if got := e.ok(e.alice, "blob", "get", strings.ToUpper(sha)); got != string(data) {
 		t.Fatalf("blob get printed %q", got)
+	}
+	// -o is the output format everywhere; a file name there says to use --out.
+	r := e.fails(2, e.alice, "blob", "get", sha, "-o", dst+".2")
+	requireContains(t, r.stderr, "--out "+dst+".2")
+	if _, err := os.Stat(dst + ".2"); !os.IsNotExist(err) {
+		t.Fatalf("blob get -o FILE wrote the file: %v", err)
 	}
 
 	// Referenced by a node.
@@ -217,7 +223,7 @@ func TestCLIBlobPutAndGet(t *testing.T) {
 
 	// Errors: no such blob, no such file; no partial file is left.
 	missing := strings.Repeat("0", 64)
-	r := e.fails(1, e.alice, "blob", "get", missing, "-o", filepath.Join(dir, "missing"))
+	r = e.fails(1, e.alice, "blob", "get", missing, "--out", filepath.Join(dir, "missing"))
 	requireContains(t, r.stderr, "404 not_found")
 	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
 		t.Fatalf("blob get of a missing blob left a file: %v", err)

@@ -32,7 +32,10 @@ SHA-256), and only then renamed into place. Restore it with tether restore.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tok := c.token
 			if tok == "" {
-				tok = os.Getenv("TETHER_OPERATOR_TOKEN")
+				var err error
+				if tok, err = envToken("TETHER_OPERATOR_TOKEN"); err != nil {
+					return err
+				}
 			}
 			if tok == "" {
 				return usageErrorf("an operator token is required: --token or TETHER_OPERATOR_TOKEN")

@@ -29,6 +29,11 @@ func (c *cli) transferAPI() (*client.ClientWithResponses, error) {
 	if err := c.checkOutput(); err != nil {
 		return nil, err
 	}
+	if c.token == "" {
+		if _, err := envToken("TETHER_TOKEN"); err != nil {
+			return nil, err
+		}
+	}
 	opts := []client.ClientOption{client.WithHTTPClient(&http.Client{})}
 	if tok := c.bearer(); tok != "" {
 		opts = append(opts, client.WithBearerToken(tok))
@@ -114,15 +119,18 @@ func openUpload(cmd *cobra.Command, path string) (io.ReadCloser, int64, error) {
 func (c *cli) blobGetCommand() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:   "get SHA256 [-o FILE]",
+		Use:   "get SHA256 [--out FILE]",
 		Short: "Download a blob to stdout or a file",
-		Long: `Download a blob of your tenant, streamed, to stdout or, with -o, to FILE. Here -o
-names the file to write (as curl's does), not an output format. The bytes are
-checked against the sha256 as they arrive; on a mismatch or any error a partial
-FILE is removed.`,
-		Example: `  tether blob get 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 -o report.pdf`,
+		Long: `Download a blob of your tenant, streamed, to stdout or, with --out, to FILE. The
+bytes are checked against the sha256 as they arrive; on a mismatch or any error
+a partial FILE is removed. -o stays the output format of every command (here:
+-o json prints an error as its problem document).`,
+		Example: `  tether blob get 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 --out report.pdf`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if c.checkOutput() != nil {
+				return usageErrorf("-o is the output format (table, json or id), not %q: write the blob to a file with --out %s", c.output, c.output)
+			}
 			api, err := c.transferAPI()
 			if err != nil {
 				return err
@@ -143,8 +151,7 @@ FILE is removed.`,
 			return writeBlobFile(out, resp.Body, sha)
 		},
 	}
-	// It shadows the root's --output/-o (a format) for this command only.
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the blob to this file instead of stdout")
+	cmd.Flags().StringVar(&out, "out", "", "write the blob to this file instead of stdout (- for stdout)")
 	return cmd
 }
 

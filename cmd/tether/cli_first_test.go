@@ -190,7 +190,8 @@ func TestCLIVocabularyAndStrictResult(t *testing.T) {
 	requireContains(t, e.fails(1, e.admin, "tenant", "policy", "set", "--claim-ttl-max", "48h").stderr, "86400000 (24h)")
 }
 
-// TestVersion: tether version and --version name the build, as /health does.
+// TestVersion: tether version and --version name the build and its commit,
+// as /health and the start log do.
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	e := startCLI(t)
@@ -198,13 +199,19 @@ func TestVersion(t *testing.T) {
 	requireMatch(t, out, `^tether \S+\n`)
 	requireContains(t, out, "go: go1.")
 	v := strings.Fields(out)[1]
-	if got := strings.TrimSpace(e.ok("", "--version")); got != "tether "+v {
-		t.Errorf("--version printed %q, want tether %s", got, v)
+	if got := strings.TrimSpace(e.ok("", "--version")); !strings.HasPrefix(got, "tether "+v+" (commit ") {
+		t.Errorf("--version printed %q, want tether %s (commit ...)", got, v)
 	}
 	res, err := e.srv.as(httpClient(t), "").GetHealthWithResponse(context.Background())
 	if err != nil || res.JSON200 == nil || res.JSON200.Version != v {
-		t.Errorf("/health %v %s, want version %s", err, res.Body, v)
+		t.Fatalf("/health %v %s, want version %s", err, res.Body, v)
 	}
+	// The commit make stamps (TestMain stamps testCommit) shows everywhere.
+	requireContains(t, out, "commit: "+testCommit+" (modified)")
+	if h := res.JSON200; h.Commit == nil || *h.Commit != testCommit || h.Modified == nil || !*h.Modified {
+		t.Errorf("/health: %s, want commit %s, modified", res.Body, testCommit)
+	}
+	requireContains(t, e.srv.stderr.String(), "build.version="+v, "build.commit="+testCommit, "build.modified=true")
 }
 
 // TestWorkFailingCommandBacksOff: a command that fails at once does not burn

@@ -8,6 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/mcp"
 )
 
@@ -37,7 +38,7 @@ An MCP client launches it, for example (Claude Code's .mcp.json):
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return mcp.Serve(ctx, api, &sdk.StdioTransport{}, mcp.Options{})
+			return mcp.Serve(ctx, api, &sdk.StdioTransport{}, mcp.Options{Version: version.Get().Summary()})
 		},
 	}
 }

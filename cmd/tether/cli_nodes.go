@@ -170,31 +170,53 @@ func progressText(p *client.Progress) string {
 }
 
 func (c *cli) nodesRemoveCommand() *cobra.Command {
+	var f nodeFilter
 	var force bool
 	cmd := &cobra.Command{
-		Use:     "rm <id>",
+		Use:     "rm [<id>...] [--status done --queue Q ... --yes]",
 		Aliases: []string{"delete"},
-		Short:   "Delete a node (its edges are retired, not erased)",
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Short:   "Delete nodes (their edges are retired, not erased); by id or in bulk by filter",
+		Long: `Delete nodes: their edges are retired, not erased. A running node only with
+--force, which ends its lease. Needs the dispatcher role.
+
+Name the nodes, or select them with the filters of nodes ls (--status, --queue,
+--type, --label, --target, --parent, --holder, --search) for a bulk delete, one
+POST /v1/nodes/bulk: it counts them first and says how many it will touch,
+asking on a terminal (--yes: without asking; needed in scripts).`,
+		Example: `  tether nodes rm task-1
+  tether nodes rm --status cancelled --queue imports --yes`,
+		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if bulk, err := f.isBulk(cmd, a); err != nil || bulk {
+				if err != nil {
+					return err
+				}
+				return c.runBulk(cmd, &f, client.BulkRequestActionDelete, "deleted", nil, ifSet(cmd, "force", force))
+			}
 			api, err := c.api()
 			if err != nil {
 				return err
 			}
-			res, err := api.DeleteNodeWithResponse(cmd.Context(), a[0], &client.DeleteNodeParams{Force: ifSet(cmd, "force", force)})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			if !c.json() {
-				fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", a[0])
+			for _, id := range a {
+				res, err := api.DeleteNodeWithResponse(cmd.Context(), id, &client.DeleteNodeParams{Force: ifSet(cmd, "force", force)})
+				if err != nil {
+					return c.unreachable(err)
+				}
+				if err := c.check(res.HTTPResponse, res.Body); err != nil {
+					return err
+				}
+				switch c.output {
+				case "id":
+					fmt.Fprintln(cmd.OutOrStdout(), id)
+				case "table":
+					fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", id)
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete a running node too, ending its lease")
+	f.flags(cmd)
 	return cmd
 }
 

@@ -47,6 +47,11 @@ func (c *cli) api() (*client.ClientWithResponses, error) {
 	if err := c.checkOutput(); err != nil {
 		return nil, err
 	}
+	if c.token == "" {
+		if _, err := envToken("TETHER_TOKEN"); err != nil {
+			return nil, err
+		}
+	}
 	opts := []client.ClientOption{
 		// Long polls wait up to 60 s for an answer.
 		client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second}),
@@ -69,6 +74,19 @@ func (c *cli) bearer() string {
 		return c.token
 	}
 	return os.Getenv("TETHER_TOKEN")
+}
+
+// envToken is the token in the variable name. A variable that is set but
+// empty is an error rather than "no token": it is what
+// `export TETHER_TOKEN=$(tether token mint ...)` leaves when the command in
+// it failed, and calling on without a token would only show a 401 later,
+// far from the cause.
+func envToken(name string) (string, error) {
+	v, ok := os.LookupEnv(name)
+	if ok && strings.TrimSpace(v) == "" {
+		return "", usageErrorf("%s is empty: the command that set it printed nothing (did it fail?); set it to a token or unset it", name)
+	}
+	return strings.TrimSpace(v), nil
 }
 
 func (c *cli) checkOutput() error {
@@ -105,25 +123,73 @@ func writeJSON(w io.Writer, body []byte) error {
 }
 
 // writeID writes the answer's id alone (a blob's sha256, a claim's node
-// id), for `id=$(tether ... -o id)`.
+// id), for `id=$(tether ... -o id)`; for a list, the id of each item, one a
+// line, as kubectl's -o name does (for xargs and while read).
 func writeID(w io.Writer, body []byte) error {
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return fmt.Errorf("error reading the server's answer: %w", err)
+	}
+	if list.Items == nil {
+		id, err := answerID(body)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			return errors.New("the answer has no id: -o id does not apply to this command")
+		}
+		_, err = fmt.Fprintln(w, id)
+		return err
+	}
+	var b strings.Builder
+	for _, item := range list.Items {
+		id, err := answerID(item)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			return errors.New("the items listed have no id: -o id does not apply to this command")
+		}
+		b.WriteString(id + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// answerID is what names one answer or list item: its id, a blob's sha256,
+// a claim's node, an event's seq, a lease's node_id, a worker's name, a
+// queue's name; "" when it has none of them.
+func answerID(raw []byte) (string, error) {
 	var a struct {
 		ID     string `json:"id"`
 		SHA256 string `json:"sha256"`
 		Node   struct {
 			ID string `json:"id"`
 		} `json:"node"`
+		NodeID string      `json:"node_id"`
+		Worker string      `json:"worker"`
+		Queue  string      `json:"queue"`
+		Seq    json.Number `json:"seq"`
 	}
-	if err := json.Unmarshal(body, &a); err != nil {
-		return fmt.Errorf("error reading the server's answer: %w", err)
+	if err := json.Unmarshal(raw, &a); err != nil {
+		// A node's "node" member may be a string (a worker's), not an object.
+		var b struct {
+			ID     string `json:"id"`
+			Worker string `json:"worker"`
+		}
+		if json.Unmarshal(raw, &b) != nil {
+			return "", fmt.Errorf("error reading the server's answer: %w", err)
+		}
+		a.ID, a.Worker = b.ID, b.Worker
 	}
-	for _, id := range []string{a.ID, a.SHA256, a.Node.ID} {
+	for _, id := range []string{a.ID, a.SHA256, a.Node.ID, a.Seq.String(), a.NodeID, a.Worker, a.Queue} {
 		if id != "" {
-			_, err := fmt.Fprintln(w, id)
-			return err
+			return id, nil
 		}
 	}
-	return errors.New("the answer has no id: -o id does not apply to this command")
+	return "", nil
 }
 
 // unreachable is the error of a call that got no answer.
@@ -234,10 +300,47 @@ func groupCommand(use, short string, subs ...*cobra.Command) *cobra.Command {
 			if len(a) == 0 {
 				return cmd.Help()
 			}
-			return usageErrorf("unknown command %q for %q", a[0], cmd.CommandPath())
+			msg := fmt.Sprintf("unknown command %q for %q", a[0], cmd.CommandPath())
+			if near := cmd.SuggestionsFor(a[0]); len(near) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(near, "\n\t")
+			}
+			return usageError{errors.New(msg)}
 		},
 	}
 	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// clientFlags are the root's flags for the commands that call a server.
+var clientFlags = []string{"server", "token", "output"}
+
+// notAClient marks a command that does not call a server the root's way
+// (serve, check, restore; work has its own --server and --token): the
+// root's client flags named are left out of its help, and refused when
+// given, rather than silently ignored.
+func notAClient(cmd *cobra.Command, flags ...string) *cobra.Command {
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		root := c.Root()
+		for _, name := range flags {
+			if f := root.PersistentFlags().Lookup(name); f != nil {
+				f.Hidden = true
+				defer func() { f.Hidden = false }()
+			}
+		}
+		root.HelpFunc()(c, args)
+	})
+	check := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		for _, name := range flags {
+			if f := c.Root().PersistentFlags().Lookup(name); f != nil && f.Changed {
+				return usageErrorf("--%s is a flag of the client commands; %s does not take it", name, c.CommandPath())
+			}
+		}
+		if check != nil {
+			return check(c, args)
+		}
+		return nil
+	}
 	return cmd
 }
 

@@ -33,8 +33,10 @@ func (c *cli) tokenMintCommand() *cobra.Command {
 		Short: "Sign an HS256 JWT with the server's secret (no server is called)",
 		Long: `Sign an HS256 JWT with the server's secret: --secret, or the first of the
 comma separated TETHER_JWT_SECRET, which the server verifies with, or else the
-secret "tether serve --dev" keeps in its data directory (dev-secret in
-TETHER_DATA_DIR, default ./data), so it works beside a dev server. Claims: sub,
+secret in the file TETHER_SECRET_FILE names (tether serve --dev prints that
+export line, for minting from any directory), or else the secret a dev server
+keeps in its data directory (dev-secret in TETHER_DATA_DIR, default ./data),
+so it works beside a dev server. Claims: sub,
 tid (the tenant), roles (default, when not given: worker), iat, exp, and iss /
 aud from --issuer / --audience (TETHER_JWT_ISSUER / TETHER_JWT_AUDIENCE) when
 set. The token alone is printed, for export TETHER_TOKEN=$(tether token mint ...).`,
@@ -54,10 +56,15 @@ set. The token alone is printed, for export TETHER_TOKEN=$(tether token mint ...
 				}
 			}
 			if secret == "" {
+				if secret, err = secretFromFile(); err != nil {
+					return err
+				}
+			}
+			if secret == "" {
 				secret = devSecretNearby()
 			}
 			if secret == "" {
-				return usageErrorf("no secret: set --secret or TETHER_JWT_SECRET (or run beside a dev server: found no %s)", devSecretPath())
+				return usageErrorf("no secret: set --secret, TETHER_JWT_SECRET or TETHER_SECRET_FILE (the export line tether serve --dev printed), or run beside a dev server: found no %s", devSecretPath())
 			}
 			tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
 			if err != nil {
@@ -81,7 +88,7 @@ set. The token alone is printed, for export TETHER_TOKEN=$(tether token mint ...
 	f.StringVar(&tid, "tenant", "", "the tenant (required)")
 	f.StringSliceVar(&roles, "roles", nil, "reader, worker, dispatcher or admin (comma separated; default worker)")
 	f.DurationVar(&ttl, "ttl", 24*time.Hour, "how long it is valid")
-	f.StringVar(&secret, "secret", "", "the HS256 secret (default: the first of TETHER_JWT_SECRET, else a dev server's data/dev-secret)")
+	f.StringVar(&secret, "secret", "", "the HS256 secret (default: the first of TETHER_JWT_SECRET, else the file TETHER_SECRET_FILE, else a dev server's data/dev-secret here)")
 	f.StringVar(&issuer, "issuer", os.Getenv("TETHER_JWT_ISSUER"), "the iss claim (TETHER_JWT_ISSUER)")
 	f.StringVar(&audience, "audience", os.Getenv("TETHER_JWT_AUDIENCE"), "the aud claim (TETHER_JWT_AUDIENCE)")
 	return cmd
@@ -125,6 +132,24 @@ func tokenClaims(sub, tid string, roles []string, ttl time.Duration, issuer, aud
 // devSecretPath is where a dev server started here keeps its secret.
 func devSecretPath() string {
 	return filepath.Join(envString("TETHER_DATA_DIR", "./data"), "dev-secret")
+}
+
+// secretFromFile is the secret in the file TETHER_SECRET_FILE names ("" when
+// it is not set): the dev server prints its absolute path.
+func secretFromFile() (string, error) {
+	path := os.Getenv("TETHER_SECRET_FILE")
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usageErrorf("TETHER_SECRET_FILE: %v", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", usageErrorf("TETHER_SECRET_FILE: %s is empty", path)
+	}
+	return secret, nil
 }
 
 // devSecretNearby is the secret of a dev server started here, or "".

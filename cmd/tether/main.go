@@ -15,14 +15,16 @@ func main() {
 		Short:         "Tether coordinates work among fleets of AI agents and background workers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version.String(), // --version
+		Version:       version.Get().Summary(), // --version
 	}
 	root.SetVersionTemplate("tether {{.Version}}\n")
-	root.AddCommand(serveCommand(), versionCommand(), healthCommand())
-	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
+	root.AddCommand(notAClient(serveCommand(), clientFlags...), notAClient(healthCommand(), clientFlags...),
+		notAClient(workCommand(), "output"), notAClient(checkCommand(), clientFlags...), notAClient(restoreCommand(), clientFlags...))
+	root.AddCommand(cli.versionCommand())
 	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand(), cli.workersCommand())
 	root.AddCommand(cli.leaseCommands()...)
+	root.AddCommand(cli.nodeVerbCommands()...)
 	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
 	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.backupCommand())
 	root.AddCommand(cli.messageCommands()...)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/lazyfs"
+	"github.com/tether-run/tether/internal/testskip"
 )
 
 const (
@@ -56,7 +57,7 @@ const (
 // durable only when its directory is fsynced (default: lenient, as ext4).
 func TestPowerLoss(t *testing.T) {
 	if err := lazyfs.Available(); err != nil {
-		t.Skipf("the power-loss test needs FUSE: %v", err)
+		testskip.Missing(t, "FUSE", err.Error())
 	}
 	cycles := plDefaultCycles
 	if v := os.Getenv("TETHER_POWERLOSS_CYCLES"); v != "" {

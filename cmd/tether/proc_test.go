@@ -24,6 +24,9 @@ import (
 	"github.com/tether-run/tether/client"
 )
 
+// testCommit is the commit TestMain stamps into the binary it builds.
+const testCommit = "7e57c0117e57c0117e57c0117e57c0117e57c011"
+
 // tetherBin is the binary TestMain built.
 var tetherBin string
 
@@ -44,7 +47,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	tetherBin = filepath.Join(dir, "tether")
-	build := exec.Command("go", "build", "-o", tetherBin, ".")
+	// Stamped as make stamps it, with a commit of its own, so that tests see
+	// the commit reach tether version, /health and the start log.
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/tether-run/tether/internal/version.commit="+testCommit+
+		" -X github.com/tether-run/tether/internal/version.modified=true", "-o", tetherBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "error building tether:", err)

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tether-run/tether/internal/testskip"
 )
 
 const readmeClusterMarker = "TestREADMECluster runs this block"
@@ -55,9 +57,7 @@ func readmeClusterBlock(t *testing.T) string {
 }
 
 func TestREADMECluster(t *testing.T) {
-	if _, err := exec.LookPath("etcd"); err != nil {
-		t.Skip("no etcd binary on PATH (Debian: apt-get install etcd-server; .ci/run installs it)")
-	}
+	testskip.Programs(t, "etcd") // Debian: apt-get install etcd-server; .ci/run installs it
 	block := readmeClusterBlock(t)
 	kill := "kill -9 $s1\n"
 	i := strings.Index(block, kill)

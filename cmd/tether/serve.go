@@ -25,6 +25,7 @@ import (
 
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/tracing"
+	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/server"
 )
@@ -146,6 +147,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	s.Server.MCP = func(h http.Handler) server.MCPHandler { // /mcp: agents over MCP
 		opts := s.MCP
 		opts.Logger = log
+		opts.Version = version.Get().Summary()
 		return mcp.NewHandler(h, opts)
 	}
 	if s.PprofAddr != "" {
@@ -186,7 +188,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	// beside them.
 	procs := spareProcs()
 	url := "http://" + ln.Addr().String()
-	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs)
+	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs, buildLogAttrs())
 	if err := banner(url); err != nil {
 		return err
 	}
@@ -200,6 +202,12 @@ func flushTraces(log *slog.Logger, stop func(context.Context) error) {
 	if err := stop(ctx); err != nil {
 		log.Warn("error sending the last spans", "err", err)
 	}
+}
+
+// buildLogAttrs names the build in the start log, as GET /health does.
+func buildLogAttrs() slog.Attr {
+	b := version.Get()
+	return slog.Group("build", "version", b.Version, "commit", b.Commit, "modified", b.Modified)
 }
 
 // serveUntilSignal runs serve until SIGINT or SIGTERM (or until it fails),
@@ -280,22 +288,24 @@ func printDevBanner(url, secret, secretPath string) error {
 	if err != nil {
 		return err
 	}
+	if abs, err := filepath.Abs(secretPath); err == nil {
+		secretPath = abs
+	}
 	fmt.Printf(`
 Tether is running in dev mode on %[1]s
-An admin token for tenant "default" (valid 30 days):
+Paste these lines into the shell you will call it from: the server's URL, an
+admin token for tenant "default" (valid 30 days), and the file with the
+secret that "tether token mint" signs with, from any directory:
 
   export TETHER_URL=%[1]s
   export TETHER_TOKEN=%[2]s
+  export TETHER_SECRET_FILE=%[4]s
 
 Try it:
 
   curl -s $TETHER_URL/v1/nodes -H "Authorization: Bearer $TETHER_TOKEN" \
        --json '{"id": "hello", "type": "task", "queue": "default"}'
   curl -s -X POST $TETHER_URL/v1/nodes/hello/claim -H "Authorization: Bearer $TETHER_TOKEN"
-
-The secret is in %[4]s; tether token mint finds it there when run in this
-directory with the same TETHER_DATA_DIR (or pass --secret):
-
   tether token mint --sub alice --tenant default --roles worker
 
 An operator token, for tether backup:

@@ -159,7 +159,7 @@ func serveCluster(ctx context.Context, s settings, ln net.Listener, log *slog.Lo
 		return fmt.Errorf("etcd at %s: %w", strings.Join(s.Etcd.Endpoints, ","), err)
 	}
 	log.Info("tether is serving on etcd", "addr", ln.Addr().String(), "advertise", s.Etcd.Advertise, "id", node.ID(),
-		"prefix", s.Etcd.Prefix, "shards", s.Etcd.Shards, "lease_ttl", s.Etcd.LeaseTTL.String())
+		"prefix", s.Etcd.Prefix, "shards", s.Etcd.Shards, "lease_ttl", s.Etcd.LeaseTTL.String(), buildLogAttrs())
 	if err := printBanner("http://" + ln.Addr().String()); err != nil {
 		return err
 	}

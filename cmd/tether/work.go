@@ -118,7 +118,10 @@ func (o *workOptions) resolve() error {
 		o.server = envString("TETHER_URL", defaultServer)
 	}
 	if o.token == "" {
-		o.token = os.Getenv("TETHER_TOKEN")
+		var err error
+		if o.token, err = envToken("TETHER_TOKEN"); err != nil {
+			return err
+		}
 	}
 	if o.workerName == "" {
 		host, _ := os.Hostname()

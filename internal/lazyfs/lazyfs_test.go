@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tether-run/tether/internal/testskip"
 )
 
 func TestMain(m *testing.M) {
@@ -35,7 +37,7 @@ type mounted struct {
 func mount(t *testing.T, rule DirRule) *mounted {
 	t.Helper()
 	if err := Available(); err != nil {
-		t.Skipf("lazyfs cannot run here: %v", err)
+		testskip.Missing(t, "FUSE", err.Error())
 	}
 	base := t.TempDir()
 	m := &mounted{t: t, rule: rule, backing: filepath.Join(base, "backing"), mnt: filepath.Join(base, "mnt")}

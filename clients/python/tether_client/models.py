@@ -1030,8 +1030,12 @@ class ScheduleRunList(TypedDict):
 
 class Health(TypedDict):
     status: Literal["ok"]
-    # The running build (`tether version`), also the `version` label of the `tether_build_info` metric.
+    # The running build's module version (`tether version`), also the `version` label of the `tether_build_info` metric. A tag, a Go pseudo-version, or `dev` for a build from a source tree.
     version: str
+    # The VCS commit the build was made from (its `revision` label in `tether_build_info`); absent when the build does not know it (a plain `go run`).
+    commit: NotRequired[str]
+    # True when the source tree had uncommitted changes at build time; absent when false or unknown.
+    modified: NotRequired[bool]
 
 
 class Readiness(TypedDict):

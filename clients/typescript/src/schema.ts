@@ -2932,8 +2932,12 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "ok";
-            /** @description The running build (`tether version`), also the `version` label of the `tether_build_info` metric. */
+            /** @description The running build's module version (`tether version`), also the `version` label of the `tether_build_info` metric. A tag, a Go pseudo-version, or `dev` for a build from a source tree. */
             version: string;
+            /** @description The VCS commit the build was made from (its `revision` label in `tether_build_info`); absent when the build does not know it (a plain `go run`). */
+            commit?: string;
+            /** @description True when the source tree had uncommitted changes at build time; absent when false or unknown. */
+            modified?: boolean;
         };
         Readiness: {
             /** @enum {string} */
