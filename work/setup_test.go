@@ -64,7 +64,7 @@ func dependsOn(ids ...string) func(*work.NodeSpec) {
 	return func(s *work.NodeSpec) { s.DependsOn = ids }
 }
 func onChildFail(v string) func(*work.NodeSpec) { return func(s *work.NodeSpec) { s.OnChildFail = &v } }
-func maxAttempts(n int64) func(*work.NodeSpec) { return func(s *work.NodeSpec) { s.MaxAttempts = &n } }
+func maxAttempts(n int64) func(*work.NodeSpec)  { return func(s *work.NodeSpec) { s.MaxAttempts = &n } }
 
 func (b *bundle) create(t *testing.T, specs ...work.NodeSpec) {
 	t.Helper()
