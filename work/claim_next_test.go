@@ -15,7 +15,7 @@ func typed(typ string, labels ...string) func(*work.NodeSpec) {
 	return func(s *work.NodeSpec) { s.Type, s.Labels = typ, labels }
 }
 func target(sub string) func(*work.NodeSpec) { return func(s *work.NodeSpec) { s.Target = &sub } }
-func priority(p int64) func(*work.NodeSpec) { return func(s *work.NodeSpec) { s.Priority = &p } }
+func priority(p int64) func(*work.NodeSpec)  { return func(s *work.NodeSpec) { s.Priority = &p } }
 
 // Claim-next hands out the highest priority first, and only nodes its
 // filters match: every asked type is one of Types, every asked label is
