@@ -30,6 +30,11 @@ type loop struct {
 	timer clock.Timer
 	armed time.Time // when timer fires; zero when none is armed
 
+	// passed, when set (by tests, before Start), is called after each pass
+	// that made the due fires of refs: the loop's "I ran" signal. Nil in
+	// production.
+	passed func(refs []schedRef)
+
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -203,6 +208,9 @@ func (l *loop) fireAll(refs []schedRef) {
 	retryAt := l.clock.Now().Add(l.retry)
 	for _, ref := range failed {
 		l.set(ref, retryAt)
+	}
+	if l.passed != nil {
+		l.passed(refs)
 	}
 }
 
