@@ -2,7 +2,9 @@ package work_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,15 +111,32 @@ func TestClaimNextLongPollWakes(t *testing.T) {
 		return ch
 	}
 	woke := poll(work.ClaimNextParams{Caller: b.alice, Queue: "q", Types: []string{"wanted"}, Wait: work.MaxWait})
+	b.waitForClaimer(t, "q")
+	b.create(t, spec("other", "q", typed("unwanted")))
 	b.create(t, spec("wanted", "q", typed("wanted")))
 	a := <-woke
 	require.NoError(t, a.err)
 	require.Equal(t, "wanted", a.id)
+	require.Equal(t, graph.StatusQueued, b.status(t, "other"), "outside the poll's filter")
 
 	end := make(chan struct{})
-	ended := poll(work.ClaimNextParams{Caller: b.alice, Queue: "q", Wait: work.MaxWait, WaitEnd: end})
+	ended := poll(work.ClaimNextParams{Caller: b.alice, Queue: "q", Types: []string{"none"}, Wait: work.MaxWait, WaitEnd: end})
+	b.waitForClaimer(t, "q")
 	close(end)
 	a = <-ended
 	require.NoError(t, a.err)
 	require.Empty(t, a.id)
+}
+
+// waitForClaimer returns once a claim-next long poll waits on queue q.
+func (b *bundle) waitForClaimer(t *testing.T, q string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if waiting, _ := b.store.ReadyWaiters("acme", q); waiting > 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no long poll waits")
+		runtime.Gosched()
+	}
 }
