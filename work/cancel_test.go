@@ -54,6 +54,11 @@ func TestCancelCascades(t *testing.T) {
 	require.Equal(t, graph.StatusQueued, b.status(t, "dep-ignore"))
 	require.Equal(t, graph.StatusQueued, b.status(t, "bystander"))
 	require.EqualValues(t, 0, b.leases.LiveCount("acme", "alice"))
+	edges, _, err := b.work.Edges("acme", "kid-run", graph.EdgeQuery{Dir: graph.DirOut, Type: graph.EdgeAssigned, IncludeRetired: true}, 10, "")
+	require.NoError(t, err)
+	require.Len(t, edges, 1)
+	require.NotNil(t, edges[0].RetiredAt, "the run's assigned edge is retired")
+	require.Equal(t, "cancelled", edges[0].Props["outcome"])
 
 	// One transaction: the cancel's events are one unbroken run of seqs,
 	// all stamped with one instant, one cancelled event per node.
