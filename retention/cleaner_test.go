@@ -29,7 +29,7 @@ type rig struct {
 
 	mu      sync.Mutex
 	perTx   map[*graph.Tx]int // nodes removed by each transaction
-	removed chan string       // tenant/id of each node removed
+	removed chan string       // tenant/id of each node removed, once durable
 }
 
 // keep is each tenant's retention: acme an hour, initech two, globex
@@ -49,7 +49,7 @@ func newRig(t *testing.T) *rig {
 		r.mu.Lock()
 		r.perTx[tx]++
 		r.mu.Unlock()
-		r.removed <- tenant + "/" + id
+		tx.OnDurable(func() { r.removed <- tenant + "/" + id })
 		return nil
 	})
 	limits := func(context.Context, string) (lease.Limits, error) {
