@@ -144,6 +144,12 @@ func TestFailedOpenLeavesNothingRunning(t *testing.T) {
 	store, err := graph.Open(graph.Options{Dir: cfg.DataDir})
 	require.NoError(t, err, "the data dir is released")
 	require.NoError(t, store.Close())
+	// graph.Store.Close signals its list-sync goroutine and does not wait
+	// for it, so one may still be on its way out: allow it a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(tetherGoroutines()) > 0 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
 	require.Empty(t, tetherGoroutines(), "goroutines of the failed server still run")
 }
 
