@@ -26,12 +26,18 @@ type deliveryRig struct {
 func newDeliveryRig(t *testing.T) *deliveryRig {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	store, s := open(t, t.TempDir(), clk)
+	store, err := graph.Open(graph.Options{Dir: t.TempDir(), Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	// The service's background sweep is neither started nor stopped here
+	// (it only frees memory): every rule tested holds by the store's
+	// clock whether or not it runs.
+	s, err := New(store)
+	require.NoError(t, err)
 	limits := func(context.Context, string) (lease.Limits, error) {
 		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
 	}
 	leases := lease.New(lease.Config{Store: store, Clock: clk, Limits: limits})
-	t.Cleanup(func() { s.Close(); require.NoError(t, store.Close()) })
 	require.NoError(t, store.Update(context.Background(), func(tx *graph.Tx) error {
 		return tx.NodeInsert(&graph.Node{
 			Tenant: "acme", ID: "n1", Type: "task", Status: graph.StatusQueued, Queue: "q",

@@ -23,17 +23,16 @@ type loop struct {
 	s     *Service
 	clock clock.Clock
 	retry time.Duration
+	// passed, when set (by tests, before Start), is called after each pass
+	// that made the due fires of refs: the loop's "I ran" signal. Nil in
+	// production.
+	passed func(refs []schedRef)
 
 	mu    sync.Mutex
 	heap  dueHeap
 	items map[schedRef]*dueItem
 	timer clock.Timer
 	armed time.Time // when timer fires; zero when none is armed
-
-	// passed, when set (by tests, before Start), is called after each pass
-	// that made the due fires of refs: the loop's "I ran" signal. Nil in
-	// production.
-	passed func(refs []schedRef)
 
 	wake    chan struct{}
 	stop    chan struct{}

@@ -27,9 +27,8 @@ type rig struct {
 	clk     *clocktest.Fake
 	cleaner *retention.Cleaner
 
-	mu      sync.Mutex
-	perTx   map[*graph.Tx]int // nodes removed by each transaction
-	removed chan string       // tenant/id of each node removed, once durable
+	mu    sync.Mutex
+	perTx map[*graph.Tx]int // nodes removed by each transaction
 }
 
 // keep is each tenant's retention: acme an hour, initech two, globex
@@ -44,12 +43,11 @@ func newRig(t *testing.T) *rig {
 	store, err := graph.Open(graph.Options{Dir: t.TempDir(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	r := &rig{store: store, clk: clk, perTx: map[*graph.Tx]int{}, removed: make(chan string, 1000)}
+	r := &rig{store: store, clk: clk, perTx: map[*graph.Tx]int{}}
 	store.OnNodeGone(func(tx *graph.Tx, tenant, id string) error {
 		r.mu.Lock()
 		r.perTx[tx]++
 		r.mu.Unlock()
-		tx.OnDurable(func() { r.removed <- tenant + "/" + id })
 		return nil
 	})
 	limits := func(context.Context, string) (lease.Limits, error) {
@@ -184,24 +182,4 @@ func TestRemovedFencesAreNeverReused(t *testing.T) {
 	require.False(t, r.exists(t, "acme", "n"))
 	second := r.done(t, "acme", "n")
 	require.Greater(t, second, first)
-}
-
-// The running cleaner makes a pass every Interval of the injected clock,
-// and Stop waits for it to end.
-func TestCleanerRunsOnTheClock(t *testing.T) {
-	t.Parallel()
-	r := newRig(t)
-	r.done(t, "acme", "n")
-	r.cleaner.Start()
-	t.Cleanup(r.cleaner.Stop)
-	r.clk.Advance(time.Hour + time.Minute) // the timer fires; n is past an hour old
-	select {
-	case got := <-r.removed:
-		require.Equal(t, "acme/n", got)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cleaner made no pass")
-	}
-	r.cleaner.Stop()
-	require.False(t, r.exists(t, "acme", "n"))
-	r.cleaner.Stop() // again: nothing
 }
