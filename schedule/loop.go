@@ -23,6 +23,10 @@ type loop struct {
 	s     *Service
 	clock clock.Clock
 	retry time.Duration
+	// passed, when set (by tests, before Start), is called after each pass
+	// that made the due fires of refs: the loop's "I ran" signal. Nil in
+	// production.
+	passed func(refs []schedRef)
 
 	mu    sync.Mutex
 	heap  dueHeap
@@ -203,6 +207,9 @@ func (l *loop) fireAll(refs []schedRef) {
 	retryAt := l.clock.Now().Add(l.retry)
 	for _, ref := range failed {
 		l.set(ref, retryAt)
+	}
+	if l.passed != nil {
+		l.passed(refs)
 	}
 }
 
