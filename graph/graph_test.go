@@ -330,3 +330,17 @@ func FuzzCompareOrder(f *testing.F) {
 		}
 	})
 }
+
+// A list asked for no node is a refusal, not a panic.
+func TestNodeListRefusesALimitBelowOne(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	insert(t, s, newNode("acme", "n1", 0))
+	err := s.View(func(tx *Tx) error {
+		_, _, err := tx.NodeList("acme", NodeQuery{Limit: 0})
+		return err
+	})
+	var bad *fault.Invalid
+	require.ErrorAs(t, err, &bad)
+	require.Equal(t, "limit", bad.Field)
+}

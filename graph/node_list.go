@@ -76,6 +76,9 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 	}
 	tx.store.table.syncLists()
 	limit := q.Limit
+	if limit < 1 {
+		return nil, "", fault.Invalidf("limit", "must be at least 1")
+	}
 	var out []*Node
 	next := ""
 	const chunk = 128
