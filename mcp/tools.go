@@ -151,7 +151,7 @@ func (s *session) addTools(srv *sdk.Server) {
 		// idempotent: a repeat after it was claimed again releases that claim.
 		hints: hints{}, from: []string{"ReleaseRequest"}}, s.release)
 	tool(srv, def{name: "comment", title: "Comment on a node",
-		desc: "Leave a note on a node, for people and other agents.",
+		desc:  "Leave a note on a node, for people and other agents.",
 		hints: additive, from: []string{"CommentCreate"}}, s.comment)
 
 	// Planning work.
@@ -171,17 +171,17 @@ func (s *session) addTools(srv *sdk.Server) {
 
 	// Reading.
 	tool(srv, def{name: "get_node", title: "Read a node",
-		desc: "Read a node: its status, title, body, props, result, last error, lease holder and attempts.",
+		desc:  "Read a node: its status, title, body, props, result, last error, lease holder and attempts.",
 		hints: readOnly}, s.getNode)
 	tool(srv, def{name: "list_nodes", title: "List nodes",
 		desc: "List nodes, filtered by status, queue, type, label, holder, parent, text in id or title (q) and time; " +
 			"a page at a time (limit, then cursor = next_cursor). Ordered by priority, then age.",
 		hints: readOnly, from: []string{"GET /v1/nodes"}}, s.listNodes)
 	tool(srv, def{name: "list_queues", title: "List queues",
-		desc: "List the tenant's queues with their nodes counted by status, how many are ready to claim, and whether each is paused.",
+		desc:  "List the tenant's queues with their nodes counted by status, how many are ready to claim, and whether each is paused.",
 		hints: readOnly}, s.listQueues)
 	tool(srv, def{name: "history", title: "A node's events",
-		desc: "List a node's events (created, claimed, progress, released, completed, failed, ...), oldest first; page with after.",
+		desc:  "List a node's events (created, claimed, progress, released, completed, failed, ...), oldest first; page with after.",
 		hints: readOnly, from: []string{"GET /v1/nodes/{id}/events"}}, s.history)
 
 	// Messages.
@@ -191,7 +191,7 @@ func (s *session) addTools(srv *sdk.Server) {
 		// delivered, which its sender sees; listing again changes nothing.
 		hints: hints{idempotent: true}, from: []string{"GET /v1/inbox"}}, s.inbox)
 	tool(srv, def{name: "send_message", title: "Send a message",
-		desc: "Send a message to an identity (its sub) or to whoever holds a node (node:<id>).",
+		desc:  "Send a message to an identity (its sub) or to whoever holds a node (node:<id>).",
 		hints: additive, from: []string{"MessageCreate"}}, s.sendMessage)
 }
 
