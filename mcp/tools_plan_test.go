@@ -251,21 +251,51 @@ func TestWaitForStopsWithTheCall(t *testing.T) {
 	tok := e.token("agent-w")
 	cs := e.stdio(tok, mcp.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	returned := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "wait_for", Arguments: map[string]any{"node_id": "w-1", "max_wait_ms": 600000}})
-		returned <- err
-	}()
+	defer cancel()
+	returned := waitForever(cs, ctx, "w-1")
 	// The identity's one wait is taken while wait_for long polls.
-	api := e.as(tok)
-	longPoll := func() int {
-		wait := 1
-		res, err := api.ListEventsWithResponse(context.Background(), &client.ListEventsParams{WaitMS: &wait})
-		require.NoError(t, err)
-		return res.StatusCode()
-	}
-	require.Eventually(t, func() bool { return longPoll() == http.StatusTooManyRequests }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusTooManyRequests }, 10*time.Second, 10*time.Millisecond)
 	cancel()
 	require.Error(t, <-returned)
-	require.Eventually(t, func() bool { return longPoll() == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+}
+
+// wait_for stops when its HTTP session ends (DELETE, or idle): the wait it
+// held is free again.
+func TestWaitForStopsWithTheSession(t *testing.T) {
+	t.Parallel()
+	// The session and its standalone stream hold two of the identity's
+	// three waits, wait_for's long poll the third.
+	e := startWith(t, settings{waits: api.WaitLimits{PerIdentity: 3}})
+	e.queued("w-2", "q")
+	tok := e.token("agent-w")
+	cs := e.streamable(tok)
+	returned := waitForever(cs, context.Background(), "w-2")
+	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusTooManyRequests }, 10*time.Second, 10*time.Millisecond)
+	status, _ := e.rawMCP(http.MethodDelete, tok, cs.ID(), "")
+	require.Equal(t, http.StatusNoContent, status, "the DELETE does not wait for wait_for to end")
+	<-returned
+	// A new session and its stream take the places of the deleted one's;
+	// the long poll finds the third free only once wait_for has stopped.
+	e.streamable(tok)
+	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+}
+
+// waitForever calls wait_for on id with the longest wait, in the background.
+func waitForever(cs *sdk.ClientSession, ctx context.Context, id string) <-chan error {
+	returned := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "wait_for", Arguments: map[string]any{"node_id": id, "max_wait_ms": 600000}})
+		returned <- err
+	}()
+	return returned
+}
+
+// longPoll is the status of a 1 ms long poll of the event feed as tok.
+func (e *env) longPoll(tok string) int {
+	e.t.Helper()
+	wait := 1
+	res, err := e.as(tok).ListEventsWithResponse(context.Background(), &client.ListEventsParams{WaitMS: &wait})
+	require.NoError(e.t, err)
+	return res.StatusCode()
 }
