@@ -40,7 +40,7 @@ test-short: ## Run the tests without the race detector (faster)
 	$(GO) test -count=1 $(PKGS)
 
 .PHONY: linearize
-linearize: ## Long lease linearizability check (porcupine) against a real server with kill -9 restarts (~6 min)
+linearize: ## Long lease linearizability check (porcupine) against real servers: Badger with kill -9 restarts, then etcd (~12 min)
 	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 60m -v -run 'TestLinearize' ./cmd/tether/
 
 .PHONY: spec-lint

@@ -22,6 +22,7 @@ type workerJSON struct {
 	By         string         `json:"by"`
 	Worker     string         `json:"worker"`
 	Status     worker.Status  `json:"status"`
+	State      worker.State   `json:"state"`
 	Node       *string        `json:"node"`
 	Meta       map[string]any `json:"meta"`
 	StartedAt  Time           `json:"started_at"`
@@ -35,7 +36,7 @@ func toWorker(v worker.View) workerJSON {
 		meta = map[string]any{}
 	}
 	return workerJSON{
-		By: v.By, Worker: v.Worker, Status: v.Status, Node: strPtr(v.Node), Meta: meta,
+		By: v.By, Worker: v.Worker, Status: v.Status, State: v.State, Node: strPtr(v.Node), Meta: meta,
 		StartedAt: Time(v.StartedAt), LastSeenAt: Time(v.LastSeenAt), Stale: v.Stale,
 	}
 }

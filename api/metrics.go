@@ -12,15 +12,17 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/version"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/retention"
 )
 
 // metrics is one registry per server: no package-level state.
 type metrics struct {
-	reg      *prometheus.Registry
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-	codes    [600]string // the label of each status code, made once
+	queueMeter *queuemetrics.Meter
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	codes      [600]string // the label of each status code, made once
 }
 
 // retention registers the retention cleaner's totals.
@@ -33,6 +35,15 @@ func (m *metrics) retention(st *retention.Stats) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_retention_passes_total", Help: "Passes of the retention cleaner."},
 			func() float64 { return float64(st.Passes.Load()) }),
 	)
+}
+
+// queues registers the per-queue series (package queuemetrics); the meter
+// also keeps each queue's last hour for GET /v1/queues/{queue}/throughput.
+func (m *metrics) queues(store *graph.Store, lim queuemetrics.Limits) {
+	m.queueMeter = queuemetrics.New(store, lim)
+	if err := m.queueMeter.Register(m.reg); err != nil {
+		panic(err) // a name registered twice: a programming error, as MustRegister
+	}
 }
 
 func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {

@@ -9,12 +9,14 @@ import (
 	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
@@ -36,6 +38,12 @@ type Config struct {
 	// Waits cap the long polls, event streams and MCP sessions and streams
 	// open at once.
 	Waits WaitLimits
+	// QueueMetrics bound the label values of the per-queue series
+	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
+	QueueMetrics queuemetrics.Limits
+	// Tracer, when set, traces every request (api/tracing.go); nil: no
+	// tracing, and no middleware for it.
+	Tracer trace.TracerProvider
 }
 
 // Deps are the domain services the handlers call.
@@ -119,10 +127,14 @@ func New(cfg Config, d Deps) *Server {
 	if d.Retention != nil {
 		s.metrics.retention(d.Retention)
 	}
+	s.metrics.queues(d.Store, cfg.QueueMetrics)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.edge)
+	if cfg.Tracer != nil {
+		e.Use(traced(cfg.Tracer))
+	}
 	s.routes()
 	return s
 }
@@ -199,6 +211,7 @@ func (s *Server) routes() {
 
 	v1.add(http.MethodGet, "/queues", s.listQueues, reader)
 	v1.add(http.MethodPatch, "/queues/:queue", s.patchQueue, dispatcher)
+	v1.add(http.MethodGet, "/queues/:queue/throughput", s.queueThroughput, reader)
 	v1.add(http.MethodPost, "/queues/:queue/pause", s.pauseQueue, dispatcher)
 	v1.add(http.MethodPost, "/queues/:queue/resume", s.resumeQueue, dispatcher)
 	v1.add(http.MethodPost, "/queues/:queue/claim", s.claimNext, worker)

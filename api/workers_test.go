@@ -23,7 +23,7 @@ func heartbeat(t *testing.T, c *client.ClientWithResponses, hb client.WorkerHear
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 	r := res.JSON200
 	return client.Worker{
-		By: r.By, Worker: r.Worker, Status: r.Status, Node: r.Node, Meta: r.Meta,
+		By: r.By, Worker: r.Worker, Status: r.Status, State: r.State, Node: r.Node, Meta: r.Meta,
 		StartedAt: r.StartedAt, LastSeenAt: r.LastSeenAt, Stale: r.Stale,
 	}
 }
@@ -256,4 +256,40 @@ func TestWorkersPage(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"alice/slot-0", "alice/slot-1", "alice/slot-2", "bob/slot-0", "bob/slot-1", "bob/slot-2"}, seen)
+}
+
+// TestWorkerStateOneVocabulary: the API's state is what every face shows; a
+// worker that said offline stays offline (never stale) and is forgotten
+// TETHER_WORKER_OFFLINE_RETENTION_MS after its goodbye, while a silent one
+// is stale and stays listed.
+func TestWorkerStateOneVocabulary(t *testing.T) {
+	t.Parallel()
+	e := start(t, staleAfter(5*time.Second), func(c *server.Config) { c.WorkerOfflineRetention = time.Minute })
+	w := e.user("alice", "worker")
+	require.Equal(t, client.WorkerStateIdle, heartbeat(t, w, client.WorkerHeartbeat{Worker: "idle", Status: client.WorkerStatusIdle}).State)
+	require.Equal(t, client.WorkerStateWorking, heartbeat(t, w, client.WorkerHeartbeat{Worker: "crashed", Status: client.WorkerStatusWorking, Node: ptr("n1")}).State)
+	heartbeat(t, w, client.WorkerHeartbeat{Worker: "stopped", Status: client.WorkerStatusIdle})
+	off := heartbeat(t, w, client.WorkerHeartbeat{Worker: "stopped", Status: client.WorkerStatusOffline})
+	require.Equal(t, client.WorkerStateOffline, off.State)
+
+	e.clk.Advance(10 * time.Second)
+	heartbeat(t, w, client.WorkerHeartbeat{Worker: "idle", Status: client.WorkerStatusIdle})
+	list := workers(t, w)
+	stopped := findWorker(t, list, "alice", "stopped")
+	require.Equal(t, client.WorkerStateOffline, stopped.State, "a runner that stopped cleanly is offline, not stale")
+	require.False(t, stopped.Stale)
+	crashed := findWorker(t, list, "alice", "crashed")
+	require.Equal(t, client.WorkerStateStale, crashed.State)
+	require.True(t, crashed.Stale)
+	require.Equal(t, client.WorkerStateIdle, findWorker(t, list, "alice", "idle").State)
+
+	e.clk.Advance(50 * time.Second)
+	names := func() []string {
+		var out []string
+		for _, w := range workers(t, w) {
+			out = append(out, w.Worker)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"crashed", "idle"}, names(), "forgotten a minute after its goodbye")
 }

@@ -532,6 +532,30 @@ func (e StatusRequestStatus) Valid() bool {
 	}
 }
 
+// Defines values for WorkerState.
+const (
+	WorkerStateIdle    WorkerState = "idle"
+	WorkerStateOffline WorkerState = "offline"
+	WorkerStateStale   WorkerState = "stale"
+	WorkerStateWorking WorkerState = "working"
+)
+
+// Valid indicates whether the value is a known member of the WorkerState enum.
+func (e WorkerState) Valid() bool {
+	switch e {
+	case WorkerStateIdle:
+		return true
+	case WorkerStateOffline:
+		return true
+	case WorkerStateStale:
+		return true
+	case WorkerStateWorking:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WorkerStatus.
 const (
 	WorkerStatusIdle    WorkerStatus = "idle"
@@ -1124,10 +1148,15 @@ type Node struct {
 	Parent      *string     `json:"parent"`
 
 	// Priority Higher runs first.
-	Priority int64                  `json:"priority"`
-	Progress *Progress              `json:"progress"`
-	Props    map[string]interface{} `json:"props"`
-	Queue    *string                `json:"queue"`
+	Priority int64     `json:"priority"`
+	Progress *Progress `json:"progress"`
+
+	// Props Free-form. `traceparent` (a W3C trace context) is set by the server when it
+	// traces requests (OpenTelemetry, off by default) and the caller set none: the
+	// creating request's span, returned with the node by every claim so a run can
+	// link to the request that made its node.
+	Props map[string]interface{} `json:"props"`
+	Queue *string                `json:"queue"`
 
 	// Ready `queued` or `open`, `run_at` passed, every `depends_on` target done (or
 	// ended, with `on_fail: ignore`), every child terminal, and the queue not paused.
@@ -1231,7 +1260,10 @@ type NodeCreate struct {
 	// Priority Higher is claimed first within the queue (default 0; negative values are allowed).
 	Priority *int64 `json:"priority,omitempty"`
 
-	// Props Free-form JSON properties of the node (structured input, metadata). Without it the node has none.
+	// Props Free-form JSON properties of the node (structured input, metadata); without
+	// it the node has none. A server that traces requests (OpenTelemetry, off by
+	// default) adds `traceparent`, the creating request's W3C trace context, unless
+	// it is given here.
 	Props *map[string]interface{} `json:"props,omitempty"`
 
 	// Queue With a queue the node starts `queued`, without it starts `open`.
@@ -1447,6 +1479,22 @@ type QueueList struct {
 // QueuePatch defines model for QueuePatch.
 type QueuePatch struct {
 	MaxRunning int64 `json:"max_running"`
+}
+
+// QueueThroughput defines model for QueueThroughput.
+type QueueThroughput struct {
+	// Minutes The last 60 minutes, oldest first.
+	Minutes []struct {
+		// At The minute's start.
+		At        time.Time `json:"at"`
+		Completed int64     `json:"completed"`
+		Created   int64     `json:"created"`
+		Failed    int64     `json:"failed"`
+	} `json:"minutes"`
+	Queue string `json:"queue"`
+
+	// Shared The queue is past the cardinality cap; the numbers are those of every queue counted with it.
+	Shared bool `json:"shared"`
 }
 
 // Readiness defines model for Readiness.
@@ -1926,11 +1974,18 @@ type Worker struct {
 	// Node The node it runs (`working` only).
 	Node *string `json:"node"`
 
-	// Stale No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000).
+	// Stale `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale).
 	Stale bool `json:"stale"`
 
 	// StartedAt The first heartbeat of this life of the worker (reset after `offline` or stale).
 	StartedAt time.Time `json:"started_at"`
+
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
 
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
@@ -1967,6 +2022,13 @@ type WorkerHeartbeatResponse struct {
 	Stale       bool                   `json:"stale"`
 	StartedAt   time.Time              `json:"started_at"`
 
+	// State The one word to show for a worker (the dashboard and the CLI show it too):
+	// `idle` or `working` as its last heartbeat said; `stale` when it has been
+	// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+	// `offline` (it crashed or lost the network); `offline` when it said
+	// goodbye (a runner that stopped cleanly), however long ago.
+	State WorkerState `json:"state"`
+
 	// Status What a worker last said it was doing: `idle` (waiting for work), `working`
 	// (running the node it names) or `offline` (stopped).
 	Status WorkerStatus `json:"status"`
@@ -1978,6 +2040,13 @@ type WorkerList struct {
 	Items      []Worker `json:"items"`
 	NextCursor *string  `json:"next_cursor"`
 }
+
+// WorkerState The one word to show for a worker (the dashboard and the CLI show it too):
+// `idle` or `working` as its last heartbeat said; `stale` when it has been
+// silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+// `offline` (it crashed or lost the network); `offline` when it said
+// goodbye (a runner that stopped cleanly), however long ago.
+type WorkerState string
 
 // WorkerStatus What a worker last said it was doing: `idle` (waiting for work), `working`
 // (running the node it names) or `offline` (stopped).
@@ -2854,7 +2923,8 @@ type ClientInterface interface {
 
 	// ListLeases List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3042,7 +3112,11 @@ type ClientInterface interface {
 
 	// GetNode Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 	GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3244,6 +3318,10 @@ type ClientInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -3255,6 +3333,10 @@ type ClientInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3366,6 +3448,11 @@ type ClientInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -3377,6 +3464,11 @@ type ClientInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3535,6 +3627,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueueThroughput A queue's last hour, minute by minute
+	//
+	// Role: reader. How many of the queue's nodes were created, completed and
+	// failed (a failure that is retried counts too) in each of the last 60
+	// minutes, oldest first, the current minute last. The server counts them in
+	// memory as each write commits (the per-queue series of `/metrics` count the
+	// same), so the history starts when the server starts; in a cluster on etcd
+	// it is the owning server's. A queue past the series' cardinality cap
+	// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+	// says so. A queue that never had a node answers zeros.
+	//
+	// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+	GetQueueThroughput(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSchedules List the schedules
 	//
@@ -3814,10 +3920,12 @@ type ClientInterface interface {
 
 	// ListWorkers List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 	ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4411,7 +4519,8 @@ func (c *Client) AckMessage(ctx context.Context, id MessageID, reqEditors ...Req
 
 // ListLeases List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
 func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4719,7 +4828,11 @@ func (c *Client) DeleteNode(ctx context.Context, id NodeID, params *DeleteNodePa
 
 // GetNode Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Corresponds with GET /v1/nodes/{id} (the `GetNode` operationId).
 func (c *Client) GetNode(ctx context.Context, id NodeID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5071,6 +5184,10 @@ func (c *Client) ListNodeEvents(ctx context.Context, id NodeID, params *ListNode
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -5092,6 +5209,10 @@ func (c *Client) ExtendLeaseWithBody(ctx context.Context, id NodeID, contentType
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5273,6 +5394,11 @@ func (c *Client) ReleaseNode(ctx context.Context, id NodeID, body ReleaseNodeJSO
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -5294,6 +5420,11 @@ func (c *Client) RenewLeaseWithBody(ctx context.Context, id NodeID, contentType 
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5593,6 +5724,30 @@ func (c *Client) PauseQueue(ctx context.Context, queue string, reqEditors ...Req
 // Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queue)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueThroughput A queue's last hour, minute by minute
+//
+// Role: reader. How many of the queue's nodes were created, completed and
+// failed (a failure that is retried counts too) in each of the last 60
+// minutes, oldest first, the current minute last. The server counts them in
+// memory as each write commits (the per-queue series of `/metrics` count the
+// same), so the history starts when the server starts; in a cluster on etcd
+// it is the owning server's. A queue past the series' cardinality cap
+// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+// says so. A queue that never had a node answers zeros.
+//
+// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+func (c *Client) GetQueueThroughput(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueThroughputRequest(c.Server, queue)
 	if err != nil {
 		return nil, err
 	}
@@ -6101,10 +6256,12 @@ func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...Reque
 
 // ListWorkers List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Corresponds with GET /v1/workers (the `ListWorkers` operationId).
 func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8992,6 +9149,45 @@ func NewResumeQueueRequest(server string, queue string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetQueueThroughputRequest constructs an http.Request for the GetQueueThroughput method
+func NewGetQueueThroughputRequest(server string, queue string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue", queue, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("queue", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/queues/%s/throughput", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListSchedulesRequest constructs an http.Request for the ListSchedules method
 func NewListSchedulesRequest(server string, params *ListSchedulesParams) (*http.Request, error) {
 	var err error
@@ -10165,7 +10361,8 @@ type ClientWithResponsesInterface interface {
 
 	// ListLeasesWithResponse List the live leases
 	//
-	// Role reader. What is running right now.
+	// Role reader. What is running right now, each lease with its latest
+	// `expires`: a renewal answered before the list began is in it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10361,7 +10558,11 @@ type ClientWithResponsesInterface interface {
 
 	// GetNodeWithResponse Get a node
 	//
-	// Role reader. The `ETag` is the node's `version`.
+	// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+	// it shows every write answered before it began, renewals included (a
+	// renewal's `expires` is shown once the renewal is answered, though a
+	// renewal does not bump `version`); of what is not yet durable, it shows
+	// renewals only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10571,6 +10772,10 @@ type ClientWithResponsesInterface interface {
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
 	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -10582,6 +10787,10 @@ type ClientWithResponsesInterface interface {
 	// `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 	// `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 	// lease_lost`.
+	//
+	// Unlike a renewal, an extend is durable before it is answered (it may reach
+	// past now + `ttl_ms`, which a restart would not give back); a read that
+	// starts after the answer shows the new `expires`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10693,6 +10902,11 @@ type ClientWithResponsesInterface interface {
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
 	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -10704,6 +10918,11 @@ type ClientWithResponsesInterface interface {
 	// lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 	// current `holder` (or null). Any session of the holder may renew; passing a
 	// session binds the lease to that run.
+	//
+	// Answered once applied, before it is durable (see Consistency and
+	// durability): a read that starts after the answer shows the new `expires`;
+	// a crash may lose the renewal, and the restart then gives the lease its full
+	// `ttl_ms` afresh if its stored expiry is still ahead.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10870,6 +11089,22 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/queues/{queue}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// GetQueueThroughputWithResponse A queue's last hour, minute by minute
+	//
+	// Role: reader. How many of the queue's nodes were created, completed and
+	// failed (a failure that is retried counts too) in each of the last 60
+	// minutes, oldest first, the current minute last. The server counts them in
+	// memory as each write commits (the per-queue series of `/metrics` count the
+	// same), so the history starts when the server starts; in a cluster on etcd
+	// it is the owning server's. A queue past the series' cardinality cap
+	// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+	// says so. A queue that never had a node answers zeros.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+	GetQueueThroughputWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*GetQueueThroughputResponse, error)
 
 	// ListSchedulesWithResponse List the schedules
 	//
@@ -11163,10 +11398,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListWorkersWithResponse List the workers
 	//
-	// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-	// hours, ordered by `by`, then `worker`. `stale` is true when its last
-	// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-	// its status.
+	// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+	// every one that sent a heartbeat in the last 24 hours, except those that
+	// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+	// (default 600000), which are forgotten (a runner names its slots after its
+	// pid, so every runner process that stops leaves rows behind). `state` is
+	// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16480,6 +16717,103 @@ func (r ResumeQueueResponse) ContentType() string {
 	return ""
 }
 
+// GetQueueThroughputResponse401Headers the declared response headers of an HTTP 401 response for GetQueueThroughput
+type GetQueueThroughputResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetQueueThroughputResponse429Headers the declared response headers of an HTTP 429 response for GetQueueThroughput
+type GetQueueThroughputResponse429Headers struct {
+	RetryAfter int
+}
+
+type GetQueueThroughputResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueThroughput
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetQueueThroughputResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetQueueThroughputResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueThroughputResponse) GetJSON200() *QueueThroughput {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetQueueThroughputResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueThroughputResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueThroughputResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueThroughputResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueThroughputResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSchedulesResponse401Headers the declared response headers of an HTTP 401 response for ListSchedules
 type ListSchedulesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -18625,7 +18959,8 @@ func (c *ClientWithResponses) AckMessageWithResponse(ctx context.Context, id Mes
 
 // ListLeasesWithResponse List the live leases
 //
-// Role reader. What is running right now.
+// Role reader. What is running right now, each lease with its latest
+// `expires`: a renewal answered before the list began is in it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18893,7 +19228,11 @@ func (c *ClientWithResponses) DeleteNodeWithResponse(ctx context.Context, id Nod
 
 // GetNodeWithResponse Get a node
 //
-// Role reader. The `ETag` is the node's `version`.
+// Role reader. The `ETag` is the node's `version`. The read is linearizable:
+// it shows every write answered before it began, renewals included (a
+// renewal's `expires` is shown once the renewal is answered, though a
+// renewal does not bump `version`); of what is not yet durable, it shows
+// renewals only.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19193,6 +19532,10 @@ func (c *ClientWithResponses) ListNodeEventsWithResponse(ctx context.Context, id
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
 //
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/extend (the `ExtendLease` operationId).
@@ -19210,6 +19553,10 @@ func (c *ClientWithResponses) ExtendLeaseWithBodyWithResponse(ctx context.Contex
 // `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
 // `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
 // lease_lost`.
+//
+// Unlike a renewal, an extend is durable before it is answered (it may reach
+// past now + `ttl_ms`, which a restart would not give back); a read that
+// starts after the answer shows the new `expires`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19363,6 +19710,11 @@ func (c *ClientWithResponses) ReleaseNodeWithResponse(ctx context.Context, id No
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
 //
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/nodes/{id}/renew (the `RenewLease` operationId).
@@ -19380,6 +19732,11 @@ func (c *ClientWithResponses) RenewLeaseWithBodyWithResponse(ctx context.Context
 // lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
 // current `holder` (or null). Any session of the holder may renew; passing a
 // session binds the lease to that run.
+//
+// Answered once applied, before it is durable (see Consistency and
+// durability): a read that starts after the answer shows the new `expires`;
+// a crash may lose the renewal, and the restart then gives the lease its full
+// `ttl_ms` afresh if its stored expiry is still ahead.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19635,6 +19992,28 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 		return nil, err
 	}
 	return ParseResumeQueueResponse(rsp)
+}
+
+// GetQueueThroughputWithResponse A queue's last hour, minute by minute
+//
+// Role: reader. How many of the queue's nodes were created, completed and
+// failed (a failure that is retried counts too) in each of the last 60
+// minutes, oldest first, the current minute last. The server counts them in
+// memory as each write commits (the per-queue series of `/metrics` count the
+// same), so the history starts when the server starts; in a cluster on etcd
+// it is the owning server's. A queue past the series' cardinality cap
+// (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+// says so. A queue that never had a node answers zeros.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/queues/{queue}/throughput (the `GetQueueThroughput` operationId).
+func (c *ClientWithResponses) GetQueueThroughputWithResponse(ctx context.Context, queue string, reqEditors ...RequestEditorFn) (*GetQueueThroughputResponse, error) {
+	rsp, err := c.GetQueueThroughput(ctx, queue, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueThroughputResponse(rsp)
 }
 
 // ListSchedulesWithResponse List the schedules
@@ -20061,10 +20440,12 @@ func (c *ClientWithResponses) DeleteTokenWithResponse(ctx context.Context, id st
 
 // ListWorkersWithResponse List the workers
 //
-// Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-// hours, ordered by `by`, then `worker`. `stale` is true when its last
-// heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-// its status.
+// Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+// every one that sent a heartbeat in the last 24 hours, except those that
+// said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+// (default 600000), which are forgotten (a runner names its slots after its
+// pid, so every runner process that stops leaves rows behind). `state` is
+// the one word to show for each (`idle`, `working`, `stale` or `offline`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -25028,6 +25409,97 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ResumeQueueResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueThroughputResponse parses an HTTP response from a GetQueueThroughputWithResponse call
+func ParseGetQueueThroughputResponse(rsp *http.Response) (*GetQueueThroughputResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueThroughputResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueThroughput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetQueueThroughputResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetQueueThroughputResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

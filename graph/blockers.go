@@ -4,7 +4,8 @@ package graph
 // and its unfinished children; their counts live in its in-memory state
 // (state.go), so a dependency finishing never rewrites its dependents'
 // records. A queued node with no blocker is in the ready mirror, which
-// Tx.apply keeps in step.
+// Tx.apply keeps in step; the claimable rule reads the same counts
+// (claimable.go).
 
 // OnFailIgnore is the depends_on prop value under which a dependency that
 // ended without success still counts as satisfied.
@@ -14,15 +15,6 @@ const OnFailIgnore = "ignore"
 // st no longer blocks: the target is done, or ended with on_fail: ignore.
 func DependencySatisfied(st Status, e *Edge) bool {
 	return st == StatusDone || (st.Terminal() && e.Props["on_fail"] == OnFailIgnore)
-}
-
-// Blockers returns the unmet dependency and unfinished child counts of id.
-func (tx *Tx) Blockers(tenant, id string) (deps, children int64, err error) {
-	st := tx.state(nodeRef{tenant, id})
-	if st == nil {
-		return 0, 0, nil
-	}
-	return int64(st.deps), int64(st.children), nil
 }
 
 // addBlockers moves the counts of id by the deltas.

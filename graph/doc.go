@@ -30,7 +30,10 @@
 //     queued nodes with no blocker, per tenant-queue in claim order, indexed
 //     by target, type and label so a filtered claim-next finds its first
 //     match in O(log n); delayed ones wait in a heap for a timer;
-//   - each tenant's last event seq (read from the store on first use).
+//   - each tenant's last event seq (read from the store on first use);
+//   - when each live node last became ready or was claimed (nodeState.since,
+//     stamped by Tx.apply), from which a QueueMeter is told how long claims
+//     waited and runs lasted (queue_meter.go).
 //
 // Rebuilding: Open scans the node records (one goroutine reads them, another
 // decodes them, in key order), then the live edges (counting blockers and
@@ -51,15 +54,21 @@
 //     folds them into the table and the ready mirror only when it succeeds,
 //     before any other hook and before the next transaction runs, so the
 //     writer always sees exactly what committed before it.
-//   - Readers (View) read records from a snapshot that holds what is durable
-//     and acknowledged; the in-memory indexes they walk may be a few commits
-//     ahead, so every list re-reads each record and checks its filters on it.
+//   - Readers (View) read records from a snapshot that holds every write
+//     acknowledged before it began: what is durable, and the renewals
+//     answered before they are durable (UpdateEager; a restart only ever
+//     lengthens a live lease, so what a reader saw of one is never taken
+//     back). A renewal of a claim not yet durable is answered and shown
+//     only once that claim is, so no claim is seen early. The in-memory
+//     indexes readers walk may be a few commits ahead, so every list
+//     re-reads each record and checks its filters on it. The in-memory
+//     records (nodeState.record) are the writer's alone.
 //   - The list indexes never lag a list: Tx.apply only marks the entries it
 //     changed, and every walk of the list indexes first moves each marked
 //     entry to where its state puts it now (a background loop does the same
 //     every 50 ms), so a list holds every commit before it began.
-//     Nothing not yet durable reaches a reader: event long polls are woken by
-//     OnDurable hooks.
+//     Nothing not yet durable reaches a reader but those renewals: event
+//     long polls are woken by OnDurable hooks (a renewal emits no event).
 //   - Event seqs are handed out on the writer in commit order, so seq
 //     strictly increases per tenant; a transaction's events are stored as one
 //     group under the seq of its last event (consecutive groups when they

@@ -40,6 +40,11 @@ type nodeState struct {
 	// changed is when a finished node last changed (unix ns), for
 	// retention; 0 while the node is not finished.
 	changed int64
+	// since is when the node last became ready or was claimed (unix ns;
+	// stamped by Tx.apply, queue_meter.go), so a claim knows how long the
+	// node waited and an ended run how long it ran. Rebuilt from the
+	// record at open: the lease's claimed_at, else updated_at.
+	since int64
 	// record is the encoded record while the node is live (open, queued or
 	// running), so the hot paths never read the store; nil once terminal.
 	record []byte
@@ -71,9 +76,10 @@ func labelsOf(labels []string) *[]string {
 	return &c
 }
 
-// ready reports whether the node waits in its queue with nothing blocking it.
+// ready reports whether the node waits in its queue with nothing blocking it:
+// the part of the claimable rule the ready index keeps (claimable.go).
 func (st *nodeState) ready() bool {
-	return st.status == StatusQueued && st.queue != "" && st.deps == 0 && st.children == 0
+	return st.status == StatusQueued && st.queue != "" && !st.blocked()
 }
 
 // edgeSlot names a live edge from one end: its type and the node at the other.
@@ -152,8 +158,10 @@ func stateOf(n *Node, record []byte) nodeState {
 		labels: labelsOf(n.Labels),
 	}
 	copy(st.order[:], n.order())
+	st.since = n.UpdatedAt.UnixNano()
 	if n.Lease != nil {
 		st.holder = intern(n.Lease.By)
+		st.since = n.Lease.ClaimedAt.UnixNano()
 	}
 	if n.RunAt != nil {
 		st.runAt = runAtMS(*n.RunAt)

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/kv"
 )
@@ -56,6 +58,9 @@ type Store struct {
 	// goneHooks run inside every transaction that removes a node
 	// (OnNodeGone); registered before the store serves writes.
 	goneHooks []NodeGoneHook
+
+	// meter is told what each transaction did to queues (queue_meter.go).
+	meter queueMeters
 
 	// closing stops the list indexes' catch-up loop (lists.go).
 	closing   chan struct{}
@@ -171,6 +176,13 @@ func WithTenant(ctx context.Context, tenant string) context.Context {
 // an error nothing it wrote is kept. Update returns once fn's writes, and
 // every write before them, are on stable storage and visible to View.
 func (s *Store) Update(ctx context.Context, fn func(*Tx) error) error {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		return s.tracedUpdate(ctx, span, "durable", s.update, fn)
+	}
+	return s.update(ctx, fn)
+}
+
+func (s *Store) update(ctx context.Context, fn func(*Tx) error) error {
 	return s.kv.Update(ctx, s.wrap(fn))
 }
 
@@ -181,10 +193,21 @@ func WithBarrier(ctx context.Context) (context.Context, *kv.Barrier) {
 	return kv.WithBarrier(ctx)
 }
 
-// UpdateEager is Update for a write its caller need not see durable (a
-// renewal, a heartbeat): it returns once fn is applied, and its writes reach
-// readers only once durable, like any other.
+// UpdateEager is Update for a write its caller need not see durable and
+// readers may see before it is (a lease renewal, which a restart only ever
+// lengthens): it returns once fn is applied, and its writes are shown to
+// readers at once. When a record it writes has an earlier write not yet
+// durable (the claim it renews), it is answered and shown once durable
+// instead, so it never shows that write early (kv.Store.UpdateEager). fn
+// must rest its result on nothing but the records it writes.
 func (s *Store) UpdateEager(ctx context.Context, fn func(*Tx) error) error {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		return s.tracedUpdate(ctx, span, "eager", s.updateEager, fn)
+	}
+	return s.updateEager(ctx, fn)
+}
+
+func (s *Store) updateEager(ctx context.Context, fn func(*Tx) error) error {
 	return s.kv.UpdateEager(ctx, s.wrap(fn))
 }
 
@@ -215,8 +238,9 @@ func (s *Store) wrap(fn func(*Tx) error) func(*kv.Txn) error {
 }
 
 // View runs fn in a read-only transaction. Records are read from a snapshot
-// that holds exactly what is durable; the in-memory indexes it walks may be
-// a few commits ahead, so every list checks each record it reads.
+// that holds what is durable, and the renewals answered (UpdateEager) before
+// it began; the in-memory indexes it walks may be a few commits ahead, so
+// every list checks each record it reads.
 func (s *Store) View(fn func(*Tx) error) error {
 	return s.kv.View(func(ktx *kv.Txn) error {
 		return fn(&Tx{kv: ktx, store: s, now: s.clock.Now()})

@@ -185,12 +185,24 @@ func (tx *Tx) apply() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var moves []countMove
+	var meter QueueMeter
+	if box := s.meter.Load(); box != nil {
+		meter = box.m
+	}
+	var obs []QueueObservation
+	now := tx.now.UnixNano()
 	for ref, st := range tx.nodes {
 		e, had := t.nodes[ref]
 		var old *nodeState
 		if had {
 			o := e.st
 			old = &o
+		}
+		if st != nil {
+			st.since = sinceOf(old, st, now)
+		}
+		if meter != nil {
+			obs = appendMoves(obs, ref, old, st, now)
 		}
 		switch {
 		case st == nil && had:
@@ -212,6 +224,11 @@ func (tx *Tx) apply() {
 	}
 	if len(moves) > 0 {
 		tx.OnDurable(func() { s.ready.showCounts(moves) })
+	}
+	if meter != nil {
+		if obs = tx.appendOutcomes(obs); len(obs) > 0 {
+			tx.OnDurable(func() { meter.QueueObserved(obs) })
+		}
 	}
 	for ref, f := range tx.fences {
 		t.fences[ref] = f

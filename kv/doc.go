@@ -23,8 +23,9 @@
 //	         (writer.go)
 //	logger   makes every waiting segment durable as one group (Badger: one
 //	         log append and fdatasync; etcd: guarded transactions); then
-//	         makes them visible to View, runs their OnDurable hooks and
-//	         answers their callers (logger.go)
+//	         makes them visible to View (taking their writes shown early
+//	         off the shown list), runs their OnDurable hooks and answers
+//	         their callers (logger.go)
 //	applier  Badger: writes durable segments into Badger at most every 5 ms
 //	         (commits Badger does not sync; a segment too large for one is
 //	         committed in parts), then drops them from the readers' view,
@@ -39,12 +40,23 @@
 //     linearizable reads at one revision); a closure that fails leaves nothing
 //     behind, and closures never conflict.
 //   - An Update returns only when its writes, and every write before them,
-//     are durable in the log and visible to View: nothing a reader sees can
-//     be lost by a power failure, and a caller always reads its own writes.
-//     Two exceptions return once applied: UpdateEager and UpdateUrgent
-//     (renewals and reaps, which a restart makes good), and writes made
-//     under a Barrier, whose caller waits once for all of them (barrier.go).
-//     Their writes still reach readers only once durable.
+//     are durable in the log and visible to View: a caller always reads its
+//     own writes. Exceptions return once applied: UpdateEager and
+//     UpdateUrgent (renewals and reaps, which a restart makes good), and
+//     writes made under a Barrier, whose caller waits once for all of them
+//     (barrier.go).
+//   - Reads are linearizable: a View holds every write answered before it
+//     began. Writes reach readers once durable, so nothing a reader sees
+//     can be lost by a power failure, with one exception: UpdateEager's
+//     writes are shown once applied (shown.go), since what a restart does
+//     to them (a renewed lease gets its full TTL afresh) never undoes what
+//     a reader saw. One is shown early only when readers already see every
+//     key it writes as it found them; otherwise it is answered and shown
+//     once durable, so it never shows an earlier write (the claim it
+//     renews) before that one is durable. A write shown early is taken off
+//     the shown list as its segment becomes visible, under one lock, so a
+//     reader never misses it; if an earlier segment then fails, the store
+//     stops taking writes and readers go on seeing it.
 //   - A closure that fails is answered only once every write it could have
 //     read is durable (under a Barrier, the barrier waits for them): a
 //     refusal never rests on a write that a crash could lose or that a

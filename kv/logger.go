@@ -11,6 +11,9 @@ import "github.com/tether-run/tether/fault"
 func (s *Store) logLoop() {
 	defer close(s.applyq)
 	for f := range s.commq {
+		if s.beforeDurable != nil {
+			s.beforeDurable()
+		}
 		group := drain(s.commq, []*inflight{f})
 		if err := s.logGroup(group); err != nil {
 			s.fail(err)
@@ -23,10 +26,15 @@ func (s *Store) logLoop() {
 
 // logged shows a durable group to readers (View), runs its OnDurable hooks,
 // answers its callers and hands it to the applier, which applies it
-// (engine.go).
+// (engine.go). Its segments' writes shown early (shown.go) are now read
+// from the segments themselves.
 func (s *Store) logged(group []*inflight) {
 	s.visMu.Lock()
 	s.visible = append(s.visible, group...)
+	for _, f := range group {
+		f.logged.Store(true)
+	}
+	s.unshow()
 	s.visMu.Unlock()
 	for _, f := range group {
 		for _, h := range f.onDurable {

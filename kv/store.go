@@ -41,6 +41,7 @@ type Store struct {
 
 	visMu   sync.Mutex
 	visible []*inflight // durable, not yet applied: what View reads besides committed state
+	shown   []*inflight // not yet durable, with writes shown early (shown.go), oldest first
 
 	maxBatch int
 	// maxKeys and maxBytes bound one closure's writes, maxValue one value
@@ -50,6 +51,11 @@ type Store struct {
 	broken                      atomic.Bool
 	stats                       Stats
 	gates                       *gates
+
+	// beforeDurable, in tests, runs on the logger before each group is made
+	// durable (set before Start): a test holds it to look at the store
+	// while writes are applied and not yet durable.
+	beforeDurable func()
 
 	pend    []*inflight // segments handed to the logger and not yet applied, oldest first; owned by the writer
 	txnSeq  uint64      // the last write transaction's id (Txn.id); owned by the writer
@@ -78,6 +84,9 @@ type request struct {
 	fn    func(*Txn) error
 	err   chan error
 	eager bool // answered once applied, not once durable
+	// show asks for the writes to be shown to readers once applied, when
+	// they may be (shown.go); the caller is then answered at once.
+	show bool
 	// failed is the error of a closure that failed, answered once what it
 	// read is durable (see answerFailed).
 	failed error
@@ -164,15 +173,20 @@ func (s *Store) Close() error {
 // every write before them, are durable and visible to View, so a caller
 // always reads its own writes.
 func (s *Store) Update(ctx context.Context, fn func(*Txn) error) error {
-	return s.submit(ctx, s.reqs, false, fn)
+	return s.submit(ctx, s.reqs, false, fn, false)
 }
 
 // UpdateEager is Update for a write that need not be durable when its caller
-// is answered (a lease renewal: on restart every live lease gets its full TTL
-// afresh anyway). It returns once fn has been applied; its writes are logged
-// with their segment and reach readers only once durable, like any other.
+// is answered, and that readers may see before it is durable (a lease
+// renewal: on restart every live lease gets its full TTL afresh anyway, so
+// a lost renewal takes nothing from what a reader was shown). It returns
+// once fn has been applied, and its writes are shown to View at once; but
+// when readers do not yet see a key it writes as fn found it (an earlier
+// write to it is not durable yet), it is answered and shown once durable,
+// like Update, so it never shows an earlier write early (shown.go). fn must
+// rest its result on nothing but the keys it writes.
 func (s *Store) UpdateEager(ctx context.Context, fn func(*Txn) error) error {
-	return s.submit(ctx, s.reqs, true, fn)
+	return s.submit(ctx, s.reqs, true, fn, true)
 }
 
 // UpdateUrgent is Update for work that must not wait behind queued requests
@@ -180,14 +194,14 @@ func (s *Store) UpdateEager(ctx context.Context, fn func(*Txn) error) error {
 // It is eager (see UpdateEager): a settlement a crash loses is made again at
 // restart.
 func (s *Store) UpdateUrgent(ctx context.Context, fn func(*Txn) error) error {
-	return s.submit(ctx, s.urgent, true, fn)
+	return s.submit(ctx, s.urgent, true, fn, false)
 }
 
-func (s *Store) submit(ctx context.Context, lane chan *request, eager bool, fn func(*Txn) error) error {
+func (s *Store) submit(ctx context.Context, lane chan *request, eager bool, fn func(*Txn) error, show bool) error {
 	if s.broken.Load() {
 		return fault.ErrUnavailable
 	}
-	req := &request{ctx: ctx, fn: fn, err: make(chan error, 1), eager: eager}
+	req := &request{ctx: ctx, fn: fn, err: make(chan error, 1), eager: eager, show: show}
 	b := barrierOf(ctx)
 	if b != nil {
 		req.eager = true
@@ -254,20 +268,24 @@ func (s *Store) stopped() <-chan struct{} {
 
 // View runs fn in a read-only transaction: the engine's committed state
 // (a Badger snapshot; etcd at one revision), plus the writes that are
-// durable and not yet applied. It holds every write acknowledged before it
-// began, and nothing that is not durable.
+// durable and not yet applied, plus the writes shown before they are
+// durable (UpdateEager's, shown.go). It holds every write acknowledged
+// before it began, and nothing else that is not durable.
 func (s *Store) View(fn func(*Txn) error) error {
 	// Before the snapshot: a segment leaves visible only after the engine
 	// holds it, so one that left before this copy is in the snapshot taken after.
 	// A key may then be newer in the snapshot than in the copy only through
 	// a write acknowledged after the copy; reads take the copy's (older,
-	// durable) value, which was current when the View began.
+	// durable) value, which was current when the View began. A segment
+	// leaves shown as it enters visible, under the same lock, so each of its
+	// shown writes is in one copy or the other.
 	s.visMu.Lock()
 	vis := slices.Clone(s.visible)
+	early := slices.Clone(s.shown)
 	s.visMu.Unlock()
 	// The snapshot is opened on the first read that needs the engine (a
 	// View that finds what it needs in memory never waits for its commits).
-	t := &Txn{eng: s.eng, vis: vis}
+	t := &Txn{eng: s.eng, vis: vis, early: early}
 	defer func() {
 		if t.snap != nil {
 			t.snap.discard()

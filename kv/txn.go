@@ -20,7 +20,10 @@ type Txn struct {
 	eng  engine      // View: where its snapshot comes from
 	snap reader      // View: the read snapshot, opened on first use
 	vis  []*inflight // View: durable writes not yet in the snapshot, oldest first
-	w    *segment    // Update: the segment this transaction writes into
+	// View: segments not yet durable whose shown writes it reads (shown.go),
+	// oldest first; each newer than every segment of vis.
+	early []*inflight
+	w     *segment // Update: the segment this transaction writes into
 
 	id        uint64      // Update: marks the segment's values this transaction wrote
 	undo      []undoEntry // Update: how to take this transaction's writes back out, a key each
@@ -82,10 +85,16 @@ func (t *Txn) rollback() {
 }
 
 // pending finds key among writes not yet in the engine's snapshot: in a
-// write, the segment and the segments in flight; in a View, the durable
-// segments the engine does not hold yet.
+// write, the segment and the segments in flight; in a View, the writes
+// shown before they are durable, then the durable segments the engine does
+// not hold yet.
 func (t *Txn) pending(key string) (value, bool) {
 	if t.w == nil {
+		for i := len(t.early) - 1; i >= 0; i-- {
+			if v, ok := t.early[i].shown.get(key); ok {
+				return v, true
+			}
+		}
 		for i := len(t.vis) - 1; i >= 0; i-- {
 			if v, ok := t.vis[i].over.vals[key]; ok {
 				return v, true
@@ -241,6 +250,9 @@ func (t *Txn) pendingUnder(prefix, after []byte, reverse bool) []string {
 	if t.w == nil {
 		for _, f := range t.vis {
 			out = append(out, f.over.under(string(prefix))...)
+		}
+		for _, f := range t.early {
+			out = append(out, f.shown.under(string(prefix))...)
 		}
 	} else {
 		out = t.w.under(string(prefix))

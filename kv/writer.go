@@ -22,6 +22,10 @@ type inflight struct {
 	waiting   []*request // answered once durable
 	onDurable []func()
 	done      atomic.Bool // set once the engine's committed state holds it
+	logged    atomic.Bool // set once durable and visible to View
+	// shown are the writes shown to readers before the segment is durable
+	// (shown.go); nil for none.
+	shown *shownWrites
 }
 
 // segment is the writer's current unit of work: the writes applied so far.
@@ -176,6 +180,17 @@ func (s *Store) runSegment(batch []*request) []*request {
 			h()
 		}
 		f.onDurable = append(f.onDurable, t.onDurable...)
+		if r.show {
+			if g.showable(f, t) {
+				s.show(f, t)
+			} else if r.durable == nil {
+				// An earlier write it read is not durable yet: answered, and
+				// shown, once durable, with its segment.
+				f.waiting = append(f.waiting, r)
+				full = int64(g.over.len()) > maxCount/2 || g.over.size > maxSize/2
+				return
+			}
+		}
 		if r.eager {
 			r.err <- nil
 			if r.durable != nil {
@@ -206,7 +221,7 @@ func (s *Store) runSegment(batch []*request) []*request {
 	if g.snap != nil {
 		g.snap.discard()
 	}
-	if len(f.waiting) == 0 && len(f.onDurable) == 0 && g.over.len() == 0 {
+	if len(f.waiting) == 0 && len(f.onDurable) == 0 && g.over.len() == 0 && f.shown == nil {
 		return rest
 	}
 	s.pend = append(s.pend, f)

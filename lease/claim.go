@@ -8,6 +8,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // ClaimParams ask for a lease on one node.
@@ -97,7 +98,7 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	if n.Attempts >= n.MaxAttempts {
 		return nil, &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	}
-	if err := s.gate(tx, n, p.By); err != nil {
+	if err := lifecycle.Claimable(tx, n, p.By); err != nil {
 		return nil, err
 	}
 	if lim.MaxLeasesPerIdentity > 0 && s.LiveCount(n.Tenant, p.By) >= lim.MaxLeasesPerIdentity {
@@ -106,38 +107,8 @@ func (s *Service) ClaimTx(tx *graph.Tx, n *graph.Node, p ClaimParams, lim Limits
 	if err := s.ensureIdentity(tx, n.Tenant, p.By); err != nil {
 		return nil, err
 	}
-	// A node reserved by handoff is handed over once claimed.
-	n.Attempts++
-	n.LastFence++
-	n.Status = graph.StatusRunning
-	n.Error = nil
-	n.Lease = &graph.Lease{
-		By: p.By, Session: p.Session, Fence: n.LastFence, TTLMS: ttl.Milliseconds(),
-		ClaimedAt: now.UTC(), RenewedAt: now.UTC(), ExpiresAt: now.Add(ttl).UTC(),
-	}
-	// A lingering assigned edge of the claimer (a run that ended without one
-	// being retired) is closed before the new one is written.
-	if e, err := assignedEdge(tx, n.Tenant, n.ID, p.By); err != nil {
-		return nil, err
-	} else if e != nil {
-		if err := tx.EdgeRetire(n.Tenant, e, p.By, map[string]any{"outcome": OutcomeReleased}); err != nil {
-			return nil, err
-		}
-	}
-	edge := &graph.Edge{
-		From: n.ID, Type: graph.EdgeAssigned, To: graph.IdentityID(p.By),
-		Props:     map[string]any{"session": nullable(p.Session), "fence": n.LastFence, "outcome": nil},
-		CreatedBy: p.By,
-	}
-	if err := tx.EdgeInsertKnownNodes(n.Tenant, edge); err != nil {
-		return nil, err
-	}
-	if err := tx.NodePut(n); err != nil {
-		return nil, err
-	}
-	if err := tx.EmitData(n.Tenant, graph.EventClaimed, n.ID, p.By, graph.Data().
-		Uint("fence", n.LastFence).Int("attempt", n.Attempts).StrOrNull("session", p.Session).Int("ttl_ms", ttl.Milliseconds()).
-		Done()); err != nil {
+	edge, err := lifecycle.Claim(tx, n, lifecycle.ClaimParams{By: p.By, Session: p.Session, TTL: ttl})
+	if err != nil {
 		return nil, err
 	}
 	s.track(tx, nil, n)
@@ -158,13 +129,6 @@ func (s *Service) ensureIdentity(tx *graph.Tx, tenant, sub string) error {
 	}
 	tx.OnCommit(func() { s.identities.Store(key, true) })
 	return nil
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // effectiveTTL applies the tenant default and cap.
@@ -211,10 +175,12 @@ type RenewResult struct {
 }
 
 // Renew pushes the lease expiry to now + its TTL. It is no graph change beyond
-// the lease and emits no event. It is answered once applied, before its
-// record is durable (UpdateEager): a restart gives every live lease its full
-// TTL afresh anyway, so a lost renewal takes nothing from its holder. A read
-// right after it may show the previous expiry until its group commit lands.
+// the lease and emits no event. It is answered, and shown to readers, once
+// applied, before its record is durable (UpdateEager): a restart gives every
+// live lease its full TTL afresh anyway, so a lost renewal takes nothing from
+// its holder nor from what a reader saw. A read that starts after its answer
+// shows the new expiry. RenewTx reads and writes the node's record only,
+// which UpdateEager requires.
 func (s *Service) Renew(ctx context.Context, p HolderParams) (*RenewResult, error) {
 	var res *RenewResult
 	err := s.store.UpdateEager(ctx, func(tx *graph.Tx) error {
@@ -260,7 +226,10 @@ type ExtendResult struct {
 }
 
 // Extend moves the expiry to min(expires + by, now + the tenant max), never
-// earlier than it is.
+// earlier than it is. Unlike a renewal it is durable before it is answered
+// or seen (Update): it may reach past now + TTL, which the restart rule
+// (every live lease gets its TTL afresh) would not give back, and its
+// extended event must not be seen before it is durable.
 func (s *Service) Extend(ctx context.Context, p HolderParams, by time.Duration) (*ExtendResult, error) {
 	if by <= 0 {
 		return nil, fault.Invalidf("ms", "must be a positive integer")

@@ -2,7 +2,11 @@
 // fencing, expiry, the deadline heap and the reaper.
 //
 // A lease lives inside its node record (one write per claim). The node's
-// status moves like this; every arrow is one transaction with its event:
+// status is package lifecycle's: this package decides whether a claim, a
+// release or an expiry may happen and what the lease becomes, and runs the
+// transition (lifecycle.Claim, Release, Expire), which writes the status,
+// the edges and the events. The part of the lifecycle that passes through a
+// lease, each arrow one transaction with its event:
 //
 //	           claim (attempts+1, fence+1, assigned edge)
 //	open/queued ───────────────────────────────────────────▶ running
@@ -13,10 +17,11 @@
 //	     └─────────────────────────────────────────────────────┤
 //	                                                           │ expiry with attempts ≥ max_attempts
 //	                                                           ├──────────────▶ dead
-//	                                                           │ complete (package work)
-//	                                                           ├──────────────▶ done
-//	                                                           │ cancel (package work)
-//	                                                           └──────────────▶ cancelled
+//	                                                           │ complete, fail, cancel (package work)
+//	                                                           └──────────────▶ done, failed, dead, cancelled
+//
+// A claim of a node nobody holds is decided by the claimable rule
+// (lifecycle.Claimable): the lease package needs nothing from work to decide.
 //
 // Invariants:
 //   - At most one live lease per node: every decision reads the node record
@@ -28,12 +33,24 @@
 //     in the node record (and past deletion), so it survives restarts.
 //   - A node never runs more than max_attempts times: a claim counts one; a
 //     voluntary release gives it back; an expiry keeps it.
-//   - Renewals are answered before they are durable (graph.UpdateEager); the
-//     rule below is what makes that safe.
+//   - Renewals are answered before they are durable (graph.UpdateEager), and
+//     shown to readers as soon as they are applied, so a read that starts
+//     after a renewal's answer shows its expiry (reads are linearizable). The
+//     rule below is what makes that safe: a restart only ever lengthens a
+//     live lease. A renewal of a claim not yet durable waits for it, so a
+//     claim is never seen before it is durable. An extend is not a renewal
+//     in that sense (it may reach past now + TTL, which a restart would
+//     not give back, and it emits an event): it is durable, like a claim,
+//     before it is answered or seen.
 //   - On Start, every lease whose stored expiry is still ahead gets its full
 //     TTL afresh (its holder could not renew while the server was down, and
 //     a restart never takes a lease from a live holder); one whose expiry
 //     has passed stays dead and is reaped at once.
 //   - The deadline heap is a hint for the reaper, kept in step after each
-//     commit; the node record is the authority.
+//     commit; the node record is the authority. Every lease that ends, in
+//     whichever package's transaction, ends through EndRun (the
+//     lifecycle.Runs this package gives the transitions), which keeps the
+//     heap and the per-identity counts in step.
+//   - A run that expires into dead fails its parent when the parent asked
+//     for it (lifecycle.Expire does); this package needs no hook from work.
 package lease

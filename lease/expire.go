@@ -8,48 +8,19 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // SystemIdentity is the `by` of changes the server makes on its own.
-const SystemIdentity = graph.SystemSubject
+const SystemIdentity = lifecycle.SystemIdentity
 
-// expireTx settles a lease that has ended on its own (expired or timed out):
-// the assigned edge is retired with outcome expired, and the node goes back to
-// rest, or to dead when it has used all its attempts.
+// expireTx settles a lease that has ended on its own (expired or timed out)
+// through lifecycle.Expire.
 func (s *Service) expireTx(tx *graph.Tx, n *graph.Node) error {
-	now := tx.Now()
-	timeout := timedOut(n, now)
-	before := *n.Lease
-	if err := s.EndRun(tx, n, OutcomeExpired, SystemIdentity); err != nil {
+	if _, err := lifecycle.Expire(tx, s, n, timedOut(n, tx.Now())); err != nil {
 		return err
-	}
-	data := graph.Data().Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts)
-	if timeout {
-		msg := "timeout"
-		n.Error = &msg
-		data = data.Str("error", msg)
-	}
-	dead := n.Attempts >= n.MaxAttempts
-	if dead {
-		n.Status = graph.StatusDead
-	} else {
-		n.Status = n.RestStatus()
-	}
-	if err := tx.NodePut(n); err != nil {
-		return err
-	}
-	if err := tx.EmitData(n.Tenant, graph.EventExpired, n.ID, SystemIdentity, data.Done()); err != nil {
-		return err
-	}
-	if dead {
-		if err := tx.EmitData(n.Tenant, graph.EventDead, n.ID, SystemIdentity, graph.Data().Int("attempts", n.Attempts).Done()); err != nil {
-			return err
-		}
 	}
 	tx.OnCommit(func() { s.stats.Expiries.Add(1) })
-	if dead && s.hooks.AfterEnd != nil {
-		return s.hooks.AfterEnd(tx, n, SystemIdentity)
-	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 type bundle struct {
@@ -233,19 +234,15 @@ func TestHandoffReservesNodeForTarget(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.createNode(t, "n1", 5)
-	b.svc.gate = func(tx *graph.Tx, n *graph.Node, by string) error {
-		if n.Target != "" && n.Target != by {
-			return &fault.Conflict{Reason: "reserved", Holder: n.Target}
-		}
-		return nil
-	}
 	_, err := b.claim("alice", "n1", 0)
 	require.NoError(t, err)
 	_, err = b.svc.Release(context.Background(), ReleaseParams{HolderParams: holder("alice", "n1"), To: "carol"})
 	require.NoError(t, err)
 	require.Equal(t, "carol", b.node(t, "n1").Target)
 	_, err = b.claim("bob", "n1", 0)
-	require.Error(t, err)
+	var reserved *fault.Conflict
+	require.ErrorAs(t, err, &reserved, "the claimable rule keeps a handed-off node for its target")
+	require.Equal(t, "carol", reserved.Holder)
 	_, err = b.claim("carol", "n1", 0)
 	require.NoError(t, err)
 }
@@ -421,11 +418,8 @@ func TestARunsEdgeRetiresTheSameFromTheRecordOrTheStore(t *testing.T) {
 				if id == "store" {
 					n.Assigned = nil
 				}
-				if err := b.svc.EndRun(tx, n, OutcomeReleased, "alice"); err != nil {
-					return err
-				}
-				n.Status = graph.StatusQueued
-				return tx.NodePut(n)
+				// Release ends the run through EndRun (outcome released).
+				return lifecycle.Release(tx, b.svc, n, lifecycle.ReleaseParams{By: "alice"})
 			}))
 		}
 		require.NoError(t, b.store.View(func(tx *graph.Tx) error {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // ReleaseParams ask to drop a lease.
@@ -62,33 +63,7 @@ func (s *Service) ReleaseTx(tx *graph.Tx, n *graph.Node, p ReleaseParams) (*grap
 	if err := CheckHolder(n, p.HolderParams, now); err != nil {
 		return nil, err
 	}
-	outcome := OutcomeReleased
-	if n.Lease.By != p.By {
-		outcome = OutcomeTakenOver
-	}
-	before := *n.Lease
-	fence := n.Lease.Fence
-	if err := s.EndRun(tx, n, outcome, p.By); err != nil {
-		return nil, err
-	}
-	if n.Attempts > 0 {
-		n.Attempts-- // a voluntary release gives its attempt back
-	}
-	n.Status = n.RestStatus()
-	if p.To != "" {
-		n.Target = p.To
-	}
-	if err := tx.NodePut(n); err != nil {
-		return nil, err
-	}
-	data := graph.Data().Uint("fence", fence).Str("holder", before.By).Str("status", string(n.Status))
-	if p.Reason != "" {
-		data = data.Str("reason", p.Reason)
-	}
-	if p.To != "" {
-		data = data.Str("to", p.To)
-	}
-	if err := tx.EmitData(n.Tenant, graph.EventReleased, n.ID, p.By, data.Done()); err != nil {
+	if err := lifecycle.Release(tx, s, n, lifecycle.ReleaseParams{By: p.By, Reason: p.Reason, To: p.To}); err != nil {
 		return nil, err
 	}
 	return n, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // Limits are the tenant policy values a lease decision needs.
@@ -22,26 +23,12 @@ type Limits struct {
 // LimitsFunc returns the limits of a tenant.
 type LimitsFunc func(ctx context.Context, tenant string) (Limits, error)
 
-// Gate decides whether a node at rest may be claimed now by `by`: nil, or a
-// *fault.NotClaimable / *fault.Conflict. The work package supplies readiness.
-type Gate func(tx *graph.Tx, n *graph.Node, by string) error
-
-// Hooks let the work package react, inside the same transaction, to a lease
-// that ends by expiry (for example to roll a dead child up to its parent).
-type Hooks struct {
-	// AfterEnd runs after a node left running for a terminal status through
-	// expiry; it may write more in tx.
-	AfterEnd func(tx *graph.Tx, n *graph.Node, by string) error
-}
-
 // Config wires a Service.
 type Config struct {
 	Store  *graph.Store
 	Clock  clock.Clock
 	Logger *slog.Logger
 	Limits LimitsFunc
-	Gate   Gate
-	Hooks  Hooks
 	// ReaperInterval is the most an expiry may wait for the reaper.
 	ReaperInterval time.Duration
 }
@@ -52,8 +39,6 @@ type Service struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	limits LimitsFunc
-	gate   Gate
-	hooks  Hooks
 
 	deadlines *deadlines
 	reaper    *reaper
@@ -88,33 +73,26 @@ func New(cfg Config) *Service {
 	if cfg.ReaperInterval <= 0 {
 		cfg.ReaperInterval = time.Second
 	}
-	if cfg.Gate == nil {
-		cfg.Gate = func(*graph.Tx, *graph.Node, string) error { return nil }
-	}
 	s := &Service{
 		store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, limits: cfg.Limits,
-		gate: cfg.Gate, hooks: cfg.Hooks, deadlines: newDeadlines(),
-		counts: map[holderRef]int64{},
+		deadlines: newDeadlines(),
+		counts:    map[holderRef]int64{},
 	}
 	s.reaper = newReaper(s, cfg.ReaperInterval)
 	return s
 }
 
-// SetHooks installs the hooks (before Start): the work package is built after
-// the lease service it uses.
-func (s *Service) SetHooks(h Hooks) { s.hooks = h }
-
 // Stats returns the running totals.
 func (s *Service) Stats() *Stats { return &s.stats }
 
-// Outcomes of an assigned edge, set when it is retired.
+// Outcomes of an assigned edge, set when it is retired (lifecycle's).
 const (
-	OutcomeDone      = "done"
-	OutcomeFailed    = "failed"
-	OutcomeReleased  = "released"
-	OutcomeExpired   = "expired"
-	OutcomeCancelled = "cancelled"
-	OutcomeTakenOver = "taken_over"
+	OutcomeDone      = lifecycle.OutcomeDone
+	OutcomeFailed    = lifecycle.OutcomeFailed
+	OutcomeReleased  = lifecycle.OutcomeReleased
+	OutcomeExpired   = lifecycle.OutcomeExpired
+	OutcomeCancelled = lifecycle.OutcomeCancelled
+	OutcomeTakenOver = lifecycle.OutcomeTakenOver
 )
 
 // Deadline is the instant the current run of n ends on its own: the lease
@@ -214,7 +192,8 @@ func assignedEdge(tx *graph.Tx, tenant, id, sub string) (*graph.Edge, error) {
 // retired with outcome, the lease dropped, n's LastRun set, and the
 // in-memory views (deadline heap, the holder's lease count) told, once tx
 // commits (track). n is modified in place; the caller sets the new status
-// and stores n with NodePut. It does nothing when n holds no lease.
+// and stores n with NodePut. It does nothing when n holds no lease. It is
+// the lifecycle.Runs of the transitions.
 func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error {
 	l := n.Lease
 	if l == nil {
@@ -235,3 +214,5 @@ func (s *Service) EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error 
 	s.track(tx, l, n)
 	return nil
 }
+
+var _ lifecycle.Runs = (*Service)(nil)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
@@ -18,6 +20,7 @@ import (
 	"github.com/tether-run/tether/kv"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/retention"
 	"github.com/tether-run/tether/schedule"
 	"github.com/tether-run/tether/tenant"
@@ -43,6 +46,9 @@ type Config struct {
 
 	// WorkerStaleAfter is TETHER_WORKER_STALE_MS (worker.DefaultStaleAfter when zero).
 	WorkerStaleAfter time.Duration
+	// WorkerOfflineRetention is TETHER_WORKER_OFFLINE_RETENTION_MS
+	// (worker.DefaultOfflineRetention when zero).
+	WorkerOfflineRetention time.Duration
 	// OperatorTokens may take backups (TETHER_OPERATOR_TOKENS).
 	OperatorTokens []string
 	// CleanerInterval is how often retention runs (retention.DefaultInterval
@@ -51,6 +57,12 @@ type Config struct {
 	// Waits cap the long polls, event streams and MCP sessions and streams
 	// open at once (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
 	Waits api.WaitLimits
+	// QueueMetrics bound the label values of the per-queue series
+	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
+	QueueMetrics queuemetrics.Limits
+	// Tracer, when set, traces requests and their writes (package
+	// internal/tracing); nil: tracing off.
+	Tracer trace.TracerProvider
 
 	// BlobMaxBytes is TETHER_BLOB_MAX_BYTES and BlobGrace TETHER_BLOB_GRACE_MS
 	// (blob.DefaultMaxBytes and blob.DefaultGrace when zero). Blob files live
@@ -131,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}, nil
 	}
 	leases := lease.New(lease.Config{
-		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Gate: work.Gate,
+		Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
 		ReaperInterval: cfg.ReaperInterval, Limits: limits,
 	})
 	w := work.New(work.Config{
@@ -145,12 +157,11 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			return d, err
 		},
 	})
-	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})
 	if err := leases.Start(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
-	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter})
+	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter, OfflineRetention: cfg.WorkerOfflineRetention})
 	cleaner := retention.New(retention.Config{
 		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Interval: cfg.CleanerInterval,
 		Retention: func(ctx context.Context, t string) (time.Duration, error) {
@@ -182,6 +193,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cleaner.Start()
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
+		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
 	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,

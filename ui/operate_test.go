@@ -12,7 +12,8 @@ import (
 // TestDashboardFindsAndFixesWork drives the views an operator uses to find
 // work and fix it in bulk: a filtered node list with its last errors, a bulk
 // requeue of 50 dead nodes confirmed with their count, a node's page with
-// every attempt's error, its props and its timeline, and the page at 420 px.
+// every attempt's error, its props and its timeline, the queues' throughput
+// over the last hour, and the page at 420 px.
 func TestDashboardFindsAndFixesWork(t *testing.T) {
 	ctx := browser(t)
 	s := startSite(t)
@@ -97,6 +98,16 @@ func TestDashboardFindsAndFixesWork(t *testing.T) {
 	// Nothing on the page is wider than the window at 1440 px.
 	require.LessOrEqual(t, eval[float64](t, ctx, `document.documentElement.scrollWidth`), eval[float64](t, ctx, `window.innerWidth`))
 	screenshot(t, ctx, shots, "node-attempts.png")
+
+	// The throughput view draws each queue's last hour from what the server
+	// counted: 53 imports created, 50 failed; the sync node's three failures.
+	step(t, ctx, "the throughput view",
+		chromedp.Evaluate[chromedp.Void](`location.hash = '#/throughput'`),
+		until(`document.querySelector('figure[data-queue="imports"] [data-total="created"]')?.textContent === '53 created'`),
+		until(`document.querySelector('figure[data-queue="imports"] [data-total="failed"]')?.textContent === '50 failed'`),
+		until(`document.querySelector('figure[data-queue="sync"] [data-total="failed"]')?.textContent === '3 failed'`),
+		until(`document.querySelectorAll('figure[data-queue="imports"] polyline').length === 3`))
+	screenshot(t, ctx, shots, "throughput.png")
 
 	// At 420 px the header wraps and "Sign out" stays on screen.
 	step(t, ctx, "a narrow window",

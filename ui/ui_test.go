@@ -219,6 +219,8 @@ func TestDashboard(t *testing.T) {
 	s.call(alice, "POST", "/v1/nodes/build-linux/comments", map[string]any{"body": "Linker is slow on this runner; watching it."}, 201)
 	s.call(alice, "POST", "/v1/workers/heartbeat", map[string]any{"worker": "alice-1", "status": "working", "node": "build-linux"}, 200)
 	s.call(bob, "POST", "/v1/workers/heartbeat", map[string]any{"worker": "bob-1", "status": "idle"}, 200)
+	// A runner that stopped cleanly: offline, in the API's word and the page's.
+	s.call(bob, "POST", "/v1/workers/heartbeat", map[string]any{"worker": "bob-2", "status": "offline"}, 200)
 	s.call(ops, "POST", "/v1/schedules", map[string]any{"id": "nightly-docs", "cron": "0 3 * * *", "timezone": "Europe/Paris", "template": map[string]any{"type": "index", "queue": "indexing"}}, 201)
 
 	step(t, ctx, "open the page", chromedp.Navigate(s.url+"/ui"), chromedp.WaitVisible(chromedp.ID("token")))
@@ -252,6 +254,8 @@ func TestDashboard(t *testing.T) {
 	step(t, ctx, "the queue counts follow", until(`document.querySelector('#queues tr[data-queue="builds"] td:nth-child(4)')?.textContent === '2'`))
 	// Workers and schedules are there.
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#workers').textContent`), "working")
+	require.Equal(t, "offline", eval[string](t, ctx, `[...document.querySelectorAll('#workers tr')].find(r => r.textContent.includes('bob-2'))?.querySelector('.badge')?.textContent ?? ''`),
+		"the page shows the API's state")
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('#schedules').textContent`), "nightly-docs")
 	step(t, ctx, "a schedule's next fires",
 		press(`#schedules button.link`),

@@ -20,10 +20,9 @@ func benchSetup(b *testing.B, nodes int) (*Service, *graph.Store) {
 	limits := func(context.Context, string) (lease.Limits, error) {
 		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
 	}
-	leases := lease.New(lease.Config{Store: store, Gate: Gate, Limits: limits})
+	leases := lease.New(lease.Config{Store: store, Limits: limits})
 	w := New(Config{Store: store, Leases: leases, Limits: limits,
 		Defaults: func(context.Context, string) (Defaults, error) { return Defaults{MaxAttempts: 5}, nil }})
-	leases.SetHooks(lease.Hooks{AfterEnd: w.AfterEnd})
 	if err := leases.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}

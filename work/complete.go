@@ -9,6 +9,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // CompleteParams finish a run.
@@ -54,25 +55,10 @@ func (s *Service) CompleteTx(tx *graph.Tx, n *graph.Node, p CompleteParams) (*gr
 	if err := lease.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
 		return nil, err
 	}
-	before := *n.Lease
-	outcome := lease.OutcomeDone
-	if err := s.leases.EndRun(tx, n, outcome, p.By); err != nil {
+	if err := lifecycle.Complete(tx, s.leases, n, lifecycle.CompleteParams{By: p.By, Result: p.Result, Usage: p.Usage}); err != nil {
 		return nil, err
 	}
-	n.Status = graph.StatusDone
-	n.Result = p.Result
-	n.Error = nil
-	n.Target = ""
-	addUsage(n, p.Usage)
-	if err := tx.NodePut(n); err != nil {
-		return nil, err
-	}
-	if err := tx.EmitData(n.Tenant, graph.EventCompleted, n.ID, p.By, graph.Data().
-		Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts).
-		Done()); err != nil {
-		return nil, err
-	}
-	return n, rollUp(tx, n, p.Usage)
+	return n, nil
 }
 
 func validUsage(u map[string]float64) error {
@@ -83,40 +69,6 @@ func validUsage(u map[string]float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fault.Invalidf("usage."+k, "must be a finite number")
 		}
-	}
-	return nil
-}
-
-// addUsage adds a run's usage to the node's own usage and its total.
-func addUsage(n *graph.Node, u map[string]float64) {
-	for k, v := range u {
-		n.Usage[k] += v
-		n.UsageTotal[k] += v
-	}
-}
-
-// rollUp adds usage to the usage_total of every ancestor of n.
-func rollUp(tx *graph.Tx, n *graph.Node, u map[string]float64) error {
-	if len(u) == 0 {
-		return nil
-	}
-	seen := map[string]bool{n.ID: true}
-	for id := n.Parent; id != "" && !seen[id]; {
-		seen[id] = true
-		p, err := tx.NodeGet(n.Tenant, id)
-		if _, gone := err.(*fault.NotFound); gone {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		for k, v := range u {
-			p.UsageTotal[k] += v
-		}
-		if err := tx.NodePut(p); err != nil {
-			return err
-		}
-		id = p.Parent
 	}
 	return nil
 }

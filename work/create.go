@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // NodeSpec is the body of a node create. Absent fields take their defaults.
@@ -98,6 +99,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		}
 		prepared[i] = n
 	}
+	keepTraceparent(ctx, prepared)
 	var out []*graph.Node
 	err = s.store.Update(ctx, func(tx *graph.Tx) error {
 		if idem != nil {
@@ -295,7 +297,9 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	if !c.Dispatcher && n.Parent == "" {
 		return nil, &fault.Forbidden{Reason: "a worker may only create children of a node it holds"}
 	}
-	n.Status = n.RestStatus()
+	if err := lifecycle.Create(n); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 

@@ -1,12 +1,17 @@
 // Package work is the lifecycle above leases: creating, patching and deleting
 // nodes, edges with their bookkeeping, readiness, completion, cascade cancel,
-// and the read models (node views, lists, subgraphs, live leases).
+// and the read models (node views, lists, subgraphs, live leases). Every
+// change of a node's status is a transition of package lifecycle
+// (lifecycle.Create, Complete, Fail, Cancel, Requeue, MoveQueue); this
+// package validates the request, checks the caller's lease, and calls it.
 //
 // Invariants:
 //   - Readiness is kept by graph as each write commits (its blocker counts
 //     and ready mirror), never recomputed at read time: a node is ready when
 //     it is open or queued, its run_at has passed, every depends_on target is
 //     done (or ended, with on_fail: ignore), and every child is terminal.
+//     The claimable rule that decides a claim is graph's (Tx.ClaimRefusals,
+//     through lifecycle.Claimable); ReadinessTx only explains it in a view.
 //   - A node's parent field and its live incoming parent_of edge always agree:
 //     both change in the same transaction.
 //   - assigned edges are written only by the lease package; no request may add
@@ -25,7 +30,8 @@
 //     without room never undoes the completion.
 //   - A child that ends failed, dead or cancelled fails its parent when the
 //     parent's on_child_fail is fail (its remaining children are cancelled),
-//     in the same transaction, repeating up the tree.
+//     in the same transaction, repeating up the tree (lifecycle.ChildEnded,
+//     which every transition into those statuses runs, expiry included).
 //   - A create made under an Idempotency-Key records its outcome in the same
 //     transaction as the nodes, so a retry sees both or neither.
 //   - usage_total of a node is its own usage plus its children's usage_total,

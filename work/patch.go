@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // NodePatch is a JSON merge patch of a node. A field that is present is set;
@@ -155,10 +156,7 @@ func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
 			if !null && (json.Unmarshal(raw, &v) != nil || !graph.ValidQueue(v)) {
 				return nil, bad("must be 1-128 characters of [A-Za-z0-9._:-], or null")
 			}
-			n.Queue = v
-			if n.Status.AtRest() {
-				n.Status = n.RestStatus()
-			}
+			lifecycle.MoveQueue(n, v)
 		case "priority":
 			var v int64
 			if !null && json.Unmarshal(raw, &v) != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // ProgressParams report progress of a running node.
@@ -69,7 +70,7 @@ func (s *Service) ProgressTx(tx *graph.Tx, n *graph.Node, p ProgressParams) (*Pr
 		prog.Message = *p.Message
 	}
 	n.Progress = prog
-	addUsage(n, p.Usage)
+	lifecycle.AddUsage(n, p.Usage)
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func (s *Service) ProgressTx(tx *graph.Tx, n *graph.Node, p ProgressParams) (*Pr
 	if err := tx.Emit(n.Tenant, graph.EventProgress, n.ID, p.By, data); err != nil {
 		return nil, err
 	}
-	if err := rollUp(tx, n, p.Usage); err != nil {
+	if err := lifecycle.RollUp(tx, n, p.Usage); err != nil {
 		return nil, err
 	}
 	return &ProgressResult{Node: n, Lease: res.Lease}, nil

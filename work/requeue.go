@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // Requeue puts a failed, dead or cancelled node back at rest (queued, or open
@@ -17,25 +17,8 @@ func (s *Service) Requeue(ctx context.Context, c Caller, id, reason string) (*gr
 		if err != nil {
 			return err
 		}
-		switch n.Status {
-		case graph.StatusFailed, graph.StatusDead, graph.StatusCancelled:
-		default:
-			return &fault.Conflict{Reason: fmt.Sprintf("only a failed, dead or cancelled node can be requeued; this one is %s", n.Status)}
-		}
-		from := n.Status
-		n.Status = n.RestStatus()
-		n.Attempts = 0
-		n.Error = nil
-		n.RunAt = nil
-		if err := tx.NodePut(n); err != nil {
-			return err
-		}
-		data := map[string]any{"from": from, "status": n.Status}
-		if reason != "" {
-			data["reason"] = reason
-		}
 		out = n
-		return tx.Emit(c.Tenant, graph.EventRequeued, n.ID, c.Sub, data)
+		return lifecycle.Requeue(tx, n, c.Sub, reason)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error requeueing node: %w", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/lease"
+	"github.com/tether-run/tether/lifecycle"
 )
 
 // Defaults are the tenant policy values node creation needs.
@@ -59,12 +60,12 @@ type Caller struct {
 // Dependency failure handling, the on_fail prop of a depends_on edge.
 const (
 	OnFailCancel = "cancel"
-	OnFailIgnore = "ignore"
+	OnFailIgnore = graph.OnFailIgnore
 )
 
 // Child failure handling, a node's on_child_fail.
 const (
-	OnChildFailFail   = "fail"
+	OnChildFailFail   = lifecycle.OnChildFailFail
 	OnChildFailIgnore = "ignore"
 )
 

@@ -29,6 +29,33 @@ const (
 // Statuses lists every status.
 func Statuses() []Status { return []Status{StatusIdle, StatusWorking, StatusOffline} }
 
+// State is the one word every face of Tether (the API's state, the
+// dashboard, the CLI) shows for a worker: its status, unless it went silent
+// without saying goodbye.
+type State string
+
+// The states.
+const (
+	StateIdle    State = "idle"    // sent idle within the stale window
+	StateWorking State = "working" // sent working within the stale window
+	StateStale   State = "stale"   // silent for the stale window without saying offline
+	StateOffline State = "offline" // said goodbye (a runner that stopped cleanly)
+)
+
+// States lists every state.
+func States() []State { return []State{StateIdle, StateWorking, StateStale, StateOffline} }
+
+// stateOf is rec's state at now, for a stale window.
+func stateOf(rec Record, now time.Time, stale time.Duration) State {
+	switch {
+	case rec.Status == StatusOffline:
+		return StateOffline
+	case now.Sub(rec.LastSeenAt) >= stale:
+		return StateStale
+	}
+	return State(rec.Status)
+}
+
 func (s Status) valid() bool {
 	return s == StatusIdle || s == StatusWorking || s == StatusOffline
 }
@@ -40,6 +67,11 @@ const (
 	DefaultStaleAfter = 90 * time.Second
 	// Retention is how long a record is kept after its last heartbeat.
 	Retention = 24 * time.Hour
+	// DefaultOfflineRetention is how long a worker that said offline is
+	// kept after it did, unless the registry is configured otherwise: a
+	// runner names its slots after its pid, so each process that stops
+	// cleanly leaves rows that nothing will bring back.
+	DefaultOfflineRetention = 10 * time.Minute
 	// MaxMetaBytes bounds a worker's meta, encoded as JSON.
 	MaxMetaBytes = 16 << 10
 	// DefaultLimit and MaxLimit bound a page of List.
@@ -67,7 +99,10 @@ type Record struct {
 // View is a record as read at one instant.
 type View struct {
 	Record
-	// Stale is set when no heartbeat came for the registry's stale window.
+	// State is what to show for the worker.
+	State State
+	// Stale is State == StateStale: no heartbeat came for the registry's
+	// stale window and the worker never said offline.
 	Stale bool
 }
 
@@ -76,12 +111,17 @@ type Config struct {
 	Store *graph.Store
 	// StaleAfter is TETHER_WORKER_STALE_MS (DefaultStaleAfter when zero).
 	StaleAfter time.Duration
+	// OfflineRetention is TETHER_WORKER_OFFLINE_RETENTION_MS
+	// (DefaultOfflineRetention when zero): how long a worker that said
+	// offline is listed after it did.
+	OfflineRetention time.Duration
 }
 
 // Registry records worker heartbeats and answers who is alive.
 type Registry struct {
-	store *graph.Store
-	stale time.Duration
+	store   *graph.Store
+	stale   time.Duration
+	offline time.Duration
 }
 
 // New makes a registry on cfg.Store, whose clock decides every instant.
@@ -89,7 +129,28 @@ func New(cfg Config) *Registry {
 	if cfg.StaleAfter <= 0 {
 		cfg.StaleAfter = DefaultStaleAfter
 	}
-	return &Registry{store: cfg.Store, stale: cfg.StaleAfter}
+	if cfg.OfflineRetention <= 0 {
+		cfg.OfflineRetention = DefaultOfflineRetention
+	}
+	return &Registry{store: cfg.Store, stale: cfg.StaleAfter, offline: cfg.OfflineRetention}
+}
+
+// OfflineRetention is how long a worker that said offline stays listed.
+func (r *Registry) OfflineRetention() time.Duration { return r.offline }
+
+// retention is how long rec is kept after its last heartbeat.
+func (r *Registry) retention(rec Record) time.Duration {
+	if rec.Status == StatusOffline {
+		return min(r.offline, Retention)
+	}
+	return Retention
+}
+
+// forgotten reports whether rec is past its retention at now: List leaves
+// it out at once, on the store's clock, whenever the engine's own expiry
+// (the wall clock) removes the record.
+func (r *Registry) forgotten(rec Record, now time.Time) bool {
+	return now.Sub(rec.LastSeenAt) >= r.retention(rec)
 }
 
 // StaleAfter is the registry's stale window.
@@ -163,16 +224,22 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 		if p.SetMeta {
 			rec.Meta = p.Meta
 		}
-		return tx.WorkerRecordPut(p.Tenant, p.By, p.Worker, rec, Retention)
+		return tx.WorkerRecordPut(p.Tenant, p.By, p.Worker, rec, r.retention(rec))
 	})
 	if err != nil {
 		return View{}, fmt.Errorf("error recording a heartbeat: %w", err)
 	}
-	return View{Record: rec}, nil
+	return r.view(rec, rec.LastSeenAt), nil
 }
 
 func (r *Registry) isStale(rec Record, now time.Time) bool {
 	return now.Sub(rec.LastSeenAt) >= r.stale
+}
+
+// view is rec as seen at now.
+func (r *Registry) view(rec Record, now time.Time) View {
+	st := stateOf(rec, now, r.stale)
+	return View{Record: rec, State: st, Stale: st == StateStale}
 }
 
 // List returns one page of the tenant's workers in (by, worker) order and
@@ -199,7 +266,10 @@ func (r *Registry) List(tenant, cursor string, limit int) ([]View, string, error
 			if err := json.Unmarshal(raw, &rec); err != nil {
 				return false, fmt.Errorf("error decoding a worker record: %w", err)
 			}
-			out = append(out, View{Record: rec, Stale: r.isStale(rec, now)})
+			if r.forgotten(rec, now) {
+				return true, nil
+			}
+			out = append(out, r.view(rec, now))
 			return true, nil
 		})
 	})

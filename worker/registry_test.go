@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -129,4 +130,62 @@ func TestListPagesInKeyOrderWithinTheTenant(t *testing.T) {
 		var invalid *fault.Invalid
 		require.ErrorAs(t, err, &invalid, bad)
 	}
+}
+
+// TestOneStateVocabulary: a worker's state is its status while it speaks,
+// stale once silent for the window, and offline after a goodbye however
+// long the silence since (a runner that stopped cleanly is never stale).
+func TestOneStateVocabulary(t *testing.T) {
+	t.Parallel()
+	b := setup(t, time.Minute)
+	require.Equal(t, StateIdle, b.beat(t, HeartbeatParams{Worker: "idle", Status: StatusIdle}).State)
+	require.Equal(t, StateWorking, b.beat(t, HeartbeatParams{Worker: "busy", Status: StatusWorking, Node: "n1"}).State)
+	off := b.beat(t, HeartbeatParams{Worker: "gone", Status: StatusOffline})
+	require.Equal(t, StateOffline, off.State)
+	require.False(t, off.Stale)
+
+	b.clk.Advance(2 * time.Minute)
+	states := map[string]State{}
+	for _, v := range b.list(t, "acme") {
+		states[v.Worker] = v.State
+		require.Equal(t, v.State == StateStale, v.Stale, v.Worker)
+	}
+	require.Equal(t, map[string]State{"idle": StateStale, "busy": StateStale, "gone": StateOffline}, states)
+	require.ElementsMatch(t, States(), []State{StateIdle, StateWorking, StateStale, StateOffline})
+}
+
+// TestOfflineWorkersAreForgotten: a worker that said offline leaves the
+// list its retention after the goodbye; a silent one stays (stale) for a
+// day; a worker that comes back is listed again.
+func TestOfflineWorkersAreForgotten(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	store, err := graph.Open(graph.Options{InMemory: true, Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	b := bundle{reg: New(Config{Store: store, StaleAfter: time.Minute, OfflineRetention: 5 * time.Minute}), clk: clk}
+	require.Equal(t, 5*time.Minute, b.reg.OfflineRetention())
+	require.Equal(t, DefaultOfflineRetention, setup(t, 0).reg.OfflineRetention())
+
+	// Eight runner processes, each stopping cleanly, and one that crashed.
+	for i := range 8 {
+		b.beat(t, HeartbeatParams{Worker: fmt.Sprintf("host-%d-1", 100+i), Status: StatusIdle})
+		b.beat(t, HeartbeatParams{Worker: fmt.Sprintf("host-%d-1", 100+i), Status: StatusOffline})
+	}
+	b.beat(t, HeartbeatParams{Worker: "crashed", Status: StatusWorking, Node: "n1"})
+	require.Len(t, b.list(t, "acme"), 9)
+
+	b.clk.Advance(5*time.Minute - time.Millisecond)
+	require.Len(t, b.list(t, "acme"), 9, "kept until the retention has passed")
+	b.clk.Advance(time.Millisecond)
+	views := b.list(t, "acme")
+	require.Len(t, views, 1, "the eight offline rows are forgotten")
+	require.Equal(t, "crashed", views[0].Worker)
+	require.Equal(t, StateStale, views[0].State)
+
+	b.beat(t, HeartbeatParams{Worker: "host-100-1", Status: StatusIdle})
+	require.Len(t, b.list(t, "acme"), 2, "a worker that comes back is listed again")
+
+	b.clk.Advance(Retention)
+	require.Empty(t, b.list(t, "acme"), "a silent worker is forgotten a day after its last heartbeat")
 }

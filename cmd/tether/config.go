@@ -10,8 +10,10 @@ import (
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/mcp"
+	"github.com/tether-run/tether/queuemetrics"
 	"github.com/tether-run/tether/server"
 	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/worker"
 )
 
 // settings are the serve options, from flags over the environment over defaults.
@@ -61,6 +63,14 @@ func csv(names ...string) []string {
 	return out
 }
 
+// maxWorkerOfflineMS bounds TETHER_WORKER_OFFLINE_RETENTION_MS: no worker
+// record is kept longer than worker.Retention.
+const maxWorkerOfflineMS = int64(worker.Retention / time.Millisecond)
+
+// maxMetricsLabels bounds TETHER_METRICS_MAX_TENANTS and
+// TETHER_METRICS_MAX_QUEUES: past it a scrape is no longer small.
+const maxMetricsLabels = 10000
+
 // maxBlobGraceMS bounds TETHER_BLOB_GRACE_MS (a year), far from overflowing
 // as nanoseconds.
 const maxBlobGraceMS = 365 * 24 * 3600 * 1000
@@ -81,19 +91,21 @@ func loadEnv() (settings, error) {
 	var blobMax, blobGraceMS, blobQuota int64
 	var retryInitialMS, retryMaxMS int64
 	var mcpSessions, mcpSessionsIdentity, mcpIdleMS int64
+	var metricsTenants, metricsQueues, workerOfflineMS int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
 	}{
-		"TETHER_CLAIM_TTL_DEFAULT_MS": {&ttlDefault, 300000},
-		"TETHER_CLAIM_TTL_MAX_MS":     {&ttlMax, 7200000},
-		"TETHER_CLAIM_TTL_CEILING_MS": {&ttlCeiling, 86400000},
-		"TETHER_MAX_ATTEMPTS":         {&maxAttempts, 5},
-		"TETHER_REAPER_INTERVAL_MS":   {&reaperMS, 1000},
-		"TETHER_MAX_BODY_BYTES":       {&maxBody, 1 << 20},
-		"TETHER_WORKER_STALE_MS":      {&workerStaleMS, 90000},
-		"TETHER_RETENTION_MS":         {&retentionMS, 604800000},
-		"TETHER_CLEANER_INTERVAL_MS":  {&cleanerMS, 1000},
+		"TETHER_CLAIM_TTL_DEFAULT_MS":        {&ttlDefault, 300000},
+		"TETHER_CLAIM_TTL_MAX_MS":            {&ttlMax, 7200000},
+		"TETHER_CLAIM_TTL_CEILING_MS":        {&ttlCeiling, 86400000},
+		"TETHER_MAX_ATTEMPTS":                {&maxAttempts, 5},
+		"TETHER_REAPER_INTERVAL_MS":          {&reaperMS, 1000},
+		"TETHER_MAX_BODY_BYTES":              {&maxBody, 1 << 20},
+		"TETHER_WORKER_STALE_MS":             {&workerStaleMS, 90000},
+		"TETHER_WORKER_OFFLINE_RETENTION_MS": {&workerOfflineMS, 600000},
+		"TETHER_RETENTION_MS":                {&retentionMS, 604800000},
+		"TETHER_CLEANER_INTERVAL_MS":         {&cleanerMS, 1000},
 		// 0: no cap.
 		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, api.DefaultWaitsPerIdentity},
 		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
@@ -106,6 +118,8 @@ func loadEnv() (settings, error) {
 		"TETHER_MCP_MAX_SESSIONS":              {&mcpSessions, mcp.DefaultMaxSessions},
 		"TETHER_MCP_MAX_SESSIONS_PER_IDENTITY": {&mcpSessionsIdentity, mcp.DefaultMaxSessionsPerIdentity},
 		"TETHER_MCP_SESSION_IDLE_MS":           {&mcpIdleMS, mcp.DefaultSessionTimeout.Milliseconds()},
+		"TETHER_METRICS_MAX_TENANTS":           {&metricsTenants, queuemetrics.DefaultMaxTenants},
+		"TETHER_METRICS_MAX_QUEUES":            {&metricsQueues, queuemetrics.DefaultMaxQueues},
 	} {
 		v, err := envInt(name, spec.def)
 		if err != nil {
@@ -130,6 +144,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_MAX_BODY_BYTES must be at least 1")
 	case workerStaleMS < 1:
 		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
+	case workerOfflineMS < 1 || workerOfflineMS > maxWorkerOfflineMS:
+		return s, fmt.Errorf("TETHER_WORKER_OFFLINE_RETENTION_MS must be from 1 to %d (a day: no worker is kept longer)", int64(maxWorkerOfflineMS))
 	case waitsIdentity < 0 || waitsTenant < 0 || waitsIdentity > 1<<20 || waitsTenant > 1<<20:
 		return s, fmt.Errorf("TETHER_MAX_WAITS_PER_IDENTITY and TETHER_MAX_WAITS_PER_TENANT must be from 0 (no cap) to %d", 1<<20)
 	case retentionMS != 0 && (retentionMS < tenant.MinRetentionMS || retentionMS > tenant.MaxRetentionMS):
@@ -138,6 +154,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_CLEANER_INTERVAL_MS must be at least 1")
 	case blobMax < 1:
 		return s, fmt.Errorf("TETHER_BLOB_MAX_BYTES must be at least 1")
+	case metricsTenants < 1 || metricsQueues < 1 || metricsTenants > maxMetricsLabels || metricsQueues > maxMetricsLabels:
+		return s, fmt.Errorf("TETHER_METRICS_MAX_TENANTS and TETHER_METRICS_MAX_QUEUES must be from 1 to %d", maxMetricsLabels)
 	case blobGraceMS < 1 || blobGraceMS > maxBlobGraceMS:
 		return s, fmt.Errorf("TETHER_BLOB_GRACE_MS must be between 1 and %d", int64(maxBlobGraceMS))
 	case mcpSessions > 1<<20 || mcpSessionsIdentity > 1<<20:
@@ -169,15 +187,17 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_JWT_PUBLIC_KEYS: %w", err)
 	}
 	s.Server = server.Config{
-		ReaperInterval:   time.Duration(reaperMS) * time.Millisecond,
-		WorkerStaleAfter: time.Duration(workerStaleMS) * time.Millisecond,
-		MaxBodyBytes:     maxBody,
-		Waits:            api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
-		BlobMaxBytes:     blobMax,
-		BlobGrace:        time.Duration(blobGraceMS) * time.Millisecond,
-		SkillMDPath:      os.Getenv("TETHER_SKILL_MD_PATH"),
-		OperatorTokens:   csv("TETHER_OPERATOR_TOKENS"),
-		CleanerInterval:  time.Duration(cleanerMS) * time.Millisecond,
+		ReaperInterval:         time.Duration(reaperMS) * time.Millisecond,
+		WorkerStaleAfter:       time.Duration(workerStaleMS) * time.Millisecond,
+		WorkerOfflineRetention: time.Duration(workerOfflineMS) * time.Millisecond,
+		MaxBodyBytes:           maxBody,
+		Waits:                  api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
+		BlobMaxBytes:           blobMax,
+		BlobGrace:              time.Duration(blobGraceMS) * time.Millisecond,
+		SkillMDPath:            os.Getenv("TETHER_SKILL_MD_PATH"),
+		OperatorTokens:         csv("TETHER_OPERATOR_TOKENS"),
+		CleanerInterval:        time.Duration(cleanerMS) * time.Millisecond,
+		QueueMetrics:           queuemetrics.Limits{MaxTenants: int(metricsTenants), MaxQueues: int(metricsQueues)},
 		Tenant: tenant.Config{
 			JWTSecrets:      csv("TETHER_JWT_SECRET"),
 			PublicKeys:      keys,

@@ -41,7 +41,7 @@ func callLease(ctx context.Context, c *client.ClientWithResponses, in linearize.
 		}
 		status, hr, body = res.StatusCode(), res.HTTPResponse, res.Body
 		if r := res.JSON200; r != nil {
-			ok = linearize.Output{Status: string(r.Status), Holder: r.Lease.By, Fence: uint64(r.Lease.Fence), Renewed: r.Renewed, Attempts: r.Node.Attempts}
+			ok = linearize.Output{Status: string(r.Status), Holder: r.Lease.By, Fence: uint64(r.Lease.Fence), Renewed: r.Renewed, Attempts: r.Node.Attempts, Expires: r.Lease.Expires}
 		}
 	case linearize.Renew:
 		res, err := c.RenewLeaseWithResponse(ctx, in.Node, client.RenewRequest{Fence: fence})
@@ -50,7 +50,7 @@ func callLease(ctx context.Context, c *client.ClientWithResponses, in linearize.
 		}
 		status, hr, body = res.StatusCode(), res.HTTPResponse, res.Body
 		if r := res.JSON200; r != nil {
-			ok = linearize.Output{Holder: r.Lease.By, Fence: uint64(r.Lease.Fence)}
+			ok = linearize.Output{Holder: r.Lease.By, Fence: uint64(r.Lease.Fence), Expires: r.Lease.Expires}
 		}
 	case linearize.Release:
 		res, err := c.ReleaseNodeWithResponse(ctx, in.Node, client.ReleaseRequest{Fence: fence})
@@ -79,7 +79,7 @@ func callLease(ctx context.Context, c *client.ClientWithResponses, in linearize.
 		if n := res.JSON200; n != nil {
 			ok = linearize.Output{Status: string(n.Status), Attempts: n.Attempts}
 			if n.Lease != nil {
-				ok.Holder, ok.Fence = n.Lease.By, uint64(n.Lease.Fence)
+				ok.Holder, ok.Fence, ok.Expires = n.Lease.By, uint64(n.Lease.Fence), n.Lease.Expires
 			}
 		}
 	default:

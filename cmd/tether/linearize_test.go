@@ -12,10 +12,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -67,118 +65,6 @@ func linearizeScale(t *testing.T) linScale {
 		s.load = time.Duration(n) * time.Second
 	}
 	return s
-}
-
-// linCluster is one server (restarted on the same data dir after each
-// kill -9) and a client per identity for it. Calls hold gate for reading; a
-// restart swaps the server under it for writing.
-type linCluster struct {
-	t     *testing.T
-	dir   string
-	hc    *http.Client
-	rec   *linearize.Recorder
-	gate  sync.RWMutex
-	p     *proc
-	epoch int
-	subs  map[string]string // identity -> role
-	as    map[string]*client.ClientWithResponses
-	toks  map[string]string
-
-	unexpected sync.Map // error text -> true: answers the contract does not allow
-}
-
-func newLinCluster(t *testing.T, subs map[string]string) *linCluster {
-	c := &linCluster{t: t, dir: t.TempDir(), hc: httpClient(t), rec: linearize.NewRecorder(), subs: subs, toks: map[string]string{}}
-	for sub, role := range subs {
-		c.toks[sub] = mint(t, sub, role)
-	}
-	c.p = startServer(t, "epoch 0", c.dir)
-	c.connect()
-	return c
-}
-
-func (c *linCluster) connect() {
-	c.as = map[string]*client.ClientWithResponses{}
-	for sub, tok := range c.toks {
-		c.as[sub] = c.p.as(c.hc, tok)
-	}
-}
-
-// call sends in as in.Client and records it.
-func (c *linCluster) call(ctx context.Context, in linearize.Input) linearize.Output {
-	c.gate.RLock()
-	defer c.gate.RUnlock()
-	p := c.rec.Begin(in, c.epoch)
-	out, err := callLease(ctx, c.as[in.Client], in)
-	if err != nil {
-		c.unexpected.Store(err.Error(), true)
-	}
-	p.End(out)
-	return out
-}
-
-// restart kills the server with SIGKILL while calls are in flight, and
-// starts it again on the same data dir once every call to it has ended.
-func (c *linCluster) restart() {
-	c.t.Helper()
-	c.p.kill9()
-	c.rec.Died()
-	c.gate.Lock()
-	defer c.gate.Unlock()
-	c.epoch++
-	call := linearize.Now()
-	c.p = startServer(c.t, fmt.Sprintf("epoch %d", c.epoch), c.dir)
-	c.rec.Restarted(call, linearize.Now())
-	c.connect()
-}
-
-// createNode makes a fresh queued node as the dispatcher, retrying across a
-// restart (a create that got no answer may have made its node, so each try
-// uses a new id). It is not part of the history: the model starts every node
-// queued, as created.
-func (c *linCluster) createNode(ctx context.Context, id func() string) (string, bool) {
-	for try := 0; try < 50; try++ {
-		c.gate.RLock()
-		nid := id()
-		res, err := c.as["dispatcher"].CreateNodeWithResponse(ctx, nil, client.NodeCreate{
-			ID: ptr(nid), Type: "task", Queue: ptr(linQueue), MaxAttempts: ptr(int64(linMaxAttempts)),
-		})
-		c.gate.RUnlock()
-		if err == nil && res.StatusCode() == http.StatusCreated {
-			return nid, true
-		}
-		if err == nil {
-			c.t.Errorf("create %s: %d %s", nid, res.StatusCode(), res.Body)
-			return "", false
-		}
-		time.Sleep(20 * time.Millisecond) // the server is restarting
-	}
-	c.t.Errorf("could not create a node across 50 tries")
-	return "", false
-}
-
-// check runs porcupine over the history and fails the test unless it is
-// linearizable. It returns the history's counts.
-func (c *linCluster) check(name string) (linearize.Counts, linearize.Report) {
-	c.t.Helper()
-	c.unexpected.Range(func(k, _ any) bool {
-		c.t.Errorf("an answer the contract does not allow: %v", k)
-		return true
-	})
-	ops, counts := c.rec.History()
-	rep := linearize.Check(linearize.DefaultConfig(linMaxAttempts), ops, checkTimeout, c.t.TempDir())
-	c.t.Logf("%s: %d calls (%d with unknown outcome, %d of them dropped), %d restarts, %d nodes; %v",
-		name, counts.Ops, counts.Unknown, counts.Dropped, counts.Restarts, counts.Nodes, rep)
-	if rep.Result != porcupine.Ok { // Illegal, or a node porcupine could not decide
-		// Keep the history past the test's temp dirs, for replay.
-		if f, err := os.CreateTemp("", "tether-linearize-*.json"); err == nil {
-			_ = json.NewEncoder(f).Encode(ops)
-			f.Close()
-			c.t.Logf("the history is kept in %s", f.Name())
-		}
-		c.t.Fatalf("%s: the history is not linearizable: %v", name, rep)
-	}
-	return counts, rep
 }
 
 // nodePool is the nodes the clients work on: a few active ones, replaced as
@@ -234,10 +120,13 @@ func (p *nodePool) nodes() []string {
 }
 
 // linWorker is one client: it picks a node and a call at random, with the
-// fence it last got on that node, or a wrong one, or none.
+// fence it last got on that node, or a wrong one, or none. Half of its
+// renewals go to the node it last held, as a worker's heartbeat does, and
+// half of those that succeed are followed by a read of the node.
 func linWorker(ctx context.Context, c *linCluster, pool *nodePool, sub string, rng *rand.Rand, stop <-chan struct{}) {
 	fences := map[string]uint64{}
 	away := map[string]time.Time{} // nodes this client leaves alone until then
+	held := ""                     // the node this client was last granted or renewed
 	for {
 		select {
 		case <-stop:
@@ -245,6 +134,10 @@ func linWorker(ctx context.Context, c *linCluster, pool *nodePool, sub string, r
 		default:
 		}
 		node := pool.pick(rng)
+		heartbeat := held != "" && rng.IntN(10) < 2
+		if heartbeat {
+			node = held
+		}
 		gone := time.Now().Before(away[node]) // only reads, which renew nothing
 		in := linearize.Input{Node: node, Client: sub}
 		known := fences[node]
@@ -271,12 +164,23 @@ func linWorker(ctx context.Context, c *linCluster, pool *nodePool, sub string, r
 		default:
 			in.Kind = linearize.Read
 		}
+		if heartbeat {
+			in.Kind, in.Fence, in.TTL = linearize.Renew, fences[node], 0
+		}
 		if gone {
 			in.Kind, in.Fence, in.TTL = linearize.Read, 0, 0
 		}
 		out := c.call(ctx, in)
-		if out.Result == linearize.OK && (in.Kind == linearize.Claim || in.Kind == linearize.Renew) {
-			fences[node] = out.Fence
+		switch {
+		case out.Result == linearize.OK && (in.Kind == linearize.Claim || in.Kind == linearize.Renew):
+			fences[node], held = out.Fence, node
+		case node == held && in.Kind != linearize.Read && out.Result != linearize.Unknown:
+			held = "" // released, completed or lost
+		}
+		if out.Result == linearize.OK && in.Kind == linearize.Renew && rng.IntN(2) == 0 {
+			// A holder reads its node back: it must see the expiry it was
+			// just given (issue 31).
+			c.call(ctx, linearize.Input{Kind: linearize.Read, Node: node, Client: sub})
 		}
 		if out.Result == linearize.OK && in.Kind == linearize.Claim && in.TTL == linShortTTL && !out.Renewed {
 			// A worker that dies holding a short lease: it lapses while the
@@ -300,7 +204,7 @@ func TestLinearizeLeases(t *testing.T) {
 	for run := range scale.runs {
 		// A subtest per run, so each run's servers are gone before the next.
 		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
-			counts := linearizeRun(t, run, scale)
+			counts := linearizeRun(t, run, scale, newLinCluster)
 			total.Ops += counts.Ops
 			total.Unknown += counts.Unknown
 			total.Restarts += counts.Restarts
@@ -311,12 +215,14 @@ func TestLinearizeLeases(t *testing.T) {
 		scale.runs, total.Ops, total.Unknown, total.Restarts, total.Nodes)
 }
 
-func linearizeRun(t *testing.T, run int, scale linScale) linearize.Counts {
+// linearizeRun is one run: the load of scale on the cluster newCluster
+// starts, then the check.
+func linearizeRun(t *testing.T, run int, scale linScale, newCluster func(*testing.T, map[string]string) *linCluster) linearize.Counts {
 	subs := map[string]string{"dispatcher": "dispatcher", "auditor": "reader"}
 	for i := range scale.clients {
 		subs[fmt.Sprintf("c%02d", i)] = "worker"
 	}
-	c := newLinCluster(t, subs)
+	c := newCluster(t, subs)
 	ctx := context.Background()
 	pool := &nodePool{prefix: fmt.Sprintf("lin-%d", run)}
 	for range scale.nodes {
@@ -327,8 +233,11 @@ func linearizeRun(t *testing.T, run int, scale linScale) linearize.Counts {
 		pool.add(id)
 	}
 
+	if !c.restartable {
+		scale.restarts = 0
+	}
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("run %d: %d clients on %d nodes for %v with %d kill -9 restarts (seed %d)", run, scale.clients, scale.nodes, scale.load, scale.restarts, seed)
+	t.Logf("run %d: %d clients on %d nodes through %d servers for %v with %d kill -9 restarts (seed %d)", run, scale.clients, scale.nodes, len(c.servers), scale.load, scale.restarts, seed)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range scale.clients {
@@ -350,7 +259,9 @@ func linearizeRun(t *testing.T, run int, scale linScale) linearize.Counts {
 	wg.Wait()
 
 	// A last kill, then every node is read: nothing acknowledged is lost.
-	c.restart()
+	if c.restartable {
+		c.restart()
+	}
 	for _, n := range pool.nodes() {
 		c.call(ctx, linearize.Input{Kind: linearize.Read, Node: n, Client: "auditor"})
 	}
@@ -366,7 +277,7 @@ func (c *linCluster) expiries(ctx context.Context) int {
 	n := 0
 	var after int64
 	for {
-		page, err := c.as["auditor"].ListEventsWithResponse(ctx, &client.ListEventsParams{After: &after, Limit: ptr(1000)})
+		page, err := c.first()["auditor"].ListEventsWithResponse(ctx, &client.ListEventsParams{After: &after, Limit: ptr(1000)})
 		if err != nil || page.JSON200 == nil {
 			c.t.Logf("reading the event feed: %v %s", err, body(page))
 			return -1
@@ -413,7 +324,7 @@ func TestLinearizeFrozenClient(t *testing.T) {
 	}
 
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(baseEnv(), frozenEnv+"=1", frozenURLEnv+"="+c.p.url, frozenTokenEnv+"="+c.toks[frozenIdentity],
+	cmd.Env = append(baseEnv(), frozenEnv+"=1", frozenURLEnv+"="+c.servers[0].url, frozenTokenEnv+"="+c.toks[frozenIdentity],
 		frozenNodeEnv+"="+node, fmt.Sprintf("%s=%d", frozenTTLEnv, linShortTTL.Milliseconds()))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -520,7 +431,7 @@ func TestLinearizeFrozenClient(t *testing.T) {
 		forged := slices.Clone(ops)
 		for j, op := range forged {
 			if op.Input.Client == frozenIdentity && op.Call == want.Call {
-				forged[j].Output = accepted(op.Input, fence)
+				forged[j].Output = accepted(op, fence)
 			}
 		}
 		if r := linearize.Check(linearize.DefaultConfig(linMaxAttempts), forged, checkTimeout, ""); r.Result != porcupine.Illegal {
@@ -530,12 +441,14 @@ func TestLinearizeFrozenClient(t *testing.T) {
 	t.Logf("the frozen client's %d late writes were all refused; each, forged into an acceptance, makes the history illegal", len(late))
 }
 
-// accepted is the answer the server would give to in, were the frozen
+// accepted is the answer the server would give to op, were the frozen
 // client's lease (fence) still live.
-func accepted(in linearize.Input, fence uint64) linearize.Output {
+func accepted(op linearize.Op, fence uint64) linearize.Output {
+	in := op.Input
 	switch in.Kind {
 	case linearize.Renew:
-		return linearize.Output{Result: linearize.OK, Holder: in.Client, Fence: fence}
+		expires := time.Unix(0, op.Return).Add(linShortTTL).UnixMilli()
+		return linearize.Output{Result: linearize.OK, Holder: in.Client, Fence: fence, Expires: expires}
 	case linearize.Release:
 		return linearize.Output{Result: linearize.OK, Status: linearize.StatusQueued}
 	default:

@@ -21,7 +21,7 @@ func main() {
 	root.AddCommand(serveCommand(), versionCommand(), healthCommand())
 	root.AddCommand(workCommand(), checkCommand(), restoreCommand())
 	cli := newCLI(root) // --server, --token, -o for the client commands
-	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand())
+	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand(), cli.workersCommand())
 	root.AddCommand(cli.leaseCommands()...)
 	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
 	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.backupCommand())

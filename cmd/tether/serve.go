@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/internal/tracing"
 	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/server"
 )
@@ -153,6 +154,16 @@ or run "tether serve --dev" to try it out with a generated secret`)
 			return err
 		}
 	}
+	tp, stopTracing, err := tracing.Setup(ctx, "tether", os.Getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer flushTraces(log, stopTracing)
+	if tp != nil {
+		s.Server.Tracer = tp
+		log.Info("tracing is on: spans go over OTLP gRPC (OTEL_EXPORTER_OTLP_* settings)")
+	}
 	banner := func(url string) error {
 		if !s.Dev {
 			return nil
@@ -180,6 +191,15 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		return err
 	}
 	return serveUntilSignal(log, func() error { return srv.Serve(ln) }, srv.Shutdown, "draining")
+}
+
+// flushTraces sends the spans still buffered, for at most 5 s.
+func flushTraces(log *slog.Logger, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("error sending the last spans", "err", err)
+	}
 }
 
 // serveUntilSignal runs serve until SIGINT or SIGTERM (or until it fails),

@@ -20,9 +20,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/tracing"
 	"github.com/tether-run/tether/worker"
 )
 
@@ -165,6 +167,8 @@ type workRunner struct {
 	api  *client.ClientWithResponses
 	log  *slog.Logger
 	meta map[string]any
+	// tracer makes each run's span (work_trace.go); nil with tracing off.
+	tracer trace.Tracer
 
 	// stopping ends when the runner stops claiming (a signal, or a fatal
 	// answer from the server); killing when running commands must stop
@@ -224,6 +228,15 @@ func runWork(o workOptions) error {
 	r := &workRunner{
 		opts: o, api: api, log: log, stopping: stopping, killing: killing, stop: stop,
 		meta: map[string]any{"host": host, "pid": os.Getpid(), "queue": o.queue, "command": o.command[0]},
+	}
+	tp, stopTracing, err := tracing.Setup(context.Background(), "tether-work", os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(log, stopTracing)
+	if tp != nil {
+		r.tracer = tp.Tracer("github.com/tether-run/tether/cmd/tether")
+		log.Info("tracing is on: each run is a span linked to the request that created its node")
 	}
 	for i := 1; i <= o.concurrency; i++ {
 		r.slots = append(r.slots, newWorkSlot(r, fmt.Sprintf("%s-%d", o.workerName, i)))

@@ -47,10 +47,11 @@ func newWorkSlot(r *workRunner, name string) *workSlot {
 
 // workClaim is a node this slot holds.
 type workClaim struct {
-	lease   client.Lease
-	node    json.RawMessage // the node as the server sent it
-	timeout time.Duration   // the node's timeout_ms; 0 for none
-	at      time.Time       // when the claim came back
+	lease       client.Lease
+	node        json.RawMessage // the node as the server sent it
+	timeout     time.Duration   // the node's timeout_ms; 0 for none
+	at          time.Time       // when the claim came back
+	traceparent string          // the creating request's trace context; "" for none
 }
 
 // run claims and runs nodes until the runner stops claiming, then reports
@@ -147,7 +148,7 @@ func (s *workSlot) claim() (*workClaim, error) {
 
 // claimed is the workClaim of a claim answer whose node is raw.
 func (s *workSlot) claimed(cr *client.ClaimResponse, raw json.RawMessage) *workClaim {
-	c := &workClaim{lease: cr.Lease, node: raw, at: time.Now()}
+	c := &workClaim{lease: cr.Lease, node: raw, at: time.Now(), traceparent: traceparentOf(cr.Node)}
 	if cr.Node.TimeoutMS != nil {
 		c.timeout = time.Duration(*cr.Node.TimeoutMS) * time.Millisecond
 	}
@@ -215,8 +216,10 @@ func (s *workSlot) work(c *workClaim) *workClaim {
 		env = append(env, "TETHER_INBOX="+inbox.path)
 		started = inbox.started
 	}
+	span, env := s.startRun(c, env)
 	start := time.Now()
 	x := workExec(run.Done(), o.command, env, c.node, os.Stderr, started)
+	endRun(span, x)
 	stopInbox()
 	unlost()
 	unkill()

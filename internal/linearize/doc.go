@@ -29,7 +29,13 @@
 //     that completed the node (same fence, or none) succeeds and changes
 //     nothing.
 //   - A read shows the state as of its instant: status, holder, fence,
-//     attempts.
+//     attempts, and the lease's expiry. Reads are linearizable, renewals
+//     included: a read that starts after a renewal's answer shows the expiry
+//     that answer named (or a later one), never an older one.
+//   - A granted claim or renewal names the lease's expiry: now + TTL at an
+//     instant of the call (within Config.Margin), and from then on the model
+//     knows the expiry to the millisecond the answer named, and holds every
+//     read to it exactly (both come from the server's clock).
 //
 // Time: a lease ends at an instant the model knows only to within the
 // interval of the call that set it (plus Config.Margin). A call that lies
@@ -58,6 +64,7 @@
 //     regressed fence is illegal; an acknowledged renewal is honoured up to
 //     its expiry across restarts.
 //   - The model's own test feeds it illegal histories (two holders, a reused
-//     fence, a lost completion, a frozen holder's late write accepted) and
-//     requires porcupine to reject each.
+//     fence, a lost completion, a frozen holder's late write accepted, a read
+//     after a renewal's answer that shows the expiry before it) and requires
+//     porcupine to reject each.
 package linearize

@@ -26,8 +26,13 @@ type State struct {
 	Fence  uint64
 	TTL    int64 // ns
 	// The lease ends somewhere in [ExpLo, ExpHi] (Unix ns): the server set
-	// it at an instant inside the interval of the call that set it.
+	// it at an instant inside the interval of the call that set it, and
+	// when it answered that call, within the millisecond its answer named.
 	ExpLo, ExpHi int64
+	// Told says [ExpLo, ExpHi] is the millisecond a claim's or a renewal's
+	// answer named (the server's own clock, compared with no margin); false
+	// when it comes from the client's clock (an unknown outcome, a restart).
+	Told bool
 	// LastFence is the last fence handed out on the node.
 	LastFence uint64
 	Attempts  int64
@@ -74,7 +79,8 @@ func Model(cfg Config) porcupine.Model {
 			if s.Status != StatusRunning {
 				return fmt.Sprintf("%s last_fence=%d attempts=%d", s.Status, s.LastFence, s.Attempts)
 			}
-			return fmt.Sprintf("running by %s fence=%d attempts=%d", s.Holder, s.Fence, s.Attempts)
+			return fmt.Sprintf("running by %s fence=%d attempts=%d expires in [%s, %s]", s.Holder, s.Fence, s.Attempts,
+				stampMS(s.ExpLo/int64(time.Millisecond)), stampMS(s.ExpHi/int64(time.Millisecond)))
 		},
 	}
 	return m.ToModel()
@@ -110,7 +116,11 @@ func (cfg Config) step(s State, in Input, out Output) []any {
 			if after != pre {
 				next = append(next, after)
 			}
-		case out == want:
+		case out.withoutExpiry() == want:
+			var ok bool
+			if after, ok = cfg.expiry(pre, after, in, out); !ok {
+				continue
+			}
 			next = append(next, after)
 		default:
 			continue
@@ -124,6 +134,44 @@ func (cfg Config) step(s State, in Input, out Output) []any {
 		}
 	}
 	return next
+}
+
+// withoutExpiry is out without its expiry, which decide does not give (the
+// model knows it as an interval; expiry checks it).
+func (out Output) withoutExpiry() Output {
+	out.Expires = 0
+	return out
+}
+
+// expiry checks the expiry an answer shows, and narrows the state after it
+// to what the answer told. A read that shows a lease must show its expiry as
+// the state knows it: an answered renewal's, never an older one. A granted
+// claim or a renewal must name an expiry inside the interval decide gave it
+// (now + TTL at some instant of the call), and the lease then ends within
+// the millisecond it named.
+func (cfg Config) expiry(pre, after State, in Input, out Output) (State, bool) {
+	const ms = int64(time.Millisecond)
+	shown := out.Expires * ms // the expiry is in [shown, shown+ms)
+	switch {
+	case out.Result != OK:
+		return after, out.Expires == 0
+	case in.Kind == Read && out.Holder == "":
+		return after, out.Expires == 0
+	case in.Kind == Read:
+		slop := int64(cfg.Margin)
+		if pre.Told {
+			slop = 0
+		}
+		return after, shown <= pre.ExpHi+slop && shown+ms+slop > pre.ExpLo
+	case in.Kind == Claim || in.Kind == Renew:
+		margin := int64(cfg.Margin)
+		if shown > after.ExpHi+margin || shown+ms+margin <= after.ExpLo {
+			return after, false
+		}
+		after.ExpLo, after.ExpHi, after.Told = shown, shown+ms-1, true
+		return after, true
+	}
+	return after, out.Expires == 0
 }
 
 // at is the states s may be in at the instant in takes effect: a lease whose
@@ -160,7 +208,7 @@ func (cfg Config) expire(s State) State {
 
 func endRun(s State) State {
 	s.Status = StatusQueued
-	s.Holder, s.Fence, s.TTL, s.ExpLo, s.ExpHi = "", 0, 0, 0, 0
+	s.Holder, s.Fence, s.TTL, s.ExpLo, s.ExpHi, s.Told = "", 0, 0, 0, 0, false
 	return s
 }
 
@@ -168,8 +216,10 @@ func endRun(s State) State {
 // restart, never less than it had.
 func restart(s State, in Input) State {
 	if s.Status == StatusRunning {
-		s.ExpLo = max(s.ExpLo, in.Call+s.TTL)
-		s.ExpHi = max(s.ExpHi, in.Return+s.TTL)
+		lo, hi := max(s.ExpLo, in.Call+s.TTL), max(s.ExpHi, in.Return+s.TTL)
+		if lo != s.ExpLo || hi != s.ExpHi {
+			s.ExpLo, s.ExpHi, s.Told = lo, hi, false
+		}
 	}
 	return s
 }
@@ -191,7 +241,7 @@ func (cfg Config) decide(s State, in Input) (Output, State) {
 		case running:
 			// Re-claiming your own live claim renews it with the TTL asked.
 			s.TTL = int64(in.TTL)
-			s.ExpLo, s.ExpHi = in.Call+s.TTL, in.Return+s.TTL
+			s.ExpLo, s.ExpHi, s.Told = in.Call+s.TTL, in.Return+s.TTL, false
 			return Output{Result: OK, Status: StatusRunning, Holder: in.Client, Fence: s.Fence, Renewed: true, Attempts: s.Attempts}, s
 		case s.Status == StatusDone || s.Status == StatusDead || s.Attempts >= cfg.MaxAttempts:
 			return Output{Result: NotClaimable}, s
@@ -201,13 +251,13 @@ func (cfg Config) decide(s State, in Input) (Output, State) {
 		s.Fence = s.LastFence
 		s.Attempts++
 		s.TTL = int64(in.TTL)
-		s.ExpLo, s.ExpHi = in.Call+s.TTL, in.Return+s.TTL
+		s.ExpLo, s.ExpHi, s.Told = in.Call+s.TTL, in.Return+s.TTL, false
 		return Output{Result: OK, Status: StatusRunning, Holder: in.Client, Fence: s.Fence, Attempts: s.Attempts}, s
 	case Renew:
 		if !running || s.Holder != in.Client || !fenceOK {
 			return lost, s
 		}
-		s.ExpLo, s.ExpHi = in.Call+s.TTL, in.Return+s.TTL
+		s.ExpLo, s.ExpHi, s.Told = in.Call+s.TTL, in.Return+s.TTL, false
 		return Output{Result: OK, Holder: in.Client, Fence: s.Fence}, s
 	case Release:
 		switch {

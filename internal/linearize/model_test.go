@@ -18,9 +18,14 @@ const (
 	short = time.Second
 )
 
-// h builds a history with times in milliseconds from an origin.
+// h builds a history with times in milliseconds from an origin. A granted
+// claim or renewal whose answer names no expiry is given the one its return
+// would have (now + TTL); a read that shows a lease with no expiry shows the
+// one its holder was last given (after a restart, name it).
 type h struct {
 	ops []Op
+	exp map[string]int64         // each client's lease expiry, as last named (Unix ms)
+	ttl map[string]time.Duration // each client's last claim's TTL
 }
 
 const origin = int64(1_700_000_000_000_000_000)
@@ -37,16 +42,52 @@ func (b *h) op(call, ret float64, in Input, out Output) *h {
 }
 
 func (b *h) claim(call, ret float64, who string, ttl time.Duration, out Output) *h {
+	if b.ttl == nil {
+		b.exp, b.ttl = map[string]int64{}, map[string]time.Duration{}
+	}
+	b.ttl[who] = ttl
+	out = b.given(ret, who, out)
+	if out.Result == Unknown {
+		b.exp[who] = expMS(ret, ttl)
+	}
 	return b.op(call, ret, Input{Kind: Claim, Client: who, TTL: ttl}, out)
 }
 
 func (b *h) write(call, ret float64, k Kind, who string, fence uint64, out Output) *h {
+	if k == Renew {
+		out = b.given(ret, who, out)
+	}
 	return b.op(call, ret, Input{Kind: k, Client: who, Fence: fence}, out)
+}
+
+// given fills in the expiry of a granted claim or renewal returning at ret,
+// when it names none, and remembers it as who's.
+func (b *h) given(ret float64, who string, out Output) Output {
+	if out.Result != OK {
+		return out
+	}
+	if out.Expires == 0 {
+		out.Expires = expMS(ret, b.ttl[who])
+	}
+	b.exp[who] = out.Expires
+	return out
 }
 
 func (b *h) read(call, ret float64, out Output) *h {
 	out.Result = OK
+	if out.Holder != "" && out.Expires == 0 {
+		out.Expires = b.exp[out.Holder]
+	}
 	return b.op(call, ret, Input{Kind: Read, Client: "reader"}, out)
+}
+
+// expMS is the expiry, in Unix ms, of a lease of ttl set at ms.
+func expMS(ms float64, ttl time.Duration) int64 { return (at(ms) + int64(ttl)) / 1e6 }
+
+// expiring is out naming the expiry ms from the origin.
+func (out Output) expiring(ms float64) Output {
+	out.Expires = at(ms) / 1e6
+	return out
 }
 
 func (b *h) restart(call, ret float64) *h {
@@ -149,6 +190,16 @@ func TestModelAcceptsLegalHistories(t *testing.T) {
 			claim(0, 10, "a", short, granted("a", 1, 1)).
 			write(1100, 1101, Release, "a", 1, okQueued).
 			read(1200, 1201, Output{Status: StatusQueued, Attempts: 1}),
+		"a read concurrent with a renewal may show the expiry before or after it": new(h).
+			claim(0, 1, "a", long, granted("a", 1, 1)).
+			write(30000, 30010, Renew, "a", 1, renewed("a", 1)).
+			read(30001, 30002, running("a", 1, 1).expiring(60001)).
+			read(30003, 30004, running("a", 1, 1).expiring(90010)).
+			read(30011, 30012, running("a", 1, 1).expiring(90010)),
+		"a read after a restart shows the lease's TTL afresh": new(h).
+			claim(0, 10, "a", short, granted("a", 1, 1)).
+			restart(500, 600).
+			read(610, 611, running("a", 1, 1).expiring(1580)),
 		"a restart gives a live lease its full TTL afresh": new(h).
 			claim(0, 10, "a", short, granted("a", 1, 1)).
 			restart(500, 600).
@@ -242,6 +293,25 @@ func TestModelRejectsIllegalHistories(t *testing.T) {
 			claim(1100, 1101, "b", long, granted("b", 2, 2)).
 			write(1102, 1103, Release, "b", 2, okQueued).
 			read(1150, 1151, running("a", 1, 1)),
+		// Issue 31 (times from the report, the claim's made up): a GET that
+		// began after a renewal's answer showed the expiry from before it.
+		"a read after a renewal's answer shows the expiry before it": new(h).
+			claim(6250, 6254, "c0", 1487*time.Millisecond, granted("c0", 12, 1).expiring(7741)).
+			write(6893, 6895, Renew, "c0", 12, renewed("c0", 12).expiring(8380)).
+			read(6895.5, 6896, running("c0", 12, 1).expiring(7741)),
+		"a read after a renewal's answer shows an expiry a millisecond before it": new(h).
+			claim(0, 1, "a", long, granted("a", 1, 1)).
+			write(30000, 30001, Renew, "a", 1, renewed("a", 1).expiring(90000)).
+			read(30002, 30003, running("a", 1, 1).expiring(89999)),
+		"a read shows an expiry no answer named": new(h).
+			claim(0, 1, "a", long, granted("a", 1, 1)).
+			read(2, 3, running("a", 1, 1).expiring(70000)),
+		"a renewal names an expiry its call could not give": new(h).
+			claim(0, 1, "a", long, granted("a", 1, 1)).
+			write(10, 11, Renew, "a", 1, renewed("a", 1).expiring(61011)),
+		"a read shows no expiry for a lease": new(h).
+			claim(0, 1, "a", long, granted("a", 1, 1)).
+			op(2, 3, Input{Kind: Read, Client: "reader"}, Output{Result: OK, Status: StatusRunning, Holder: "a", Fence: 1, Attempts: 1}),
 		"a stale read": new(h).
 			claim(0, 1, "a", long, granted("a", 1, 1)).
 			read(2, 3, Output{Status: StatusQueued}),
@@ -261,7 +331,7 @@ func TestRecorderUnknownOutcomes(t *testing.T) {
 	r := NewRecorder()
 	in := Input{Kind: Claim, Node: "n", Client: "a", TTL: long}
 	p := r.Begin(in, 0)
-	p.End(granted("a", 1, 1))
+	p.End(granted("a", 1, 1).expiring(float64(Now()+int64(long)-origin) / 1e6))
 	inflight := r.Begin(Input{Kind: Complete, Node: "n", Client: "a", Fence: 1}, 0)
 	read := r.Begin(Input{Kind: Read, Node: "n", Client: "a"}, 0)
 	r.Died()

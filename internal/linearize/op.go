@@ -89,10 +89,10 @@ func (r Result) String() string {
 
 // Output is what the server answered, reduced to what the model checks. The
 // model compares it whole, so each answer fills exactly these fields: a
-// granted claim Status, Holder, Fence, Renewed and Attempts; a renew Holder
-// and Fence; a release or a complete Status; a read Status, Holder, Fence and
-// Attempts; a conflict or a lease_lost Holder; not_claimable and unknown
-// nothing.
+// granted claim Status, Holder, Fence, Renewed, Attempts and Expires; a renew
+// Holder, Fence and Expires; a release or a complete Status; a read Status,
+// Holder, Fence, Attempts and, when it shows a lease, Expires; a conflict or
+// a lease_lost Holder; not_claimable and unknown nothing.
 type Output struct {
 	Result Result `json:"result"`
 	// Status is the node status in the answer: a claim's, a release's, a
@@ -108,6 +108,9 @@ type Output struct {
 	Renewed bool `json:"renewed,omitempty"`
 	// Attempts is the node's attempts in a claim or a read.
 	Attempts int64 `json:"attempts,omitempty"`
+	// Expires is the lease's expiry in a claim, a renew or a read that shows
+	// a lease: lease.expires, Unix milliseconds (0: no lease).
+	Expires int64 `json:"expires,omitempty"`
 }
 
 func describe(in Input, out Output) string {
@@ -125,14 +128,24 @@ func describe(in Input, out Output) string {
 	switch {
 	case out.Result == OK && in.Kind == Read:
 		s += fmt.Sprintf(" %s holder=%q fence=%d attempts=%d", out.Status, out.Holder, out.Fence, out.Attempts)
+		if out.Expires != 0 {
+			s += " expires=" + stampMS(out.Expires)
+		}
 	case out.Result == OK && in.Kind == Claim:
-		s += fmt.Sprintf(" fence=%d renewed=%v attempts=%d", out.Fence, out.Renewed, out.Attempts)
+		s += fmt.Sprintf(" fence=%d renewed=%v attempts=%d expires=%s", out.Fence, out.Renewed, out.Attempts, stampMS(out.Expires))
 	case out.Result == OK && in.Kind == Renew:
-		s += fmt.Sprintf(" fence=%d", out.Fence)
+		s += fmt.Sprintf(" fence=%d expires=%s", out.Fence, stampMS(out.Expires))
 	case out.Result == OK:
 		s += " " + out.Status
 	case out.Result == Conflict || out.Result == LeaseLost:
 		s += fmt.Sprintf(" holder=%q", out.Holder)
 	}
 	return s
+}
+
+// stampMS shows a Unix ms instant as its second of the minute, to the ms
+// (":08.380"): enough to compare the expiries of one node's history, which
+// spans seconds.
+func stampMS(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(":05.000")
 }

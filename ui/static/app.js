@@ -1,6 +1,6 @@
 // The dashboard: a sign-in form, the tenant overview (#/), the node lists
-// (#/nodes?filters) and a node's page (#/node/<id>), kept current by the live
-// event stream and a slow poll.
+// (#/nodes?filters), a node's page (#/node/<id>) and the queues' throughput
+// (#/throughput), kept current by the live event stream and a slow poll.
 
 import { api, token, serverNow, Problem, UNAUTHORIZED } from './api.js';
 import { showProblem } from './actions.js';
@@ -9,6 +9,7 @@ import { h, fmtLeft } from './dom.js';
 import { overview } from './overview.js';
 import { nodePage } from './node.js';
 import { nodesPage } from './nodes.js';
+import { throughputPage } from './throughput.js';
 
 const main = document.getElementById('main');
 const streamPill = document.getElementById('stream');
@@ -78,10 +79,10 @@ function route() {
   view?.stop();
   if (node) view = nodePage(main, decodeURIComponent(node[1]));
   else if (list) view = nodesPage(main, new URLSearchParams(list[1] ?? ''));
+  else if (location.hash === '#/throughput') view = throughputPage(main);
   else view = overview(main, recent);
-  for (const a of document.querySelectorAll('#nav a')) {
-    a.classList.toggle('here', a.getAttribute('href') === (list ? '#/nodes' : node ? '' : '#/'));
-  }
+  const here = list ? '#/nodes' : node ? '' : location.hash === '#/throughput' ? '#/throughput' : '#/';
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('here', a.getAttribute('href') === here);
   view.refresh();
 }
 

@@ -30,6 +30,7 @@ export function nodesPage(main, params) {
   let alive = true;
   let pending = null;
   const cursors = ['']; // the cursor of each page shown so far; the last is this page's
+  let said = null; // what the last bulk action did, shown above the list until the next
   const refresh = async () => {
     if (!alive) return;
     const qs = new URLSearchParams({ ...filters, limit: String(PAGE) });
@@ -60,7 +61,7 @@ export function nodesPage(main, params) {
       cursors.length > 1 ? h('button', { type: 'button', class: 'link', onclick: () => { cursors.pop(); refresh(); } }, '← Previous page') : null,
       h('span', { class: 'dim' }, `page ${cursors.length}`),
       page.next_cursor ? h('button', { type: 'button', class: 'link', onclick: () => { cursors.push(page.next_cursor); refresh(); } }, 'Next page →') : null);
-    list.replaceChildren(list.firstChild, bulk,
+    list.replaceChildren(list.firstChild, bulk, said,
       h('div', { class: 'scroll' }, table(head, rows, 'No node matches these filters.')), pager);
     drawBulk(page.items.length > 0);
   }
@@ -102,8 +103,7 @@ export function nodesPage(main, params) {
 
   function note(res) {
     const msg = `${res.action}: ${res.affected.length} changed` + (res.failed.length ? `, ${res.failed.length} refused (${res.failed[0].id}: ${res.failed[0].detail})` : '');
-    const el = h('p', { class: 'note', role: 'status' }, msg);
-    list.insertBefore(el, bulk.nextSibling);
+    said = h('p', { class: 'note', role: 'status' }, msg);
   }
 
   return {

@@ -86,7 +86,7 @@ export function overview(main, recent) {
     const rows = list.items.map((w) => h('tr', {},
       h('td', {}, w.by),
       h('td', { class: 'mono' }, w.worker),
-      h('td', {}, w.stale ? badge('stale') : badge(w.status)),
+      h('td', {}, badge(w.state)),
       h('td', {}, w.node ? nodeLink(w.node) : '—'),
       h('td', { title: fmtTime(w.last_seen_at) }, ago(w.last_seen_at, now))));
     return [table(['Identity', 'Worker', 'Status', 'Node', 'Last seen'], rows, 'No worker has sent a heartbeat.'), more(list)];

@@ -150,7 +150,11 @@ class SyncOperations:
     ) -> Node:
         """Get a node.
 
-        Role reader. The `ETag` is the node's `version`.
+        Role reader. The `ETag` is the node's `version`. The read is linearizable:
+        it shows every write answered before it began, renewals included (a
+        renewal's `expires` is shown once the renewal is answered, though a
+        renewal does not bump `version`); of what is not yet durable, it shows
+        renewals only.
 
         ``GET /v1/nodes/{id}`` (getNode).
         """
@@ -301,6 +305,11 @@ class SyncOperations:
         current `holder` (or null). Any session of the holder may renew; passing a
         session binds the lease to that run.
 
+        Answered once applied, before it is durable (see Consistency and
+        durability): a read that starts after the answer shows the new `expires`;
+        a crash may lose the renewal, and the restart then gives the lease its full
+        `ttl_ms` afresh if its stored expiry is still ahead.
+
         ``POST /v1/nodes/{id}/renew`` (renewLease).
         """
         return cast('RenewResponse', self._call(
@@ -324,6 +333,10 @@ class SyncOperations:
         `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
         `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
         lease_lost`.
+
+        Unlike a renewal, an extend is durable before it is answered (it may reach
+        past now + `ttl_ms`, which a restart would not give back); a read that
+        starts after the answer shows the new `expires`.
 
         ``POST /v1/nodes/{id}/extend`` (extendLease).
         """
@@ -569,6 +582,31 @@ class SyncOperations:
             result="json",
         ))
 
+    def get_queue_throughput(
+        self,
+        queue: str,
+    ) -> QueueThroughput:
+        """A queue's last hour, minute by minute.
+
+        Role: reader. How many of the queue's nodes were created, completed and
+        failed (a failure that is retried counts too) in each of the last 60
+        minutes, oldest first, the current minute last. The server counts them in
+        memory as each write commits (the per-queue series of `/metrics` count the
+        same), so the history starts when the server starts; in a cluster on etcd
+        it is the owning server's. A queue past the series' cardinality cap
+        (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+        says so. A queue that never had a node answers zeros.
+
+        ``GET /v1/queues/{queue}/throughput`` (getQueueThroughput).
+        """
+        return cast('QueueThroughput', self._call(
+            "GET",
+            "/v1/queues/{queue}/throughput",
+            path_params={"queue": queue},
+            accept="application/json",
+            result="json",
+        ))
+
     def pause_queue(
         self,
         queue: str,
@@ -736,7 +774,8 @@ class SyncOperations:
     ) -> LeaseList:
         """List the live leases.
 
-        Role reader. What is running right now.
+        Role reader. What is running right now, each lease with its latest
+        `expires`: a renewal answered before the list began is in it.
 
         ``GET /v1/leases`` (listLeases).
         """
@@ -1010,10 +1049,12 @@ class SyncOperations:
     ) -> WorkerList:
         """List the workers.
 
-        Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-        hours, ordered by `by`, then `worker`. `stale` is true when its last
-        heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-        its status.
+        Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+        every one that sent a heartbeat in the last 24 hours, except those that
+        said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+        (default 600000), which are forgotten (a runner names its slots after its
+        pid, so every runner process that stops leaves rows behind). `state` is
+        the one word to show for each (`idle`, `working`, `stale` or `offline`).
 
         ``GET /v1/workers`` (listWorkers).
         """
@@ -1828,7 +1869,11 @@ class AsyncOperations:
     ) -> Node:
         """Get a node.
 
-        Role reader. The `ETag` is the node's `version`.
+        Role reader. The `ETag` is the node's `version`. The read is linearizable:
+        it shows every write answered before it began, renewals included (a
+        renewal's `expires` is shown once the renewal is answered, though a
+        renewal does not bump `version`); of what is not yet durable, it shows
+        renewals only.
 
         ``GET /v1/nodes/{id}`` (getNode).
         """
@@ -1979,6 +2024,11 @@ class AsyncOperations:
         current `holder` (or null). Any session of the holder may renew; passing a
         session binds the lease to that run.
 
+        Answered once applied, before it is durable (see Consistency and
+        durability): a read that starts after the answer shows the new `expires`;
+        a crash may lose the renewal, and the restart then gives the lease its full
+        `ttl_ms` afresh if its stored expiry is still ahead.
+
         ``POST /v1/nodes/{id}/renew`` (renewLease).
         """
         return cast('RenewResponse', await self._call(
@@ -2002,6 +2052,10 @@ class AsyncOperations:
         `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
         `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
         lease_lost`.
+
+        Unlike a renewal, an extend is durable before it is answered (it may reach
+        past now + `ttl_ms`, which a restart would not give back); a read that
+        starts after the answer shows the new `expires`.
 
         ``POST /v1/nodes/{id}/extend`` (extendLease).
         """
@@ -2247,6 +2301,31 @@ class AsyncOperations:
             result="json",
         ))
 
+    async def get_queue_throughput(
+        self,
+        queue: str,
+    ) -> QueueThroughput:
+        """A queue's last hour, minute by minute.
+
+        Role: reader. How many of the queue's nodes were created, completed and
+        failed (a failure that is retried counts too) in each of the last 60
+        minutes, oldest first, the current minute last. The server counts them in
+        memory as each write commits (the per-queue series of `/metrics` count the
+        same), so the history starts when the server starts; in a cluster on etcd
+        it is the owning server's. A queue past the series' cardinality cap
+        (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+        says so. A queue that never had a node answers zeros.
+
+        ``GET /v1/queues/{queue}/throughput`` (getQueueThroughput).
+        """
+        return cast('QueueThroughput', await self._call(
+            "GET",
+            "/v1/queues/{queue}/throughput",
+            path_params={"queue": queue},
+            accept="application/json",
+            result="json",
+        ))
+
     async def pause_queue(
         self,
         queue: str,
@@ -2414,7 +2493,8 @@ class AsyncOperations:
     ) -> LeaseList:
         """List the live leases.
 
-        Role reader. What is running right now.
+        Role reader. What is running right now, each lease with its latest
+        `expires`: a renewal answered before the list began is in it.
 
         ``GET /v1/leases`` (listLeases).
         """
@@ -2688,10 +2768,12 @@ class AsyncOperations:
     ) -> WorkerList:
         """List the workers.
 
-        Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-        hours, ordered by `by`, then `worker`. `stale` is true when its last
-        heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-        its status.
+        Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+        every one that sent a heartbeat in the last 24 hours, except those that
+        said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+        (default 600000), which are forgotten (a runner names its slots after its
+        pid, so every runner process that stops leaves rows behind). `state` is
+        the one word to show for each (`idle`, `working`, `stale` or `offline`).
 
         ``GET /v1/workers`` (listWorkers).
         """
@@ -3394,6 +3476,7 @@ OPERATIONS = {
     "requeueNode": ("POST", "/v1/nodes/{id}/requeue", "requeue_node"),
     "listQueues": ("GET", "/v1/queues", "list_queues"),
     "updateQueue": ("PATCH", "/v1/queues/{queue}", "update_queue"),
+    "getQueueThroughput": ("GET", "/v1/queues/{queue}/throughput", "get_queue_throughput"),
     "pauseQueue": ("POST", "/v1/queues/{queue}/pause", "pause_queue"),
     "resumeQueue": ("POST", "/v1/queues/{queue}/resume", "resume_queue"),
     "claimNext": ("POST", "/v1/queues/{queue}/claim", "claim_next"),

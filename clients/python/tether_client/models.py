@@ -16,6 +16,14 @@ else:  # pragma: no cover
     from typing_extensions import NotRequired
 
 
+class QueueThroughput(TypedDict):
+    queue: str
+    # The queue is past the cardinality cap; the numbers are those of every queue counted with it.
+    shared: bool
+    # The last 60 minutes, oldest first.
+    minutes: List[Dict[str, Any]]
+
+
 class NodeFilter(TypedDict):
     """The filters of `listNodes`, combined with AND; none selects every work node."""
     type: NotRequired[str]
@@ -145,6 +153,10 @@ class Node(TypedDict):
     # When set, only this identity may claim the node.
     target: Optional[str]
     labels: List[str]
+    # Free-form. `traceparent` (a W3C trace context) is set by the server when it
+    # traces requests (OpenTelemetry, off by default) and the caller set none: the
+    # creating request's span, returned with the node by every claim so a run can
+    # link to the request that made its node.
     props: Dict[str, Any]
     # Claims counted so far (a voluntary release gives one back).
     attempts: int
@@ -203,7 +215,10 @@ class NodeCreate(TypedDict):
     target: NotRequired[str]
     # Tags to filter on (`claim_next`'s `labels`, the `label` filter of lists). Without them the node has none.
     labels: NotRequired[List[str]]
-    # Free-form JSON properties of the node (structured input, metadata). Without it the node has none.
+    # Free-form JSON properties of the node (structured input, metadata); without
+    # it the node has none. A server that traces requests (OpenTelemetry, off by
+    # default) adds `traceparent`, the creating request's W3C trace context, unless
+    # it is given here.
     props: NotRequired[Dict[str, Any]]
     # Defaults to the tenant's `max_attempts_default`.
     max_attempts: NotRequired[int]
@@ -727,6 +742,14 @@ class TokenList(TypedDict):
 WorkerStatus = Literal["idle", "working", "offline"]
 
 
+# The one word to show for a worker (the dashboard and the CLI show it too):
+# `idle` or `working` as its last heartbeat said; `stale` when it has been
+# silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+# `offline` (it crashed or lost the network); `offline` when it said
+# goodbye (a runner that stopped cleanly), however long ago.
+WorkerState = Literal["idle", "working", "stale", "offline"]
+
+
 class WorkerHeartbeat(TypedDict):
     # The worker's name, unique per identity (a runner slot, say `host-1`).
     worker: str
@@ -743,13 +766,14 @@ class Worker(TypedDict):
     by: str
     worker: str
     status: "WorkerStatus"
+    state: "WorkerState"
     # The node it runs (`working` only).
     node: Optional[str]
     meta: Dict[str, Any]
     # The first heartbeat of this life of the worker (reset after `offline` or stale).
     started_at: str
     last_seen_at: str
-    # No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000).
+    # `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale).
     stale: bool
 
 
@@ -818,6 +842,7 @@ class WorkerHeartbeatResponse(TypedDict):
     by: str
     worker: str
     status: "WorkerStatus"
+    state: "WorkerState"
     node: Optional[str]
     meta: Dict[str, Any]
     started_at: str
@@ -1081,6 +1106,7 @@ class Problem(TypedDict):
 
 __all__ = [
     "NotRequired",
+    "QueueThroughput",
     "NodeFilter",
     "BulkRequest",
     "BulkResult",
@@ -1149,6 +1175,7 @@ __all__ = [
     "Token",
     "TokenList",
     "WorkerStatus",
+    "WorkerState",
     "WorkerHeartbeat",
     "Worker",
     "WorkerList",

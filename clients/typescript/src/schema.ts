@@ -96,7 +96,11 @@ export interface paths {
         };
         /**
          * Get a node
-         * @description Role reader. The `ETag` is the node's `version`.
+         * @description Role reader. The `ETag` is the node's `version`. The read is linearizable:
+         *     it shows every write answered before it began, renewals included (a
+         *     renewal's `expires` is shown once the renewal is answered, though a
+         *     renewal does not bump `version`); of what is not yet durable, it shows
+         *     renewals only.
          */
         get: operations["getNode"];
         put?: never;
@@ -229,6 +233,11 @@ export interface paths {
          *     lapsed or taken lease, or a stale `fence`, is `409 lease_lost` naming the
          *     current `holder` (or null). Any session of the holder may renew; passing a
          *     session binds the lease to that run.
+         *
+         *     Answered once applied, before it is durable (see Consistency and
+         *     durability): a read that starts after the answer shows the new `expires`;
+         *     a crash may lose the renewal, and the restart then gives the lease its full
+         *     `ttl_ms` afresh if its stored expiry is still ahead.
          */
         post: operations["renewLease"];
         delete?: never;
@@ -258,6 +267,10 @@ export interface paths {
          *     `claim_ttl_max_ms`), never earlier than the current expiry; when capped,
          *     `capped_to_max` and `claim_ttl_max_ms` are set. Lapsed or taken is `409
          *     lease_lost`.
+         *
+         *     Unlike a renewal, an extend is durable before it is answered (it may reach
+         *     past now + `ttl_ms`, which a restart would not give back); a read that
+         *     starts after the answer shows the new `expires`.
          */
         post: operations["extendLease"];
         delete?: never;
@@ -539,6 +552,36 @@ export interface paths {
         patch: operations["updateQueue"];
         trace?: never;
     };
+    "/v1/queues/{queue}/throughput": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A queue's last hour, minute by minute
+         * @description Role: reader. How many of the queue's nodes were created, completed and
+         *     failed (a failure that is retried counts too) in each of the last 60
+         *     minutes, oldest first, the current minute last. The server counts them in
+         *     memory as each write commits (the per-queue series of `/metrics` count the
+         *     same), so the history starts when the server starts; in a cluster on etcd
+         *     it is the owning server's. A queue past the series' cardinality cap
+         *     (`TETHER_METRICS_MAX_QUEUES`) is counted with the others past it: `shared`
+         *     says so. A queue that never had a node answers zeros.
+         */
+        get: operations["getQueueThroughput"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/queues/{queue}/pause": {
         parameters: {
             query?: never;
@@ -703,7 +746,8 @@ export interface paths {
         };
         /**
          * List the live leases
-         * @description Role reader. What is running right now.
+         * @description Role reader. What is running right now, each lease with its latest
+         *     `expires`: a renewal answered before the list began is in it.
          */
         get: operations["listLeases"];
         put?: never;
@@ -961,10 +1005,12 @@ export interface paths {
         };
         /**
          * List the workers
-         * @description Role: reader. Every worker of the tenant that sent a heartbeat in the last 24
-         *     hours, ordered by `by`, then `worker`. `stale` is true when its last
-         *     heartbeat is `TETHER_WORKER_STALE_MS` (default 90000) old or older, whatever
-         *     its status.
+         * @description Role: reader. The workers of the tenant, ordered by `by`, then `worker`:
+         *     every one that sent a heartbeat in the last 24 hours, except those that
+         *     said `offline` longer ago than `TETHER_WORKER_OFFLINE_RETENTION_MS`
+         *     (default 600000), which are forgotten (a runner names its slots after its
+         *     pid, so every runner process that stops leaves rows behind). `state` is
+         *     the one word to show for each (`idle`, `working`, `stale` or `offline`).
          */
         get: operations["listWorkers"];
         put?: never;
@@ -1600,6 +1646,25 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        QueueThroughput: {
+            queue: string;
+            /** @description The queue is past the cardinality cap; the numbers are those of every queue counted with it. */
+            shared: boolean;
+            /** @description The last 60 minutes, oldest first. */
+            minutes: {
+                /**
+                 * Format: date-time
+                 * @description The minute's start.
+                 */
+                at: string;
+                /** Format: int64 */
+                created: number;
+                /** Format: int64 */
+                completed: number;
+                /** Format: int64 */
+                failed: number;
+            }[];
+        };
         /** @description The filters of `listNodes`, combined with AND; none selects every work node. */
         NodeFilter: {
             type?: string;
@@ -1776,6 +1841,12 @@ export interface components {
             /** @description When set, only this identity may claim the node. */
             target: string | null;
             labels: string[];
+            /**
+             * @description Free-form. `traceparent` (a W3C trace context) is set by the server when it
+             *     traces requests (OpenTelemetry, off by default) and the caller set none: the
+             *     creating request's span, returned with the node by every claim so a run can
+             *     link to the request that made its node.
+             */
             props: {
                 [key: string]: unknown;
             };
@@ -1856,7 +1927,12 @@ export interface components {
             target?: string;
             /** @description Tags to filter on (`claim_next`'s `labels`, the `label` filter of lists). Without them the node has none. */
             labels?: string[];
-            /** @description Free-form JSON properties of the node (structured input, metadata). Without it the node has none. */
+            /**
+             * @description Free-form JSON properties of the node (structured input, metadata); without
+             *     it the node has none. A server that traces requests (OpenTelemetry, off by
+             *     default) adds `traceparent`, the creating request's W3C trace context, unless
+             *     it is given here.
+             */
             props?: {
                 [key: string]: unknown;
             };
@@ -2477,6 +2553,15 @@ export interface components {
          * @enum {string}
          */
         WorkerStatus: "idle" | "working" | "offline";
+        /**
+         * @description The one word to show for a worker (the dashboard and the CLI show it too):
+         *     `idle` or `working` as its last heartbeat said; `stale` when it has been
+         *     silent for `TETHER_WORKER_STALE_MS` (default 90000) without saying
+         *     `offline` (it crashed or lost the network); `offline` when it said
+         *     goodbye (a runner that stopped cleanly), however long ago.
+         * @enum {string}
+         */
+        WorkerState: "idle" | "working" | "stale" | "offline";
         WorkerHeartbeat: {
             /** @description The worker's name, unique per identity (a runner slot, say `host-1`). */
             worker: string;
@@ -2494,6 +2579,7 @@ export interface components {
             by: string;
             worker: string;
             status: components["schemas"]["WorkerStatus"];
+            state: components["schemas"]["WorkerState"];
             /** @description The node it runs (`working` only). */
             node: string | null;
             meta: {
@@ -2506,7 +2592,7 @@ export interface components {
             started_at: string;
             /** Format: date-time */
             last_seen_at: string;
-            /** @description No heartbeat for `TETHER_WORKER_STALE_MS` (default 90000). */
+            /** @description `state` is `stale`: no heartbeat for `TETHER_WORKER_STALE_MS` (default 90000), and the worker never said `offline` (an offline worker is never stale). */
             stale: boolean;
         };
         WorkerList: {
@@ -2585,6 +2671,7 @@ export interface components {
             by: string;
             worker: string;
             status: components["schemas"]["WorkerStatus"];
+            state: components["schemas"]["WorkerState"];
             node: string | null;
             meta: {
                 [key: string]: unknown;
@@ -3972,6 +4059,35 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getQueueThroughput: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue's last hour. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueThroughput"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -1,0 +1,77 @@
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Prop is the node prop that holds the creating request's trace context.
+const Prop = "traceparent"
+
+// Enabled reports whether the environment (getenv) asks for traces.
+func Enabled(getenv func(string) string) bool {
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || strings.EqualFold(getenv("OTEL_TRACES_EXPORTER"), "none") {
+		return false
+	}
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || getenv("TETHER_OTEL") == "1"
+}
+
+// Setup builds the tracer provider the environment asks for, named service
+// unless OTEL_SERVICE_NAME says otherwise; nil (and a shutdown that does
+// nothing) when traces are off. Call shutdown before exiting: it sends the
+// spans still buffered.
+func Setup(ctx context.Context, service string, getenv func(string) string) (trace.TracerProvider, func(context.Context) error, error) {
+	none := func(context.Context) error { return nil }
+	if !Enabled(getenv) {
+		return nil, none, nil
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		if p := getenv(name); p != "" && p != "grpc" {
+			return nil, none, fmt.Errorf("%s=%s: Tether exports traces over OTLP gRPC only (grpc)", name, p)
+		}
+	}
+	exp, err := otlptracegrpc.New(ctx)
+	if err != nil {
+		return nil, none, fmt.Errorf("error making the OTLP trace exporter: %w", err)
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(serviceName(service, getenv)))
+	if err != nil {
+		return nil, none, err
+	}
+	// The environment's own resource (OTEL_RESOURCE_ATTRIBUTES) wins.
+	if env, err := resource.New(ctx, resource.WithFromEnv()); err == nil {
+		if merged, err := resource.Merge(res, env); err == nil {
+			res = merged
+		}
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return tp, tp.Shutdown, nil
+}
+
+// Traceparent is ctx's span context as a W3C traceparent ("" when ctx has
+// no valid one).
+func Traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// SpanContext parses a W3C traceparent; false when it is not a valid one.
+func SpanContext(traceparent string) (trace.SpanContext, bool) {
+	if traceparent == "" {
+		return trace.SpanContext{}, false
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	sc := trace.SpanContextFromContext(ctx)
+	return sc, sc.IsValid()
+}
