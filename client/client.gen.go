@@ -829,10 +829,11 @@ type CompleteRequest struct {
 	Fence *int64 `json:"fence,omitempty"`
 
 	// Next The next claim a completion asks for: the body of `claimNext`, with the
-	// queue to claim from.
+	// queue to claim from. Pass it to take your next node in the same call;
+	// without it nothing is claimed.
 	Next *NextClaimRequest `json:"next,omitempty"`
 
-	// Result Any JSON value.
+	// Result What the work produced, any JSON value (an answer, a summary, ids of what was made), kept as the node's `result` for whoever planned it. Without it the result is null.
 	Result JSONValue `json:"result,omitempty"`
 
 	// Session The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node.
@@ -1099,7 +1100,8 @@ type MessageList struct {
 type MessageState string
 
 // NextClaimRequest The next claim a completion asks for: the body of `claimNext`, with the
-// queue to claim from.
+// queue to claim from. Pass it to take your next node in the same call;
+// without it nothing is claimed.
 type NextClaimRequest struct {
 	// Labels Only nodes carrying every one of these labels.
 	Labels *[]string `json:"labels,omitempty"`

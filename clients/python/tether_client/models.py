@@ -376,7 +376,7 @@ class ReleaseResponse(TypedDict):
 
 
 class CompleteRequest(TypedDict):
-    # Any JSON value.
+    # What the work produced, any JSON value (an answer, a summary, ids of what was made), kept as the node's `result` for whoever planned it. Without it the result is null.
     result: NotRequired["JSONValue"]
     usage: NotRequired["Usage"]
     # The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node.
@@ -388,7 +388,8 @@ class CompleteRequest(TypedDict):
 
 class NextClaimRequest(TypedDict):
     """The next claim a completion asks for: the body of `claimNext`, with the
-    queue to claim from.
+    queue to claim from. Pass it to take your next node in the same call;
+    without it nothing is claimed.
     """
     # The queue to claim the next node from.
     queue: str

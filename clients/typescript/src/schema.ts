@@ -2114,7 +2114,7 @@ export interface components {
             status: components["schemas"]["NodeStatus"];
         };
         CompleteRequest: {
-            /** @description Any JSON value. */
+            /** @description What the work produced, any JSON value (an answer, a summary, ids of what was made), kept as the node's `result` for whoever planned it. Without it the result is null. */
             result?: components["schemas"]["JSONValue"];
             usage?: components["schemas"]["Usage"];
             /** @description The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node. */
@@ -2128,7 +2128,8 @@ export interface components {
         };
         /**
          * @description The next claim a completion asks for: the body of `claimNext`, with the
-         *     queue to claim from.
+         *     queue to claim from. Pass it to take your next node in the same call;
+         *     without it nothing is claimed.
          */
         NextClaimRequest: {
             /** @description The queue to claim the next node from. */
