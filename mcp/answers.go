@@ -215,6 +215,8 @@ const (
 	nextAlreadyEnd = "The node was done before this call, which changed nothing: do not redo it. Call claim_next for more work."
 	nextAfterNote  = "Carry on; get_node or history show the node's state."
 	nextAfterMade  = "The node waits in its queue for a worker: call wait_for to block until it ends, or get_node to look at it."
+	nextAfterOpen  = "The node has no queue, so no worker claims it: give it children (create_node with parent set to its id and a queue), " +
+		"then call wait_for with children: true."
 	nextAfterRead  = "Call claim_next to work on a queued node, history for its events, or wait_for to block until it ends."
 	nextHistory    = "Call history again with after set to next_cursor for later events."
 	nextInbox      = "Act on the messages; reply with send_message."

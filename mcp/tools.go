@@ -386,7 +386,11 @@ func (s *session) createNode(ctx context.Context, in client.NodeCreate) (*nodeAn
 	if bad := refused(res.HTTPResponse, res.Body); bad != nil {
 		return nil, bad
 	}
-	return &nodeAnswer{Node: briefNode(*res.JSON201), Next: nextAfterMade}, nil
+	out := &nodeAnswer{Node: briefNode(*res.JSON201), Next: nextAfterMade}
+	if out.Node.Queue == "" {
+		out.Next = nextAfterOpen
+	}
+	return out, nil
 }
 
 func (s *session) createChild(ctx context.Context, in client.NodeCreate) (*nodeAnswer, *sdk.CallToolResult) {

@@ -186,12 +186,14 @@ func TestPlannerCreatesListsAndWaits(t *testing.T) {
 	// A worker may not create top-level nodes: the API's role check.
 	toolError(t, call(t, worker, "create_node", map[string]any{"type": "task", "queue": "jobs"}), 403, "forbidden")
 
-	ok(t, call(t, planner, "create_node", map[string]any{"id": "plan", "type": "plan", "title": "the plan"}))
+	plan := ok(t, call(t, planner, "create_node", map[string]any{"id": "plan", "type": "plan", "title": "the plan"}))
+	require.Contains(t, plan["next"], "children", "a node without a queue is planned with children")
 	for i := range 3 {
 		child := ok(t, call(t, planner, "create_node", map[string]any{
 			"id": fmt.Sprintf("step-%d", i), "type": "step", "queue": "jobs", "parent": "plan", "title": fmt.Sprintf("step %d", i),
 		}))
 		require.Equal(t, "queued", child["node"].(map[string]any)["status"])
+		require.Contains(t, child["next"], "wait_for")
 	}
 
 	page := ok(t, call(t, planner, "list_nodes", map[string]any{"queue": "jobs", "limit": 2}))
