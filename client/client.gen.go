@@ -598,9 +598,14 @@ func (e McpPostJSONBodyJsonrpc) Valid() bool {
 // A node created without one gets its tenant's default (the policy's
 // `retry_initial_ms` and `retry_max_ms`, factor 2).
 type Backoff struct {
-	Factor    float64 `json:"factor"`
-	InitialMS int64   `json:"initial_ms"`
-	MaxMS     int64   `json:"max_ms"`
+	// Factor What the delay is multiplied by for each further attempt (1 keeps it constant).
+	Factor float64 `json:"factor"`
+
+	// InitialMS The delay before the first retry, in milliseconds (0 retries at once).
+	InitialMS int64 `json:"initial_ms"`
+
+	// MaxMS The longest delay between retries, in milliseconds.
+	MaxMS int64 `json:"max_ms"`
 }
 
 // BatchOp The fields of the named endpoint's body sit beside `op` and `id`.
@@ -731,9 +736,13 @@ type ClaimManyResponse struct {
 // ClaimNextRequest defines model for ClaimNextRequest.
 type ClaimNextRequest struct {
 	// Labels Only nodes carrying every one of these labels.
-	Labels  *[]string `json:"labels,omitempty"`
-	Session *string   `json:"session,omitempty"`
-	TTLMS   *int64    `json:"ttl_ms,omitempty"`
+	Labels *[]string `json:"labels,omitempty"`
+
+	// Session A name for the session (a process, a run) the lease belongs to. Later calls on the lease then pass the same `session`; without it the lease belongs to no session.
+	Session *string `json:"session,omitempty"`
+
+	// TTLMS How long the lease lasts without a renewal, in milliseconds. Without it the tenant's `claim_ttl_default_ms` applies; above the tenant's `claim_ttl_max_ms` it is capped (`capped_to_max`). Pass a short one to have the node come back to the queue soon if you die; the holder renews it while it works.
+	TTLMS *int64 `json:"ttl_ms,omitempty"`
 
 	// Types Only nodes of one of these types.
 	Types *[]string `json:"types,omitempty"`
@@ -804,6 +813,7 @@ type Comment struct {
 
 // CommentCreate defines model for CommentCreate.
 type CommentCreate struct {
+	// Body The note's text (Markdown is fine), kept on the node for people and other agents.
 	Body string `json:"body"`
 }
 
@@ -815,17 +825,21 @@ type CommentList struct {
 
 // CompleteRequest defines model for CompleteRequest.
 type CompleteRequest struct {
+	// Fence The `fence` of your lease, from the claim's answer: it proves you still hold the current lease, so a call after your lease lapsed or passed to someone else is refused (`lease_lost`) instead of acting on another's work. Without it the call acts on the live lease you hold on the node, if any. An MCP session fills it in from the lease it keeps on the node.
 	Fence *int64 `json:"fence,omitempty"`
 
 	// Next The next claim a completion asks for: the body of `claimNext`, with the
-	// queue to claim from.
+	// queue to claim from. Pass it to take your next node in the same call;
+	// without it nothing is claimed.
 	Next *NextClaimRequest `json:"next,omitempty"`
 
-	// Result Any JSON value.
-	Result  JSONValue `json:"result,omitempty"`
-	Session *string   `json:"session,omitempty"`
+	// Result What the work produced, any JSON value (an answer, a summary, ids of what was made), kept as the node's `result` for whoever planned it. Without it the result is null.
+	Result JSONValue `json:"result,omitempty"`
 
-	// Usage Named counters (tokens, cost, ...), summed by name.
+	// Session The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node.
+	Session *string `json:"session,omitempty"`
+
+	// Usage Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.
 	Usage *Usage `json:"usage,omitempty"`
 }
 
@@ -961,14 +975,18 @@ type ExtendResponse struct {
 type FailRequest struct {
 	// Error Why the run failed; kept as the node's `error`.
 	Error string `json:"error"`
+
+	// Fence The `fence` of your lease, from the claim's answer: it proves you still hold the current lease, so a call after your lease lapsed or passed to someone else is refused (`lease_lost`) instead of acting on another's work. Without it the call acts on the live lease you hold on the node, if any. An MCP session fills it in from the lease it keeps on the node.
 	Fence *int64 `json:"fence,omitempty"`
 
 	// Requeue Back to the queue while attempts remain (default); false ends the node `failed`.
 	Requeue *bool `json:"requeue,omitempty"`
 
 	// RetryInMS Delay before the retry, exactly (no jitter); without it, the node's `backoff` with jitter (or none).
-	RetryInMS *int64  `json:"retry_in_ms,omitempty"`
-	Session   *string `json:"session,omitempty"`
+	RetryInMS *int64 `json:"retry_in_ms,omitempty"`
+
+	// Session The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node.
+	Session *string `json:"session,omitempty"`
 }
 
 // Health defines model for Health.
@@ -1062,9 +1080,14 @@ type Message struct {
 
 // MessageCreate defines model for MessageCreate.
 type MessageCreate struct {
-	Body     string  `json:"body"`
-	Priority *int64  `json:"priority,omitempty"`
-	Thread   *string `json:"thread,omitempty"`
+	// Body The message's text.
+	Body string `json:"body"`
+
+	// Priority Higher is read first (default 0).
+	Priority *int64 `json:"priority,omitempty"`
+
+	// Thread A thread id to group a conversation; replies pass the same. Without it the message starts no thread.
+	Thread *string `json:"thread,omitempty"`
 
 	// To An identity (`<sub>`) or a node (`node:<id>`, whoever holds it when they
 	// read). `node:` always names a node: no identity may start with it, nor with
@@ -1087,13 +1110,20 @@ type MessageList struct {
 type MessageState string
 
 // NextClaimRequest The next claim a completion asks for: the body of `claimNext`, with the
-// queue to claim from.
+// queue to claim from. Pass it to take your next node in the same call;
+// without it nothing is claimed.
 type NextClaimRequest struct {
 	// Labels Only nodes carrying every one of these labels.
-	Labels  *[]string `json:"labels,omitempty"`
-	Queue   string    `json:"queue"`
-	Session *string   `json:"session,omitempty"`
-	TTLMS   *int64    `json:"ttl_ms,omitempty"`
+	Labels *[]string `json:"labels,omitempty"`
+
+	// Queue The queue to claim the next node from.
+	Queue string `json:"queue"`
+
+	// Session A name for the session (a process, a run) the lease belongs to. Later calls on the lease then pass the same `session`; without it the lease belongs to no session.
+	Session *string `json:"session,omitempty"`
+
+	// TTLMS How long the lease lasts without a renewal, in milliseconds. Without it the tenant's `claim_ttl_default_ms` applies; above the tenant's `claim_ttl_max_ms` it is capped (`capped_to_max`). Pass a short one to have the node come back to the queue soon if you die; the holder renews it while it works.
+	TTLMS *int64 `json:"ttl_ms,omitempty"`
 
 	// Types Only nodes of one of these types.
 	Types *[]string `json:"types,omitempty"`
@@ -1164,10 +1194,10 @@ type Node struct {
 	Type      string    `json:"type"`
 	UpdatedAt time.Time `json:"updated_at"`
 
-	// Usage Named counters (tokens, cost, ...), summed by name.
+	// Usage Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.
 	Usage Usage `json:"usage"`
 
-	// UsageTotal Named counters (tokens, cost, ...), summed by name.
+	// UsageTotal Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.
 	UsageTotal Usage `json:"usage_total"`
 
 	// Version Bumped by every change to the node's fields or status (and so by every
@@ -1213,7 +1243,9 @@ type NodeCreate struct {
 	// references; a repeat is dropped, an unknown one is `400` naming
 	// `blobs[i]`. Hex in either case; stored lowercase.
 	Blobs *[]string `json:"blobs,omitempty"`
-	Body  *string   `json:"body,omitempty"`
+
+	// Body The instructions or input of the work, as text (Markdown is fine). Without it the body is empty.
+	Body *string `json:"body,omitempty"`
 
 	// DelayMS Sets `run_at` to now + `delay_ms`.
 	DelayMS *int64 `json:"delay_ms,omitempty"`
@@ -1222,7 +1254,9 @@ type NodeCreate struct {
 	DependsOn *[]string `json:"depends_on,omitempty"`
 
 	// ID Chosen by the client, or a UUIDv7 generated by the server.
-	ID     *string   `json:"id,omitempty"`
+	ID *string `json:"id,omitempty"`
+
+	// Labels Tags to filter on (`claim_next`'s `labels`, the `label` filter of lists). Without them the node has none.
 	Labels *[]string `json:"labels,omitempty"`
 
 	// MaxAttempts Defaults to the tenant's `max_attempts_default`.
@@ -1233,23 +1267,34 @@ type NodeCreate struct {
 	OnChildFail *OnChildFail `json:"on_child_fail,omitempty"`
 
 	// Parent Makes the node a child of this one (a `parent_of` edge).
-	Parent   *string `json:"parent,omitempty"`
-	Priority *int64  `json:"priority,omitempty"`
+	Parent *string `json:"parent,omitempty"`
 
-	// Props Free-form. A server that traces requests (OpenTelemetry, off by default)
-	// adds `traceparent`, the creating request's W3C trace context, unless it is
-	// given here.
+	// Priority Higher is claimed first within the queue (default 0; negative values are allowed).
+	Priority *int64 `json:"priority,omitempty"`
+
+	// Props Free-form JSON properties of the node (structured input, metadata); without
+	// it the node has none. A server that traces requests (OpenTelemetry, off by
+	// default) adds `traceparent`, the creating request's W3C trace context, unless
+	// it is given here.
 	Props *map[string]interface{} `json:"props,omitempty"`
 
 	// Queue With a queue the node starts `queued`, without it starts `open`.
-	Queue *string    `json:"queue,omitempty"`
+	Queue *string `json:"queue,omitempty"`
+
+	// RunAt Do not hand the node out before this instant (RFC 3339). Without it (and without `delay_ms`) it is claimable at once.
 	RunAt *time.Time `json:"run_at,omitempty"`
 
 	// Target The only identity (`sub`) that may claim the node.
-	Target    *string `json:"target,omitempty"`
-	TimeoutMS *int64  `json:"timeout_ms,omitempty"`
-	Title     *string `json:"title,omitempty"`
-	Type      string  `json:"type"`
+	Target *string `json:"target,omitempty"`
+
+	// TimeoutMS The longest one run may take, in milliseconds, however often its lease is renewed: a run past it is treated as expired (`error: timeout`). Without it a run has no limit.
+	TimeoutMS *int64 `json:"timeout_ms,omitempty"`
+
+	// Title A one-line summary shown in lists and to the agent that claims the node. Without it the node has an empty title.
+	Title *string `json:"title,omitempty"`
+
+	// Type What kind of work the node is (`task`, `review`, `summarize`, ...): workers may claim only some types. Required.
+	Type string `json:"type"`
 }
 
 // NodeFilter The filters of `listNodes`, combined with AND; none selects every work node.
@@ -1383,12 +1428,19 @@ type Progress struct {
 
 // ProgressRequest defines model for ProgressRequest.
 type ProgressRequest struct {
-	Fence   *int64   `json:"fence,omitempty"`
-	Message *string  `json:"message,omitempty"`
-	Pct     *float32 `json:"pct,omitempty"`
-	Session *string  `json:"session,omitempty"`
+	// Fence The `fence` of your lease, from the claim's answer: it proves you still hold the current lease, so a call after your lease lapsed or passed to someone else is refused (`lease_lost`) instead of acting on another's work. Without it the call acts on the live lease you hold on the node, if any. An MCP session fills it in from the lease it keeps on the node.
+	Fence *int64 `json:"fence,omitempty"`
 
-	// Usage Named counters (tokens, cost, ...), summed by name.
+	// Message A short note on what you are doing now, shown to people and other agents. Without it the last message stays.
+	Message *string `json:"message,omitempty"`
+
+	// Pct How far along the work is, 0 to 100. Without it the last reported percentage stays.
+	Pct *float32 `json:"pct,omitempty"`
+
+	// Session The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node.
+	Session *string `json:"session,omitempty"`
+
+	// Usage Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.
 	Usage *Usage `json:"usage,omitempty"`
 }
 
@@ -1467,8 +1519,13 @@ type ReadinessStatus string
 
 // ReleaseRequest defines model for ReleaseRequest.
 type ReleaseRequest struct {
-	Fence   *int64  `json:"fence,omitempty"`
-	Reason  *string `json:"reason,omitempty"`
+	// Fence The `fence` of your lease, from the claim's answer: it proves you still hold the current lease, so a call after your lease lapsed or passed to someone else is refused (`lease_lost`) instead of acting on another's work. Without it the call acts on the live lease you hold on the node, if any. An MCP session fills it in from the lease it keeps on the node.
+	Fence *int64 `json:"fence,omitempty"`
+
+	// Reason Why you give the node back, kept in the `released` event for people and other agents. Optional.
+	Reason *string `json:"reason,omitempty"`
+
+	// Session The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node.
 	Session *string `json:"session,omitempty"`
 
 	// To Hand the node off to this identity (sets its `target`); no attempt is spent.
@@ -1488,7 +1545,10 @@ type ReleaseResponse struct {
 
 // RenewRequest defines model for RenewRequest.
 type RenewRequest struct {
-	Fence   *int64  `json:"fence,omitempty"`
+	// Fence The `fence` of your lease, from the claim's answer: it proves you still hold the current lease, so a call after your lease lapsed or passed to someone else is refused (`lease_lost`) instead of acting on another's work. Without it the call acts on the live lease you hold on the node, if any. An MCP session fills it in from the lease it keeps on the node.
+	Fence *int64 `json:"fence,omitempty"`
+
+	// Session The session your lease was claimed under, if you claimed with one (`session` on the claim). Pass it with `fence` when you hold the node under a session; without it the call matches a lease claimed without one. An MCP session fills it in from the lease it keeps on the node.
 	Session *string `json:"session,omitempty"`
 }
 
@@ -1834,7 +1894,7 @@ type StatusRequest struct {
 	// TTLMS For `running`, as in `claimNode`.
 	TTLMS *int64 `json:"ttl_ms,omitempty"`
 
-	// Usage Named counters (tokens, cost, ...), summed by name.
+	// Usage Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.
 	Usage *Usage `json:"usage,omitempty"`
 }
 
@@ -1913,7 +1973,7 @@ type TokenList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// Usage Named counters (tokens, cost, ...), summed by name.
+// Usage Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.
 type Usage map[string]float64
 
 // Worker A worker of an identity, as its heartbeats describe it.
@@ -2145,7 +2205,9 @@ type ListEventsParams struct {
 // ListInboxParams defines parameters for ListInbox.
 type ListInboxParams struct {
 	// Unread Only messages not yet read (default false).
-	Unread *bool   `form:"unread,omitempty" json:"unread,omitempty"`
+	Unread *bool `form:"unread,omitempty" json:"unread,omitempty"`
+
+	// Thread Only the messages of this thread.
 	Thread *string `form:"thread,omitempty" json:"thread,omitempty"`
 
 	// Node Only the messages to this node, which the caller holds.
@@ -2176,18 +2238,28 @@ type ListLeasesParams struct {
 // ListNodesParams defines parameters for ListNodes.
 type ListNodesParams struct {
 	// Type Nodes of this type; `identity` lists the identity nodes, which are otherwise left out.
-	Type   *string     `form:"type,omitempty" json:"type,omitempty"`
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
+
+	// Status Nodes in this status (`queued`, `running`, `done`, `failed`, `dead`, ...).
 	Status *NodeStatus `form:"status,omitempty" json:"status,omitempty"`
-	Queue  *string     `form:"queue,omitempty" json:"queue,omitempty"`
+
+	// Queue Nodes of this queue.
+	Queue *string `form:"queue,omitempty" json:"queue,omitempty"`
 
 	// Label Nodes that carry this label.
-	Label  *string `form:"label,omitempty" json:"label,omitempty"`
+	Label *string `form:"label,omitempty" json:"label,omitempty"`
+
+	// Target Nodes that only this identity (`sub`) may claim.
 	Target *string `form:"target,omitempty" json:"target,omitempty"`
+
+	// Parent The children of this node.
 	Parent *string `form:"parent,omitempty" json:"parent,omitempty"`
 
 	// Holder Nodes whose live lease is held by this identity.
 	Holder *string `form:"holder,omitempty" json:"holder,omitempty"`
-	Ready  *bool   `form:"ready,omitempty" json:"ready,omitempty"`
+
+	// Ready true: only nodes claimable now; false: only nodes that are not.
+	Ready *bool `form:"ready,omitempty" json:"ready,omitempty"`
 
 	// Q Nodes whose id or title contains this text, ignoring case.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`

@@ -20,13 +20,56 @@ import (
 type spec struct {
 	Paths      map[string]map[string]yaml.Node `yaml:"paths"`
 	Components struct {
-		Schemas map[string]struct {
-			Properties map[string]struct {
-				Description string `yaml:"description"`
-			} `yaml:"properties"`
-		} `yaml:"schemas"`
-		Parameters map[string]param `yaml:"parameters"`
+		Schemas    map[string]schema `yaml:"schemas"`
+		Parameters map[string]param  `yaml:"parameters"`
 	} `yaml:"components"`
+}
+
+// schema is what describe reads of a spec schema: its description, its
+// members', and the schema a member refers to (directly or as the one
+// element of allOf), whose description and members serve when the member
+// has none of its own.
+type schema struct {
+	Description string            `yaml:"description"`
+	Ref         string            `yaml:"$ref"`
+	AllOf       []schema          `yaml:"allOf"`
+	Items       *schema           `yaml:"items"`
+	Properties  map[string]schema `yaml:"properties"`
+}
+
+// resolved is sc, or the component schema it refers to.
+func (s *spec) resolved(sc schema) schema {
+	ref := sc.Ref
+	if ref == "" && len(sc.AllOf) == 1 {
+		ref = sc.AllOf[0].Ref
+	}
+	if name, ok := strings.CutPrefix(ref, "#/components/schemas/"); ok {
+		target := s.Components.Schemas[name]
+		if sc.Description != "" {
+			target.Description = sc.Description
+		}
+		return target
+	}
+	return sc
+}
+
+// describe gives every member of sc, at any depth, the description of the
+// same member of from where it has none.
+func (s *spec) describe(sc *jsonschema.Schema, from schema) {
+	for name, p := range sc.Properties {
+		member, ok := from.Properties[name]
+		if !ok {
+			continue
+		}
+		member = s.resolved(member)
+		if p.Description == "" {
+			p.Description = strings.TrimSpace(member.Description)
+		}
+		s.describe(p, member)
+		if p.Items != nil && member.Items != nil {
+			s.describe(p.Items, s.resolved(*member.Items))
+		}
+	}
 }
 
 type param struct {
@@ -57,7 +100,7 @@ func descriptions(from ...string) map[string]string {
 		method, path, isOp := strings.Cut(name, " ")
 		if !isOp {
 			for prop, p := range s.Components.Schemas[name].Properties {
-				out[prop] = p.Description
+				out[prop] = s.resolved(p).Description
 			}
 			continue
 		}
@@ -94,6 +137,15 @@ func inputSchema[In any](from ...string) *jsonschema.Schema {
 	for name, p := range sc.Properties {
 		if p.Description == "" && desc[name] != "" {
 			p.Description = strings.TrimSpace(desc[name])
+		}
+	}
+	s, err := loadSpec()
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range from {
+		if !strings.Contains(name, " ") {
+			s.describe(sc, s.Components.Schemas[name])
 		}
 	}
 	return sc

@@ -1,7 +1,9 @@
 // Package mcp serves Tether to agents over the Model Context Protocol, with
 // the official Go SDK (github.com/modelcontextprotocol/go-sdk): tools to
-// claim and work nodes, and resources to read the guide, a node and a
-// queue's stats. Two transports share it: stdio (`tether mcp`, Serve) and
+// claim and work nodes (claim_next, renew, progress, complete, fail,
+// release, comment, create_child, inbox, send_message), to plan and watch
+// work (create_node, list_nodes, list_queues, wait_for, get_node, history),
+// and resources to read the guide, a node and a queue's stats. Two transports share it: stdio (`tether mcp`, Serve) and
 // streamable HTTP (the server's /mcp, Handler).
 //
 // # One implementation, two transports
@@ -23,18 +25,44 @@
 // mapping, the package depends only on the API's contract. The cost is an
 // encode and decode per call, small beside a round trip to a model.
 //
-// # Inputs and errors
+// # Inputs, answers and errors
 //
 // A tool's input schema is derived (by the SDK, from Go types) from the
 // generated client's request types, the types the API's openapi.yaml
 // defines, plus the path parameter (node_id, queue): claim_next takes a
 // ClaimNextRequest and a queue, complete a CompleteRequest and a node_id,
-// and so on. A tool answers the API's JSON body, as text and as structured
-// content. An API error is a tool error (IsError), never a protocol error:
-// its structured content is the problem document (code, status, detail and
-// the members of that code, such as holder or field) plus a hint saying what
-// to do, and its text says the same for a reader. Input that does not match
-// the schema is refused by the SDK, also as a tool error.
+// list_nodes the query of GET /v1/nodes, and so on. Every member, nested
+// ones too, carries the spec's description (describe.go), and a test fails
+// on any member without one: openapi.yaml is where a parameter is
+// explained, once, for the API's readers and for models alike.
+//
+// Every tool declares its annotations (hints.go: read-only, destructive,
+// idempotent; never open-world, since a tool touches only this server's
+// graph) and an output schema (output.go). A tool answers compact
+// structured content (answers.go), validated by the SDK against that
+// schema, with the same JSON as text: what the agent needs for its next
+// step (ids, title, body, the lease's fence and expiry, whether the session
+// keeps it) and a next hint naming the tool to call next, never the API's
+// whole document.
+//
+// An API error is a tool error (IsError), never a protocol error: its
+// structured content is the problem document (type, code, status, detail
+// and the members of that code, such as holder or field) plus a hint saying
+// what to do, and its text says the same for a reader. Input that does not
+// match the schema, or a path argument refused here, is a bad_request
+// problem of the same shape, with the API's type for its code. The output
+// schema admits both an answer and a tool error, since MCP asks that every
+// structured result match it.
+//
+// # Waiting
+//
+// wait_for blocks until a node, or all its children, have ended. It long
+// polls the tenant's event feed from a cursor read before the statuses (the
+// node's latest event: a child's parent_of edge is an event of its parent),
+// so that no change after the read is missed, and reads the statuses again
+// when an event touches a node it waits for. Each poll holds one of the
+// identity's waits, as any long poll does. It ends at max_wait_ms (at most
+// ten minutes) or as soon as the call is cancelled or the session ends.
 //
 // # Keeping leases
 //

@@ -149,10 +149,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			defer release()
 		}
-		h.stream.ServeHTTP(w, r)
 		if r.Method == http.MethodDelete {
-			h.sessions.endID(id) // its place is free when the answer leaves
+			// Ended here first: the SDK's close waits for the session's
+			// calls in flight, and ending ours ends a wait_for (or a long
+			// poll) among them, so the DELETE does not wait for it. Its
+			// place is free when the answer leaves.
+			h.sessions.endID(id)
 		}
+		h.stream.ServeHTTP(w, r)
 	case r.Method == http.MethodPost: // opens a session
 		sl, err := h.sessions.reserve(r, identity)
 		switch {

@@ -95,7 +95,7 @@ func TestHTTPToolsActAsTheCaller(t *testing.T) {
 
 	tools, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 12)
+	require.Len(t, tools.Tools, 16)
 	for _, tool := range tools.Tools {
 		if tool.Name == "claim_next" {
 			schema, err := json.Marshal(tool.InputSchema)
@@ -115,17 +115,17 @@ func TestHTTPToolsActAsTheCaller(t *testing.T) {
 
 	claim := ok(t, call(t, cs, "claim_next", map[string]any{"queue": "q"}))
 	lease := claim["lease"].(map[string]any)
-	require.Equal(t, "agent-h", lease["by"], "the tools act as the token's identity")
+	require.Equal(t, "agent-h", lease["holder"], "the tools act as the token's identity")
 
 	ok(t, call(t, cs, "comment", map[string]any{"node_id": "h-1", "body": "looking into it"}))
 	child := ok(t, call(t, cs, "create_child", map[string]any{"parent": "h-1", "type": "subtask", "title": "a part"}))
-	require.Equal(t, "h-1", child["parent"])
+	require.Equal(t, "h-1", child["node"].(map[string]any)["parent"])
 	toolError(t, call(t, cs, "create_child", map[string]any{"type": "subtask"}), 400, "bad_request")
 	ok(t, call(t, cs, "send_message", map[string]any{"to": "agent-h", "body": "note to self"}))
 	inbox := ok(t, call(t, cs, "inbox", map[string]any{"unread": true}))
-	require.Len(t, inbox["items"], 1)
+	require.Len(t, inbox["messages"], 1)
 	history := ok(t, call(t, cs, "history", map[string]any{"node_id": "h-1"}))
-	require.NotEmpty(t, history["items"])
+	require.NotEmpty(t, history["events"])
 	done := ok(t, call(t, cs, "complete", map[string]any{"node_id": "h-1", "result": "fixed"}))
 	require.Equal(t, "done", done["status"])
 	toolError(t, call(t, cs, "get_node", map[string]any{"node_id": "no-such-node"}), 404, "not_found")

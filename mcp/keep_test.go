@@ -80,13 +80,15 @@ func TestKeeperRenewsUntilTheLeaseEnds(t *testing.T) {
 	done := ok(t, call(t, cs, "complete", map[string]any{"node_id": "k-1", "next": map[string]any{"queue": "q"}}))
 	require.Equal(t, "done", done["status"])
 	// The node claimed with the completion is kept too.
-	next, _ := done["next"].(map[string]any)
+	next, _ := done["claimed"].(map[string]any)
 	require.NotNil(t, next, "complete with next claims k-2: %v", done)
 	require.Equal(t, "k-2", next["node"].(map[string]any)["id"])
+	require.Equal(t, true, next["lease"].(map[string]any)["kept"])
 	drain(renewed)
 	waitRenewal(t, renewed, "k-2")
 	last := ok(t, call(t, cs, "complete", map[string]any{"node_id": "k-2", "next": map[string]any{"queue": "q"}}))
-	require.Nil(t, last["next"], "nothing left: next is null")
+	require.Equal(t, false, last["claimed"].(map[string]any)["claimed"], "nothing left: %v", last)
+	require.Contains(t, last["next"], "claim_next", "the hint says what to call")
 }
 
 // Without a valid token every tool answers the 401 as a tool error whose

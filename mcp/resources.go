@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,10 +67,16 @@ func (s *session) readNode(ctx context.Context, req *sdk.ReadResourceRequest) (*
 }
 
 // readQueue finds the queue among GET /v1/queues, which lists every queue
-// of the tenant with its counts (there is no per-queue read).
+// of the tenant with its counts (there is no per-queue read). A queue that
+// holds no node and has no settings is not listed, yet it is a queue an
+// agent may claim from: it reads as empty. A name no queue may have is not
+// found.
 func (s *session) readQueue(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	name := strings.TrimPrefix(uri, queuePrefix)
+	if !queueName.MatchString(name) {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
 	res, err := s.api.ListQueuesWithResponse(ctx)
 	if err != nil {
 		return nil, err
@@ -77,19 +84,23 @@ func (s *session) readQueue(ctx context.Context, req *sdk.ReadResourceRequest) (
 	if err := client.CheckResponse(res.HTTPResponse, res.Body); err != nil {
 		return nil, err
 	}
+	q := client.Queue{Queue: name, Counts: map[string]int64{}}
 	if res.JSON200 != nil {
-		for _, q := range res.JSON200.Items {
-			if q.Queue == name {
-				b, err := json.Marshal(q)
-				if err != nil {
-					return nil, err
-				}
-				return contents(uri, jsonMIMEType, b), nil
+		for _, listed := range res.JSON200.Items {
+			if listed.Queue == name {
+				q = listed
 			}
 		}
 	}
-	return nil, sdk.ResourceNotFoundError(uri)
+	b, err := json.Marshal(q)
+	if err != nil {
+		return nil, err
+	}
+	return contents(uri, jsonMIMEType, b), nil
 }
+
+// queueName is the form of a queue's name (the spec's pattern).
+var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 func contents(uri, mime string, b []byte) *sdk.ReadResourceResult {
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: mime, Text: string(b)}}}

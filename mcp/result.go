@@ -11,24 +11,6 @@ import (
 	"github.com/tether-run/tether/client"
 )
 
-// answer turns the API's response into the tool's result: its JSON body, as
-// text and as structured content, for a status below 400, and otherwise a
-// tool error (see failure).
-func answer(resp *http.Response, body []byte) *sdk.CallToolResult {
-	if err := client.CheckResponse(resp, body); err != nil {
-		return failure(err)
-	}
-	return success(body)
-}
-
-func success(body []byte) *sdk.CallToolResult {
-	res := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(body)}}}
-	if json.Valid(body) && len(body) > 0 && body[0] == '{' {
-		res.StructuredContent = json.RawMessage(body)
-	}
-	return res
-}
-
 // toolError is the structured content of a failed tool call: the API's
 // problem document (its members, as the API sent them) and a hint saying
 // what the agent should do next.
@@ -49,6 +31,13 @@ func failure(err error) *sdk.CallToolResult {
 			Title: "the Tether server did not answer", Detail: err.Error(),
 		}
 	}
+	if p.Type == "" {
+		// A problem made here (bad input, an unreachable server) has the
+		// type the API gives one of its code.
+		typed := *p
+		typed.Type = problemType + string(p.Code)
+		p = &typed
+	}
 	te := toolError{Problem: p, Hint: hint(p)}
 	b, mErr := json.Marshal(te)
 	if mErr != nil {
@@ -60,6 +49,9 @@ func failure(err error) *sdk.CallToolResult {
 		StructuredContent: json.RawMessage(b),
 	}
 }
+
+// problemType prefixes a problem's code in its type, as the API's do.
+const problemType = "urn:tether:problem:"
 
 // badInput is the tool error of an argument refused before any call.
 func badInput(field, detail string) *sdk.CallToolResult {

@@ -124,7 +124,7 @@ func TestMCPStdioClaimRenewComplete(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	for _, want := range []string{"claim_next", "renew", "progress", "complete", "fail", "release", "comment",
-		"create_child", "get_node", "history", "inbox", "send_message"} {
+		"create_child", "get_node", "history", "inbox", "send_message", "create_node", "list_nodes", "list_queues", "wait_for"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tool %s is missing from %v", want, names)
 		}
@@ -134,10 +134,10 @@ func TestMCPStdioClaimRenewComplete(t *testing.T) {
 	const ttl = 1500 * time.Millisecond
 	res := call(t, cs, "claim_next", map[string]any{"queue": "agents", "ttl_ms": ttl.Milliseconds()})
 	mustOK(t, "claim_next", res)
-	var claim client.ClaimResponse
+	var claim claimAnswer
 	structured(t, res, &claim)
-	if claim.Node.ID != "mcp-1" || claim.Lease.By != "agent-1" {
-		t.Fatalf("claimed %s as %s, want mcp-1 as agent-1", claim.Node.ID, claim.Lease.By)
+	if claim.Node.ID != "mcp-1" || claim.Lease.Holder != "agent-1" {
+		t.Fatalf("claimed %s as %s, want mcp-1 as agent-1", claim.Node.ID, claim.Lease.Holder)
 	}
 
 	// The agent "thinks" past the lease's TTL; the keeper renews meanwhile.
@@ -189,6 +189,19 @@ func TestMCPStdioClaimRenewComplete(t *testing.T) {
 	mustOK(t, "get_node after a tool error", res)
 }
 
+// claimAnswer is claim_next's compact answer, as an agent reads it.
+type claimAnswer struct {
+	Claimed bool `json:"claimed"`
+	Node    struct {
+		ID string `json:"id"`
+	} `json:"node"`
+	Lease struct {
+		Fence     int64     `json:"fence"`
+		Holder    string    `json:"holder"`
+		ExpiresAt time.Time `json:"expires_at"`
+	} `json:"lease"`
+}
+
 // When the session ends (the agent's client exits), the leases it kept are
 // no longer renewed: they lapse at their expiry and the node goes back to
 // its queue.
@@ -202,13 +215,15 @@ func TestMCPStdioSessionEndStopsRenewing(t *testing.T) {
 
 	res := call(t, cs, "claim_next", map[string]any{"queue": "other-empty-queue"})
 	mustOK(t, "claim_next on an empty queue", res)
-	if got := text(res); got != `{"claimed":false}` {
-		t.Fatalf("claim_next on an empty queue: %s", got)
+	var empty claimAnswer
+	structured(t, res, &empty)
+	if empty.Claimed {
+		t.Fatalf("claim_next on an empty queue: %s", text(res))
 	}
 
 	res = call(t, cs, "claim_next", map[string]any{"queue": "agents", "ttl_ms": 600})
 	mustOK(t, "claim_next", res)
-	var claim client.ClaimResponse
+	var claim claimAnswer
 	structured(t, res, &claim)
 	if err := cs.Close(); err != nil {
 		t.Logf("closing the session: %v", err)
@@ -315,15 +330,15 @@ func TestMCPServeStreamableHTTP(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 12 {
+	if err != nil || len(tools.Tools) != 16 {
 		t.Fatalf("tools over /mcp: %v (%v)", tools, err)
 	}
 	res := call(t, cs, "claim_next", map[string]any{"queue": "agents"})
 	mustOK(t, "claim_next", res)
-	var claim client.ClaimResponse
+	var claim claimAnswer
 	structured(t, res, &claim)
-	if claim.Node.ID != "mcp-http" || claim.Lease.By != "agent-http" {
-		t.Fatalf("claimed %s as %s over /mcp, want mcp-http as agent-http", claim.Node.ID, claim.Lease.By)
+	if claim.Node.ID != "mcp-http" || claim.Lease.Holder != "agent-http" {
+		t.Fatalf("claimed %s as %s over /mcp, want mcp-http as agent-http", claim.Node.ID, claim.Lease.Holder)
 	}
 	mustOK(t, "complete", call(t, cs, "complete", map[string]any{"node_id": "mcp-http"}))
 }

@@ -1,0 +1,55 @@
+package mcp
+
+import (
+	"context"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tether-run/tether/client"
+)
+
+// list_nodes and list_queues: what a planner reads to decide what to do.
+
+func (s *session) listNodes(ctx context.Context, in client.ListNodesParams) (*listNodesOut, *sdk.CallToolResult) {
+	res, err := s.api.ListNodesWithResponse(ctx, &in)
+	if err != nil {
+		return nil, failure(err)
+	}
+	if bad := refused(res.HTTPResponse, res.Body); bad != nil {
+		return nil, bad
+	}
+	out := &listNodesOut{Nodes: []nodeRow{}, NextCursor: deref(res.JSON200.NextCursor), Next: nextNodesLast}
+	for _, n := range res.JSON200.Items {
+		out.Nodes = append(out.Nodes, briefRow(n))
+	}
+	if out.NextCursor != "" {
+		out.Next = nextNodesMore
+	}
+	return out, nil
+}
+
+// noInput is the input of a tool that takes none.
+type noInput struct{}
+
+func (s *session) listQueues(ctx context.Context, _ noInput) (*queuesOut, *sdk.CallToolResult) {
+	res, err := s.api.ListQueuesWithResponse(ctx)
+	if err != nil {
+		return nil, failure(err)
+	}
+	if bad := refused(res.HTTPResponse, res.Body); bad != nil {
+		return nil, bad
+	}
+	out := &queuesOut{Queues: []queueOut{}, Next: nextQueues}
+	for _, q := range res.JSON200.Items {
+		out.Queues = append(out.Queues, briefQueue(q))
+	}
+	return out, nil
+}
+
+func briefQueue(q client.Queue) queueOut {
+	counts := q.Counts
+	if counts == nil {
+		counts = map[string]int64{}
+	}
+	return queueOut{Queue: q.Queue, Counts: counts, Ready: q.Ready, Paused: q.Paused, MaxRunning: q.MaxRunning, OldestReadyAt: q.OldestReadyAt}
+}
