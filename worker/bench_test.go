@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/clock/clocktest"
+)
+
+func benchRegistry(b *testing.B) *Registry {
+	b.Helper()
+	clk := clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	store, err := graph.Open(graph.Options{Dir: b.TempDir(), Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	return New(Config{Store: store})
+}
+
+var benchMeta = map[string]any{"host": "build-7", "pid": 4242.0, "version": "1.4.2", "gpus": []any{"a100", "a100"}}
+
+// BenchmarkHeartbeat is the frequent write: read the worker's record, write
+// it back (not fsynced: heartbeats are eager).
+func BenchmarkHeartbeat(b *testing.B) {
+	r := benchRegistry(b)
+	ctx := context.Background()
+	p := HeartbeatParams{Tenant: "acme", By: "alice", Worker: "w1", Status: StatusWorking, Node: "n1", SetMeta: true, Meta: benchMeta}
+	if _, err := r.Heartbeat(ctx, p); err != nil {
+		b.Fatal(err)
+	}
+	p.SetMeta = false
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := r.Heartbeat(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkList reads a page of 100 worker records.
+func BenchmarkList(b *testing.B) {
+	r := benchRegistry(b)
+	ctx := context.Background()
+	for i := range 100 {
+		p := HeartbeatParams{Tenant: "acme", By: "alice", Worker: fmt.Sprint("w", i), Status: StatusIdle, SetMeta: true, Meta: benchMeta}
+		if _, err := r.Heartbeat(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		views, _, err := r.List("acme", "", 100)
+		if err != nil || len(views) != 100 {
+			b.Fatal(len(views), err)
+		}
+	}
+}
