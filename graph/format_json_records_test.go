@@ -252,3 +252,33 @@ func TestAFormat4StoreWithoutItsRecoderIsRefused(t *testing.T) {
 	require.Equal(t, len(recs), calls)
 	require.NoError(t, s.Close())
 }
+
+// TestCheckFindsAForeignRecordThatIsNotMessagePack: from format 5, tether
+// check counts the records other packages own and names one that is not a
+// single MessagePack map (JSON left from format 4, say).
+func TestCheckFindsAForeignRecordThatIsNotMessagePack(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	good, err := mapFromJSON([]byte(`{"id":"acme"}`))
+	require.NoError(t, err)
+	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error {
+		if err := tx.Set(tenantKey("acme"), good); err != nil {
+			return err
+		}
+		if err := tx.Set(messageKey("acme", "m1"), append(good, 0xc0)); err != nil {
+			return err
+		}
+		return tx.Set(workerKey("acme", "alice", "w1"), []byte(`{"by":"alice"}`))
+	}))
+	require.NoError(t, s.Close())
+	rep, err := Check(dir)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.ForeignRecords)
+	require.Len(t, rep.Problems, 2)
+	require.Contains(t, rep.Problems[0], "worker record")
+	require.Contains(t, rep.Problems[0], "is not a MessagePack map")
+	require.Contains(t, rep.Problems[1], "message record")
+	require.Contains(t, rep.Problems[1], "is not one whole MessagePack map")
+}

@@ -139,6 +139,8 @@ func TestAFormat4DataDirIsMigrated(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, graph.FormatVersion, rep.Format)
 		require.Empty(t, rep.Problems)
+		// A tenant, a key, two workers, three messages, two schedules, a run.
+		require.Equal(t, 10, rep.ForeignRecords)
 	}
 }
 
