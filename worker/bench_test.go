@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -60,4 +61,43 @@ func BenchmarkList(b *testing.B) {
 			b.Fatal(len(views), err)
 		}
 	}
+}
+
+// BenchmarkRecordCodec is one heartbeat's decode and encode of a record:
+// the stored codec beside the JSON that format 4 used.
+func BenchmarkRecordCodec(b *testing.B) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := Record{By: "alice", Worker: "w1", Status: StatusWorking, Node: "n1", Meta: benchMeta, StartedAt: now, LastSeenAt: now}
+	b.Run("msgpack", func(b *testing.B) {
+		raw, err := rec.MarshalMsg(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			var r Record
+			if _, err := r.UnmarshalMsg(raw); err != nil {
+				b.Fatal(err)
+			}
+			if raw, err = r.MarshalMsg(nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		raw, err := json.Marshal(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			var r Record
+			if err := json.Unmarshal(raw, &r); err != nil {
+				b.Fatal(err)
+			}
+			if raw, err = json.Marshal(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
