@@ -64,7 +64,7 @@ func isJSONRecord(val []byte) bool { return len(val) > 0 && val[0] == '{' }
 
 // recodeJSONRecords rewrites every JSON record of the kinds others own; the
 // writer must be running.
-func (s *Store) recodeJSONRecords(dir string, r Recoders) error {
+func (s *Store) recodeJSONRecords(r Recoders) error {
 	kinds := r.kinds()
 	if err := s.kv.View(func(tx *kv.Txn) error {
 		for _, k := range kinds {
@@ -79,7 +79,7 @@ func (s *Store) recodeJSONRecords(dir string, r Recoders) error {
 				return err
 			}
 			if found {
-				return fmt.Errorf("the data directory %s holds %s records in JSON (store format 4 and before), and this program cannot recode them: open it with tether serve, which migrates it", dir, k.name)
+				return fmt.Errorf("it holds %s records in JSON, and this program cannot recode them: open it with tether serve, which migrates it", k.name)
 			}
 		}
 		return nil

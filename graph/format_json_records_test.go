@@ -244,7 +244,7 @@ func TestAFormat4StoreWithoutItsRecoderIsRefused(t *testing.T) {
 	noWorkers := allRecoders(counting)
 	noWorkers.Worker = nil
 	_, err = Open(Options{Dir: dir, Recoders: noWorkers})
-	require.ErrorContains(t, err, "holds worker records in JSON")
+	require.ErrorContains(t, err, "from store format 4: it holds worker records in JSON")
 	require.Zero(t, calls)
 
 	s, err = Open(Options{Dir: dir, Recoders: allRecoders(counting)})

@@ -144,7 +144,7 @@ func Open(opts Options) (*Store, error) {
 	db.Start()
 	go s.table.syncLoop(s.closing)
 	if stored != 0 && stored < 5 {
-		if err := s.recodeJSONRecords(opts.Dir, opts.Recoders); err != nil {
+		if err := s.recodeJSONRecords(opts.Recoders); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("error migrating the data directory %s from store format %d: %w", opts.Dir, stored, err)
 		}
