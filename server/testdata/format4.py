@@ -1,7 +1,7 @@
 """Makes format4.backup and format4.json: a store written through the API of a
 release of store format 4, and what that server answered. Run it with that
 release's binary: python3 format4.py /path/to/tether OUT_DIR (a scratch data
-directory is made in OUT_DIR/data). Made with the tether of main at 97beb0b."""
+directory is made in OUT_DIR/data). Made with the tether of main at e430983."""
 import base64, hashlib, hmac, json, os, subprocess, sys, time, urllib.request, signal
 TETHER, OUT = sys.argv[1], sys.argv[2]
 SECRET = "test-secret-0123456789abcdef0123456789"
