@@ -94,9 +94,18 @@ generate: ## Regenerate the Go client, the Python client's generated modules (an
 	$(GO) run ./cmd/tether-pygen -spec api/openapi.yaml -out clients/python/tether_client
 	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
+# The packages whose stored records have a generated codec (msgp).
+CODEC_PKGS := ./graph/ ./tenant/ ./worker/ ./message/ ./schedule/
+
+.PHONY: generate-codecs
+generate-codecs: ## Regenerate the stored records' MessagePack codecs (*_gen.go) with msgp
+	$(GO) generate $(CODEC_PKGS)
+
 .PHONY: verify
-verify: generate ## Fail when generated code is stale
+verify: generate generate-codecs ## Fail when generated code is stale
 	@git diff --exit-code -- client/ clients/python/tether_client/ || (echo "client/ or clients/python/tether_client/ is stale: run make generate and commit" && exit 1)
+	@git diff --exit-code -- $(patsubst ./%/,%/*_gen.go,$(CODEC_PKGS)) || (echo "a stored records' codec is stale: run make generate-codecs and commit" && exit 1)
+	@untracked=$$(git ls-files --others --exclude-standard -- $(patsubst ./%/,%/*_gen.go,$(CODEC_PKGS))); if [ -n "$$untracked" ]; then echo "generated but not committed: $$untracked"; exit 1; fi
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for a short while

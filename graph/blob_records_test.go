@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,15 +131,17 @@ func TestOpenRefusesAnotherFormatNamingBoth(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	db, err := kv.Open(kv.Options{Dir: dir})
-	require.NoError(t, err)
-	db.Start()
-	require.NoError(t, db.Update(context.Background(), func(tx *kv.Txn) error { return tx.Set(formatKey, []byte("2")) }))
-	require.NoError(t, db.Close())
+	for _, stored := range []int{migratesFrom - 1, FormatVersion + 1} {
+		db, err := kv.Open(kv.Options{Dir: dir})
+		require.NoError(t, err)
+		db.Start()
+		require.NoError(t, db.Update(context.Background(), func(tx *kv.Txn) error { return tx.Set(formatKey, []byte(fmt.Sprint(stored))) }))
+		require.NoError(t, db.Close())
 
-	_, err = Open(Options{Dir: dir})
-	require.ErrorContains(t, err, "holds store format 2")
-	require.ErrorContains(t, err, "reads format 4 (and migrates 3)")
+		_, err = Open(Options{Dir: dir})
+		require.ErrorContains(t, err, fmt.Sprintf("holds store format %d", stored))
+		require.ErrorContains(t, err, fmt.Sprintf("reads format %d (and migrates %d)", FormatVersion, migratesFrom))
+	}
 }
 
 func TestCheckFindsANodeNamingAMissingBlob(t *testing.T) {

@@ -19,7 +19,9 @@ type CheckReport struct {
 	EventGroups  int
 	Events       int
 	Ready        int
-	Problems     []string
+	// ForeignRecords counts the records other packages own (format 5 on).
+	ForeignRecords int
+	Problems       []string
 }
 
 // maxProblems bounds the problems a report lists (the count goes on).
@@ -43,7 +45,8 @@ func (r *CheckReport) problem(format string, args ...any) {
 // group with an event of that node and every such event has its pointer;
 // each live edge's seq is an edge_added event; and the blocker counts and the
 // ready set, derived the way the server derives them at open, agree with a
-// recount from the edges; every blob a node names has its record. The
+// recount from the edges; every blob a node names has its record; every
+// record another package owns is one MessagePack map (format 5 on). The
 // server must not be running on dir.
 func Check(dir string) (*CheckReport, error) {
 	if entries, err := os.ReadDir(dir); err != nil {
@@ -77,7 +80,7 @@ func Check(dir string) (*CheckReport, error) {
 	}
 	err = db.View(func(tx *kv.Txn) error {
 		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
-		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases, c.blobs} {
+		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases, c.blobs, c.foreignRecords} {
 			if err := step(); err != nil {
 				return err
 			}

@@ -11,9 +11,14 @@
 // pointers to the event groups of the transactions that wrote it, so they
 // write no pointer key either: node_events.go), live and retired edges,
 // deleted nodes' last fences, event groups with per-node pointers,
-// comments and the small records. Records use a generated MessagePack codec
-// (records.go, records_gen.go) under a format version (format.go): a data
-// directory of another version is refused with both versions named. An
+// comments and the small records. Every record is MessagePack from a
+// generated codec under one format version (format.go): the graph's own
+// (records.go, records_gen.go), and the records other packages own
+// (tenants, API keys, workers, messages, schedules and runs) in their
+// owners' generated codecs (foreign_records.go). A data directory of format
+// 3 or 4, which kept the latter as JSON, is recoded at open, resumably, with
+// the owners' recoders (format_json_records.go); any other version is
+// refused with both versions named. An
 // event's data is a MessagePack map; the writer's hot paths build it
 // already encoded, key by key (event_data.go).
 //

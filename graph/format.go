@@ -16,12 +16,16 @@ import (
 //	3: node records end with the blobs they reference; blob records.
 //	4: a node record may carry pointers to its event groups after its
 //	   fields (node_events.go) instead of pointer keys.
-const FormatVersion = 4
+//	5: the records other packages own (tenants, API keys, workers,
+//	   messages, schedules and their runs) are MessagePack too, in their
+//	   owners' generated codecs, instead of JSON (foreign_records.go).
+const FormatVersion = 5
 
 // migratesFrom is the oldest format this server opens and moves to
 // FormatVersion. A format-3 store is a format-4 store without pointers in
-// its records (every pointer is a key, which format 4 reads too), so moving
-// it is writing the new version.
+// its records (every pointer is a key, which format 4 reads too); both hold
+// the other packages' records as JSON, which Open recodes before it writes
+// the new version (format_json_records.go).
 const migratesFrom = 3
 
 var formatKey = []byte{0x01, 'f', 'o', 'r', 'm', 'a', 't'}

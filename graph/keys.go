@@ -35,8 +35,8 @@ import (
 //	                                it expires with a Badger TTL); its inbox indexes live in memory
 //	B|t|sha                         blob record (size, content type, grace start; the bytes are a file)
 //	b|t|...                         reserved for blob references (today they live in the node records)
-//	H|t|id                          schedule record (the schedule package's JSON)
-//	h|t|id|seq                      run record of a schedule: fire seq (schedule package's JSON)
+//	H|t|id                          schedule record (the schedule package's)
+//	h|t|id|seq                      run record of a schedule: fire seq (the schedule package's)
 //	0x01 "format"                   the store format version (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.

@@ -1,7 +1,7 @@
 package graph
 
 import (
-	"encoding/json"
+	"github.com/tinylib/msgp/msgp"
 	"time"
 )
 
@@ -11,14 +11,14 @@ import (
 
 // MessageRecordGet decodes message id of tenant into v; false when there is
 // none (or it has expired).
-func (tx *Tx) MessageRecordGet(tenant, id string, v any) (bool, error) {
-	return tx.getJSON(messageKey(tenant, id), v)
+func (tx *Tx) MessageRecordGet(tenant, id string, v msgp.Unmarshaler) (bool, error) {
+	return tx.getRecord(messageKey(tenant, id), v)
 }
 
 // MessageRecordPut stores message id of tenant. With ttl > 0 it disappears
 // once ttl has passed on the wall clock (Badger's TTL), else it stays.
-func (tx *Tx) MessageRecordPut(tenant, id string, v any, ttl time.Duration) error {
-	b, err := json.Marshal(v)
+func (tx *Tx) MessageRecordPut(tenant, id string, v msgp.Marshaler, ttl time.Duration) error {
+	b, err := v.MarshalMsg(nil)
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (tx *Tx) MessageRecordPut(tenant, id string, v any, ttl time.Duration) erro
 // MessageRecordScanAll calls fn with the tenant and raw record of every
 // message of every tenant; for rebuilding in-memory indexes at start-up
 // only. fn returns false to stop.
-func (tx *Tx) MessageRecordScanAll(fn func(tenant string, raw json.RawMessage) (bool, error)) error {
+func (tx *Tx) MessageRecordScanAll(fn func(tenant string, raw []byte) (bool, error)) error {
 	return tx.kv.Scan([]byte{tagMessage, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 		parts := splitKey(key, 2)
 		if parts == nil {

@@ -1,7 +1,7 @@
 package graph
 
 import (
-	"encoding/json"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // The schedule package owns the shape of schedule records and of their run
@@ -10,16 +10,16 @@ import (
 // schedule's history lists newest first by a reverse range over its seqs.
 
 // ScheduleGet decodes schedule id of tenant into v; false when there is none.
-func (tx *Tx) ScheduleGet(tenant, id string, v any) (bool, error) {
-	return tx.getJSON(scheduleKey(tenant, id), v)
+func (tx *Tx) ScheduleGet(tenant, id string, v msgp.Unmarshaler) (bool, error) {
+	return tx.getRecord(scheduleKey(tenant, id), v)
 }
 
 // SchedulePut stores schedule id of tenant.
-func (tx *Tx) SchedulePut(tenant, id string, v any) error {
+func (tx *Tx) SchedulePut(tenant, id string, v msgp.Marshaler) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	return tx.setJSON(scheduleKey(tenant, id), v)
+	return tx.setRecord(scheduleKey(tenant, id), v)
 }
 
 // ScheduleDelete erases schedule id of tenant and every run record it has.
@@ -46,7 +46,7 @@ func (tx *Tx) ScheduleDelete(tenant, id string) error {
 
 // ScheduleList calls fn with each raw schedule record of tenant in id order,
 // starting after id `after` ("" from the start). fn returns false to stop.
-func (tx *Tx) ScheduleList(tenant, after string, fn func(id string, raw json.RawMessage) (bool, error)) error {
+func (tx *Tx) ScheduleList(tenant, after string, fn func(id string, raw []byte) (bool, error)) error {
 	prefix := newKey(tagSchedule, tenant).bytes()
 	var start []byte
 	if after != "" {
@@ -59,7 +59,7 @@ func (tx *Tx) ScheduleList(tenant, after string, fn func(id string, raw json.Raw
 
 // ScheduleListAll calls fn with every schedule record of every tenant. Only
 // start-up ranges across tenants: the firing loop learns what is due.
-func (tx *Tx) ScheduleListAll(fn func(tenant, id string, raw json.RawMessage) error) error {
+func (tx *Tx) ScheduleListAll(fn func(tenant, id string, raw []byte) error) error {
 	return tx.kv.Scan([]byte{tagSchedule, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 		parts := splitKey(key, 2)
 		if len(parts) != 2 {
@@ -70,16 +70,16 @@ func (tx *Tx) ScheduleListAll(fn func(tenant, id string, raw json.RawMessage) er
 }
 
 // ScheduleRunGet decodes run seq of schedule id into v; false when there is none.
-func (tx *Tx) ScheduleRunGet(tenant, id string, seq uint64, v any) (bool, error) {
-	return tx.getJSON(scheduleRunKey(tenant, id, seq), v)
+func (tx *Tx) ScheduleRunGet(tenant, id string, seq uint64, v msgp.Unmarshaler) (bool, error) {
+	return tx.getRecord(scheduleRunKey(tenant, id, seq), v)
 }
 
 // ScheduleRunPut stores run seq of schedule id.
-func (tx *Tx) ScheduleRunPut(tenant, id string, seq uint64, v any) error {
+func (tx *Tx) ScheduleRunPut(tenant, id string, seq uint64, v msgp.Marshaler) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	return tx.setJSON(scheduleRunKey(tenant, id, seq), v)
+	return tx.setRecord(scheduleRunKey(tenant, id, seq), v)
 }
 
 // ScheduleRunDelete erases run seq of schedule id (no error when absent).
@@ -93,7 +93,7 @@ func (tx *Tx) ScheduleRunDelete(tenant, id string, seq uint64) error {
 // ScheduleRunList calls fn with the raw run records of schedule id, newest
 // (highest seq) first, starting below seq `before` (0: from the newest). fn
 // returns false to stop.
-func (tx *Tx) ScheduleRunList(tenant, id string, before uint64, fn func(seq uint64, raw json.RawMessage) (bool, error)) error {
+func (tx *Tx) ScheduleRunList(tenant, id string, before uint64, fn func(seq uint64, raw []byte) (bool, error)) error {
 	prefix := newKey(tagScheduleRun, tenant).str(id).bytes()
 	var start []byte
 	if before > 0 {

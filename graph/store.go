@@ -28,6 +28,10 @@ type Options struct {
 	// instead of Badger in Dir; Dir then only names it in messages. The
 	// graph closes it on Close.
 	KV *kv.Store
+	// Recoders recode the records other packages own from the JSON that
+	// formats 3 and 4 stored (format_json_records.go); server.Open passes
+	// every owner's.
+	Recoders Recoders
 }
 
 // Store is the graph: its records in a kv.Store, and the in-memory state
@@ -139,6 +143,12 @@ func Open(opts Options) (*Store, error) {
 	}
 	db.Start()
 	go s.table.syncLoop(s.closing)
+	if stored != 0 && stored < 5 {
+		if err := s.recodeJSONRecords(opts.Recoders); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("error migrating the data directory %s from store format %d: %w", opts.Dir, stored, err)
+		}
+	}
 	if stored != FormatVersion {
 		if err := s.writeFormat(); err != nil {
 			s.Close()

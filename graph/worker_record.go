@@ -1,7 +1,7 @@
 package graph
 
 import (
-	"encoding/json"
+	"github.com/tinylib/msgp/msgp"
 	"time"
 )
 
@@ -10,15 +10,15 @@ import (
 
 // WorkerRecordGet decodes the record of worker of identity by into v; false
 // when there is none (or it has expired).
-func (tx *Tx) WorkerRecordGet(tenant, by, worker string, v any) (bool, error) {
-	return tx.getJSON(workerKey(tenant, by, worker), v)
+func (tx *Tx) WorkerRecordGet(tenant, by, worker string, v msgp.Unmarshaler) (bool, error) {
+	return tx.getRecord(workerKey(tenant, by, worker), v)
 }
 
 // WorkerRecordPut stores the record of worker of identity by. It disappears
 // once ttl has passed on the wall clock (Badger's TTL), unless a later put
 // renews it.
-func (tx *Tx) WorkerRecordPut(tenant, by, worker string, v any, ttl time.Duration) error {
-	b, err := json.Marshal(v)
+func (tx *Tx) WorkerRecordPut(tenant, by, worker string, v msgp.Marshaler, ttl time.Duration) error {
+	b, err := v.MarshalMsg(nil)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (tx *Tx) WorkerRecordPut(tenant, by, worker string, v any, ttl time.Duratio
 // WorkerRecordList calls fn with each raw worker record of tenant in (by,
 // worker) order, starting after the record (afterBy, afterWorker) when
 // afterBy is not empty. fn returns false to stop.
-func (tx *Tx) WorkerRecordList(tenant, afterBy, afterWorker string, fn func(raw json.RawMessage) (bool, error)) error {
+func (tx *Tx) WorkerRecordList(tenant, afterBy, afterWorker string, fn func(raw []byte) (bool, error)) error {
 	prefix := newKey(tagWorker, tenant).bytes()
 	var start []byte
 	if afterBy != "" {

@@ -190,6 +190,12 @@ func (t *Txn) Delete(key []byte) error {
 // stop. In a write transaction the writes not yet in the snapshot are merged
 // in, the newest winning. key and val belong to fn.
 func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, val []byte) (bool, error)) error {
+	return t.scan(prefix, after, reverse, withValues, func(key, val []byte, _ uint64) (bool, error) { return fn(key, val) })
+}
+
+// scan is Scan that also hands fn each key's expiry (unix seconds, 0 for
+// none).
+func (t *Txn) scan(prefix, after []byte, reverse, withValues bool, fn func(key, val []byte, expiresAt uint64) (bool, error)) error {
 	pending := t.pendingUnder(prefix, after, reverse)
 	r, err := t.reader()
 	if err != nil {
@@ -217,7 +223,7 @@ func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 				if v.deleted {
 					continue
 				}
-				more, err := fn([]byte(k), bytes.Clone(v.val))
+				more, err := fn([]byte(k), bytes.Clone(v.val), v.expiresAt)
 				if err != nil || !more {
 					return err
 				}
@@ -235,7 +241,7 @@ func (t *Txn) Scan(prefix, after []byte, reverse, withValues bool, fn func(key, 
 			}
 			val = v
 		}
-		more, err := fn(bytes.Clone(it.key()), val)
+		more, err := fn(bytes.Clone(it.key()), val, it.expiresAt())
 		if err != nil || !more {
 			return err
 		}

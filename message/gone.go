@@ -40,7 +40,7 @@ func (s *Service) expireUnread(tx *graph.Tx, tenant string, ids []string) error 
 			continue
 		}
 		r.ExpiresAt = &now
-		if err := tx.MessageRecordPut(tenant, r.ID, r, r.keepFor(now)); err != nil {
+		if err := tx.MessageRecordPut(tenant, r.ID, &r, r.keepFor(now)); err != nil {
 			return err
 		}
 		gone = append(gone, placedOf(tenant, &r))

@@ -158,7 +158,7 @@ func (s *Service) deliver(ctx context.Context, tenant, sub string, page []View) 
 			}
 			if found && r.DeliveredAt == nil {
 				r.DeliveredAt, r.DeliveredTo = &now, sub
-				if err := tx.MessageRecordPut(tenant, r.ID, r, r.keepFor(now)); err != nil {
+				if err := tx.MessageRecordPut(tenant, r.ID, &r, r.keepFor(now)); err != nil {
 					return err
 				}
 			}

@@ -2,7 +2,6 @@ package message
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -54,9 +53,9 @@ func New(store *graph.Store) (*Service, error) {
 	orphans := map[string][]string{} // tenant -> ids
 	err := store.View(func(tx *graph.Tx) error {
 		now := tx.Now()
-		return tx.MessageRecordScanAll(func(tenant string, raw json.RawMessage) (bool, error) {
+		return tx.MessageRecordScanAll(func(tenant string, raw []byte) (bool, error) {
 			var r Record
-			if err := json.Unmarshal(raw, &r); err != nil {
+			if _, err := r.UnmarshalMsg(raw); err != nil {
 				return false, fmt.Errorf("error decoding a message record: %w", err)
 			}
 			forget := r.forgetAt()
@@ -172,7 +171,7 @@ func (s *Service) Send(ctx context.Context, p SendParams) (*Record, error) {
 			exp := now.Add(p.TTL)
 			rec.ExpiresAt = &exp
 		}
-		if err := tx.MessageRecordPut(p.Tenant, rec.ID, rec, rec.keepFor(now)); err != nil {
+		if err := tx.MessageRecordPut(p.Tenant, rec.ID, &rec, rec.keepFor(now)); err != nil {
 			return err
 		}
 		if node != "" {
@@ -266,7 +265,7 @@ func (s *Service) Ack(ctx context.Context, tenant, sub, id string) (View, error)
 		if r.DeliveredAt == nil {
 			r.DeliveredAt, r.DeliveredTo = &now, sub
 		}
-		if err := tx.MessageRecordPut(tenant, id, r, r.keepFor(now)); err != nil {
+		if err := tx.MessageRecordPut(tenant, id, &r, r.keepFor(now)); err != nil {
 			return err
 		}
 		if node := r.Node(); node != "" {

@@ -3,7 +3,6 @@ package schedule
 import (
 	"container/heap"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -54,9 +53,9 @@ func newLoop(s *Service, retry time.Duration) *loop {
 func (s *Service) Start(ctx context.Context) error {
 	l := s.loop
 	err := s.store.View(func(tx *graph.Tx) error {
-		return tx.ScheduleListAll(func(tenant, id string, raw json.RawMessage) error {
+		return tx.ScheduleListAll(func(tenant, id string, raw []byte) error {
 			var rec Record
-			if err := json.Unmarshal(raw, &rec); err != nil {
+			if _, err := rec.UnmarshalMsg(raw); err != nil {
 				return fmt.Errorf("error decoding schedule %q of tenant %q: %w", id, tenant, err)
 			}
 			if rec.Enabled && rec.NextFireAt != nil {

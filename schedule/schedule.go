@@ -99,55 +99,6 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 // [A-Za-z0-9._:-] starting with a letter or digit.
 func ValidID(id string) bool { return idPattern.MatchString(id) }
 
-// Record is a schedule as stored (graph.SchedulePut): its settings, and the
-// firing state the loop keeps in step with each fire.
-type Record struct {
-	ID              string          `json:"id"`
-	Cron            string          `json:"cron,omitempty"`
-	At              *time.Time      `json:"at,omitempty"`
-	Timezone        string          `json:"timezone"`
-	Template        work.NodeSpec   `json:"template"`
-	Chain           []work.NodeSpec `json:"chain,omitempty"`
-	Overlap         Overlap         `json:"overlap"`
-	Catchup         Catchup         `json:"catchup"`
-	CatchupWindowMS int64           `json:"catchup_window_ms"`
-	JitterMS        int64           `json:"jitter_ms"`
-	BackoffMS       []int64         `json:"backoff_ms"`
-	Enabled         bool            `json:"enabled"`
-	// Note is the reason given with the last pause or resume.
-	Note      string     `json:"note,omitempty"`
-	PausedAt  *time.Time `json:"paused_at,omitempty"`
-	PausedBy  string     `json:"paused_by,omitempty"`
-	Version   int64      `json:"version"`
-	CreatedBy string     `json:"created_by"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
-
-	// NextFireAt is the nominal instant of the first fire not yet
-	// processed; nil when there is none (a one-shot that was skipped).
-	NextFireAt *time.Time `json:"next_fire_at,omitempty"`
-	// LastSeq is the seq of the newest run record.
-	LastSeq uint64 `json:"last_seq"`
-	// Last is the newest run that made nodes: the one overlap looks at.
-	Last *RunRef `json:"last,omitempty"`
-	// Pending are the runs whose outcome the failure count has not taken
-	// in yet, oldest first.
-	Pending []RunRef `json:"pending,omitempty"`
-	// Failures is how many runs failed in a row; LastFailureAt is when the
-	// last of them ended.
-	Failures      int64      `json:"failures"`
-	LastFailureAt *time.Time `json:"last_failure_at,omitempty"`
-}
-
-// RunRef names a run's nodes in a schedule record.
-type RunRef struct {
-	Seq   uint64   `json:"seq"`
-	Nodes []string `json:"nodes"`
-	// After are the nodes of an earlier run this one waits for (queue,
-	// buffer_one).
-	After []string `json:"after,omitempty"`
-}
-
 // Trigger says what made a run.
 type Trigger string
 
@@ -171,26 +122,6 @@ const (
 	// server could run it, or folded into a catch-up run by catchup: one.
 	SkipMissed SkipReason = "missed"
 )
-
-// Run is one fire as stored (graph.ScheduleRunPut): the nodes it made, or
-// why it made none. A skipped record may stand for several fires in a row
-// with the same reason (Count, from ScheduledAt to LastScheduledAt).
-type Run struct {
-	Seq         uint64     `json:"seq"`
-	Trigger     Trigger    `json:"trigger"`
-	ScheduledAt time.Time  `json:"scheduled_at"`
-	FiredAt     time.Time  `json:"fired_at"`
-	By          string     `json:"by,omitempty"`
-	Nodes       []string   `json:"nodes,omitempty"`
-	After       []string   `json:"after,omitempty"`
-	Cancelled   []string   `json:"cancelled,omitempty"`
-	Coalesced   int64      `json:"coalesced,omitempty"`
-	Skipped     SkipReason `json:"skipped,omitempty"`
-	Count       int64      `json:"count,omitempty"`
-	// LastScheduledAt is the nominal instant of the last fire a skipped
-	// record stands for.
-	LastScheduledAt *time.Time `json:"last_scheduled_at,omitempty"`
-}
 
 // caller is who a schedule's fires act as: its nodes are created_by
 // schedule:<id>, and so are their events. No token or key may have a

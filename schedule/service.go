@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/tinylib/msgp/msgp"
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
@@ -241,8 +242,8 @@ func (s *Service) List(tenant, cursor string, limit int) ([]View, string, error)
 	more := false
 	err = s.store.View(func(tx *graph.Tx) error {
 		now := tx.Now()
-		take := pageOf(&out, &more, limit, "schedule", func(rec Record) (View, error) { return view(tx, tenant, rec, now) })
-		return tx.ScheduleList(tenant, after, func(_ string, raw json.RawMessage) (bool, error) { return take(raw) })
+		take := pageOf[Record](&out, &more, limit, "schedule", func(rec Record) (View, error) { return view(tx, tenant, rec, now) })
+		return tx.ScheduleList(tenant, after, func(_ string, raw []byte) (bool, error) { return take(raw) })
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("error listing schedules: %w", err)
@@ -582,8 +583,8 @@ func (s *Service) Runs(tenant, id, cursor string, limit int) ([]RunView, string,
 		if _, err := load(tx, tenant, id); err != nil {
 			return err
 		}
-		take := pageOf(&out, &more, limit, "run", func(r Run) (RunView, error) { return viewRun(tx, tenant, id, r) })
-		return tx.ScheduleRunList(tenant, id, before, func(_ uint64, raw json.RawMessage) (bool, error) { return take(raw) })
+		take := pageOf[Run](&out, &more, limit, "run", func(r Run) (RunView, error) { return viewRun(tx, tenant, id, r) })
+		return tx.ScheduleRunList(tenant, id, before, func(_ uint64, raw []byte) (bool, error) { return take(raw) })
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("error listing runs: %w", err)
@@ -597,14 +598,17 @@ func (s *Service) Runs(tenant, id, cursor string, limit int) ([]RunView, string,
 
 // pageOf returns a list walker's step that decodes each raw record as R,
 // appends its view to out until limit, and then sets more and stops.
-func pageOf[R, V any](out *[]V, more *bool, limit int, what string, toView func(R) (V, error)) func(json.RawMessage) (bool, error) {
-	return func(raw json.RawMessage) (bool, error) {
+func pageOf[R any, P interface {
+	*R
+	msgp.Unmarshaler
+}, V any](out *[]V, more *bool, limit int, what string, toView func(R) (V, error)) func([]byte) (bool, error) {
+	return func(raw []byte) (bool, error) {
 		if len(*out) == limit {
 			*more = true
 			return false, nil
 		}
 		var rec R
-		if err := json.Unmarshal(raw, &rec); err != nil {
+		if _, err := P(&rec).UnmarshalMsg(raw); err != nil {
 			return false, fmt.Errorf("error decoding a %s record: %w", what, err)
 		}
 		v, err := toView(rec)

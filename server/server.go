@@ -122,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		skill = b
 	}
-	store, err := graph.Open(graph.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger})
+	store, err := graph.Open(graph.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger, Recoders: jsonRecoders()})
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,28 +18,11 @@ import (
 	"github.com/tether-run/tether/graph"
 )
 
-// APIKey is an opaque key for one subject of a tenant, as listed: never the
-// secret, never its hash.
-type APIKey struct {
-	ID        string    `json:"id"`
-	Subject   string    `json:"sub"`
-	Name      string    `json:"name"`
-	Roles     []string  `json:"roles"`
-	CreatedAt time.Time `json:"created_at"`
-	CreatedBy string    `json:"created_by"`
-}
-
 // NewAPIKey is a key just created, with its token: the only time the token
 // is ever available.
 type NewAPIKey struct {
 	APIKey
 	Token string `json:"token"`
-}
-
-// apiKeyRecord is what the store holds for a key.
-type apiKeyRecord struct {
-	APIKey
-	SecretSHA256 string `json:"secret_sha256"` // hex
 }
 
 const (
@@ -168,7 +150,7 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, sub string, roles
 		if exists {
 			return errors.New("API key id collision")
 		}
-		return tx.APIKeyPut(p.Tenant, id, rec)
+		return tx.APIKeyPut(p.Tenant, id, &rec)
 	})
 	if err != nil {
 		return NewAPIKey{}, fmt.Errorf("error creating API key: %w", err)
@@ -196,13 +178,13 @@ func (s *Service) ListKeys(ctx context.Context, tenant, after string, limit int)
 	keys := make([]APIKey, 0, min(limit, 64))
 	more := false
 	err := s.store.View(func(tx *graph.Tx) error {
-		return tx.APIKeyList(tenant, after, func(id string, raw json.RawMessage) (bool, error) {
+		return tx.APIKeyList(tenant, after, func(id string, raw []byte) (bool, error) {
 			if len(keys) == limit {
 				more = true
 				return false, nil
 			}
 			var rec apiKeyRecord
-			if err := json.Unmarshal(raw, &rec); err != nil {
+			if _, err := rec.UnmarshalMsg(raw); err != nil {
 				return false, fmt.Errorf("error decoding API key %s: %w", id, err)
 			}
 			keys = append(keys, rec.APIKey)

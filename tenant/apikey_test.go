@@ -39,15 +39,15 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	}, k.APIKey)
 
 	// Only the hash of the secret is stored.
-	var raw map[string]any
+	var rec apiKeyRecord
 	require.NoError(t, b.store.View(func(tx *graph.Tx) error {
-		found, err := tx.APIKeyGet("acme", k.ID, &raw)
+		found, err := tx.APIKeyGet("acme", k.ID, &rec)
 		require.True(t, found)
 		return err
 	}))
 	sum := sha256.Sum256([]byte(m[2]))
-	require.Equal(t, hex.EncodeToString(sum[:]), raw["secret_sha256"])
-	stored, err := json.Marshal(raw)
+	require.Equal(t, hex.EncodeToString(sum[:]), rec.SecretSHA256)
+	stored, err := rec.MarshalMsg(nil)
 	require.NoError(t, err)
 	require.NotContains(t, string(stored), m[2])
 

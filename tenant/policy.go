@@ -190,20 +190,6 @@ func decodeFloatChange(field string, val json.RawMessage) (Change[float64], erro
 	return Change[float64]{Set: true, Value: &v}, nil
 }
 
-// policyOverrides are the fields a tenant has set; nil follows the server
-// default, even when that default changes later.
-type policyOverrides struct {
-	ClaimTTLDefaultMS    *int64   `json:"claim_ttl_default_ms,omitempty"`
-	ClaimTTLMaxMS        *int64   `json:"claim_ttl_max_ms,omitempty"`
-	MaxAttemptsDefault   *int64   `json:"max_attempts_default,omitempty"`
-	MaxLeasesPerIdentity *int64   `json:"max_leases_per_identity,omitempty"`
-	RequestsPerSecond    *float64 `json:"requests_per_second,omitempty"`
-	RetentionMS          *int64   `json:"retention_ms,omitempty"`
-	BlobQuotaBytes       *int64   `json:"blob_quota_bytes,omitempty"`
-	RetryInitialMS       *int64   `json:"retry_initial_ms,omitempty"`
-	RetryMaxMS           *int64   `json:"retry_max_ms,omitempty"`
-}
-
 func applyChange[T int64 | float64](dst **T, c Change[T]) {
 	switch {
 	case !c.Set:

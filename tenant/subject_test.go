@@ -65,7 +65,7 @@ func TestAPIKeysRefuseReservedSubjects(t *testing.T) {
 			return err
 		}
 		rec.Subject = "node:n1"
-		return tx.APIKeyPut("acme", k.ID, rec)
+		return tx.APIKeyPut("acme", k.ID, &rec)
 	}))
 	_, err = b.svc.Authenticate(ctx, bearer(k.Token))
 	requireUnauthorized(t, err, "API key sub "+graph.SubjectProblem("node:n1"))

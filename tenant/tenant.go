@@ -3,7 +3,6 @@ package tenant
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
@@ -13,13 +12,6 @@ import (
 type Tenant struct {
 	ID     string `json:"id"`
 	Policy Policy `json:"policy"`
-}
-
-// tenantRecord is what the store holds for a tenant.
-type tenantRecord struct {
-	ID        string          `json:"id"`
-	CreatedAt time.Time       `json:"created_at"`
-	Policy    policyOverrides `json:"policy"`
 }
 
 func invalidTenant(id string) error {
@@ -93,7 +85,7 @@ func (s *Service) PatchPolicy(ctx context.Context, tenant string, patch PolicyPa
 		if err := p.validate(s.ceilingMS, patch); err != nil {
 			return err
 		}
-		if err := tx.TenantRecordPut(tenant, rec); err != nil {
+		if err := tx.TenantRecordPut(tenant, &rec); err != nil {
 			return fmt.Errorf("error writing tenant: %w", err)
 		}
 		// Commits run in order on the writer goroutine, so the cache always
@@ -138,7 +130,7 @@ func (s *Service) ensureTenant(ctx context.Context, tenant string) error {
 		}
 		if !found {
 			rec = tenantRecord{ID: tenant, CreatedAt: tx.Now().UTC()}
-			if err := tx.TenantRecordPut(tenant, rec); err != nil {
+			if err := tx.TenantRecordPut(tenant, &rec); err != nil {
 				return err
 			}
 		}

@@ -85,17 +85,6 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 // [A-Za-z0-9._:-] starting with a letter or digit.
 func ValidName(name string) bool { return namePattern.MatchString(name) }
 
-// Record is a worker's stored state.
-type Record struct {
-	By         string         `json:"by"`
-	Worker     string         `json:"worker"`
-	Status     Status         `json:"status"`
-	Node       string         `json:"node,omitempty"`
-	Meta       map[string]any `json:"meta,omitempty"`
-	StartedAt  time.Time      `json:"started_at"`
-	LastSeenAt time.Time      `json:"last_seen_at"`
-}
-
 // View is a record as read at one instant.
 type View struct {
 	Record
@@ -224,7 +213,7 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 		if p.SetMeta {
 			rec.Meta = p.Meta
 		}
-		return tx.WorkerRecordPut(p.Tenant, p.By, p.Worker, rec, r.retention(rec))
+		return tx.WorkerRecordPut(p.Tenant, p.By, p.Worker, &rec, r.retention(rec))
 	})
 	if err != nil {
 		return View{}, fmt.Errorf("error recording a heartbeat: %w", err)
@@ -257,13 +246,13 @@ func (r *Registry) List(tenant, cursor string, limit int) ([]View, string, error
 	more := false
 	err = r.store.View(func(tx *graph.Tx) error {
 		now := tx.Now()
-		return tx.WorkerRecordList(tenant, afterBy, afterWorker, func(raw json.RawMessage) (bool, error) {
+		return tx.WorkerRecordList(tenant, afterBy, afterWorker, func(raw []byte) (bool, error) {
 			if len(out) == limit {
 				more = true
 				return false, nil
 			}
 			var rec Record
-			if err := json.Unmarshal(raw, &rec); err != nil {
+			if _, err := rec.UnmarshalMsg(raw); err != nil {
 				return false, fmt.Errorf("error decoding a worker record: %w", err)
 			}
 			if r.forgotten(rec, now) {

@@ -20,7 +20,10 @@ running node's lease fence is its last fence, with a live assigned edge that
 carries it; retired edges have both sides; event seqs strictly increase and
 every per-node pointer names an event of that node; each live edge's seq is its
 edge_added event; the blocker counts and the ready set recounted from the
-edges agree with what the server derives at start.
+edges agree with what the server derives at start; every record another
+package owns (tenants, API keys, workers, messages, schedules, runs) is one
+MessagePack map (store format 5 on; format 4 kept them as JSON, which a
+server migrates when it opens the directory).
 
 The server must not be running on DATA_DIR. Exits 1 on any disagreement.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -37,8 +40,8 @@ The server must not be running on DATA_DIR. Exits 1 on any disagreement.`,
 					return err
 				}
 			} else {
-				fmt.Fprintf(out, "format %d: %d nodes, %d live edges, %d retired edges, %d events in %d groups, %d ready\n",
-					rep.Format, rep.Nodes, rep.LiveEdges, rep.RetiredEdges, rep.Events, rep.EventGroups, rep.Ready)
+				fmt.Fprintf(out, "format %d: %d nodes, %d live edges, %d retired edges, %d events in %d groups, %d ready, %d other records\n",
+					rep.Format, rep.Nodes, rep.LiveEdges, rep.RetiredEdges, rep.Events, rep.EventGroups, rep.Ready, rep.ForeignRecords)
 				for _, p := range rep.Problems {
 					fmt.Fprintln(out, "problem:", p)
 				}
