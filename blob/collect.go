@@ -62,47 +62,57 @@ func (s *Service) collect(ctx context.Context, id graph.BlobID, due time.Time) (
 }
 
 // Start begins the timed sweeps, on the service's clock.
-func (s *Service) Start() {
+func (s *Service) Start(ctx context.Context) error {
+	ctx, ok, started, stopped := s.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	s.arm()
+	go func() {
+		started()
+		defer stopped()
+		s.run(ctx)
+	}()
+	return nil
+}
+
+// arm schedules the next sweep one sweepEvery from now on the clock.
+func (s *Service) arm() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped || s.timer != nil {
-		return
-	}
-	s.timer = s.clock.AfterFunc(s.sweepEvery(), s.sweep)
+	s.timer = s.clock.AfterFunc(s.sweepEvery(), func() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	})
 }
 
-func (s *Service) sweep() {
-	s.sweeping.Lock()
-	n, err := s.Collect(s.ctx)
-	s.sweeping.Unlock()
-	if err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Warn("error collecting unreferenced blobs", "err", err)
-	}
-	if n > 0 {
-		s.log.Info("collected unreferenced blobs", "count", n)
-	}
-	// The next sweep is armed before Swept hears of this one, so a test
-	// that moves the clock once it has heard finds it armed.
-	s.mu.Lock()
-	if !s.stopped {
-		s.timer = s.clock.AfterFunc(s.sweepEvery(), s.sweep)
-	}
-	s.mu.Unlock()
-	if s.swept != nil {
-		s.swept(n, err)
-	}
-}
-
-// Stop ends the sweeps and waits for one under way, which stops at its
-// next write; the store may be closed once it returns.
-func (s *Service) Stop() {
-	s.mu.Lock()
-	s.stopped = true
-	s.cancel()
-	if s.timer != nil {
+// run sweeps at each wake until ctx, the stopping context, ends.
+func (s *Service) run(ctx context.Context) {
+	defer func() {
+		s.mu.Lock()
 		s.timer.Stop()
+		s.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		n, err := s.Collect(ctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("error collecting unreferenced blobs", "err", err)
+		}
+		if n > 0 {
+			s.log.Info("collected unreferenced blobs", "count", n)
+		}
+		// The next sweep is armed before Swept hears of this one, so a test
+		// that moves the clock once it has heard finds it armed.
+		s.arm()
+		if s.swept != nil {
+			s.swept(n, err)
+		}
 	}
-	s.mu.Unlock()
-	s.sweeping.Lock()
-	defer s.sweeping.Unlock()
 }

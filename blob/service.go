@@ -20,6 +20,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/startstop"
 )
 
 // Defaults.
@@ -57,6 +58,10 @@ type Config struct {
 // Service stores blobs: their bytes as files in Dir, their records in the
 // graph. See doc.go for the invariants.
 type Service struct {
+	// The timed sweeps run between Start and Stop (startstop's: Stop waits
+	// for a sweep under way, which stops at its next write).
+	startstop.BaseStartStop
+
 	dir      string
 	store    *graph.Store
 	clock    clock.Clock
@@ -77,12 +82,9 @@ type Service struct {
 	holds    int
 	deferred []string
 
-	mu       sync.Mutex // guards timer and stopped
-	timer    clock.Timer
-	stopped  bool
-	sweeping sync.Mutex // held by a timed sweep while it runs
-	ctx      context.Context
-	cancel   context.CancelFunc
+	mu    sync.Mutex // guards timer
+	timer clock.Timer
+	wake  chan struct{}
 }
 
 // Blob is a stored blob's metadata.
@@ -119,13 +121,11 @@ func Open(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		dir: dir, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, maxBytes: cfg.MaxBytes,
-		grace: cfg.Grace, quota: cfg.Quota, swept: cfg.Swept, ctx: ctx, cancel: cancel,
+		grace: cfg.Grace, quota: cfg.Quota, swept: cfg.Swept, wake: make(chan struct{}, 1),
 	}
 	if err := mkdirSynced(dir); err != nil {
-		cancel()
 		return nil, fmt.Errorf("error making the blob directory: %w", err)
 	}
 	known := map[string]bool{}
@@ -141,7 +141,6 @@ func Open(cfg Config) (*Service, error) {
 		}
 	}
 	if err != nil {
-		cancel()
 		return nil, fmt.Errorf("error tidying the blob directory %s: %w", dir, err)
 	}
 	return s, nil

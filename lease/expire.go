@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/tether-run/tether/fault"
@@ -66,13 +65,10 @@ type reaper struct {
 	s        *Service
 	interval time.Duration
 	wake     chan struct{}
-	stop     chan struct{} // closed once, by Stop
-	stopOnce sync.Once
-	stopped  chan struct{}
 }
 
 func newReaper(s *Service, interval time.Duration) *reaper {
-	return &reaper{s: s, interval: interval, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	return &reaper{s: s, interval: interval, wake: make(chan struct{}, 1)}
 }
 
 // poke wakes the reaper because a deadline earlier than the one it sleeps
@@ -84,14 +80,12 @@ func (r *reaper) poke(time.Time) {
 	}
 }
 
-func (r *reaper) run() {
-	defer close(r.stopped)
+// run reaps until ctx, the service's stopping context, ends.
+func (r *reaper) run(ctx context.Context) {
 	clk := r.s.clock
 	for {
-		select {
-		case <-r.stop:
+		if ctx.Err() != nil {
 			return
-		default:
 		}
 		now := clk.Now()
 		wait := r.interval
@@ -99,6 +93,7 @@ func (r *reaper) run() {
 			if err := r.s.reap(due); err != nil {
 				r.s.log.Error("error reaping expired leases", "err", err)
 			} else {
+				r.s.TestSignals.Reaped.Signal(len(due))
 				continue
 			}
 		} else if next, ok := r.s.deadlines.next(); ok && next.Sub(now) < wait {
@@ -107,7 +102,7 @@ func (r *reaper) run() {
 		t := clk.AfterFunc(wait, func() { r.poke(time.Time{}) })
 		select {
 		case <-r.wake:
-		case <-r.stop:
+		case <-ctx.Done():
 			t.Stop()
 			return
 		}
@@ -123,7 +118,29 @@ func (r *reaper) run() {
 // is eager), so only now + TTL is sure to cover every expiry it promised.
 // The others stay dead and are reaped at once. Which leases those are is
 // decided by renewalHorizon.
+//
+// Start and Stop are startstop's: Stop ends the reaper and waits for it, and
+// a second Start does nothing.
 func (s *Service) Start(ctx context.Context) error {
+	loopCtx, ok, started, stopped := s.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	if err := s.rebuild(ctx); err != nil {
+		stopped()
+		return err
+	}
+	go func() {
+		started()
+		defer stopped()
+		s.reaper.run(loopCtx)
+	}()
+	return nil
+}
+
+// rebuild tracks every persisted lease, giving the ones the previous server
+// may have renewed their full TTL afresh (see Start).
+func (s *Service) rebuild(ctx context.Context) error {
 	var refs []nodeRef
 	if err := s.store.View(func(tx *graph.Tx) error {
 		return tx.LiveLeaseIDs("", "", func(tenant, id string) (bool, error) {
@@ -166,8 +183,6 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.started.Store(true)
-	go s.reaper.run()
 	return nil
 }
 
@@ -214,13 +229,4 @@ func latest(ts ...time.Time) time.Time {
 		}
 	}
 	return out
-}
-
-// Stop stops the reaper and waits for it.
-func (s *Service) Stop() {
-	if !s.started.Load() {
-		return
-	}
-	s.reaper.stopOnce.Do(func() { close(s.reaper.stop) })
-	<-s.reaper.stopped
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/internal/startstop"
+	"github.com/tether-run/tether/internal/testsignal"
 	"github.com/tether-run/tether/lifecycle"
 )
 
@@ -35,6 +37,12 @@ type Config struct {
 
 // Service grants and ends leases. All of its writes run on the store's writer.
 type Service struct {
+	startstop.BaseStartStop // runs the reaper between Start and Stop
+
+	// TestSignals tell tests what the reaper did; off unless a test enables
+	// them.
+	TestSignals TestSignals
+
 	store  *graph.Store
 	clock  clock.Clock
 	log    *slog.Logger
@@ -47,8 +55,14 @@ type Service struct {
 	counts   map[holderRef]int64 // live leases per identity
 
 	stats      Stats
-	started    atomic.Bool
 	identities sync.Map // holderRef -> true: identity nodes known to exist
+}
+
+// TestSignals are the reaper's signals to tests.
+type TestSignals struct {
+	// Reaped carries how many due leases one reap settled (or moved, when
+	// renewed meanwhile).
+	Reaped testsignal.Signal[int]
 }
 
 type holderRef struct{ tenant, sub string }

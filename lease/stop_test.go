@@ -20,7 +20,7 @@ func TestStopFromManyGoroutines(t *testing.T) {
 	}
 	wg.Wait()
 	select {
-	case <-b.svc.reaper.stopped:
+	case <-b.svc.Stopped():
 	default:
 		t.Fatal("Stop returned before the reaper stopped")
 	}

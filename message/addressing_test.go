@@ -38,7 +38,7 @@ func TestANodeAddressIsNoIdentity(t *testing.T) {
 	require.NoError(t, err)
 
 	// After a restart too, as the indexes are rebuilt from the records.
-	s.Close()
+	s.Stop()
 	require.NoError(t, store.Close())
 	store, s = open(t, dir, clk)
 	limits := func(context.Context, string) (lease.Limits, error) {
@@ -46,7 +46,7 @@ func TestANodeAddressIsNoIdentity(t *testing.T) {
 	}
 	leases := lease.New(lease.Config{Store: store, Limits: limits})
 	require.NoError(t, leases.Start(ctx))
-	t.Cleanup(func() { leases.Stop(); s.Close(); require.NoError(t, store.Close()) })
+	t.Cleanup(func() { leases.Stop(); s.Stop(); require.NoError(t, store.Close()) })
 
 	const lookAlike = "node:n1"
 	page, _, err := s.Inbox(ctx, InboxParams{Tenant: "acme", Sub: lookAlike})
@@ -88,7 +88,7 @@ func TestSendRefusesReservedIdentityAddresses(t *testing.T) {
 	t.Parallel()
 	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	store, s := open(t, t.TempDir(), clk)
-	t.Cleanup(func() { s.Close(); require.NoError(t, store.Close()) })
+	t.Cleanup(func() { s.Stop(); require.NoError(t, store.Close()) })
 	for to, prefix := range map[string]string{"identity:alice": "identity:", "schedule:nightly": "schedule:"} {
 		_, err := s.Send(context.Background(), SendParams{Tenant: "acme", From: "head", To: to, Body: "x"})
 		var bad *fault.Invalid

@@ -66,4 +66,7 @@
 //     Retention after its expiry; then it is gone (its record expires by a
 //     Badger TTL, its index entries by the sweep). An unread message without
 //     ttl is kept until it is read.
+//   - The expiry sweep runs on the injected clock between Start and Stop (a
+//     startstop service); it is in memory and writes nothing, and each timed
+//     sweep tells a test it ran (TestSignals.Swept).
 package message

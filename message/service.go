@@ -13,6 +13,8 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/startstop"
+	"github.com/tether-run/tether/internal/testsignal"
 	"github.com/tether-run/tether/lease"
 )
 
@@ -31,6 +33,13 @@ type Stats struct {
 
 // Service sends, lists and acknowledges messages.
 type Service struct {
+	// The expiry sweep's timer runs between Start and Stop (startstop's).
+	startstop.BaseStartStop
+
+	// TestSignals tell tests that a timed sweep ran; off unless a test
+	// enables them.
+	TestSignals TestSignals
+
 	store *graph.Store
 	clock clock.Clock
 	ix    *index
@@ -40,11 +49,20 @@ type Service struct {
 	timerMu sync.Mutex
 	timer   clock.Timer
 	timerAt time.Time
-	closed  bool
+	running bool      // between Start and Stop: arm arms the timer
+	pending time.Time // the earliest sweep asked for while not running
+}
+
+// TestSignals are the message sweep's signals to tests.
+type TestSignals struct {
+	// Swept is sent after each timed sweep, with when the next is due
+	// (zero: nothing left to expire).
+	Swept testsignal.Signal[time.Time]
 }
 
 // New builds the service on store, rebuilding the inbox indexes from the
-// stored messages. Close stops its sweep.
+// stored messages. Start begins the timed sweep of expired messages and
+// Stop ends it.
 func New(store *graph.Store) (*Service, error) {
 	s := &Service{store: store, clock: store.Clock(), hub: newHub()}
 	s.ix = newIndex(func() { s.stats.Expired.Add(1) })
@@ -99,14 +117,32 @@ func New(store *graph.Store) (*Service, error) {
 	return s, nil
 }
 
-// Close stops the sweep.
-func (s *Service) Close() {
-	s.timerMu.Lock()
-	defer s.timerMu.Unlock()
-	s.closed = true
-	if s.timer != nil {
-		s.timer.Stop()
+// Start arms the timed sweep of expired messages (the sweep is in memory:
+// it counts expiries and drops them from the index, and writes nothing).
+func (s *Service) Start(ctx context.Context) error {
+	ctx, ok, started, stopped := s.StartInit(ctx)
+	if !ok {
+		return nil
 	}
+	s.timerMu.Lock()
+	s.running = true
+	at := s.pending
+	s.pending = time.Time{}
+	s.timerMu.Unlock()
+	s.arm(at)
+	go func() {
+		started()
+		defer stopped()
+		<-ctx.Done()
+		s.timerMu.Lock()
+		defer s.timerMu.Unlock()
+		s.running = false
+		if s.timer != nil {
+			s.timer.Stop()
+			s.timer = nil
+		}
+	}()
+	return nil
 }
 
 // Stats returns the running totals.
@@ -365,7 +401,13 @@ func (s *Service) arm(at time.Time) {
 	}
 	s.timerMu.Lock()
 	defer s.timerMu.Unlock()
-	if s.closed || (s.timer != nil && !s.timerAt.After(at)) {
+	if !s.running {
+		if s.pending.IsZero() || at.Before(s.pending) {
+			s.pending = at
+		}
+		return
+	}
+	if s.timer != nil && !s.timerAt.After(at) {
 		return
 	}
 	if s.timer != nil {
@@ -382,5 +424,6 @@ func (s *Service) arm(at time.Time) {
 		next := s.ix.sweep(s.clock.Now())
 		s.ix.mu.Unlock()
 		s.arm(next)
+		s.TestSignals.Swept.Signal(next)
 	})
 }

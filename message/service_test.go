@@ -17,6 +17,7 @@ func open(t *testing.T, dir string, clk *clocktest.Fake) (*graph.Store, *Service
 	require.NoError(t, err)
 	s, err := New(store)
 	require.NoError(t, err)
+	require.NoError(t, s.Start(context.Background()))
 	return store, s
 }
 
@@ -50,11 +51,11 @@ func TestIndexesAreRebuiltAtOpen(t *testing.T) {
 	_, err := s.Ack(ctx, "acme", "alice", read.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 3, s.Unread("acme", "alice", ""))
-	s.Close()
+	s.Stop()
 	require.NoError(t, store.Close())
 
 	store, s = open(t, dir, clk)
-	t.Cleanup(func() { s.Close(); require.NoError(t, store.Close()) })
+	t.Cleanup(func() { s.Stop(); require.NoError(t, store.Close()) })
 	require.EqualValues(t, 3, s.Unread("acme", "alice", ""))
 	page, next, err := s.Inbox(ctx, InboxParams{Tenant: "acme", Sub: "alice"})
 	require.NoError(t, err)
@@ -65,8 +66,10 @@ func TestIndexesAreRebuiltAtOpen(t *testing.T) {
 	require.Equal(t, []string{"high"}, ids(page))
 
 	// The sweep counts the expiry on its own timer, with nobody reading.
+	s.TestSignals.Swept.Init(t)
 	clk.Advance(time.Minute)
-	require.Eventually(t, func() bool { return s.Stats().Expired.Load() == 1 }, 5*time.Second, time.Millisecond)
+	s.TestSignals.Swept.Wait(t)
+	require.EqualValues(t, 1, s.Stats().Expired.Load())
 	require.EqualValues(t, 2, s.Unread("acme", "alice", ""))
 	require.EqualValues(t, 1, s.Stats().Expired.Load(), "counted once")
 
@@ -100,7 +103,7 @@ func TestNewExpiresMessagesToRemovedNodes(t *testing.T) {
 		return r
 	}
 	lost, toAlice := sendTo("node:t1", "lost"), sendTo("alice", "for alice")
-	s.Close()
+	s.Stop()
 	require.NoError(t, store.Close())
 
 	// The node goes on a store without the message service's hook.
@@ -117,7 +120,7 @@ func TestNewExpiresMessagesToRemovedNodes(t *testing.T) {
 
 	clk.Advance(time.Second)
 	store, s = open(t, dir, clk)
-	t.Cleanup(func() { s.Close(); require.NoError(t, store.Close()) })
+	t.Cleanup(func() { s.Stop(); require.NoError(t, store.Close()) })
 	v, err := s.Get(Viewer{Tenant: "acme", Sub: "head"}, lost.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateExpired, v.State)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/startstop"
+	"github.com/tether-run/tether/internal/testsignal"
 )
 
 // Defaults.
@@ -39,16 +41,27 @@ type Stats struct {
 	Passes atomic.Int64 // passes over every tenant
 }
 
-// Cleaner removes what is past retention, every Interval, until stopped.
+// Cleaner removes what is past retention, every Interval, between Start
+// and Stop (startstop's: Stop waits for the pass in progress, which ends at
+// its next write; a second Start does nothing).
 type Cleaner struct {
+	startstop.BaseStartStop
+
+	// TestSignals tell tests that a timed pass ran; off unless a test
+	// enables them.
+	TestSignals TestSignals
+
 	cfg   Config
 	stats Stats
 	wake  chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
 	timer clock.Timer
 	mu    sync.Mutex
+}
+
+// TestSignals are the cleaner's signals to tests.
+type TestSignals struct {
+	// Passed carries the outcome of each timed pass.
+	Passed testsignal.Signal[error]
 }
 
 // New returns a cleaner; Start runs it.
@@ -65,30 +78,25 @@ func New(cfg Config) *Cleaner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cleaner{cfg: cfg, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	return &Cleaner{cfg: cfg, wake: make(chan struct{}, 1)}
 }
 
 // Stats returns the running totals.
 func (c *Cleaner) Stats() *Stats { return &c.stats }
 
 // Start runs the cleaner in the background.
-func (c *Cleaner) Start() {
+func (c *Cleaner) Start(ctx context.Context) error {
+	ctx, ok, started, stopped := c.StartInit(ctx)
+	if !ok {
+		return nil
+	}
 	c.arm()
-	go c.run()
-}
-
-// Stop stops the cleaner and waits for its pass in progress; calling it
-// again does nothing.
-func (c *Cleaner) Stop() {
-	c.once.Do(func() {
-		close(c.stop)
-		c.mu.Lock()
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-		c.mu.Unlock()
-	})
-	<-c.done
+	go func() {
+		started()
+		defer stopped()
+		c.run(ctx)
+	}()
+	return nil
 }
 
 // arm schedules the next pass one Interval from now on the clock.
@@ -103,24 +111,25 @@ func (c *Cleaner) arm() {
 	})
 }
 
-func (c *Cleaner) run() {
-	defer close(c.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-c.stop
-		cancel()
+// run makes a pass at each wake until ctx, the stopping context, ends.
+func (c *Cleaner) run(ctx context.Context) {
+	defer func() {
+		c.mu.Lock()
+		c.timer.Stop()
+		c.mu.Unlock()
 	}()
 	for {
 		select {
-		case <-c.stop:
+		case <-ctx.Done():
 			return
 		case <-c.wake:
 		}
-		if err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+		err := c.Pass(ctx)
+		if err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Error("the retention cleaner's pass failed", "err", err)
 		}
 		c.arm()
+		c.TestSignals.Passed.Signal(err)
 	}
 }
 

@@ -20,5 +20,6 @@
 //   - A removed node's fences raise the tenant's fence floor, so a node
 //     created later under the same id never repeats a fence.
 //   - The cleaner runs on the injected clock: tests move time instead of
-//     sleeping.
+//     sleeping. It is a startstop service (Start, Stop), and each timed pass
+//     tells a test it ran (TestSignals.Passed).
 package retention

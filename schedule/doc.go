@@ -71,6 +71,9 @@
 //     in commit order; a stale wake-up finds nothing due and writes nothing.
 //   - The loop sleeps on the injected clock: tests move a fake clock and the
 //     fires follow. Stop lets a fire in progress finish; none is half made.
+//     The loop is a startstop service, and each time it goes to sleep it
+//     tells a test the instant it sleeps towards (TestSignals.Idle), so a
+//     test that something did not fire waits for that, never sleeps.
 //   - A schedule keeps at most HistoryLimit run records: each new one drops
 //     the oldest beyond it. A row of fires skipped for one reason is one
 //     record (count, first and last instants).

@@ -33,24 +33,28 @@ type loop struct {
 	timer clock.Timer
 	armed time.Time // when timer fires; zero when none is armed
 
-	wake    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
-	started bool
-	stopped bool
+	wake chan struct{}
 }
 
 func newLoop(s *Service, retry time.Duration) *loop {
 	return &loop{
 		s: s, clock: s.clock, retry: retry, items: map[schedRef]*dueItem{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		wake: make(chan struct{}, 1),
 	}
 }
 
 // Start reads every schedule's next fire from the store and starts the
 // firing loop. Fires that fell due while the server was down are made at
 // once, within each schedule's catch-up window.
+//
+// Stop (startstop's) ends the firing loop and waits for it: a fire in
+// progress completes (it is one transaction), and a fire not yet made is
+// made at the next start, within its catch-up window.
 func (s *Service) Start(ctx context.Context) error {
+	loopCtx, ok, started, stopped := s.StartInit(ctx)
+	if !ok {
+		return nil
+	}
 	l := s.loop
 	err := s.store.View(func(tx *graph.Tx) error {
 		return tx.ScheduleListAll(func(tenant, id string, raw []byte) error {
@@ -65,36 +69,15 @@ func (s *Service) Start(ctx context.Context) error {
 		})
 	})
 	if err != nil {
+		stopped()
 		return fmt.Errorf("error reading schedules: %w", err)
 	}
-	l.mu.Lock()
-	l.started = true
-	l.mu.Unlock()
-	go l.run()
+	go func() {
+		started()
+		defer stopped()
+		l.run(loopCtx)
+	}()
 	return nil
-}
-
-// Stop ends the firing loop and waits for it: a fire in progress completes
-// (it is one transaction), and a fire not yet made is made at the next
-// start, within its catch-up window. Stop is idempotent.
-func (s *Service) Stop() {
-	l := s.loop
-	l.mu.Lock()
-	if l.stopped {
-		l.mu.Unlock()
-		return
-	}
-	l.stopped = true
-	started := l.started
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
-	}
-	l.mu.Unlock()
-	close(l.stop)
-	if started {
-		<-l.done
-	}
 }
 
 // set records when ref is next due (zero: never) and wakes the loop when
@@ -133,7 +116,7 @@ func (l *loop) poke() {
 
 // popDue takes the schedules due now out of the heap (each fire puts its
 // schedule back through track), or arms the timer for the earliest one.
-func (l *loop) popDue() []schedRef {
+func (l *loop) popDue(ctx context.Context) []schedRef {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
@@ -144,7 +127,7 @@ func (l *loop) popDue() []schedRef {
 			delete(l.items, it.ref)
 			out = append(out, it.ref)
 		}
-		if len(out) > 0 || l.stopped {
+		if len(out) > 0 || ctx.Err() != nil {
 			return out
 		}
 		if l.timer != nil {
@@ -152,6 +135,7 @@ func (l *loop) popDue() []schedRef {
 			l.timer, l.armed = nil, time.Time{}
 		}
 		if l.heap.Len() == 0 {
+			l.s.TestSignals.Idle.Signal(time.Time{})
 			return nil
 		}
 		at := l.heap[0].due
@@ -161,27 +145,30 @@ func (l *loop) popDue() []schedRef {
 		// while it was armed (a test's fake clock jumping), it may wake too
 		// late, so arm it again from the new time.
 		if l.clock.Now().Sub(now) <= time.Millisecond {
+			l.s.TestSignals.Idle.Signal(at)
 			return nil
 		}
 	}
 }
 
-func (l *loop) run() {
-	defer close(l.done)
-	for {
-		select {
-		case <-l.stop:
-			return
-		default:
+// run fires what is due until ctx, the stopping context, ends.
+func (l *loop) run(ctx context.Context) {
+	defer func() {
+		l.mu.Lock()
+		if l.timer != nil {
+			l.timer.Stop()
+			l.timer, l.armed = nil, time.Time{}
 		}
-		if refs := l.popDue(); len(refs) > 0 {
+		l.mu.Unlock()
+	}()
+	for ctx.Err() == nil {
+		if refs := l.popDue(ctx); len(refs) > 0 {
 			l.fireAll(refs)
 			continue
 		}
 		select {
 		case <-l.wake:
-		case <-l.stop:
-			return
+		case <-ctx.Done():
 		}
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/startstop"
+	"github.com/tether-run/tether/internal/testsignal"
 	"github.com/tether-run/tether/work"
 )
 
@@ -35,11 +37,26 @@ type Config struct {
 
 // Service keeps the schedules of every tenant and fires them.
 type Service struct {
+	// The firing loop runs between Start and Stop (startstop's).
+	startstop.BaseStartStop
+
+	// TestSignals tell tests what the firing loop did; off unless a test
+	// enables them.
+	TestSignals TestSignals
+
 	store *graph.Store
 	work  *work.Service
 	clock clock.Clock
 	log   *slog.Logger
 	loop  *loop
+}
+
+// TestSignals are the firing loop's signals to tests.
+type TestSignals struct {
+	// Idle is sent each time the loop goes to sleep, with the instant its
+	// timer is armed for (zero: no schedule is due): until the clock reaches
+	// it, nothing fires unless a write to a schedule wakes the loop.
+	Idle testsignal.Signal[time.Time]
 }
 
 // New builds a Service. Start begins firing.

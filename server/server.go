@@ -170,14 +170,17 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		},
 	})
 	messages, err := message.New(store)
+	if err == nil {
+		err = messages.Start(ctx)
+	}
 	if err != nil {
 		leases.Stop()
 		store.Close()
 		return nil, err
 	}
-	blobs, blobTmp, err := openBlobs(cfg, store, tenants)
+	blobs, blobTmp, err := openBlobs(ctx, cfg, store, tenants)
 	if err != nil {
-		messages.Close()
+		messages.Stop()
 		leases.Stop()
 		store.Close()
 		return nil, err
@@ -185,12 +188,19 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	schedules := schedule.New(schedule.Config{Store: store, Work: w, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err := schedules.Start(ctx); err != nil {
 		blobs.Stop()
-		messages.Close()
+		messages.Stop()
 		leases.Stop()
 		store.Close()
 		return nil, err
 	}
-	cleaner.Start()
+	if err := cleaner.Start(ctx); err != nil {
+		schedules.Stop()
+		blobs.Stop()
+		messages.Stop()
+		leases.Stop()
+		store.Close()
+		return nil, err
+	}
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
@@ -219,7 +229,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 // openBlobs opens the blob store in DataDir/blobs (an in-memory store keeps
 // its blobs in BlobDir, or in a temporary directory, tmp, removed at
 // shutdown) and starts its sweeps.
-func openBlobs(cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob.Service, tmp string, err error) {
+func openBlobs(ctx context.Context, cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob.Service, tmp string, err error) {
 	dir := cfg.BlobDir
 	if dir == "" && cfg.DataDir != "" && !cfg.InMemory {
 		dir = filepath.Join(cfg.DataDir, "blobs")
@@ -244,7 +254,12 @@ func openBlobs(cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob
 		}
 		return nil, "", err
 	}
-	b.Start()
+	if err := b.Start(ctx); err != nil {
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+		return nil, "", err
+	}
 	return b, tmp, nil
 }
 
@@ -273,7 +288,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.Schedules.Stop()
 	s.Cleaner.Stop()
 	s.Leases.Stop()
-	s.Messages.Close()
+	s.Messages.Stop()
 	s.Blobs.Stop()
 	err = errors.Join(err, s.Store.Close())
 	if s.blobTmp != "" {
