@@ -12,7 +12,14 @@
 //   - Open starts the schedules' firing loop once the work engine is ready;
 //     fires missed while the server was down are made then, within each
 //     schedule's catch-up window.
-//   - Shutdown drains in-flight requests before the firing loop and the
-//     reaper stop and the store closes, so no acknowledged write is lost,
-//     none is half made, and no goroutine of theirs outlives the server.
+//   - Every background service (the reaper, the message sweep, the blob
+//     sweeps, the firing loop, the cleaner) has one shape, startstop's:
+//     Open starts them in that order and stacks each Stop, with the store's
+//     Close beneath them (closers.go).
+//   - A failed Open undoes what it built, last first: nothing it started
+//     keeps running and the store is closed.
+//   - Shutdown drains in-flight requests before the background services stop
+//     (in the reverse order Open started them) and the store closes, so no
+//     acknowledged write is lost, none is half made, and no goroutine of
+//     theirs outlives the server.
 package server

@@ -17,6 +17,7 @@ import (
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/kv"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/message"
@@ -101,13 +102,17 @@ type Server struct {
 	Messages  *message.Service
 	Blobs     *blob.Service
 	Schedules *schedule.Service
-	blobTmp   string // a temporary blob directory to remove at shutdown
 	mcp       MCPHandler
+	// closers stop the background services and close the store, in the
+	// reverse order Open started them.
+	closers closers
 }
 
-// Open opens the store and builds every service. The server does not listen
-// until Serve.
-func Open(ctx context.Context, cfg Config) (*Server, error) {
+// Open opens the store, builds every service and starts the background
+// ones (startstop services, each stopped by Shutdown in reverse order). The
+// server does not listen until Serve. When Open fails, what it had built is
+// undone, last first, and the store is closed.
+func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -126,9 +131,23 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var undo closers
+	undo.push(store.Close)
+	defer func() {
+		if err != nil {
+			_ = undo.close() // the error that stopped Open is the one to report
+		}
+	}()
+	// start starts a background service and stacks its Stop.
+	start := func(svc startstop.Service) error {
+		if err := svc.Start(ctx); err != nil {
+			return err
+		}
+		undo.pushStop(svc.Stop)
+		return nil
+	}
 	tenants, err := tenant.NewService(cfg.Tenant, store, cfg.Clock)
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
 	limits := func(ctx context.Context, t string) (lease.Limits, error) {
@@ -157,8 +176,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 			return d, err
 		},
 	})
-	if err := leases.Start(ctx); err != nil {
-		store.Close()
+	if err := start(leases); err != nil {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
 	workers := worker.New(worker.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter, OfflineRetention: cfg.WorkerOfflineRetention})
@@ -170,35 +188,27 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		},
 	})
 	messages, err := message.New(store)
-	if err == nil {
-		err = messages.Start(ctx)
-	}
 	if err != nil {
-		leases.Stop()
-		store.Close()
 		return nil, err
 	}
-	blobs, blobTmp, err := openBlobs(ctx, cfg, store, tenants)
+	if err := start(messages); err != nil {
+		return nil, err
+	}
+	blobs, blobTmp, err := openBlobs(cfg, store, tenants)
 	if err != nil {
-		messages.Stop()
-		leases.Stop()
-		store.Close()
+		return nil, err
+	}
+	if blobTmp != "" {
+		undo.push(func() error { return os.RemoveAll(blobTmp) })
+	}
+	if err := start(blobs); err != nil {
 		return nil, err
 	}
 	schedules := schedule.New(schedule.Config{Store: store, Work: w, Clock: cfg.Clock, Logger: cfg.Logger})
-	if err := schedules.Start(ctx); err != nil {
-		blobs.Stop()
-		messages.Stop()
-		leases.Stop()
-		store.Close()
+	if err := start(schedules); err != nil {
 		return nil, err
 	}
-	if err := cleaner.Start(ctx); err != nil {
-		schedules.Stop()
-		blobs.Stop()
-		messages.Stop()
-		leases.Stop()
-		store.Close()
+	if err := start(cleaner); err != nil {
 		return nil, err
 	}
 	a := api.New(api.Config{
@@ -209,7 +219,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,
 	})
 	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
-		Messages: messages, Blobs: blobs, Schedules: schedules, blobTmp: blobTmp}
+		Messages: messages, Blobs: blobs, Schedules: schedules, closers: undo}
 	if cfg.MCP != nil {
 		s.mcp = cfg.MCP(a.Handler())
 		a.MountMCP(s.mcp)
@@ -228,8 +238,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 
 // openBlobs opens the blob store in DataDir/blobs (an in-memory store keeps
 // its blobs in BlobDir, or in a temporary directory, tmp, removed at
-// shutdown) and starts its sweeps.
-func openBlobs(ctx context.Context, cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob.Service, tmp string, err error) {
+// shutdown); Open starts its sweeps.
+func openBlobs(cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob.Service, tmp string, err error) {
 	dir := cfg.BlobDir
 	if dir == "" && cfg.DataDir != "" && !cfg.InMemory {
 		dir = filepath.Join(cfg.DataDir, "blobs")
@@ -254,12 +264,6 @@ func openBlobs(ctx context.Context, cfg Config, store *graph.Store, tenants *ten
 		}
 		return nil, "", err
 	}
-	if err := b.Start(ctx); err != nil {
-		if tmp != "" {
-			_ = os.RemoveAll(tmp)
-		}
-		return nil, "", err
-	}
 	return b, tmp, nil
 }
 
@@ -274,10 +278,11 @@ func (s *Server) Serve(l net.Listener) error {
 }
 
 // Shutdown stops taking requests, ends long polls, streams and MCP sessions
-// (whose leases are no longer renewed), waits for
-// in-flight requests (until ctx ends), stops the schedules' firing loop (a
-// fire in progress completes), the cleaner and the reaper, and closes the
-// store.
+// (whose leases are no longer renewed), waits for in-flight requests (until
+// ctx ends), then stops the background services in the reverse order Open
+// started them (the cleaner, the schedules' firing loop, whose fire in
+// progress completes, the blob sweeps, the message sweep, the reaper) and
+// closes the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.API.SetReady(false)
 	s.API.Stop() // long polls and streams answer now instead of holding Shutdown
@@ -285,14 +290,5 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mcp.Close() // no MCP session holds Shutdown or renews a lease from here on
 	}
 	err := s.http.Shutdown(ctx)
-	s.Schedules.Stop()
-	s.Cleaner.Stop()
-	s.Leases.Stop()
-	s.Messages.Stop()
-	s.Blobs.Stop()
-	err = errors.Join(err, s.Store.Close())
-	if s.blobTmp != "" {
-		err = errors.Join(err, os.RemoveAll(s.blobTmp))
-	}
-	return err
+	return errors.Join(err, s.closers.close())
 }
