@@ -103,6 +103,17 @@ func (e *env) fireNext(id string) []client.ScheduleRun {
 	return got
 }
 
+// watchFiringLoop enables the firing loop's Idle signal, before the writes
+// whose effect on the loop a test waits for.
+func (e *env) watchFiringLoop() { e.srv.Schedules.TestSignals.Idle.Init(e.t) }
+
+// waitFiringLoopIdle waits until the firing loop sleeps towards at (zero:
+// with nothing due); until the clock reaches at, nothing fires.
+func (e *env) waitFiringLoopIdle(at time.Time) {
+	e.t.Helper()
+	e.srv.Schedules.TestSignals.Idle.WaitFor(e.t, func(v time.Time) bool { return v.Equal(at) })
+}
+
 func (e *env) advanceTo(at time.Time) {
 	if d := at.Sub(e.clk.Now()); d > 0 {
 		e.clk.Advance(d)
@@ -178,13 +189,15 @@ func TestScheduleCreateShowsTheNextFiveFires(t *testing.T) {
 func TestScheduleFiresOnTheFakeClock(t *testing.T) {
 	t.Parallel()
 	e := start(t)
+	e.watchFiringLoop()
 	s := e.createSchedule(client.ScheduleCreate{ID: ptr("minutely"), Cron: ptr("* * * * *"),
 		Template: client.ScheduleNode{Type: "report", Queue: ptr("default"), Title: ptr("the report"), Labels: &[]string{"cron"}}})
 	at := *s.NextFireAt
 
-	// Nothing before the instant.
+	// Nothing before the instant: the loop sleeps towards it, and the clock
+	// stops short of it.
+	e.waitFiringLoopIdle(at)
 	e.advanceTo(at.Add(-time.Millisecond))
-	time.Sleep(20 * time.Millisecond)
 	require.Empty(t, e.runs("minutely"))
 
 	runs := e.fireNext("minutely")
@@ -497,7 +510,9 @@ func TestSchedulePauseResumeTrigger(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	d := e.dispatcher()
-	e.createSchedule(client.ScheduleCreate{ID: ptr("p"), Cron: ptr("* * * * *"), Template: job("p")})
+	e.watchFiringLoop()
+	created := e.createSchedule(client.ScheduleCreate{ID: ptr("p"), Cron: ptr("* * * * *"), Template: job("p")})
+	e.waitFiringLoopIdle(*created.NextFireAt)
 
 	res, err := d.PauseScheduleWithResponse(ctx, "p", client.ScheduleNote{Note: ptr("the API is down")})
 	require.NoError(t, err)
@@ -510,9 +525,10 @@ func TestSchedulePauseResumeTrigger(t *testing.T) {
 	require.Empty(t, s.NextFires)
 	require.Nil(t, s.NextFireAt)
 
-	// Paused: fires pass and nothing is made.
+	// Paused: fires pass and nothing is made. The loop wakes at the fire it
+	// slept towards and finds nothing due.
 	e.clk.Advance(3 * time.Minute)
-	time.Sleep(30 * time.Millisecond)
+	e.waitFiringLoopIdle(time.Time{})
 	require.Empty(t, e.runs("p"))
 
 	// Trigger runs it now, paused or not.
