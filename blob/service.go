@@ -20,6 +20,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
 )
 
@@ -102,12 +103,8 @@ func Open(cfg Config) (*Service, error) {
 	if cfg.Store == nil || cfg.Dir == "" {
 		return nil, errors.New("blob: a store and a directory are required")
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = cfg.Store.Clock()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Clock = clock.Or(cfg.Clock, cfg.Store.Clock())
+	cfg.Logger = logger.OrDiscard(cfg.Logger)
 	if cfg.MaxBytes <= 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/server"
 )
 
@@ -80,9 +81,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("the advertise URL must be http(s)://host:port, not %q", c.Advertise)
 	}
 	c.Advertise = strings.TrimSuffix(c.Advertise, "/")
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = logger.OrDiscard(c.Logger)
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = 30 * time.Second
 	}

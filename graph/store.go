@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/kv"
 )
 
@@ -100,12 +101,8 @@ func (s *Store) Stats() *StoreStats { return s.kv.Stats() }
 // Open opens (or creates) the store in opts.Dir, rebuilds the in-memory
 // state from its records and starts its writer.
 func Open(opts Options) (*Store, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Clock = clock.OrReal(opts.Clock)
+	opts.Logger = logger.OrDiscard(opts.Logger)
 	db := opts.KV
 	if db == nil {
 		var err error

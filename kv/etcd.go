@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tether-run/tether/internal/logger"
 )
 
 // EtcdOptions configure a Store whose records live in etcd.
@@ -87,9 +89,7 @@ func OpenEtcd(opts EtcdOptions) (*Store, error) {
 	if opts.Client == nil {
 		return nil, errors.New("kv.OpenEtcd needs a client")
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = logger.OrDiscard(opts.Logger)
 	if opts.MaxTxnOps <= 0 {
 		opts.MaxTxnOps = 128
 	}

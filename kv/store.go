@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/internal/logger"
 )
 
 // Options configure a Store.
@@ -98,9 +99,7 @@ type request struct {
 // Open opens (or creates) the store in opts.Dir and applies what its log
 // holds; Start starts the writer.
 func Open(opts Options) (*Store, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = logger.OrDiscard(opts.Logger)
 	e, err := openBadger(opts)
 	if err != nil {
 		return nil, err

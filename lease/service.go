@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 	"github.com/tether-run/tether/lifecycle"
@@ -78,12 +79,8 @@ type Stats struct {
 // New builds a Service. Call Start to rebuild the deadline heap from the store
 // and start the reaper.
 func New(cfg Config) *Service {
-	if cfg.Clock == nil {
-		cfg.Clock = cfg.Store.Clock()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Clock = clock.Or(cfg.Clock, cfg.Store.Clock())
+	cfg.Logger = logger.OrDiscard(cfg.Logger)
 	if cfg.ReaperInterval <= 0 {
 		cfg.ReaperInterval = time.Second
 	}

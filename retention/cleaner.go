@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 )
@@ -72,12 +73,8 @@ func New(cfg Config) *Cleaner {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Clock = clock.OrReal(cfg.Clock)
+	cfg.Logger = logger.OrDiscard(cfg.Logger)
 	return &Cleaner{cfg: cfg, wake: make(chan struct{}, 1)}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tether-run/tether/fault"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 	"github.com/tether-run/tether/work"
@@ -61,12 +62,8 @@ type TestSignals struct {
 
 // New builds a Service. Start begins firing.
 func New(cfg Config) *Service {
-	if cfg.Clock == nil {
-		cfg.Clock = cfg.Store.Clock()
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Clock = clock.Or(cfg.Clock, cfg.Store.Clock())
+	cfg.Logger = logger.OrDiscard(cfg.Logger)
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = 5 * time.Second
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tether-run/tether/blob"
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/kv"
 	"github.com/tether-run/tether/lease"
@@ -113,12 +114,8 @@ type Server struct {
 // server does not listen until Serve. When Open fails, what it had built is
 // undone, last first, and the store is closed.
 func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
-	if cfg.Clock == nil {
-		cfg.Clock = clock.Real{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Clock = clock.OrReal(cfg.Clock)
+	cfg.Logger = logger.OrDiscard(cfg.Logger)
 	var skill []byte
 	if cfg.SkillMDPath != "" {
 		b, err := os.ReadFile(cfg.SkillMDPath)

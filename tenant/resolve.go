@@ -21,9 +21,7 @@ type Resolver struct {
 
 // NewResolver loads the keys of cfg as NewService does.
 func NewResolver(cfg Config, clk clock.Clock) (*Resolver, error) {
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk = clock.OrReal(clk)
 	verifier, err := newJWTVerifier(cfg, clk)
 	if err != nil {
 		return nil, err

@@ -82,9 +82,7 @@ func NewService(cfg Config, store *graph.Store, clk clock.Clock) (*Service, erro
 	if store == nil {
 		return nil, errors.New("tenant: no store")
 	}
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk = clock.OrReal(clk)
 	defaults := cfg.Defaults
 	if defaults.ClaimTTLDefaultMS == 0 {
 		defaults.ClaimTTLDefaultMS = defaultClaimTTLDefaultMS

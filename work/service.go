@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/lease"
 	"github.com/tether-run/tether/lifecycle"
 )
@@ -42,9 +43,7 @@ type Config struct {
 
 // New builds a Service.
 func New(cfg Config) *Service {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = logger.OrDiscard(cfg.Logger)
 	return &Service{store: cfg.Store, leases: cfg.Leases, defaults: cfg.Defaults, limits: cfg.Limits, log: cfg.Logger}
 }
 

@@ -27,3 +27,16 @@ func (Real) Now() time.Time { return time.Now() }
 
 // AfterFunc wraps time.AfterFunc.
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// OrReal returns c, or the wall clock when c is nil: the default of every
+// Clock a caller may leave out.
+func OrReal(c Clock) Clock { return Or(c, Real{}) }
+
+// Or returns c, or fallback when c is nil (a service defaulting to its
+// store's clock, say).
+func Or(c, fallback Clock) Clock {
+	if c == nil {
+		return fallback
+	}
+	return c
+}
