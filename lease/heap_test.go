@@ -36,7 +36,7 @@ func TestDueReturnsTheEarliestDeadlinesInOrder(t *testing.T) {
 		refs := d.due(now, max)
 		got := make([]time.Time, len(refs))
 		for i, r := range refs {
-			got[i] = d.index[r].at
+			got[i], _ = d.h.Get(r)
 		}
 		require.Equal(t, want, got, "round %d: %d deadlines, max %d", round, n, max)
 	}

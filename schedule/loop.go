@@ -1,7 +1,6 @@
 package schedule
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/deadline"
 )
 
 // schedRef names a schedule.
@@ -28,8 +28,7 @@ type loop struct {
 	passed func(refs []schedRef)
 
 	mu    sync.Mutex
-	heap  dueHeap
-	items map[schedRef]*dueItem
+	due   deadline.Heap[schedRef]
 	timer clock.Timer
 	armed time.Time // when timer fires; zero when none is armed
 
@@ -38,7 +37,7 @@ type loop struct {
 
 func newLoop(s *Service, retry time.Duration) *loop {
 	return &loop{
-		s: s, clock: s.clock, retry: retry, items: map[schedRef]*dueItem{},
+		s: s, clock: s.clock, retry: retry,
 		wake: make(chan struct{}, 1),
 	}
 }
@@ -85,22 +84,11 @@ func (s *Service) Start(ctx context.Context) error {
 func (l *loop) set(ref schedRef, due time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if it, ok := l.items[ref]; ok {
-		if due.IsZero() {
-			heap.Remove(&l.heap, it.index)
-			delete(l.items, ref)
-			return
-		}
-		it.due = due
-		heap.Fix(&l.heap, it.index)
-	} else {
-		if due.IsZero() {
-			return
-		}
-		it := &dueItem{ref: ref, due: due}
-		heap.Push(&l.heap, it)
-		l.items[ref] = it
+	if due.IsZero() {
+		l.due.Remove(ref)
+		return
 	}
+	l.due.Set(ref, due)
 	if l.armed.IsZero() || due.Before(l.armed) {
 		l.poke()
 	}
@@ -122,10 +110,13 @@ func (l *loop) popDue(ctx context.Context) []schedRef {
 	for {
 		now := l.clock.Now()
 		var out []schedRef
-		for l.heap.Len() > 0 && !l.heap[0].due.After(now) {
-			it := heap.Pop(&l.heap).(*dueItem)
-			delete(l.items, it.ref)
-			out = append(out, it.ref)
+		for {
+			_, at, ok := l.due.Peek()
+			if !ok || at.After(now) {
+				break
+			}
+			ref, _, _ := l.due.Pop()
+			out = append(out, ref)
 		}
 		if len(out) > 0 || ctx.Err() != nil {
 			return out
@@ -134,11 +125,11 @@ func (l *loop) popDue(ctx context.Context) []schedRef {
 			l.timer.Stop()
 			l.timer, l.armed = nil, time.Time{}
 		}
-		if l.heap.Len() == 0 {
+		_, at, ok := l.due.Peek()
+		if !ok {
 			l.s.TestSignals.Idle.Signal(time.Time{})
 			return nil
 		}
-		at := l.heap[0].due
 		l.armed = at
 		l.timer = l.clock.AfterFunc(at.Sub(now), l.poke)
 		// A timer is armed for a span, not an instant: if the clock moved
@@ -210,34 +201,4 @@ func (s *Service) fire(ctx context.Context, ref schedRef) error {
 		return nil
 	}
 	return err
-}
-
-// dueItem is a schedule in the heap.
-type dueItem struct {
-	ref   schedRef
-	due   time.Time
-	index int
-}
-
-type dueHeap []*dueItem
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h dueHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-
-func (h *dueHeap) Push(x any) {
-	it := x.(*dueItem)
-	it.index = len(*h)
-	*h = append(*h, it)
-}
-
-func (h *dueHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return it
 }
