@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -16,14 +15,15 @@ import (
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/testserver"
 	"github.com/tether-run/tether/mcp"
 	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
 )
 
-const testSecret = "mcp-test-secret-0123456789abcdef0123456789"
+const testSecret = testserver.Secret
 
-// env is a real server (a store in a temp dir, a fake clock, a free port).
+// env is a real server (internal/testserver: a store in a temp dir, a fake
+// clock, a free port) serving /mcp.
 type env struct {
 	t   *testing.T
 	srv *server.Server
@@ -31,55 +31,38 @@ type env struct {
 	clk *clocktest.Fake
 }
 
-func start(t *testing.T) *env {
-	t.Helper()
-	e := open(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, e.srv.Shutdown(ctx))
-	})
-	return e
-}
+// start starts a server shut down when the test ends.
+func start(t *testing.T) *env { return startWith(t, settings{}) }
 
 // open starts a server that the test shuts down itself.
-func open(t *testing.T) *env { return openWith(t, settings{}) }
+func open(t *testing.T) *env { return envOf(t, testserver.Open(t, set(settings{}))) }
 
-// settings are what a test changes of open's server.
+// settings are what a test changes of the server.
 type settings struct {
 	mcp   mcp.HTTPOptions
 	waits api.WaitLimits
 }
 
-// startWith starts a server with set, shut down when the test ends.
-func startWith(t *testing.T, set settings) *env {
+// startWith starts a server with s, shut down when the test ends.
+func startWith(t *testing.T, s settings) *env {
 	t.Helper()
-	e := openWith(t, set)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, e.srv.Shutdown(ctx))
-	})
-	return e
+	return envOf(t, testserver.Start(t, set(s)))
 }
 
-func openWith(t *testing.T, set settings) *env {
-	t.Helper()
-	clk := clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
-	srv, err := server.Open(context.Background(), server.Config{
-		DataDir: t.TempDir(), Clock: clk, ReaperInterval: time.Hour,
-		Tenant: tenant.Config{
-			JWTSecrets: []string{testSecret}, TTLCeilingMS: 86400000,
-			Defaults: tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
-		},
-		Waits: set.waits,
-		MCP:   func(h http.Handler) server.MCPHandler { return mcp.NewHandler(h, set.mcp) },
-	})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	return &env{t: t, srv: srv, url: "http://" + ln.Addr().String(), clk: clk}
+// set is the test server's configuration for s: the MCP handler at /mcp,
+// the server's default body limit, and a reaper that leaves expiries to the
+// fake clock's reads.
+func set(s settings) testserver.Option {
+	return func(cfg *server.Config) {
+		cfg.ReaperInterval = time.Hour
+		cfg.MaxBodyBytes = 0
+		cfg.Waits = s.waits
+		cfg.MCP = func(h http.Handler) server.MCPHandler { return mcp.NewHandler(h, s.mcp) }
+	}
+}
+
+func envOf(t *testing.T, s *testserver.Server) *env {
+	return &env{t: t, srv: s.Server, url: s.URL, clk: s.Clock}
 }
 
 func (e *env) token(sub string, roles ...string) string {

@@ -254,9 +254,8 @@ func TestWaitForStopsWithTheCall(t *testing.T) {
 	cs := e.stdio(tok, mcp.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	returned := waitForever(cs, ctx, "w-1")
 	// The identity's one wait is taken while wait_for long polls.
-	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusTooManyRequests }, 10*time.Second, 10*time.Millisecond)
+	returned := e.waitForHolding(cs, ctx, tok, "w-1")
 	cancel()
 	require.Error(t, <-returned)
 	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
@@ -272,8 +271,7 @@ func TestWaitForStopsWithTheSession(t *testing.T) {
 	e.queued("w-2", "q")
 	tok := e.token("agent-w")
 	cs := e.streamable(tok)
-	returned := waitForever(cs, context.Background(), "w-2")
-	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusTooManyRequests }, 10*time.Second, 10*time.Millisecond)
+	returned := e.waitForHolding(cs, context.Background(), tok, "w-2")
 	status, _ := e.rawMCP(http.MethodDelete, tok, cs.ID(), "")
 	require.Equal(t, http.StatusNoContent, status, "the DELETE does not wait for wait_for to end")
 	<-returned
@@ -281,6 +279,29 @@ func TestWaitForStopsWithTheSession(t *testing.T) {
 	// the long poll finds the third free only once wait_for has stopped.
 	e.streamable(tok)
 	require.Eventually(t, func() bool { return e.longPoll(tok) == http.StatusOK }, 10*time.Second, 10*time.Millisecond)
+}
+
+// waitForHolding calls wait_for on id in the background and returns once
+// its long poll holds the last of tok's waits: a probe (a 1 ms long poll)
+// finds none free. The probe holds a wait itself while it runs, so when it
+// is out just as wait_for's long poll starts, wait_for is refused (429) and
+// returns; then it is called again.
+func (e *env) waitForHolding(cs *sdk.ClientSession, ctx context.Context, tok, id string) <-chan error {
+	e.t.Helper()
+	var returned <-chan error
+	require.Eventually(e.t, func() bool {
+		if returned == nil {
+			returned = waitForever(cs, ctx, id)
+		}
+		select {
+		case <-returned:
+			returned = nil // refused beside a probe: call it again
+			return false
+		default:
+		}
+		return e.longPoll(tok) == http.StatusTooManyRequests
+	}, 10*time.Second, 10*time.Millisecond)
+	return returned
 }
 
 // waitForever calls wait_for on id with the longest wait, in the background.
