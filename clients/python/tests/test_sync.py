@@ -123,6 +123,16 @@ def test_bad_input_is_a_problem_and_changes_nothing(head: Client, alice: Client,
     assert forbidden.value.code == "forbidden"
 
 
+def test_dot_segment_ids_never_change_the_route(head: Client) -> None:
+    # "." and ".." would be resolved away by the URL library: /v1/nodes/..
+    # is /v1/. The client refuses them before sending anything.
+    for bad in (".", ".."):
+        with pytest.raises(ValueError, match="must not be"):
+            head.get_node(bad)
+        with pytest.raises(ValueError, match="must not be"):
+            head.list_node_events(bad)
+
+
 def test_no_token_is_unauthorized(server) -> None:
     with Client(server.url) as anonymous:
         with pytest.raises(AuthError) as caught:

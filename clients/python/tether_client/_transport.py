@@ -33,6 +33,10 @@ def build(
     for name, value in (path_params or {}).items():
         if value is None or value == "":
             raise ValueError(f"{name} must not be empty")
+        if str(value) in (".", ".."):
+            # A URL library resolves dot segments: the request would go to
+            # another route. No Tether id is "." or "..".
+            raise ValueError(f"{name} must not be {value!r}")
         path = path.replace("{" + name + "}", quote(str(value), safe=_PATH_SAFE))
     params: Dict[str, Any] = {}
     for key, arg in (query or {}).items():
