@@ -40,12 +40,12 @@ run: ## Start a dev server on the embedded store (prints an admin token)
 test: ## Every test with -race (needs Go and gcc), then the API suite on etcd; ends with what it skipped and why
 	@skips=$$(mktemp); rc=0; \
 	TETHER_TEST_SKIPS=$$skips $(GO) test -race -count=1 -timeout 15m $(PKGS) || rc=$$?; \
-	if [ $$rc = 0 ]; then TETHER_TEST_SKIPS=$$skips TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/ || rc=$$?; fi; \
+	if [ $$rc = 0 ]; then TETHER_TEST_SKIPS=$$skips TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./internal/httpapi/ || rc=$$?; fi; \
 	awk -f .ci/skip-summary.awk $$skips; rm -f $$skips; exit $$rc
 
 .PHONY: test-etcd
 test-etcd: ## The conformance suite (api tests) on a real three-member etcd cluster (TETHER_TEST_ETCD=URLs: an external one)
-	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/
+	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./internal/httpapi/
 
 .PHONY: test-race
 test-race: test ## Alias of test (the suite always runs with -race)
@@ -95,7 +95,7 @@ generate: ## Regenerate the Go client, the Python client's generated modules (an
 	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
 # The packages whose stored records have a generated codec (msgp).
-CODEC_PKGS := ./graph/ ./tenant/ ./worker/ ./message/ ./schedule/
+CODEC_PKGS := ./internal/graph/ ./internal/tenant/ ./internal/fleet/ ./internal/message/ ./internal/schedule/
 
 .PHONY: generate-codecs
 generate-codecs: ## Regenerate the stored records' MessagePack codecs (*_gen.go) with msgp
@@ -109,10 +109,10 @@ verify: generate generate-codecs ## Fail when generated code is stale
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for a short while
-	$(GO) test ./graph/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
-	$(GO) test ./graph/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s
-	$(GO) test ./api/ -run '^$$' -fuzz FuzzDecodeNodeSpec -fuzztime 20s
-	$(GO) test ./work/ -run '^$$' -fuzz FuzzNodePatch -fuzztime 20s
-	$(GO) test ./work/ -run '^$$' -fuzz FuzzParseETag -fuzztime 10s
-	$(GO) test ./tenant/ -run '^$$' -fuzz FuzzDecodePolicyPatch -fuzztime 20s
-	$(GO) test ./schedule/ -run '^$$' -fuzz FuzzParseTiming -fuzztime 20s
+	$(GO) test ./internal/graph/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
+	$(GO) test ./internal/graph/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s
+	$(GO) test ./internal/httpapi/ -run '^$$' -fuzz FuzzDecodeNodeSpec -fuzztime 20s
+	$(GO) test ./internal/nodes/ -run '^$$' -fuzz FuzzNodePatch -fuzztime 20s
+	$(GO) test ./internal/nodes/ -run '^$$' -fuzz FuzzParseETag -fuzztime 10s
+	$(GO) test ./internal/tenant/ -run '^$$' -fuzz FuzzDecodePolicyPatch -fuzztime 20s
+	$(GO) test ./internal/schedule/ -run '^$$' -fuzz FuzzParseTiming -fuzztime 20s

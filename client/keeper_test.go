@@ -16,8 +16,8 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/testserver"
-	"github.com/tether-run/tether/server"
 )
 
 // keepEnv is a real server on a free port; clk is its clock, or nil for the

@@ -15,9 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/backup"
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/backup"
+	"github.com/tether-run/tether/internal/graph"
 )
 
 const testOperatorToken = "op-test-token"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/graph"
 )
 
 func checkCommand() *cobra.Command {

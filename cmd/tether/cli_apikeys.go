@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/internal/tenant"
 )
 
 func (c *cli) tokenCreateCommand() *cobra.Command {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tether-run/tether/backup"
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/backup"
+	"github.com/tether-run/tether/internal/graph"
 )
 
 // backupCommand is `tether backup`: an online backup from a running server.

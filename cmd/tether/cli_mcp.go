@@ -8,8 +8,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/tether-run/tether/internal/mcp"
 	"github.com/tether-run/tether/internal/version"
-	"github.com/tether-run/tether/mcp"
 )
 
 // mcpCommand is `tether mcp`: an MCP server on stdin and stdout for one

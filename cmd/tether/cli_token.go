@@ -12,8 +12,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/tether-run/tether/graph"
-	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/tenant"
 )
 
 func (c *cli) tokenCommand() *cobra.Command {

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/duration"
-	"github.com/tether-run/tether/mcp"
-	"github.com/tether-run/tether/queuemetrics"
-	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
-	"github.com/tether-run/tether/worker"
+	"github.com/tether-run/tether/internal/fleet"
+	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/internal/mcp"
+	"github.com/tether-run/tether/internal/queuemetrics"
+	"github.com/tether-run/tether/internal/server"
+	"github.com/tether-run/tether/internal/tenant"
 )
 
 // settings are the serve options, from flags over the environment over defaults.
@@ -64,8 +64,8 @@ func csv(names ...string) []string {
 }
 
 // maxWorkerOfflineMS bounds TETHER_WORKER_OFFLINE_RETENTION_MS: no worker
-// record is kept longer than worker.Retention.
-const maxWorkerOfflineMS = int64(worker.Retention / time.Millisecond)
+// record is kept longer than fleet.Retention.
+const maxWorkerOfflineMS = int64(fleet.Retention / time.Millisecond)
 
 // maxMetricsLabels bounds TETHER_METRICS_MAX_TENANTS and
 // TETHER_METRICS_MAX_QUEUES: past it a scrape is no longer small.
@@ -107,8 +107,8 @@ func loadEnv() (settings, error) {
 		"TETHER_RETENTION_MS":                {&retentionMS, 604800000},
 		"TETHER_CLEANER_INTERVAL_MS":         {&cleanerMS, 1000},
 		// 0: no cap.
-		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, api.DefaultWaitsPerIdentity},
-		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
+		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, httpapi.DefaultWaitsPerIdentity},
+		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, httpapi.DefaultWaitsPerTenant},
 		"TETHER_BLOB_MAX_BYTES":         {&blobMax, 32 << 20},
 		"TETHER_BLOB_GRACE_MS":          {&blobGraceMS, 3600000},
 		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
@@ -191,7 +191,7 @@ func loadEnv() (settings, error) {
 		WorkerStaleAfter:       time.Duration(workerStaleMS) * time.Millisecond,
 		WorkerOfflineRetention: time.Duration(workerOfflineMS) * time.Millisecond,
 		MaxBodyBytes:           maxBody,
-		Waits:                  api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
+		Waits:                  httpapi.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
 		BlobMaxBytes:           blobMax,
 		BlobGrace:              time.Duration(blobGraceMS) * time.Millisecond,
 		SkillMDPath:            os.Getenv("TETHER_SKILL_MD_PATH"),
@@ -221,7 +221,7 @@ func loadEnv() (settings, error) {
 	return s, nil
 }
 
-// noCapIfZero maps a setting's 0 ("no cap") to api.WaitLimits' negative.
+// noCapIfZero maps a setting's 0 ("no cap") to httpapi.WaitLimits' negative.
 func noCapIfZero(v int64) int {
 	if v == 0 {
 		return -1

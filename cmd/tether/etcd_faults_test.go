@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/cluster"
+	"github.com/tether-run/tether/internal/cluster"
 	"github.com/tether-run/tether/internal/etcdtest"
 )
 

@@ -38,7 +38,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/cluster"
+	"github.com/tether-run/tether/internal/cluster"
 	"github.com/tether-run/tether/internal/etcdtest"
 	"github.com/tether-run/tether/internal/linearize"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether-run/tether/cluster"
+	"github.com/tether-run/tether/internal/cluster"
 	"github.com/tether-run/tether/internal/etcdtest"
 	"github.com/tether-run/tether/internal/linearize"
 )

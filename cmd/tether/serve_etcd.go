@@ -13,7 +13,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/tether-run/tether/cluster"
+	"github.com/tether-run/tether/internal/cluster"
 )
 
 // Stores `tether serve` runs on (TETHER_STORE).

@@ -23,9 +23,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/graph"
+	"github.com/tether-run/tether/internal/fleet"
+	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/tracing"
-	"github.com/tether-run/tether/worker"
 )
 
 // workOptions are the flags of tether work.
@@ -148,7 +148,7 @@ func (o *workOptions) resolve() error {
 		return usageErrorf("--grace must not be negative")
 	case o.heartbeat < time.Second:
 		return usageErrorf("--heartbeat must be at least 1s")
-	case !worker.ValidName(fmt.Sprintf("%s-%d", o.workerName, o.concurrency)):
+	case !fleet.ValidName(fmt.Sprintf("%s-%d", o.workerName, o.concurrency)):
 		return usageErrorf("--worker-name %q is not a worker name (up to 120 characters of [A-Za-z0-9._:-], starting with a letter or digit)", o.workerName)
 	}
 	if o.inboxSignalName != "" {

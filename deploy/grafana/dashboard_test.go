@@ -23,8 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/internal/server"
+	"github.com/tether-run/tether/internal/tenant"
 )
 
 const (

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether-run/tether/fault"
+	"github.com/tether-run/tether/internal/fault"
 )
 
 // MaxMS is the longest duration any field may hold: ten years of 365 days.

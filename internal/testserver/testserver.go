@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/server"
-	"github.com/tether-run/tether/tenant"
+	"github.com/tether-run/tether/internal/server"
+	"github.com/tether-run/tether/internal/tenant"
 )
 
 // Secret signs the tokens of every test server.

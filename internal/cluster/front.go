@@ -1,0 +1,324 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/internal/ui"
+	"github.com/tether-run/tether/internal/version"
+)
+
+// Headers the front reads and writes.
+const (
+	// HeaderForwarded marks a request one server passed to another (the
+	// value is the sender's id); it is never passed on again.
+	HeaderForwarded = "X-Tether-Forwarded"
+	// HeaderServedBy names the server (its id) that served a request: the
+	// owner of the tenant's shard, behind any forwarding; on /health, the
+	// server that answered. For operators and tests; clients need not care.
+	HeaderServedBy  = "Tether-Served-By"
+	headerRequestID = "X-Request-Id"
+)
+
+// handler builds the front.
+func (n *Node) handler() http.Handler {
+	skill := httpapi.SkillMD()
+	if p := n.cfg.Server.SkillMDPath; p != "" {
+		if b, err := os.ReadFile(p); err == nil {
+			skill = b
+		}
+	}
+	var operators [][sha256.Size]byte
+	for _, t := range n.cfg.Server.OperatorTokens {
+		if t != "" {
+			operators = append(operators, sha256.Sum256([]byte(t)))
+		}
+	}
+	files := ui.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := requestID(r.Header.Get(headerRequestID))
+		r.Header.Set(headerRequestID, id)
+		w.Header().Set(headerRequestID, id)
+		path := r.URL.Path
+		switch {
+		case path == "/v1" || strings.HasPrefix(path, "/v1/") || path == "/mcp" || strings.HasPrefix(path, "/mcp/"):
+			n.route(w, r)
+		case path == "/health":
+			if public(w, r, http.MethodGet, http.MethodHead) {
+				w.Header().Set(HeaderServedBy, n.ID())
+				b := version.Get()
+				writeJSON(w, r, http.StatusOK, struct {
+					Status   string `json:"status"`
+					Version  string `json:"version"`
+					Commit   string `json:"commit,omitempty"`
+					Modified bool   `json:"modified,omitempty"`
+				}{"ok", b.Version, b.Commit, b.Modified})
+			}
+		case path == "/ready":
+			if public(w, r, http.MethodGet, http.MethodHead) {
+				n.ready(w, r)
+			}
+		case path == "/metrics":
+			if public(w, r, http.MethodGet) {
+				n.metrics.handler.ServeHTTP(w, r)
+			}
+		case path == "/openapi.yaml":
+			if public(w, r, http.MethodGet) {
+				w.Header().Set("Content-Type", "application/yaml")
+				_, _ = w.Write(httpapi.OpenAPI())
+			}
+		case path == "/skill.md":
+			if public(w, r, http.MethodGet) {
+				w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+				_, _ = w.Write(skill)
+			}
+		case path == ui.Page:
+			if public(w, r, http.MethodGet) {
+				files.ServeHTTP(w, r)
+			}
+		case path == ui.Prefix:
+			if public(w, r, http.MethodGet) {
+				http.Redirect(w, r, ui.Page, http.StatusMovedPermanently)
+			}
+		case strings.HasPrefix(path, ui.Prefix):
+			if !public(w, r, http.MethodGet) {
+				return
+			}
+			if !ui.Has(strings.TrimPrefix(path, ui.Prefix)) {
+				writeProblem(w, r, http.StatusNotFound, "not_found", "no such endpoint", 0)
+				return
+			}
+			files.ServeHTTP(w, r)
+		case path == "/admin/backup":
+			if allow(w, r, http.MethodGet) {
+				n.backup(w, r, operators)
+			}
+		default:
+			writeProblem(w, r, http.StatusNotFound, "not_found", "no such endpoint", 0)
+		}
+	})
+}
+
+// allow answers 405 unless r's method is one of methods.
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeProblem(w, r, http.StatusMethodNotAllowed, "bad_request", "method not allowed on this endpoint", 0)
+	return false
+}
+
+// public is allow for the public endpoints, which also refuse a request
+// body, as the API's own routes do (httpapi.HasBody).
+func public(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if !allow(w, r, methods...) {
+		return false
+	}
+	if httpapi.HasBody(r) {
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", httpapi.ErrBodyRefused.Error(), 0)
+		return false
+	}
+	return true
+}
+
+// route serves an authenticated request: here when this server serves the
+// tenant's shard, else at the shard's owner.
+func (n *Node) route(w http.ResponseWriter, r *http.Request) {
+	t, err := n.resolver.Tenant(r.Header.Get("Authorization"))
+	if err != nil {
+		var u *fault.Unauthorized
+		if !errors.As(err, &u) {
+			n.log.Error("error reading a request's tenant", "err", err)
+		}
+		writeProblem(w, r, http.StatusUnauthorized, "unauthorized", err.Error(), 0)
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/blobs" && n.cfg.Server.BlobDir == "" {
+		unavailable(w, r, "blob uploads need TETHER_BLOB_DIR, a directory every server shares (NFS, say), when TETHER_STORE=etcd")
+		return
+	}
+	s := n.shards[n.ShardOf(t)]
+	forwarded := r.Header.Get(HeaderForwarded) != ""
+	var deadline <-chan time.Time
+	for {
+		if inst := s.inst.Load(); inst != nil && n.leaseFresh() && inst.acquire() {
+			defer inst.release()
+			w.Header().Set(HeaderServedBy, n.ID())
+			inst.srv.API.Handler().ServeHTTP(&freshWriter{ResponseWriter: w, r: r, fresh: n.awaitFresh}, r)
+			return
+		}
+		v := n.view()
+		o := v.owners[s.k]
+		if _, live := v.members[o.id]; !live {
+			o = owner{} // a session that ended: its key goes when its lease does
+		}
+		switch {
+		case o.id != "" && o.id != n.ID() && !forwarded:
+			n.metrics.forwarded.Inc()
+			proxyDeadlines(w, r)
+			n.proxy(o.url).ServeHTTP(w, r)
+			return
+		case o.id != "" && o.id != n.ID():
+			// Sent here by a server whose view is behind: never on again.
+			unavailable(w, r, "this server does not serve this tenant right now; retry")
+			return
+		}
+		// No owner yet, or this server is the owner and opening the shard.
+		if deadline == nil {
+			t := time.NewTimer(handoverWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-v.changed:
+		case <-time.After(50 * time.Millisecond):
+			// The owner here, with a lease not known fresh (lease.go): look
+			// again once a keepalive may have answered.
+		case <-deadline:
+			unavailable(w, r, "this tenant's shard has no server right now (an election is in progress); retry")
+			return
+		case <-r.Context().Done():
+			unavailable(w, r, "the request was cancelled")
+			return
+		}
+	}
+}
+
+// blobTransferTimeout is the API's deadline of a blob transfer.
+const blobTransferTimeout = 30 * time.Minute
+
+// proxyDeadlines gives a request passed on the deadlines the API gives it
+// when it serves it itself (on this same connection): a blob transfer has
+// 30 minutes, an event stream no write deadline.
+func proxyDeadlines(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/v1/blobs"):
+		_ = rc.SetReadDeadline(time.Now().Add(blobTransferTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(blobTransferTimeout))
+	case r.URL.Path == "/v1/events" && strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+}
+
+// proxy is the reverse proxy to the server at base.
+func (n *Node) proxy(base string) http.Handler {
+	if p, ok := n.proxies.Load(base); ok {
+		return p.(http.Handler)
+	}
+	target, err := url.Parse(base)
+	if err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			unavailable(w, r, "the server that owns this tenant's shard has a bad address; retry")
+		})
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Header.Set(HeaderForwarded, n.ID())
+		},
+		// Flush at once: long polls and event streams pass through.
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() == nil {
+				n.log.Warn("error passing a request to its shard's owner", "owner", base, "err", err)
+			}
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				// Nothing was sent: the request surely had no effect.
+				unavailable(w, r, "the server that owns this tenant's shard could not be reached; the request was not passed on; retry")
+				return
+			}
+			unavailable(w, r, "the server that owns this tenant's shard did not answer; retry")
+		},
+	}
+	actual, _ := n.proxies.LoadOrStore(base, p)
+	return actual.(http.Handler)
+}
+
+// ready answers /ready: 503 when etcd does not answer or has an alarm
+// raised (NOSPACE, CORRUPT), or this server is stopping or not (yet, or
+// again) a member of the cluster.
+func (n *Node) ready(w http.ResponseWriter, r *http.Request) {
+	if n.ctx.Err() != nil {
+		unavailable(w, r, "this server is stopping")
+		return
+	}
+	if _, member := n.view().members[n.ID()]; !member {
+		unavailable(w, r, "this server is joining the cluster")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	resp, err := n.cfg.Client.AlarmList(ctx)
+	if err != nil {
+		unavailable(w, r, "etcd does not answer: "+err.Error())
+		return
+	}
+	if len(resp.Alarms) > 0 {
+		var names []string
+		for _, a := range resp.Alarms {
+			names = append(names, a.Alarm.String())
+		}
+		unavailable(w, r, "etcd has an alarm raised: "+strings.Join(names, ", "))
+		return
+	}
+	writeJSON(w, r, http.StatusOK, map[string]any{"status": "ready", "id": n.ID(), "shards_owned": n.Owned()})
+}
+
+// backup answers /admin/backup: the records are etcd's to back up.
+func (n *Node) backup(w http.ResponseWriter, r *http.Request, operators [][sha256.Size]byte) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(tok))
+	found := false
+	for _, want := range operators {
+		if subtle.ConstantTimeCompare(sum[:], want[:]) == 1 {
+			found = true
+		}
+	}
+	if !ok || tok == "" || !found {
+		writeProblem(w, r, http.StatusUnauthorized, "unauthorized", "an operator token is required (Authorization: Bearer <TETHER_OPERATOR_TOKENS entry>)", 0)
+		return
+	}
+	writeProblem(w, r, http.StatusNotImplemented, "unavailable",
+		"with TETHER_STORE=etcd the records live in etcd: back them up with `etcdctl snapshot save` (and the blob directory with a file copy)", 0)
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+// requestID is the caller's X-Request-Id when it is sane, or a new one (as
+// the API's own).
+func requestID(id string) string {
+	if id != "" && len(id) <= 128 && !strings.ContainsAny(id, "\r\n") {
+		return id
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

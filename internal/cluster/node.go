@@ -1,0 +1,331 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/tether-run/tether/internal/server"
+	"github.com/tether-run/tether/internal/tenant"
+)
+
+// Node is one server of a cluster.
+type Node struct {
+	cfg      Config
+	log      *slog.Logger
+	shards   []*shard
+	resolver *tenant.Resolver
+	front    http.Handler
+	metrics  *metrics
+	proxies  sync.Map // owner URL -> *httputil.ReverseProxy
+	id       atomic.Pointer[string]
+	// leaseUntil is when this server's session lease is surely still alive
+	// in etcd (unix nanoseconds; see lease.go): a shard is served here only
+	// before it.
+	leaseUntil atomic.Int64
+
+	viewMu sync.Mutex
+	cur    *view
+
+	ctx    context.Context // ends when Shutdown begins: stop campaigning
+	cancel context.CancelFunc
+	done   chan struct{} // the session loop has ended
+	// stopWatch ends the watches of the view, last in Shutdown.
+	stopWatch context.CancelFunc
+
+	httpMu sync.Mutex
+	http   *http.Server
+}
+
+// Open joins the cluster: it checks the shard count, starts a session,
+// registers this server as a member and starts campaigning. It returns once
+// this server is a member; its shards come (and go) in the background.
+func Open(ctx context.Context, cfg Config) (*Node, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	resolver, err := tenant.NewResolver(cfg.Server.Tenant, cfg.Server.Clock)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, resolver: resolver, done: make(chan struct{})}
+	n.cur = &view{members: map[string]string{}, owners: make([]owner, cfg.Shards), orphanSince: make([]time.Time, cfg.Shards), changed: make(chan struct{})}
+	for k := range cfg.Shards {
+		n.shards = append(n.shards, &shard{k: k, n: n})
+	}
+	if err := n.checkShards(ctx); err != nil {
+		return nil, err
+	}
+	sess, err := n.join(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n.metrics = newMetrics(n)
+	n.front = n.handler()
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	wctx, stopWatch := context.WithCancel(context.Background())
+	n.stopWatch = stopWatch
+	go n.watchMembers(wctx)
+	go n.watchOwners(wctx)
+	go n.run(sess)
+	n.log.Info("joined the cluster", "id", n.ID(), "advertise", cfg.Advertise, "shards", cfg.Shards, "prefix", cfg.Prefix)
+	return n, nil
+}
+
+// checkShards stores the shard count when the cluster has none yet, and
+// refuses another count than the stored one.
+func (n *Node) checkShards(ctx context.Context) error {
+	key := n.cfg.Prefix + "meta/shards"
+	want := strconv.Itoa(n.cfg.Shards)
+	resp, err := n.cfg.Client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, want)).
+		Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return fmt.Errorf("error reading the cluster's shard count from etcd: %w", err)
+	}
+	if resp.Succeeded {
+		return nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 1 && string(kvs[0].Value) != want {
+		return fmt.Errorf("the cluster at %s has %s shards (%s) and this server was started with %s: the shard count cannot change", n.cfg.Prefix, kvs[0].Value, key, want)
+	}
+	return nil
+}
+
+// join starts a session and registers this server as a member on it.
+func (n *Node) join(ctx context.Context) (*concurrency.Session, error) {
+	// The session's own context is not ctx: Close revokes the lease with it.
+	granting := time.Now()
+	sess, err := concurrency.NewSession(n.cfg.Client, concurrency.WithTTL(n.cfg.leaseSeconds()))
+	if err != nil {
+		return nil, fmt.Errorf("error starting an etcd session: %w", err)
+	}
+	n.renewed(granting)
+	go n.followLease(sess)
+	id := strconv.FormatInt(int64(sess.Lease()), 16)
+	if _, err := n.cfg.Client.Put(ctx, n.cfg.Prefix+"members/"+id, n.cfg.Advertise, clientv3.WithLease(sess.Lease())); err != nil {
+		_ = sess.Close()
+		return nil, fmt.Errorf("error registering as a cluster member: %w", err)
+	}
+	n.id.Store(&id)
+	return sess, nil
+}
+
+// run serves the shards on sess and, when a session ends under it (its
+// lease expired or was revoked), closes every shard and joins again, until
+// Shutdown.
+func (n *Node) run(sess *concurrency.Session) {
+	defer close(n.done)
+	for {
+		sctx, cancel := context.WithCancel(n.ctx)
+		var wg sync.WaitGroup
+		for _, s := range n.shards {
+			wg.Go(func() { s.run(sctx, sess) })
+		}
+		select {
+		case <-sess.Done():
+			n.log.Warn("the etcd session ended; closing this server's shards and joining again", "id", n.ID())
+		case <-n.ctx.Done():
+		}
+		cancel()
+		wg.Wait()
+		// Revoking the lease deletes the member key and every election key
+		// at once, so the other servers take over without waiting for it to
+		// expire.
+		sess.Orphan()
+		if n.ctx.Err() != nil {
+			if err := n.revoke(sess.Lease(), n.cfg.LeaseTTL); err != nil {
+				n.log.Warn("error revoking the session lease; its keys expire with it", "err", err)
+			}
+			return
+		}
+		if n.revoke(sess.Lease(), time.Second) != nil {
+			// etcd may have no quorum now, and a lease outlives one: its keys
+			// would hold the shards for a TTL after etcd is back.
+			go n.revokeUntilGone(sess.Lease())
+		}
+		for {
+			if n.ctx.Err() != nil {
+				return
+			}
+			ctx, cancel := context.WithTimeout(n.ctx, n.cfg.LeaseTTL)
+			s, err := n.join(ctx)
+			cancel()
+			if err == nil {
+				sess = s
+				n.log.Info("joined the cluster again", "id", n.ID())
+				break
+			}
+			n.log.Warn("error joining the cluster; retrying", "err", err)
+			sleep(n.ctx, 500*time.Millisecond)
+		}
+	}
+}
+
+// revoke revokes a lease (nil when it is gone already).
+func (n *Node) revoke(lease clientv3.LeaseID, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err := n.cfg.Client.Revoke(ctx, lease)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil
+	}
+	return err
+}
+
+// revokeUntilGone revokes the lease of an ended session once etcd answers,
+// until Shutdown.
+func (n *Node) revokeUntilGone(lease clientv3.LeaseID) {
+	for n.ctx.Err() == nil {
+		if n.revoke(lease, time.Second) == nil {
+			return
+		}
+		sleep(n.ctx, time.Second)
+	}
+}
+
+// ID is this server's id in the cluster: its session's lease id in hex (it
+// changes when a session ends and a new one starts).
+func (n *Node) ID() string { return *n.id.Load() }
+
+// ShardOf is the shard of tenant t.
+func (n *Node) ShardOf(t string) int { return ShardOfTenant(t, n.cfg.Shards) }
+
+// Owned lists the shards served here, in order.
+func (n *Node) Owned() []int {
+	var out []int
+	for _, s := range n.shards {
+		if s.inst.Load() != nil {
+			out = append(out, s.k)
+		}
+	}
+	return out
+}
+
+// localCount is how many shards are served here.
+func (n *Node) localCount() int {
+	c := 0
+	for _, s := range n.shards {
+		if s.inst.Load() != nil {
+			c++
+		}
+	}
+	return c
+}
+
+// ShardServer is the server of tenant t's shard when it is served here (nil
+// when not).
+func (n *Node) ShardServer(t string) *server.Server {
+	if inst := n.shards[n.ShardOf(t)].inst.Load(); inst != nil {
+		return inst.srv
+	}
+	return nil
+}
+
+// WaitSettled waits until this server is a live member, every shard has an
+// owner that is its desired owner, and the shards this server owns are open
+// here: the cluster has converged, as far as this server sees.
+func (n *Node) WaitSettled(ctx context.Context) error {
+	ok := n.waitFor(ctx, func(v *view) (bool, time.Time) {
+		return n.settled(v), time.Now().Add(100 * time.Millisecond)
+	})
+	if !ok {
+		return fmt.Errorf("the cluster did not settle: %w", ctx.Err())
+	}
+	return nil
+}
+
+func (n *Node) settled(v *view) bool {
+	id := n.ID()
+	if _, member := v.members[id]; !member {
+		return false
+	}
+	for k, o := range v.owners {
+		d, _ := v.desired(k)
+		if o.id == "" || o.id != d {
+			return false
+		}
+		if o.id == id && n.shards[k].inst.Load() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Handler is the front: every request of the API, served here or passed to
+// the server that owns its tenant's shard.
+func (n *Node) Handler() http.Handler { return n.front }
+
+// Serve answers requests on l with Handler until Shutdown.
+func (n *Node) Serve(l net.Listener) error {
+	n.httpMu.Lock()
+	if n.http == nil {
+		n.http = &http.Server{
+			Handler:           n.front,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       60 * time.Second,
+			// Long polls (up to 60 s) must fit inside the write timeout.
+			WriteTimeout: 90 * time.Second,
+			IdleTimeout:  120 * time.Second,
+			ErrorLog:     slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+		}
+	}
+	srv := n.http
+	n.httpMu.Unlock()
+	err := srv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown hands every shard over: it stops campaigning, closes each shard
+// served here (draining its requests), leaves the cluster (revoking the
+// session, which resigns every election at once) and then stops the front,
+// which until then passes requests on to the shards' new owners.
+func (n *Node) Shutdown(ctx context.Context) error {
+	defer n.stopWatch()
+	n.cancel()
+	select {
+	case <-n.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	n.httpMu.Lock()
+	srv := n.http
+	n.httpMu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	// Requests still arriving go on to the shards' new owners: give them
+	// a moment (handoverWait at most) to be elected.
+	wctx, cancel := context.WithTimeout(ctx, handoverWait)
+	defer cancel()
+	n.waitFor(wctx, func(v *view) (bool, time.Time) {
+		for _, o := range v.owners {
+			if _, live := v.members[o.id]; !live {
+				return false, time.Time{}
+			}
+		}
+		return true, time.Time{}
+	})
+	return srv.Shutdown(ctx)
+}
+
+// handoverWait bounds how long a request waits for its shard to have an
+// owner, and how long Shutdown waits for other servers to take over.
+const handoverWait = 2 * time.Second

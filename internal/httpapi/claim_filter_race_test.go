@@ -1,0 +1,22 @@
+//go:build race
+
+package httpapi_test
+
+import "time"
+
+// claimFilterReady is how many ready nodes TestQueueClaimFilterDoesNotScan
+// creates: under -race fewer, as creating them is most of its time, and a
+// scan of even these took over a second.
+const claimFilterReady = 15000
+
+// promptly bounds how long a long poll may take to answer once a node is
+// ready: the design has no polling interval, so this is scheduling and one
+// fsync on a machine that runs other tests too (more under -race).
+const promptly = 300 * time.Millisecond
+
+// longWait is a wait_ms that must be waited out, and quickBound what an
+// answer that does not wait stays under.
+const (
+	longWait   = 1500 * time.Millisecond
+	quickBound = 1000 * time.Millisecond
+)

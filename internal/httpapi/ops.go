@@ -1,0 +1,432 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/tenant"
+)
+
+// An op is one lease or lifecycle action on one node: the single endpoints
+// and POST /v1/batch both run it, so a batched op answers exactly as its
+// endpoint would.
+type op func(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error)
+
+// serveOp runs op for the :id of the request with its body.
+func (s *Server) serveOp(o op) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := nodeID(c)
+		if err != nil {
+			return err
+		}
+		body, err := s.readBody(c)
+		if err != nil {
+			return err
+		}
+		status, out, err := o(c.Request().Context(), principal(c), id, body)
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, status, out)
+	}
+}
+
+type holderBody struct {
+	Session string `json:"session"`
+	Fence   *int64 `json:"fence"`
+}
+
+func (b holderBody) params(p *tenant.Principal, id string) (lease.HolderParams, error) {
+	hp := lease.HolderParams{Tenant: p.Tenant, NodeID: id, By: p.Subject, Session: b.Session}
+	if b.Fence != nil {
+		if *b.Fence < 1 {
+			return hp, fault.Invalidf("fence", "must be a positive integer")
+		}
+		hp.Fence = uint64(*b.Fence)
+	}
+	return hp, nil
+}
+
+// msOf is a millisecond field as a duration, 0 when absent. decodeStrict
+// has held the field to its range already.
+func msOf(ms *int64) time.Duration {
+	if ms == nil {
+		return 0
+	}
+	return duration.FromMS(*ms)
+}
+
+type claimBody struct {
+	Session string `json:"session"`
+	TTLMS   *int64 `json:"ttl_ms"`
+}
+
+func (s *Server) opClaim(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b claimBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	return s.claim(ctx, p, id, b)
+}
+
+func (s *Server) claim(ctx context.Context, p *tenant.Principal, id string, b claimBody) (int, any, error) {
+	res, err := s.leases.Claim(ctx, lease.ClaimParams{Tenant: p.Tenant, NodeID: id, By: p.Subject, Session: b.Session, TTL: msOf(b.TTLMS)})
+	if err != nil {
+		return 0, nil, err
+	}
+	out, err := s.claimJSON(res)
+	return http.StatusOK, out, err
+}
+
+// The answers of the lease and lifecycle calls are structs rather than maps:
+// they are on every worker's path, and a struct encodes without boxing each
+// value and sorting the keys.
+
+type claimAnswer struct {
+	OK      bool         `json:"ok"`
+	Status  graph.Status `json:"status"`
+	Renewed bool         `json:"renewed"`
+	Lease   leaseJSON    `json:"lease"`
+	Edge    *edgeJSON    `json:"edge"`
+	Node    nodeJSON     `json:"node"`
+	capped
+}
+
+// capped is present when a TTL asked for was capped to the tenant's maximum.
+type capped struct {
+	CappedToMax   bool  `json:"capped_to_max,omitempty"`
+	ClaimTTLMaxMS int64 `json:"claim_ttl_max_ms,omitempty"`
+}
+
+func cappedTo(isCapped bool, max time.Duration) capped {
+	if !isCapped {
+		return capped{}
+	}
+	return capped{CappedToMax: true, ClaimTTLMaxMS: max.Milliseconds()}
+}
+
+type renewAnswer struct {
+	OK          bool         `json:"ok"`
+	Status      graph.Status `json:"status"`
+	Lease       leaseJSON    `json:"lease"`
+	InboxUnread int64        `json:"inbox_unread"`
+}
+
+type extendAnswer struct {
+	OK     bool         `json:"ok"`
+	Status graph.Status `json:"status"`
+	Lease  leaseJSON    `json:"lease"`
+	capped
+}
+
+type releaseAnswer struct {
+	OK     bool         `json:"ok"`
+	Status graph.Status `json:"status"`
+}
+
+type nodeAnswer struct {
+	OK     bool         `json:"ok"`
+	Status graph.Status `json:"status"`
+	Node   nodeJSON     `json:"node"`
+}
+
+type progressAnswer struct {
+	OK          bool         `json:"ok"`
+	Status      graph.Status `json:"status"`
+	Lease       leaseJSON    `json:"lease"`
+	Node        nodeJSON     `json:"node"`
+	InboxUnread int64        `json:"inbox_unread"`
+}
+
+func (s *Server) claimJSON(res *lease.ClaimResult) (*claimAnswer, error) {
+	views, err := s.work.Views(res.Node)
+	if err != nil {
+		return nil, err
+	}
+	return &claimAnswer{
+		OK: true, Status: res.Node.Status, Renewed: res.Renewed,
+		Lease: toLease(res.Node.ID, res.Lease), Edge: toEdge(res.Edge), Node: toNode(views[0]),
+		capped: cappedTo(res.Capped, res.TTLMax),
+	}, nil
+}
+
+func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b holderBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.leases.Renew(ctx, hp)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, &renewAnswer{
+		OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease),
+		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
+	}, nil
+}
+
+func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b struct {
+		holderBody
+		MS *int64 `json:"ms"`
+	}
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	if b.MS == nil {
+		return 0, nil, fault.Invalidf("ms", "is required")
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.leases.Extend(ctx, hp, msOf(b.MS))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, &extendAnswer{
+		OK: true, Status: graph.StatusRunning, Lease: toLease(id, res.Lease), capped: cappedTo(res.Capped, res.TTLMax),
+	}, nil
+}
+
+type releaseBody struct {
+	holderBody
+	Reason string `json:"reason"`
+	To     string `json:"to"`
+}
+
+func (s *Server) opRelease(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b releaseBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	return s.release(ctx, p, id, b)
+}
+
+func (s *Server) release(ctx context.Context, p *tenant.Principal, id string, b releaseBody) (int, any, error) {
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	n, err := s.leases.Release(ctx, lease.ReleaseParams{HolderParams: hp, Reason: b.Reason, To: b.To})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, &releaseAnswer{OK: true, Status: n.Status}, nil
+}
+
+type completeBody struct {
+	holderBody
+	Result json.RawMessage    `json:"result"`
+	Usage  map[string]float64 `json:"usage"`
+	// Next, on POST /v1/nodes/{id}/complete only, asks for the next claim
+	// of a queue in the same call.
+	Next *nextClaimBody `json:"next"`
+}
+
+// nextClaimBody is the body of a claim-next, with its queue, carried by a
+// complete that asks for the next node.
+type nextClaimBody struct {
+	Queue string `json:"queue"`
+	claimFields
+}
+
+// completeParams are the params of p's complete of node id.
+func (b completeBody) completeParams(p *tenant.Principal, id string) (nodes.CompleteParams, error) {
+	hp, err := b.params(p, id)
+	if err != nil {
+		return nodes.CompleteParams{}, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	return nodes.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage}, nil
+}
+
+// completeRequest reads the body of p's complete of node id in a batch into
+// its params: a batch op cannot ask for the next claim.
+func completeRequest(p *tenant.Principal, id string, body []byte) (nodes.CompleteParams, error) {
+	var b completeBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return nodes.CompleteParams{}, err
+	}
+	if b.Next != nil {
+		return nodes.CompleteParams{}, fault.Invalidf("next", "unknown field in a batch op: use POST /v1/queues/{queue}/claims to claim many")
+	}
+	return b.completeParams(p, id)
+}
+
+func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	cp, err := completeRequest(p, id, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.completeWith(ctx, cp)
+}
+
+// opCompleteNode is POST /v1/nodes/{id}/complete: a completion, as the
+// batch op makes it, and with next the claim of the queue's next node as well.
+func (s *Server) opCompleteNode(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b completeBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	if b.Next == nil {
+		return s.complete(ctx, p, id, b)
+	}
+	cp, err := b.completeParams(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	np := b.Next.params(callerOf(p), b.Next.Queue, s.stopped())
+	if !graph.ValidQueue(np.Queue) {
+		return 0, nil, fault.Invalidf("next.queue", "is required: 1-128 characters of [A-Za-z0-9._:-], starting with a letter or digit")
+	}
+	if np.Wait > 0 {
+		release, err := s.waiters.acquire(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer release()
+	}
+	n, got, err := s.work.CompleteAndClaimNext(ctx, cp, np)
+	if err != nil {
+		return 0, nil, err
+	}
+	done, err := s.nodeAnswerOf(n)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := &completeNextAnswer{nodeAnswer: *done}
+	if len(got) > 0 {
+		if out.Next, err = s.claimJSON(got[0]); err != nil {
+			return 0, nil, err
+		}
+	}
+	return http.StatusOK, out, nil
+}
+
+// completeNextAnswer is a complete's answer when it asked for the next
+// claim: next is that claim, or null when nothing was ready in time.
+type completeNextAnswer struct {
+	nodeAnswer
+	Next *claimAnswer `json:"next"`
+}
+
+func (s *Server) complete(ctx context.Context, p *tenant.Principal, id string, b completeBody) (int, any, error) {
+	cp, err := b.completeParams(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.completeWith(ctx, cp)
+}
+
+// completeWith completes a node and answers with it.
+func (s *Server) completeWith(ctx context.Context, cp nodes.CompleteParams) (int, any, error) {
+	n, err := s.work.Complete(ctx, cp)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.nodeAnswer(n)
+}
+
+// nodeAnswer is the {ok, status, node} answer of the lifecycle calls.
+func (s *Server) nodeAnswer(n *graph.Node) (int, any, error) {
+	out, err := s.nodeAnswerOf(n)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, out, nil
+}
+
+// nodeAnswerOf is nodeAnswer's body: {ok, status, node} for n.
+func (s *Server) nodeAnswerOf(n *graph.Node) (*nodeAnswer, error) {
+	views, err := s.work.Views(n)
+	if err != nil {
+		return nil, err
+	}
+	return &nodeAnswer{OK: true, Status: n.Status, Node: toNode(views[0])}, nil
+}
+
+func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b struct {
+		holderBody
+		Error     *string `json:"error"`
+		Requeue   *bool   `json:"requeue"`
+		RetryInMS *int64  `json:"retry_in_ms"`
+	}
+	if err := decodeStrict(body, &b, false); err != nil {
+		return 0, nil, err
+	}
+	if b.Error == nil || *b.Error == "" {
+		return 0, nil, fault.Invalidf("error", "is required")
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	fp := nodes.FailParams{HolderParams: hp, Error: *b.Error, Requeue: b.Requeue}
+	if b.RetryInMS != nil {
+		d := msOf(b.RetryInMS)
+		fp.RetryIn = &d
+	}
+	n, err := s.work.Fail(ctx, fp)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.nodeAnswer(n)
+}
+
+func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	var b struct {
+		holderBody
+		Pct     *float64           `json:"pct"`
+		Message *string            `json:"message"`
+		Usage   map[string]float64 `json:"usage"`
+	}
+	if err := decodeStrict(body, &b, true); err != nil {
+		return 0, nil, err
+	}
+	hp, err := b.params(p, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := s.work.Progress(ctx, nodes.ProgressParams{HolderParams: hp, Pct: b.Pct, Message: b.Message, Usage: b.Usage})
+	if err != nil {
+		return 0, nil, err
+	}
+	views, err := s.work.Views(res.Node)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, &progressAnswer{
+		OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease), Node: toNode(views[0]),
+		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
+	}, nil
+}
+
+// decodeFor reads the node id and the optional JSON body of a node call.
+func (s *Server) decodeFor(c echo.Context, v any) (string, error) {
+	id, err := nodeID(c)
+	if err != nil {
+		return "", err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return "", err
+	}
+	return id, decodeStrict(body, v, true)
+}

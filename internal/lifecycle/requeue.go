@@ -1,0 +1,25 @@
+package lifecycle
+
+import "github.com/tether-run/tether/internal/graph"
+
+// Requeue puts a failed, dead or cancelled node back at rest (queued, or
+// open without a queue) with attempts = 0, a clear error and no delay, with
+// the requeued event.
+func Requeue(tx *graph.Tx, n *graph.Node, by, reason string) error {
+	if err := check(OpRequeue, n, n.RestStatus()); err != nil {
+		return err
+	}
+	from := n.Status
+	n.Status = n.RestStatus()
+	n.Attempts = 0
+	n.Error = nil
+	n.RunAt = nil
+	if err := tx.NodePut(n); err != nil {
+		return err
+	}
+	data := map[string]any{"from": from, "status": n.Status}
+	if reason != "" {
+		data["reason"] = reason
+	}
+	return tx.Emit(n.Tenant, graph.EventRequeued, n.ID, by, data)
+}

@@ -1,0 +1,33 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/lifecycle"
+)
+
+// Cancel cancels the node and, atomically with it, every non-terminal
+// descendant (parent_of) and dependent (depends_on with on_fail: cancel).
+// Their live leases end (outcome cancelled), so holders get lease_lost.
+// It returns the ids it cancelled, in the order it reached them.
+func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) ([]string, error) {
+	var cancelled []string
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+		root, err := tx.NodeGet(c.Tenant, id)
+		if err != nil {
+			return err
+		}
+		cancelled, err = s.cancelTx(tx, c, root, reason)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error cancelling node: %w", err)
+	}
+	return cancelled, nil
+}
+
+func (s *Service) cancelTx(tx *graph.Tx, c Caller, root *graph.Node, reason string) ([]string, error) {
+	return lifecycle.CancelTree(tx, s.leases, root, c.Sub, reason)
+}

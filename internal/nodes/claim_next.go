@@ -1,0 +1,235 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/lease"
+)
+
+// ClaimNextParams ask for the next ready nodes of a queue.
+type ClaimNextParams struct {
+	Caller
+	Queue   string
+	Session string
+	TTL     time.Duration
+	Wait    time.Duration // long poll: answer as soon as a node is ready, or after Wait
+	// WaitEnd, when it closes, ends a long poll early with nothing claimed,
+	// as if Wait had passed (the server is stopping).
+	WaitEnd <-chan struct{}
+	Types   []string // when set, only nodes of these types
+	Labels  []string // when set, only nodes carrying every one of these labels
+	Max     int      // how many nodes at most (1 for claim-next)
+}
+
+// filter is what the ready mirror offers p: its types and labels, and the
+// nodes reserved to its caller or to no one.
+func (p ClaimNextParams) filter() graph.ReadyFilter {
+	return graph.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
+}
+
+// MaxWait bounds a long poll.
+const MaxWait = 60 * time.Second
+
+// ClaimNext claims up to p.Max ready nodes of the queue for the caller:
+// highest priority first, then oldest, then id, among nodes whose target is
+// unset or the caller. It answers as soon as at least one node could be
+// claimed, or with none once p.Wait has passed. Two claims never get the same
+// node: the choice is made on the store's single writer.
+func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.ClaimResult, error) {
+	if !graph.ValidQueue(p.Queue) {
+		return nil, fault.Invalidf("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
+	}
+	if p.Max < 1 {
+		p.Max = 1
+	}
+	lim, err := s.limits(ctx, p.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	if p.Wait > 0 {
+		t := time.NewTimer(min(p.Wait, MaxWait))
+		defer t.Stop()
+		deadline = t.C
+	}
+	filter := p.filter()
+	stop := func() {}
+	defer func() { stop() }()
+	for {
+		// Subscribe before looking, so a node that turns ready between the
+		// look and the wait still wakes us. Only a long poll subscribes, and
+		// only to nodes its filter matches.
+		var changed <-chan struct{}
+		if deadline != nil {
+			stop()
+			changed, stop = s.store.ReadyWatch(p.Tenant, p.Queue, filter)
+		}
+		got, err := s.claimChunks(ctx, p, filter, lim)
+		if err != nil {
+			return nil, fmt.Errorf("error claiming from queue: %w", err)
+		}
+		if len(got) > 0 && ctx.Err() != nil {
+			// The caller went away while its claim committed: nobody will run
+			// these nodes, so give them back now rather than after their TTL.
+			s.releaseUndelivered(p, got)
+			return nil, ctx.Err()
+		}
+		if len(got) > 0 || deadline == nil {
+			return got, nil
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return nil, nil
+		case <-p.WaitEnd:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// claimChunk bounds the claims one transaction makes. A claims request of a
+// thousand runs as several transactions, so the reaper's urgent work and
+// other callers' writes run between them instead of waiting behind one long
+// transaction; the chunks share one wait for the log (a barrier).
+const claimChunk = 64
+
+// claimChunks claims up to p.Max ready nodes, claimChunk per transaction, and
+// returns once all of them are durable.
+func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
+	bctx, durable := graph.WithBarrier(ctx)
+	var out []*lease.ClaimResult
+	for len(out) < p.Max {
+		q := p
+		q.Max = min(claimChunk, p.Max-len(out))
+		var got []*lease.ClaimResult
+		err := s.store.Update(bctx, func(tx *graph.Tx) error {
+			var err error
+			got, err = s.claimNextTx(tx, q, filter, lim)
+			return err
+		})
+		var limited *fault.RateLimited
+		switch {
+		case err != nil && len(out) > 0 && errors.As(err, &limited):
+			// At the identity's lease cap: hand out what it got so far.
+		case err != nil:
+			if werr := durable.Wait(); werr == nil && len(out) > 0 {
+				s.releaseUndelivered(p, out)
+			}
+			return nil, err
+		}
+		out = append(out, got...)
+		if err != nil || len(got) < q.Max {
+			break
+		}
+	}
+	if err := durable.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, f graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
+	q, err := tx.QueueSettingsGet(p.Tenant, p.Queue)
+	if err != nil || q.Paused {
+		return nil, err
+	}
+	room := p.Max
+	if q.MaxRunning > 0 {
+		running := s.store.QueueCount(p.Tenant, p.Queue, graph.StatusRunning)
+		room = min(room, int(q.MaxRunning-running))
+	}
+	if room <= 0 {
+		return nil, nil
+	}
+	// The per-identity lease cap counts committed leases; the claims of this
+	// transaction are bounded here so that one request cannot pass it.
+	if lim.MaxLeasesPerIdentity > 0 {
+		left := int(lim.MaxLeasesPerIdentity - s.leases.LiveCount(p.Tenant, p.Sub))
+		if left <= 0 {
+			return nil, &fault.RateLimited{Reason: fmt.Sprintf("identity holds %d leases, the tenant's max_leases_per_identity", lim.MaxLeasesPerIdentity), RetryAfter: time.Second}
+		}
+		room = min(room, left)
+	}
+	var out []*lease.ClaimResult
+	var stop error
+	// The mirror offers only nodes whose type, labels and target match, as
+	// of their last write; eligible checks them again on the record.
+	tx.ReadyIDs(p.Tenant, p.Queue, f, func(id string) bool {
+		n, err := tx.NodeGet(p.Tenant, id)
+		if err != nil {
+			stop = err
+			return false
+		}
+		if !eligible(n, p) {
+			return true
+		}
+		res, err := s.leases.ClaimTx(tx, n, lease.ClaimParams{
+			Tenant: p.Tenant, NodeID: id, By: p.Sub, Session: p.Session, TTL: p.TTL,
+		}, lim)
+		var limited *fault.RateLimited
+		switch {
+		case err == nil && !res.Renewed:
+			out = append(out, res)
+			return len(out) < room
+		case errors.As(err, &limited):
+			// The caller is at its lease cap: hand out what it got so far.
+			if len(out) == 0 {
+				stop = err
+			}
+			return false
+		case err != nil && !isSkippable(err):
+			stop = err
+			return false
+		}
+		return true
+	})
+	return out, stop
+}
+
+// eligible applies the caller's filters and the node's target to the node as
+// read in the transaction, the last word on what the mirror offered.
+func eligible(n *graph.Node, p ClaimNextParams) bool {
+	switch {
+	case n.Status != graph.StatusQueued, n.Lease != nil:
+		return false
+	case n.Target != "" && n.Target != p.Sub:
+		return false
+	case len(p.Types) > 0 && !slices.Contains(p.Types, n.Type):
+		return false
+	}
+	for _, l := range p.Labels {
+		if !slices.Contains(n.Labels, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// isSkippable is a refusal that concerns only this candidate (it turned out
+// not ready, or reserved); claim-next moves on to the next one.
+func isSkippable(err error) bool {
+	var nc *fault.NotClaimable
+	var conflict *fault.Conflict
+	return errors.As(err, &nc) || errors.As(err, &conflict)
+}
+
+// releaseUndelivered releases claims whose answer could not be delivered.
+func (s *Service) releaseUndelivered(p ClaimNextParams, got []*lease.ClaimResult) {
+	for _, r := range got {
+		_, err := s.leases.Release(context.Background(), lease.ReleaseParams{
+			HolderParams: lease.HolderParams{Tenant: p.Tenant, NodeID: r.Node.ID, By: p.Sub, Fence: r.Lease.Fence},
+			Reason:       "the claimer went away before the answer",
+		})
+		if err != nil {
+			s.log.Warn("error releasing an undelivered claim", "node", r.Node.ID, "err", err)
+		}
+	}
+}

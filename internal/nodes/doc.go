@@ -1,0 +1,43 @@
+// Package nodes is the lifecycle above leases: creating, patching and deleting
+// nodes, edges with their bookkeeping, readiness, completion, cascade cancel,
+// and the read models (node views, lists, subgraphs, live leases). Every
+// change of a node's status is a transition of package lifecycle
+// (lifecycle.Create, Complete, Fail, Cancel, Requeue, MoveQueue); this
+// package validates the request, checks the caller's lease, and calls it.
+//
+// Invariants:
+//   - Readiness is kept by graph as each write commits (its blocker counts
+//     and ready mirror), never recomputed at read time: a node is ready when
+//     it is open or queued, its run_at has passed, every depends_on target is
+//     done (or ended, with on_fail: ignore), and every child is terminal.
+//     The claimable rule that decides a claim is graph's (Tx.ClaimRefusals,
+//     through lifecycle.Claimable); ReadinessTx only explains it in a view.
+//   - A node's parent field and its live incoming parent_of edge always agree:
+//     both change in the same transaction.
+//   - assigned edges are written only by the lease package; no request may add
+//     or retire one directly.
+//   - Cancel reaches every non-terminal descendant (parent_of) and dependent
+//     (depends_on with on_fail: cancel) and ends their leases in one
+//     transaction.
+//   - Claim-next decides on the store's writer from the in-memory ready mirror:
+//     O(log n) to the head of the queue, and two claims can never pick the
+//     same node. A paused queue, or one at its max_running, hands out nothing.
+//   - A completion that asks for the next claim (CompleteAndClaimNext) claims
+//     in its own transaction only when it changed no node but its own (so it
+//     made nothing ready); when that claim finds nothing, or there is no room,
+//     the claim runs in a transaction of its own once the completion is
+//     applied, and sees what the completion made ready and gave back. A claim
+//     without room never undoes the completion.
+//   - A child that ends failed, dead or cancelled fails its parent when the
+//     parent's on_child_fail is fail (its remaining children are cancelled),
+//     in the same transaction, repeating up the tree (lifecycle.ChildEnded,
+//     which every transition into those statuses runs, expiry included).
+//   - A create made under an Idempotency-Key records its outcome in the same
+//     transaction as the nodes, so a retry sees both or neither.
+//   - usage_total of a node is its own usage plus its children's usage_total,
+//     maintained by adding each run's usage along the parent chain.
+//   - Many ops share a transaction only where each still gets its own
+//     answer: a chunk of claims serves one request (what it claimed, or on an
+//     error nothing of it), and a chunk of CompleteMany's completions in which
+//     any op fails is rolled back whole and run again one op per transaction.
+package nodes

@@ -1,0 +1,123 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/graph"
+)
+
+// EdgeSpec is the body of an edge create.
+type EdgeSpec struct {
+	From  string         `json:"from"`
+	Type  string         `json:"type"`
+	To    string         `json:"to"`
+	Props map[string]any `json:"props,omitempty"`
+}
+
+// AddEdge stores a live edge. assigned edges are the server's alone; a
+// depends_on edge's props.on_fail is cancel (default) or ignore; a node has at
+// most one parent.
+func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.Edge, error) {
+	if err := validEdgeKey(spec.From, spec.Type, spec.To); err != nil {
+		return nil, err
+	}
+	props := spec.Props
+	if props == nil {
+		props = map[string]any{}
+	}
+	if spec.Type == graph.EdgeDependsOn {
+		switch v := props["on_fail"]; v {
+		case nil:
+			props["on_fail"] = OnFailCancel
+		case OnFailCancel, OnFailIgnore:
+		default:
+			return nil, fault.Invalidf("props.on_fail", "must be %q or %q", OnFailCancel, OnFailIgnore)
+		}
+	}
+	if spec.From == spec.To && (spec.Type == graph.EdgeDependsOn || spec.Type == graph.EdgeParentOf) {
+		return nil, &fault.Cycle{From: spec.From, Type: spec.Type, To: spec.To}
+	}
+	e := &graph.Edge{From: spec.From, Type: spec.Type, To: spec.To, Props: props, CreatedBy: c.Sub}
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+		if spec.Type != graph.EdgeParentOf {
+			return tx.EdgeInsert(c.Tenant, e)
+		}
+		child, err := tx.NodeGet(c.Tenant, spec.To)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.NodeGet(c.Tenant, spec.From); err != nil {
+			return err
+		}
+		if child.Parent != "" {
+			return &fault.Conflict{Reason: fmt.Sprintf("node %q already has parent %q", child.ID, child.Parent)}
+		}
+		if err := tx.EdgeInsert(c.Tenant, e); err != nil {
+			return err
+		}
+		child.Parent = spec.From
+		return tx.NodePut(child)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error adding edge: %w", err)
+	}
+	return e, nil
+}
+
+func validEdgeKey(from, typ, to string) error {
+	switch {
+	case !graph.ValidID(from):
+		return fault.Invalidf("from", "is not a valid node id")
+	case !graph.ValidID(to):
+		return fault.Invalidf("to", "is not a valid node id")
+	case !graph.ValidEdgeType(typ):
+		return fault.Invalidf("type", "must match [a-z][a-z0-9_]{0,63}")
+	case typ == graph.EdgeAssigned:
+		return fault.Invalidf("type", "assigned edges are managed by the server: claim and release instead")
+	case (typ == graph.EdgeDependsOn || typ == graph.EdgeParentOf) && (graph.IsIdentityID(from) || graph.IsIdentityID(to)):
+		return fault.Invalidf("type", "identity nodes take no part in %s", typ)
+	}
+	return nil
+}
+
+// RetireEdge moves the live edge (from, typ, to) to history.
+func (s *Service) RetireEdge(ctx context.Context, c Caller, from, typ, to string) error {
+	if err := validEdgeKey(from, typ, to); err != nil {
+		return err
+	}
+	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+		e, err := tx.EdgeGet(c.Tenant, from, typ, to)
+		if err != nil {
+			return err
+		}
+		return s.retireEdgeTx(tx, c, e)
+	})
+	if err != nil {
+		return fmt.Errorf("error retiring edge: %w", err)
+	}
+	return nil
+}
+
+// retireEdgeTx retires e and keeps the child's parent field in step.
+func (s *Service) retireEdgeTx(tx *graph.Tx, c Caller, e *graph.Edge) error {
+	if err := tx.EdgeRetire(c.Tenant, e, c.Sub, nil); err != nil {
+		return err
+	}
+	if e.Type != graph.EdgeParentOf {
+		return nil
+	}
+	child, err := tx.NodeGet(c.Tenant, e.To)
+	if _, gone := err.(*fault.NotFound); gone {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if child.Parent != e.From {
+		return nil
+	}
+	child.Parent = ""
+	return tx.NodePut(child)
+}

@@ -1,0 +1,71 @@
+package nodes
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/tether-run/tether/internal/duration"
+	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/logger"
+)
+
+// Defaults are the tenant policy values node creation needs.
+type Defaults struct {
+	MaxAttempts int64
+	// Backoff is the retry backoff of a node created without one (the
+	// tenant's retry_initial_ms and retry_max_ms, factor 2); nil: none.
+	Backoff *graph.Backoff
+}
+
+// DefaultsFunc returns the defaults of a tenant.
+type DefaultsFunc func(ctx context.Context, tenant string) (Defaults, error)
+
+// Service runs the lifecycle above leases.
+type Service struct {
+	store    *graph.Store
+	leases   *lease.Service
+	defaults DefaultsFunc
+	limits   lease.LimitsFunc
+	log      *slog.Logger
+}
+
+// Config wires a Service.
+type Config struct {
+	Store    *graph.Store
+	Leases   *lease.Service
+	Defaults DefaultsFunc
+	Limits   lease.LimitsFunc
+	Logger   *slog.Logger
+}
+
+// New builds a Service.
+func New(cfg Config) *Service {
+	cfg.Logger = logger.OrDiscard(cfg.Logger)
+	return &Service{store: cfg.Store, leases: cfg.Leases, defaults: cfg.Defaults, limits: cfg.Limits, log: cfg.Logger}
+}
+
+// Caller is who acts, as far as the lifecycle cares.
+type Caller struct {
+	Tenant string
+	Sub    string
+	// Dispatcher is set for callers whose role may act on any node and
+	// override another identity's lease.
+	Dispatcher bool
+}
+
+// Dependency failure handling, the on_fail prop of a depends_on edge.
+const (
+	OnFailCancel = "cancel"
+	OnFailIgnore = graph.OnFailIgnore
+)
+
+// Child failure handling, a node's on_child_fail.
+const (
+	OnChildFailFail   = lifecycle.OnChildFailFail
+	OnChildFailIgnore = "ignore"
+)
+
+func ms(d int64) time.Duration { return duration.FromMS(d) }

@@ -1,0 +1,31 @@
+// Package queuemetrics is the per-queue series of /metrics: each queue's
+// depth by status and the age of its oldest ready node (gauges), how long
+// nodes waited from ready to claimed and ran from claimed to ended
+// (histograms), and its creations, completions, failures, dead letters and
+// expiries (counters), labelled by tenant and queue. docs/metrics.md lists
+// them. The meter also keeps each queue's last hour of creations,
+// completions and failures, minute by minute, for the API's throughput view
+// (throughput.go), under the same labels and caps.
+//
+// Where the numbers come from:
+//   - The gauges are computed at scrape time from the store's in-memory
+//     ready mirror (graph.Store.EachQueueStat): O(queues), never a read of
+//     the store, whatever the number of nodes.
+//   - The counters and histograms are fed by the store's QueueMeter hook
+//     (internal/graph/queue_meter.go), which the writer calls once per durable
+//     transaction with what it did to each queue. No handler or domain
+//     package counts anything itself.
+//
+// Invariants:
+//   - Cardinality is bounded: at most Limits.MaxTenants tenants and, per
+//     tenant, Limits.MaxQueues queues get label values of their own, first
+//     come first served, and keep them for the life of the process. The
+//     rest are counted under the label value "other" (tenant="other" and
+//     queue="other" for a tenant past the cap; queue="other" for a queue
+//     past its tenant's cap), so the series count is bounded by
+//     (MaxTenants+1) x (MaxQueues+1) per metric (times the statuses for
+//     depth, the buckets for histograms).
+//   - Counters only grow: a queue that empties keeps its counters.
+//   - A gauge of the "other" bucket sums (depth) or takes the largest
+//     (oldest ready age) of the queues in it.
+package queuemetrics
