@@ -415,7 +415,10 @@ func (s *slot) heartbeats(ctx context.Context) {
 		case <-s.changed:
 		case <-t.C:
 		}
-		s.beat(ctx)
+		// Not cut short when ctx ends: an abandoned request could still
+		// land on the server after the slot's last beat (offline) and
+		// leave it shown idle. beat has a timeout of its own.
+		s.beat(context.WithoutCancel(ctx))
 	}
 }
 
