@@ -38,7 +38,8 @@ type Config struct {
 	// least 1 s); the server may cap it.
 	TTL time.Duration
 	// RenewEvery is how often a running handler's lease is renewed
-	// (default a third of the lease's TTL).
+	// (default, and whenever it is not below the granted TTL, a third of
+	// that TTL). Failed renewals are retried as client.Keep does.
 	RenewEvery time.Duration
 	// Grace is how long running handlers may go on once the runner stops
 	// before their contexts are cancelled; 0 cancels them at once.
@@ -57,8 +58,8 @@ type Config struct {
 	// file, Job.InboxPath, and acknowledges each once it is there.
 	Inbox bool
 
-	// Backoff spaces the retries of a call that failed for a reason that
-	// may pass (no answer, a 5xx, a 429).
+	// Backoff spaces the retries of a claim, a report or an inbox read that
+	// failed for a reason that may pass (no answer, a 5xx, a 429).
 	Backoff Backoff
 
 	// Tracer, when set, makes each run a span of its own trace, linked to
