@@ -26,9 +26,10 @@
 //     has passed since the claim, or when the grace after a stop is over.
 //   - How a run ends decides the one report made for it:
 //     the handler returned a result (nil error): complete, with the result;
-//     it returned an error while its context was live: fail, with the
-//     error's text (the server requeues the node while attempts remain, after
-//     its retry backoff, or makes it dead);
+//     it returned an error (or panicked) while its context was live: fail,
+//     with the error's text (the server requeues the node while attempts
+//     remain, after its retry backoff, or makes it dead); a panic is logged
+//     with its stack and the runner goes on;
 //     it returned after its context ended: nothing is reported when the lease
 //     was lost or timeout_ms passed (the server has already ended the run),
 //     and the node is released (the attempt given back) when the runner was

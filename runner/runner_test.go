@@ -96,6 +96,25 @@ func TestFailingHandlerIsRetriedAfterBackoff(t *testing.T) {
 	require.Equal(t, map[string]string{"runner": "failed"}, b.outcomes("dead-1"))
 }
 
+// A handler that panics fails its node with the panic's value, and the
+// runner goes on to the next node.
+func TestPanickingHandlerFailsTheNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := HandlerFunc(func(ctx context.Context, job *Job) (any, error) {
+		if job.Node.ID == "panic-1" {
+			panic("out of cheese")
+		}
+		return "fine", nil
+	})
+	b.start(b.config("panic", h))
+	b.create(client.NodeCreate{ID: ptrTo("panic-1"), Queue: ptrTo("panic"), MaxAttempts: ptrTo(int64(1))})
+	n := b.waitStatus("panic-1", client.NodeStatusDead)
+	require.Equal(t, "the handler panicked: out of cheese", *n.Error)
+	b.create(client.NodeCreate{ID: ptrTo("panic-2"), Queue: ptrTo("panic")})
+	require.Equal(t, "fine", b.waitStatus("panic-2", client.NodeStatusDone).Result)
+}
+
 // Renewals keep a run going past many TTLs: the server's clock moves on by
 // most of a TTL at a time, each time after a renewal, and the lease never
 // ends; the run completes on its first attempt and fence.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -217,7 +218,7 @@ func (s *slot) work(c *hold) *hold {
 	}
 	ctx, span := s.startRun(run, c)
 	start := time.Now()
-	result, err := s.r.cfg.Handler.Work(ctx, job)
+	result, err := s.handle(ctx, job)
 	stopped := run.Err() != nil
 	endRun(span, err)
 	stopInbox()
@@ -245,6 +246,18 @@ func (s *slot) work(c *hold) *hold {
 		s.report(rctx, log, "fail", s.failCall(id, fence, err.Error()))
 	}
 	return nil
+}
+
+// handle runs the handler; a panic in it fails the run (its node is
+// failed with the panic's value) instead of ending the process.
+func (s *slot) handle(ctx context.Context, job *Job) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			job.Log.Error("the handler panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			result, err = nil, fmt.Errorf("the handler panicked: %v", p)
+		}
+	}()
+	return s.r.cfg.Handler.Work(ctx, job)
 }
 
 // startInbox makes the run's inbox file, fills it with the messages
