@@ -30,10 +30,10 @@
 //     with the error's text (the server requeues the node while attempts
 //     remain, after its retry backoff, or makes it dead); a panic is logged
 //     with its stack and the runner goes on;
-//     it returned after its context ended: nothing is reported when the lease
-//     was lost or timeout_ms passed (the server has already ended the run),
-//     and the node is released (the attempt given back) when the runner was
-//     stopping.
+//     it returned an error after its context ended: nothing is reported when
+//     the lease was lost or timeout_ms passed (the server has already ended
+//     the run), and the node is released (the attempt given back) when the
+//     runner was stopping.
 //     A report is retried with backoff on no answer, a 5xx or a 429, and never
 //     past the lease's end as last renewed.
 //   - Stopping (Run's context ends, Stop, or a fatal answer to a claim such as
