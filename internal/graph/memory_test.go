@@ -1,0 +1,100 @@
+package graph
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/testskip"
+)
+
+// maxBytesPerQueuedNode is what the in-memory state may hold per queued node
+// (issue 35: at most 200 B in the CI smoke run at a million nodes).
+const maxBytesPerQueuedNode = 200
+
+// TestQueuedNodeMemory measures what the store keeps in memory per queued
+// node: the heap in use after GC at N queued nodes minus at 1k, ÷ N. The
+// nodes have make bench's (g) shape and then some (a queue, a type, a label
+// or two, priorities), and are written through the graph's write path in
+// large transactions. N is TETHER_MEMORY_NODES, 1,000,000 by default when
+// TETHER_MEMORY_SMOKE=1 (CI's smoke run); without either the test is
+// skipped, so go test ./... stays fast. With TETHER_MEMORY_REOPEN=1 it also
+// closes the store and times the rebuild at open.
+func TestQueuedNodeMemory(t *testing.T) {
+	n := 0
+	if v := os.Getenv("TETHER_MEMORY_NODES"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err, "TETHER_MEMORY_NODES")
+	} else if os.Getenv("TETHER_MEMORY_SMOKE") == "1" {
+		n = 1_000_000
+	}
+	if n == 0 {
+		testskip.Missing(t, "TETHER_MEMORY_SMOKE=1 or TETHER_MEMORY_NODES", "a run of a million nodes is CI's memory smoke step, not part of go test ./...")
+	}
+	const base = 1000
+	require.Greater(t, n, base)
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+
+	insertQueued(t, s, 0, base)
+	before := heapInUse()
+	start := time.Now()
+	insertQueued(t, s, base, n)
+	took := time.Since(start)
+	after := heapInUse()
+	perNode := float64(int64(after)-int64(before)) / float64(n)
+	t.Logf("%d queued nodes: heap in use %.1f MiB at 1k, %.1f MiB at N; %.0f bytes per queued node (created in %.1fs)",
+		n, mib(before), mib(after), perNode, took.Seconds())
+	if os.Getenv("TETHER_MEMORY_REOPEN") == "1" {
+		require.NoError(t, s.Close())
+		start := time.Now()
+		s, err = Open(Options{Dir: dir})
+		require.NoError(t, err)
+		t.Logf("rebuild at open: %.1fs; heap in use after it %.1f MiB", time.Since(start).Seconds(), mib(heapInUse()))
+		ready, _ := s.ReadyStats("acme", "q")
+		require.Equal(t, n, ready)
+	}
+	require.LessOrEqual(t, perNode, float64(maxBytesPerQueuedNode), "bytes of memory per queued node")
+}
+
+// insertQueued creates the queued nodes numbered [from, to) in transactions
+// of up to 10,000 nodes.
+func insertQueued(t *testing.T, s *Store, from, to int) {
+	t.Helper()
+	const perTx = 10_000
+	types := []string{"task", "email", "render"}
+	labels := [][]string{{"fast"}, {"gpu", "eu"}, nil}
+	for lo := from; lo < to; lo += perTx {
+		hi := min(lo+perTx, to)
+		require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
+			for i := lo; i < hi; i++ {
+				nd := newNode("acme", "g-"+strconv.Itoa(i), int64(i%4))
+				nd.Type = types[i%len(types)]
+				nd.Labels = labels[i%len(labels)]
+				if err := tx.NodeInsert(nd, "head"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+}
+
+// heapInUse is the heap in use after two full collections.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
