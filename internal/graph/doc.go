@@ -27,8 +27,10 @@
 //     order, by status, by queue and status, by parent, live leases by id
 //     and by holder; lists.go, kept off the writer), its blocker counts (unmet depends_on targets,
 //     unfinished children), how many live depends_on edges point at it, and,
-//     while it is live (open, queued or running), its encoded record, so the
-//     writer's hot paths never read the store;
+//     while it runs, its encoded record, so a running node's hot paths never
+//     read the store; a queued or open node's record is read from the store
+//     (through the writer's transaction) when it is claimed, read or
+//     changed, so the backlog lives on disk;
 //   - every live edge, from both ends;
 //   - the fences of deleted nodes;
 //   - the ready mirror (ready_mirror.go, ready_filter*.go): exactly the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ const maxBytesPerQueuedNode = 200
 // large transactions. N is TETHER_MEMORY_NODES, 1,000,000 by default when
 // TETHER_MEMORY_SMOKE=1 (CI's smoke run); without either the test is
 // skipped, so go test ./... stays fast. With TETHER_MEMORY_REOPEN=1 it also
-// closes the store and times the rebuild at open.
+// closes the store and times the rebuild at open; with
+// TETHER_MEMORY_PROFILE=file it writes a heap profile at N to file (for go
+// tool pprof -sample_index=inuse_space).
 func TestQueuedNodeMemory(t *testing.T) {
 	n := 0
 	if v := os.Getenv("TETHER_MEMORY_NODES"); v != "" {
@@ -53,6 +56,9 @@ func TestQueuedNodeMemory(t *testing.T) {
 	perNode := float64(int64(after)-int64(before)) / float64(n)
 	t.Logf("%d queued nodes: heap in use %.1f MiB at 1k, %.1f MiB at N; %.0f bytes per queued node (created in %.1fs)",
 		n, mib(before), mib(after), perNode, took.Seconds())
+	if path := os.Getenv("TETHER_MEMORY_PROFILE"); path != "" {
+		writeHeapProfile(t, path)
+	}
 	if os.Getenv("TETHER_MEMORY_REOPEN") == "1" {
 		require.NoError(t, s.Close())
 		start := time.Now()
@@ -95,6 +101,13 @@ func heapInUse() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
+}
+
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, pprof.WriteHeapProfile(f))
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -2,7 +2,7 @@ package graph
 
 // The in-memory state: what the store knows of every node without reading
 // its record (its place in every index, its blocker counts, its live edges)
-// and, while a node is live, the record itself. It is derived from the
+// and, while a node runs, the record itself. It is derived from the
 // records, rebuilt at open (rebuild.go), changed by write transactions
 // through their own copies (Tx.mut) and folded in on the writer when a
 // transaction succeeds (Tx.apply), so a failed transaction leaves nothing.
@@ -45,8 +45,12 @@ type nodeState struct {
 	// node waited and an ended run how long it ran. Rebuilt from the
 	// record at open: the lease's claimed_at, else updated_at.
 	since int64
-	// record is the encoded record while the node is live (open, queued or
-	// running), so the hot paths never read the store; nil once terminal.
+	// record is the encoded record while the node runs, so the hot paths of
+	// a running node (renew, complete, fail, release) never read the store;
+	// nil otherwise. A queued or open node's record is read from the store
+	// when it is claimed, read or changed (the writer reads through its
+	// transaction, and Badger's block cache holds the hot ones), so a
+	// backlog of millions does not live in memory.
 	record []byte
 
 	deps       int32 // live depends_on edges whose target is not satisfied
@@ -167,9 +171,10 @@ func stateOf(n *Node, record []byte) nodeState {
 		st.runAt = runAtMS(*n.RunAt)
 	}
 	st.hasBlobs = len(n.Blobs) > 0
-	if !n.Status.Terminal() {
+	switch {
+	case n.Status == StatusRunning:
 		st.record = record
-	} else {
+	case n.Status.Terminal():
 		st.changed = n.UpdatedAt.UnixNano()
 	}
 	return st
