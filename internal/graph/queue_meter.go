@@ -155,8 +155,8 @@ func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[Status]in
 		}
 		var oldest time.Time
 		if it, ok := q.byAge.Min(); ok {
-			oldest = time.Unix(0, it.created()).UTC()
+			oldest = time.Unix(0, createdOf(it.st.order)).UTC()
 		}
-		fn(t.tenant, t.queue, q.shown, q.byClaim.Len(), oldest)
+		fn(t.tenant, t.queue, q.shown, q.claimable, oldest)
 	}
 }

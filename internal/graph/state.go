@@ -71,7 +71,7 @@ func (st *nodeState) labelList() []string {
 
 // labelsOf is labels as a nodeState holds them: a copy behind a pointer,
 // nil for none. The copy is never changed in place (a change makes a new
-// one), so copies of the state and the ready mirror's items share it.
+// one), so copies of the state share it.
 func labelsOf(labels []string) *[]string {
 	if len(labels) == 0 {
 		return nil
@@ -106,6 +106,10 @@ type nodeEntry struct {
 	// Under the table's mu: marked says the entry waits in table.marked
 	// for the list indexes to catch up with it (lists.go).
 	marked bool
+	// Under the ready mirror's mu: where the entry is filed in the ready
+	// mirror (mirrorNone, mirrorDelayed, mirrorClaimable), whose trees
+	// hold the entry itself.
+	mirror uint8
 	// Under lists.mu: the order the entry sits at in the list indexes
 	// (their trees compare it).
 	listedOrder [orderKeyLength]byte

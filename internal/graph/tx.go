@@ -191,6 +191,10 @@ func (tx *Tx) apply() {
 	}
 	var obs []QueueObservation
 	now := tx.now.UnixNano()
+	// The mirror's lock is held across the loop: entries in its trees
+	// change state only under it (trackLocked).
+	s.ready.mu.Lock()
+	defer s.ready.mu.Unlock()
 	for ref, st := range tx.nodes {
 		e, had := t.nodes[ref]
 		var old *nodeState
@@ -208,18 +212,19 @@ func (tx *Tx) apply() {
 		case st == nil && had:
 			t.mark(e, false)
 			delete(t.nodes, ref)
+			s.ready.trackLocked(e, true, nil, &moves)
 		case st == nil:
 		case had:
 			if listKeyOf(&e.st) != listKeyOf(st) {
 				t.mark(e, false)
 			}
-			e.st = *st
+			s.ready.trackLocked(e, true, st, &moves) // sets e.st
 		default:
-			e = &nodeEntry{ref: ref, st: *st}
+			e = &nodeEntry{ref: ref}
 			t.nodes[ref] = e
 			t.mark(e, true)
+			s.ready.trackLocked(e, false, st, &moves) // sets e.st
 		}
-		s.ready.track(ref, old, st, &moves)
 		t.noteFinished(ref, old, st)
 	}
 	if len(moves) > 0 {
