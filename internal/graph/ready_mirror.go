@@ -46,9 +46,9 @@ type tenantQueue struct{ tenant, queue string }
 // nodes reserved to someone else. The claim indexes together are the queue
 // in claim order: one tree per order, no copy of every entry in another.
 type queueMirror struct {
-	entries   int       // entries filed, claimable or delayed
-	claimable int       // entries in the claim trees
-	byAge     *readyTree // claimable now, oldest first (QueueStats' oldest)
+	entries   int         // entries filed, claimable or delayed
+	claimable int         // entries in the claim trees
+	byAge     *readyTree  // claimable now, oldest first (QueueStats' oldest)
 	open      *claimIndex // claimable now by anyone
 	targeted  map[string]*claimIndex
 	waiters   waitIndex
