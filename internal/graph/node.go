@@ -164,7 +164,7 @@ func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
 // read otherwise.
 func (tx *Tx) storedRecord(tenant, id string, st *nodeState) ([]byte, error) {
 	if st != nil && st.record != nil {
-		return st.record, nil
+		return *st.record, nil
 	}
 	b, _, err := tx.kv.Get(nodeKey(tenant, id))
 	return b, err
@@ -245,7 +245,7 @@ func (tx *Tx) NodePut(n *Node) error {
 	if st == nil {
 		return &fault.NotFound{What: "node", ID: n.ID}
 	}
-	was := st.status
+	was := st.status.Status()
 	if st.hasBlobs || len(n.Blobs) > 0 {
 		// The stored record names the blobs it held; only a node with
 		// blobs, before or after, pays for reading it.

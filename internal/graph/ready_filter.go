@@ -31,15 +31,14 @@ func (f ReadyFilter) normal() ReadyFilter {
 // matches reports whether f's claimer may take e (call with the mirror's mu
 // held, as e.st is read).
 func (f ReadyFilter) matches(e *nodeEntry) bool {
-	if e.st.target != "" && e.st.target != f.Sub {
+	if target := e.st.target.String(); target != "" && target != f.Sub {
 		return false
 	}
-	if len(f.Types) > 0 && !slices.Contains(f.Types, e.st.typ) {
+	if len(f.Types) > 0 && !slices.Contains(f.Types, e.st.typ.String()) {
 		return false
 	}
-	labels := e.st.labelList()
 	for _, l := range f.Labels {
-		if !slices.Contains(labels, l) {
+		if !e.st.labels.hasLabel(l) {
 			return false
 		}
 	}
@@ -85,16 +84,16 @@ func (ix *claimIndex) insert(e *nodeEntry) {
 
 // insertFiltered puts e in the trees of its type and labels.
 func (ix *claimIndex) insertFiltered(e *nodeEntry) {
-	insertInto(ix.byType, e.st.typ, e)
-	for _, l := range e.st.labelList() {
+	insertInto(ix.byType, e.st.typ.String(), e)
+	for l := range e.st.labels.eachLabel() {
 		insertInto(ix.byLabel, l, e)
 	}
 }
 
 func (ix *claimIndex) delete(e *nodeEntry) {
 	ix.all.Delete(e)
-	deleteFrom(ix.byType, e.st.typ, e)
-	for _, l := range e.st.labelList() {
+	deleteFrom(ix.byType, e.st.typ.String(), e)
+	for l := range e.st.labels.eachLabel() {
 		deleteFrom(ix.byLabel, l, e)
 	}
 }

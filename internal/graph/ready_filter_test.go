@@ -15,14 +15,14 @@ import (
 
 // testItem is the entry of a ready node of acme's queue q.
 func testItem(id string, priority, created int64, typ, target string, labels ...string) *nodeEntry {
-	e := &nodeEntry{ref: nodeRef{"acme", id}, st: nodeState{status: StatusQueued, queue: "q", typ: typ, target: target, labels: labelsOf(labels)}}
+	e := &nodeEntry{ref: nodeRef{"acme", id}, st: nodeState{status: codeQueued, queue: atomOf("q"), typ: atomOf(typ), target: atomOf(target), labels: labelSetOf(labels)}}
 	copy(e.st.order[:], orderBytes(priority, created))
 	return e
 }
 
 // inQueue is e moved to another queue of its tenant.
 func inQueue(queue string, e *nodeEntry) *nodeEntry {
-	e.st.queue = queue
+	e.st.queue = atomOf(queue)
 	return e
 }
 
@@ -32,15 +32,15 @@ func inQueue(queue string, e *nodeEntry) *nodeEntry {
 func bruteForce(items map[string]*nodeEntry, now int64, f ReadyFilter) []string {
 	var all []*nodeEntry
 	for _, it := range items {
-		if it.st.runAt > now || (it.st.target != "" && it.st.target != f.Sub) {
+		if target := it.st.target.String(); it.st.runAt > now || (target != "" && target != f.Sub) {
 			continue
 		}
-		if len(f.Types) > 0 && !slices.Contains(f.Types, it.st.typ) {
+		if len(f.Types) > 0 && !slices.Contains(f.Types, it.st.typ.String()) {
 			continue
 		}
 		carries := true
 		for _, l := range f.Labels {
-			carries = carries && slices.Contains(it.st.labelList(), l)
+			carries = carries && slices.Contains(it.st.labels.labelList(), l)
 		}
 		if carries {
 			all = append(all, it)

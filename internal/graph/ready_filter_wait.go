@@ -96,12 +96,12 @@ func (w *waitIndex) wake(it *nodeEntry) {
 			}
 		}
 	}
-	if it.st.target != "" {
-		consider(w.bySub[it.st.target])
+	if target := it.st.target.String(); target != "" {
+		consider(w.bySub[target])
 	} else {
 		consider(w.any)
-		consider(w.byType[it.st.typ])
-		for _, l := range it.st.labelList() {
+		consider(w.byType[it.st.typ.String()])
+		for l := range it.st.labels.eachLabel() {
 			consider(w.byLabel[l])
 		}
 	}

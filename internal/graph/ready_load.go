@@ -29,13 +29,13 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 	all := make([]claimable, 0, len(entries)) // sized once: grown by append, a million would leave their copies behind
 	for _, e := range entries {
 		st := &e.st
-		if st.queue == "" {
+		if st.queue == (atom{}) {
 			continue
 		}
-		tq := tenantQueue{e.ref.tenant, st.queue}
+		tq := tenantQueue{e.ref.tenant, st.queue.String()}
 		q := m.queue(tq)
-		q.counts[st.status]++
-		moves = append(moves, countMove{tq.tenant, tq.queue, "", st.status})
+		q.counts[st.status.Status()]++
+		moves = append(moves, countMove{tq.tenant, tq.queue, "", st.status.Status()})
 		if !st.ready() {
 			continue
 		}
@@ -47,7 +47,7 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 		}
 		e.mirror = mirrorClaimable
 		q.claimable++
-		all = append(all, claimable{q, q.indexFor(st.target), e})
+		all = append(all, claimable{q, q.indexFor(st.target.String()), e})
 	}
 	each := func(fill func(c claimable)) func() {
 		return func() {

@@ -96,7 +96,7 @@ func (q *queueMirror) insertClaimable(e *nodeEntry) {
 	e.mirror = mirrorClaimable
 	q.claimable++
 	q.byAge.ReplaceOrInsert(e)
-	q.indexFor(e.st.target).insert(e)
+	q.indexFor(e.st.target.String()).insert(e)
 }
 
 // indexFor is the claim index of entries reserved to target ("": the open
@@ -117,14 +117,15 @@ func (q *queueMirror) indexFor(target string) *claimIndex {
 func (q *queueMirror) deleteClaimable(e *nodeEntry) {
 	q.claimable--
 	q.byAge.Delete(e)
-	if e.st.target == "" {
+	target := e.st.target.String()
+	if target == "" {
 		q.open.delete(e)
 		return
 	}
-	if ix := q.targeted[e.st.target]; ix != nil {
+	if ix := q.targeted[target]; ix != nil {
 		ix.delete(e)
 		if ix.all.Len() == 0 {
-			delete(q.targeted, e.st.target)
+			delete(q.targeted, target)
 		}
 	}
 }
@@ -133,7 +134,7 @@ func (q *queueMirror) deleteClaimable(e *nodeEntry) {
 // run_at has come, else in the delay heap (call with mu held; e is in no
 // tree of the mirror).
 func (m *readyMirror) addLocked(e *nodeEntry) {
-	t := tenantQueue{e.ref.tenant, e.st.queue}
+	t := tenantQueue{e.ref.tenant, e.st.queue.String()}
 	q := m.queue(t)
 	q.entries++
 	if e.st.runAt <= m.clock.Now().UnixMilli() {
@@ -152,7 +153,7 @@ func (m *readyMirror) removeLocked(e *nodeEntry) {
 	if e.mirror == mirrorNone {
 		return
 	}
-	t := tenantQueue{e.ref.tenant, e.st.queue}
+	t := tenantQueue{e.ref.tenant, e.st.queue.String()}
 	q, ok := m.queues[t]
 	if !ok {
 		e.mirror = mirrorNone
@@ -290,7 +291,7 @@ func (m *readyMirror) promoteLocked(now int64) {
 			return
 		}
 		m.delayed.Pop()
-		q, ok := m.queues[tenantQueue{e.ref.tenant, e.st.queue}]
+		q, ok := m.queues[tenantQueue{e.ref.tenant, e.st.queue.String()}]
 		if !ok {
 			e.mirror = mirrorNone
 			continue

@@ -53,7 +53,7 @@ func (m *readyMirror) leaveLocked(e *nodeEntry, st *nodeState) {
 	}
 	old := &e.st
 	if st == nil || !st.ready() || old.queue != st.queue || old.order != st.order || old.runAt != st.runAt ||
-		old.typ != st.typ || old.target != st.target || !slices.Equal(old.labelList(), st.labelList()) {
+		old.typ != st.typ || old.target != st.target || old.labels != st.labels {
 		m.removeLocked(e)
 	}
 }
@@ -64,10 +64,10 @@ func (m *readyMirror) countLocked(tenant string, old, st *nodeState, shown *[]co
 	var oq, nq string
 	var os, ns Status
 	if old != nil {
-		oq, os = old.queue, old.status
+		oq, os = old.queue.String(), old.status.Status()
 	}
 	if st != nil {
-		nq, ns = st.queue, st.status
+		nq, ns = st.queue.String(), st.status.Status()
 	}
 	if oq == nq && os == ns {
 		return
@@ -116,7 +116,7 @@ func (m *readyMirror) readySets() map[tenantQueue][]string {
 		}
 	}
 	for _, e := range m.delayed.Due(time.Unix(1<<62, 0), m.delayed.Len()) {
-		tq := tenantQueue{e.ref.tenant, e.st.queue}
+		tq := tenantQueue{e.ref.tenant, e.st.queue.String()}
 		out[tq] = append(out[tq], e.ref.id)
 	}
 	return out

@@ -123,7 +123,7 @@ func (tx *Tx) state(ref nodeRef) *nodeState {
 		t.mu.RLock()
 		defer t.mu.RUnlock()
 	}
-	e, ok := t.nodes[ref]
+	e, ok := t.nodes.get(ref)
 	if !ok {
 		return nil
 	}
@@ -196,7 +196,7 @@ func (tx *Tx) apply() {
 	s.ready.mu.Lock()
 	defer s.ready.mu.Unlock()
 	for ref, st := range tx.nodes {
-		e, had := t.nodes[ref]
+		e, had := t.nodes.get(ref)
 		var old *nodeState
 		if had {
 			o := e.st
@@ -211,7 +211,7 @@ func (tx *Tx) apply() {
 		switch {
 		case st == nil && had:
 			t.mark(e, false)
-			delete(t.nodes, ref)
+			t.nodes.delete(ref)
 			s.ready.trackLocked(e, true, nil, &moves)
 		case st == nil:
 		case had:
@@ -221,7 +221,7 @@ func (tx *Tx) apply() {
 			s.ready.trackLocked(e, true, st, &moves) // sets e.st
 		default:
 			e = &nodeEntry{ref: ref}
-			t.nodes[ref] = e
+			t.nodes.set(ref, e)
 			t.mark(e, true)
 			s.ready.trackLocked(e, false, st, &moves) // sets e.st
 		}
@@ -239,27 +239,24 @@ func (tx *Tx) apply() {
 		t.fences[ref] = f
 	}
 	for ref, le := range tx.edges {
-		from, to := t.nodes[nodeRef{ref.tenant, ref.from}], t.nodes[nodeRef{ref.tenant, ref.to}]
+		from, _ := t.nodes.get(nodeRef{ref.tenant, ref.from})
+		to, _ := t.nodes.get(nodeRef{ref.tenant, ref.to})
 		if le == nil {
-			if from != nil {
-				delete(from.out, edgeSlot{ref.typ, ref.to})
+			if from != nil && from.edges != nil {
+				delete(from.edges.out, edgeSlot{ref.typ, ref.to})
+				from.dropEdgesIfNone()
 			}
-			if to != nil {
-				delete(to.in, edgeSlot{ref.typ, ref.from})
+			if to != nil && to.edges != nil {
+				delete(to.edges.in, edgeSlot{ref.typ, ref.from})
+				to.dropEdgesIfNone()
 			}
 			continue
 		}
 		if from != nil {
-			if from.out == nil {
-				from.out = map[edgeSlot]*liveEdge{}
-			}
-			from.out[edgeSlot{ref.typ, ref.to}] = le
+			from.edgesMade().out[edgeSlot{ref.typ, ref.to}] = le
 		}
 		if to != nil {
-			if to.in == nil {
-				to.in = map[edgeSlot]*liveEdge{}
-			}
-			to.in[edgeSlot{ref.typ, ref.from}] = le
+			to.edgesMade().in[edgeSlot{ref.typ, ref.from}] = le
 		}
 	}
 }
@@ -387,7 +384,7 @@ func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
 		return false, err
 	}
 	if st := tx.nodes[nodeRef{tenant, id}]; st != nil && st.record != nil {
-		st.record = record // what NodeGet and the next putNode read
+		st.record = &record // what NodeGet and the next putNode read
 	}
 	return true, nil
 }
