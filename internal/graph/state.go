@@ -33,8 +33,8 @@ type nodeState struct {
 	parent atom
 	typ    atom
 	target atom
-	labels atom // the label set (labelSetOf; eachLabel)
-	holder atom // the live lease's identity (zero for none)
+	labels atom  // the label set (labelSetOf; eachLabel)
+	holder atom  // the live lease's identity (zero for none)
 	runAt  int64 // unix ms, rounded up (runAtMS); 0 = none
 	// changed is when a finished node last changed (unix ns), for
 	// retention; 0 while the node is not finished.
