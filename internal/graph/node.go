@@ -166,9 +166,20 @@ func (tx *Tx) storedRecord(tenant, id string, st *nodeState) ([]byte, error) {
 	if st != nil && st.record != nil {
 		return *st.record, nil
 	}
+	ref := nodeRef{tenant, id}
+	if tx.read.b != nil && tx.read.ref == ref {
+		return tx.read.b, nil
+	}
 	b, _, err := tx.kv.Get(nodeKey(tenant, id))
+	if err == nil && b != nil && tx.writable {
+		tx.read.ref, tx.read.b = ref, b
+	}
 	return b, err
 }
+
+// forgetRead drops the record storedRecord last read, as the transaction is
+// about to write the node's key.
+func (tx *Tx) forgetRead() { tx.read.b = nil }
 
 // NodeExists reports whether the node exists.
 func (tx *Tx) NodeExists(tenant, id string) (bool, error) {
@@ -228,6 +239,7 @@ func (tx *Tx) putNode(n *Node, replaced []byte) ([]byte, error) {
 	}
 	tx.store.scratch = b
 	b = withPointersOf(b, replaced)
+	tx.forgetRead()
 	return b, tx.kv.Set(nodeKey(n.Tenant, n.ID), b)
 }
 
@@ -311,6 +323,7 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 	if err != nil {
 		return err
 	}
+	tx.forgetRead()
 	if err := tx.kv.Delete(nodeKey(n.Tenant, n.ID)); err != nil {
 		return err
 	}

@@ -142,8 +142,8 @@ func (t *table) addLive(tenant string, r *liveEdgeRecord) {
 		return
 	}
 	le := &liveEdge{e: &r.Edge, seq: r.Seq}
-	from.edgesMade().out[edgeSlot{r.Edge.Type, r.Edge.To}] = le
-	to.edgesMade().in[edgeSlot{r.Edge.Type, r.Edge.From}] = le
+	from.addOut(edgeSlot{r.Edge.Type, r.Edge.To}, le)
+	to.addIn(edgeSlot{r.Edge.Type, r.Edge.From}, le)
 	switch {
 	case r.Edge.Type == EdgeDependsOn:
 		to.st.dependents++

@@ -108,12 +108,26 @@ func (e *nodeEntry) inEdges() map[edgeSlot]*liveEdge {
 	return e.edges.in
 }
 
-// edgesMade is the node's edges, made with both maps on first use.
-func (e *nodeEntry) edgesMade() *nodeEdges {
+// addOut and addIn file a live edge in the node's maps, each made on first
+// use.
+func (e *nodeEntry) addOut(slot edgeSlot, le *liveEdge) {
 	if e.edges == nil {
-		e.edges = &nodeEdges{out: map[edgeSlot]*liveEdge{}, in: map[edgeSlot]*liveEdge{}}
+		e.edges = &nodeEdges{}
 	}
-	return e.edges
+	if e.edges.out == nil {
+		e.edges.out = map[edgeSlot]*liveEdge{}
+	}
+	e.edges.out[slot] = le
+}
+
+func (e *nodeEntry) addIn(slot edgeSlot, le *liveEdge) {
+	if e.edges == nil {
+		e.edges = &nodeEdges{}
+	}
+	if e.edges.in == nil {
+		e.edges.in = map[edgeSlot]*liveEdge{}
+	}
+	e.edges.in[slot] = le
 }
 
 // dropEdgesIfNone lets the maps go once the node has no live edge left.

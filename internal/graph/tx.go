@@ -36,6 +36,15 @@ type Tx struct {
 	events []Event
 	marks  map[string]retentionMark // retention marks changed here (retention.go)
 
+	// read is the record of a queued or open node that storedRecord last
+	// read from the store in a write transaction, so a claim's read and
+	// its write of the node read the store once; any write of a node's key
+	// forgets it.
+	read struct {
+		ref nodeRef
+		b   []byte
+	}
+
 	// last is the node state a write transaction looked up last (or set),
 	// so the several lookups one op makes of a node (read, check, change,
 	// move) cost one access to maps of up to millions of entries.
@@ -253,10 +262,10 @@ func (tx *Tx) apply() {
 			continue
 		}
 		if from != nil {
-			from.edgesMade().out[edgeSlot{ref.typ, ref.to}] = le
+			from.addOut(edgeSlot{ref.typ, ref.to}, le)
 		}
 		if to != nil {
-			to.edgesMade().in[edgeSlot{ref.typ, ref.from}] = le
+			to.addIn(edgeSlot{ref.typ, ref.from}, le)
 		}
 	}
 }
@@ -380,6 +389,7 @@ func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
 	if record, ok = withRecordPointer(record, seq, horizon); !ok {
 		return false, nil
 	}
+	tx.forgetRead()
 	if err := tx.kv.Set(key, record); err != nil {
 		return false, err
 	}
