@@ -2,10 +2,13 @@ package graph
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +30,8 @@ const maxBytesPerQueuedNode = 200
 // skipped, so go test ./... stays fast. With TETHER_MEMORY_REOPEN=1 it also
 // closes the store and times the rebuild at open; with
 // TETHER_MEMORY_PROFILE=file it writes a heap profile at N to file (for go
-// tool pprof -sample_index=inuse_space).
+// tool pprof -sample_index=inuse_space), and with TETHER_MEMORY_CPUPROFILE=file
+// a CPU profile of the reopen.
 func TestQueuedNodeMemory(t *testing.T) {
 	n := 0
 	if v := os.Getenv("TETHER_MEMORY_NODES"); v != "" {
@@ -61,10 +65,17 @@ func TestQueuedNodeMemory(t *testing.T) {
 	}
 	if os.Getenv("TETHER_MEMORY_REOPEN") == "1" {
 		require.NoError(t, s.Close())
-		start := time.Now()
-		s, err = Open(Options{Dir: dir})
+		if path := os.Getenv("TETHER_MEMORY_CPUPROFILE"); path != "" {
+			f, err := os.Create(path)
+			require.NoError(t, err)
+			require.NoError(t, pprof.StartCPUProfile(f))
+			defer f.Close()
+		}
+		start, cpu := time.Now(), cpuTime()
+		s, err = Open(Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+		pprof.StopCPUProfile()
 		require.NoError(t, err)
-		t.Logf("rebuild at open: %.1fs; heap in use after it %.1f MiB", time.Since(start).Seconds(), mib(heapInUse()))
+		t.Logf("open (the engine's, and the rebuild): %.1fs, %.1fs of CPU; heap in use after it %.1f MiB", time.Since(start).Seconds(), (cpuTime() - cpu).Seconds(), mib(heapInUse()))
 		ready, _ := s.ReadyStats("acme", "q")
 		require.Equal(t, n, ready)
 	}
@@ -108,6 +119,23 @@ func writeHeapProfile(t *testing.T, path string) {
 	require.NoError(t, err)
 	defer f.Close()
 	require.NoError(t, pprof.WriteHeapProfile(f))
+}
+
+// cpuTime is the CPU time the process has used (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// testLog writes a logger's lines to the test's log.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -130,10 +132,12 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	started := time.Now()
 	if err := s.rebuild(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
+	s.log.Info("in-memory state rebuilt", "nodes", s.table.nodes.len(), "took", time.Since(started).Round(time.Millisecond))
 	if err := db.Reopen(); err != nil {
 		db.Close()
 		return nil, err
