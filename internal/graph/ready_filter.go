@@ -202,7 +202,8 @@ func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queue
 
 // mergeLocked merges srcs in claim order from just after the item after (from
 // the start when nil) and appends to ids those of up to walkChunk items that
-// match. It returns the last item it looked at and whether none is left.
+// match. It returns the place of the last item it looked at (a copy of its
+// order and id: placeOf) and whether none is left.
 //
 // Each source gives up to its share of look items; where a source had
 // more, the items of the others beyond its last one are not yet in order

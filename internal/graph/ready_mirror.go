@@ -357,7 +357,7 @@ func (s *Store) QueueCount(tenant, queue string, st Status) int64 {
 // ReadyIDs calls fn with the ids in tenant's queue that f's claimer may take
 // at now, in claim order (priority high first, then oldest, then id), until
 // fn returns false. It reads the in-memory mirror of the ready index, whose
-// items carry type, labels and target, so the ids are those that match f as
+// entries carry type, labels and target, so the ids are those that match f as
 // of the node's last write; it never calls fn under the mirror's lock. Call
 // it on the writer (inside Update) so the mirror matches what the
 // transaction sees.
