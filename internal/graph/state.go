@@ -62,14 +62,6 @@ type nodeState struct {
 	hasBlobs bool
 }
 
-// recordBytes is the record the state keeps (nil for none).
-func (st *nodeState) recordBytes() []byte {
-	if st.record == nil {
-		return nil
-	}
-	return *st.record
-}
-
 // ready reports whether the node waits in its queue with nothing blocking it:
 // the part of the claimable rule the ready index keeps (claimable.go).
 func (st *nodeState) ready() bool {
