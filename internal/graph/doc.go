@@ -36,7 +36,9 @@
 //     so a running node's hot paths never read the store; a queued or open
 //     node's record is read from the store (through the writer's
 //     transaction, once per transaction) when it is claimed, read or
-//     changed, so the backlog's records live on disk;
+//     changed, so the backlog's records live on disk (on an engine whose
+//     reads are round trips, etcd, every live node's record stays in
+//     memory instead: Store.liveRecords);
 //   - every live edge, from both ends;
 //   - the fences of deleted nodes;
 //   - the ready mirror (ready_mirror.go, ready_filter*.go): exactly the

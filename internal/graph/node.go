@@ -218,7 +218,7 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	if err != nil {
 		return err
 	}
-	st := stateOf(n, b)
+	st := stateOf(n, b, tx.store.liveRecords)
 	tx.setState(ref, &st)
 	return tx.Emit(n.Tenant, EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
 }
@@ -295,7 +295,7 @@ func (tx *Tx) NodePutQuiet(n *Node) error {
 	if err != nil {
 		return err
 	}
-	*st = st.withRecord(n, b)
+	*st = st.withRecord(n, b, tx.store.liveRecords)
 	return nil
 }
 

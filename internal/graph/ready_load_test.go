@@ -75,7 +75,7 @@ func TestLoadBuildsWhatTrackBuilds(t *testing.T) {
 			at := now.Add(time.Duration(rng.IntN(2000)-1000) * time.Millisecond)
 			n.RunAt = &at
 		}
-		e := &nodeEntry{ref: nodeRef{n.Tenant, n.ID}, st: stateOf(n, nil)}
+		e := &nodeEntry{ref: nodeRef{n.Tenant, n.ID}, st: stateOf(n, nil, false)}
 		e.st.deps = int32(rng.IntN(4) / 3) // a quarter blocked
 		if !seen[e.ref] {
 			seen[e.ref] = true

@@ -56,7 +56,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		// million nodes.
 		var entries []*nodeEntry
 		err := scanNodes(ktx, func(ref nodeRef, n *Node, val []byte) {
-			e := &nodeEntry{ref: ref, st: stateOf(n, val)}
+			e := &nodeEntry{ref: ref, st: stateOf(n, val, s.liveRecords)}
 			e.listedOrder = e.st.order
 			entries = append(entries, e)
 			if n.Assigned != nil {

@@ -49,7 +49,8 @@ type nodeState struct {
 	// nil otherwise. A queued or open node's record is read from the store
 	// when it is claimed, read or changed (the writer reads through its
 	// transaction, and Badger's block cache holds the hot ones), so a
-	// backlog of millions does not live in memory. Never changed in place
+	// backlog of millions does not live in memory (but with
+	// Store.liveRecords, kept while the node is live). Never changed in place
 	// (a change points at a new one), so copies of the state share it.
 	record *[]byte
 
@@ -187,8 +188,9 @@ func (t *table) mark(e *nodeEntry, isNew bool) {
 	t.marked = append(t.marked, m)
 }
 
-// stateOf fills a nodeState from a record.
-func stateOf(n *Node, record []byte) nodeState {
+// stateOf fills a nodeState from a record; it keeps the record of a running
+// node, and of every live node with liveRecords (Store.liveRecords).
+func stateOf(n *Node, record []byte, liveRecords bool) nodeState {
 	st := nodeState{
 		status: codeOf(n.Status),
 		queue:  atomOf(n.Queue),
@@ -208,17 +210,17 @@ func stateOf(n *Node, record []byte) nodeState {
 	}
 	st.hasBlobs = len(n.Blobs) > 0
 	switch {
-	case n.Status == StatusRunning:
-		st.record = &record
 	case n.Status.Terminal():
 		st.changed = n.UpdatedAt.UnixNano()
+	case n.Status == StatusRunning || liveRecords:
+		st.record = &record
 	}
 	return st
 }
 
 // withRecord returns st moved to the record n (counts kept).
-func (st nodeState) withRecord(n *Node, record []byte) nodeState {
-	next := stateOf(n, record)
+func (st nodeState) withRecord(n *Node, record []byte, liveRecords bool) nodeState {
+	next := stateOf(n, record, liveRecords)
 	next.deps, next.children, next.dependents = st.deps, st.children, st.dependents
 	return next
 }
