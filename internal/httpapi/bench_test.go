@@ -339,6 +339,23 @@ func BenchmarkRequestBatchComplete100(b *testing.B) {
 	be.measure(b, func(i int) *http.Request { return reqs[i] })
 }
 
+// BenchmarkRequestBatchRenew100 is POST /v1/batch renewing 100 held
+// leases, a worker's heartbeat of all it holds: the ops that run one
+// goroutine per node. An op is one request of 100 renews.
+func BenchmarkRequestBatchRenew100(b *testing.B) {
+	be := startBench(b)
+	ids, fences := be.claimed("renews", "default", 100)
+	body := []byte(`{"ops":[`)
+	for j := range ids {
+		if j > 0 {
+			body = append(body, ',')
+		}
+		body = fmt.Appendf(body, `{"op":"renew","id":%q,"fence":%d}`, ids[j], fences[j])
+	}
+	r := be.request(http.MethodPost, "/v1/batch", be.worker, string(append(body, "]}"...)))
+	be.measure(b, func(int) *http.Request { return r })
+}
+
 // measure serves op(i) for each of the b.N ops, expecting 200, and counts
 // only that loop: the timer, the allocations (with their profile's base,
 // allocsBase) and the CPU per op.
