@@ -1,24 +1,29 @@
 package httpapi
 
 import (
-	"context"
+	"bytes"
+	"errors"
 	"log/slog"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/nodes"
 )
 
-// A batch op runs on a goroutine of its own, outside the handler's panic
-// recovery: its panic must become that op's 500, not end the process.
-func TestABatchOpsPanicIsItsOwn500(t *testing.T) {
-	s := &Server{log: slog.New(slog.DiscardHandler)}
-	boom := func(context.Context, *tenant.Principal, string, []byte) (int, any, error) {
-		panic("x")
-	}
-	got := s.runBatchOp(context.Background(), nil, "n1", boom, nil, "req-1")
+// A batch op's internal error (a panic, which nodes.Service.Batch turns
+// into that op's error) is that op's 500: a generic problem with the
+// request's id, its text logged and never answered.
+func TestABatchOpsInternalErrorIsItsOwn500(t *testing.T) {
+	var logged bytes.Buffer
+	s := &Server{log: slog.New(slog.NewTextHandler(&logged, nil))}
+	got := s.batchItem(nil, nodes.BatchResult{Kind: nodes.BatchRenew, NodeID: "n1", Err: errors.New("panic in a batch op: x")}, "req-1")
 	require.Equal(t, http.StatusInternalServerError, got.Status)
 	require.Equal(t, "n1", got.ID)
+	prob, ok := got.Body.(*Problem)
+	require.True(t, ok, "%T", got.Body)
+	require.Equal(t, "req-1", prob.RequestID)
+	require.NotContains(t, prob.Detail, "panic")
+	require.Contains(t, logged.String(), "panic in a batch op: x")
 }

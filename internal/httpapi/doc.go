@@ -3,10 +3,17 @@
 // problem+json errors, and the embedded openapi.yaml and skill.md.
 //
 // Invariants:
-//   - Handlers are thin: decode, call a domain package, encode.
-//   - Domain errors become HTTP in exactly one place (problemFor); an error of
-//     no known kind is logged and answered with a generic 500, so internal
-//     text never reaches a client.
+//   - Handlers are thin: decode, call a domain package, encode. No handler
+//     runs storage itself: none starts goroutines, opens a durability
+//     barrier or recovers a panic (the middleware recovers a handler's).
+//     POST /v1/batch reads each op with its single endpoint's request
+//     reader, calls nodes.Service.Batch, and turns each result into its
+//     entry (batchItem) with its endpoint's answer builder, so a batched op
+//     answers exactly as its endpoint would.
+//   - Domain errors become HTTP in exactly one place (problemFor), a batch
+//     op's error included (through batchItem); an error of no known kind is
+//     logged and answered with a generic 500, so internal text never
+//     reaches a client.
 //   - Request bodies are decoded strictly: unknown fields and trailing data are
 //     400, bodies over the limit 413, and a rejected request changes nothing.
 //   - A handler that takes a JSON body reads it with Server.readBody and

@@ -1,11 +1,9 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -15,23 +13,52 @@ import (
 	"github.com/tether-run/tether/internal/tenant"
 )
 
-// MaxBatchOps is the most ops one POST /v1/batch may hold.
-const MaxBatchOps = 1000
-
-// batchParallelism bounds how many ops of one batch are in flight at once.
-const batchParallelism = 64
-
 type batchResult struct {
 	ID     string `json:"id"`
 	Status int    `json:"status"`
 	Body   any    `json:"body"`
 }
 
-// batch runs many lease ops in one request. Each op succeeds or fails on its
-// own, exactly as its endpoint would, and ops on the same node run in the
-// order given. A batch of completes (what a worker sends for the jobs it
-// finished) runs many per transaction (batchCompletes); any other runs one
-// goroutine per node (batchConcurrent).
+// A batchReader reads the body of one op of POST /v1/batch, p's op on node
+// id, into the nodes.BatchOp that runs it, with the request reader of its
+// single endpoint (ops.go).
+type batchReader func(p *tenant.Principal, id string, body []byte) (nodes.BatchOp, error)
+
+// batchReaders are the ops of POST /v1/batch by name.
+func batchReaders() map[string]batchReader {
+	return map[string]batchReader{
+		"renew": func(p *tenant.Principal, id string, body []byte) (nodes.BatchOp, error) {
+			hp, err := renewRequest(p, id, body)
+			return nodes.RenewOp(hp), err
+		},
+		"extend": func(p *tenant.Principal, id string, body []byte) (nodes.BatchOp, error) {
+			hp, by, err := extendRequest(p, id, body)
+			return nodes.ExtendOp(hp, by), err
+		},
+		"release": func(p *tenant.Principal, id string, body []byte) (nodes.BatchOp, error) {
+			rp, err := releaseRequest(p, id, body)
+			return nodes.ReleaseOp(rp), err
+		},
+		"complete": func(p *tenant.Principal, id string, body []byte) (nodes.BatchOp, error) {
+			cp, err := completeRequest(p, id, body)
+			return nodes.CompleteOp(cp), err
+		},
+		"fail": func(p *tenant.Principal, id string, body []byte) (nodes.BatchOp, error) {
+			fp, err := failRequest(p, id, body)
+			return nodes.FailOp(fp), err
+		},
+		"progress": func(p *tenant.Principal, id string, body []byte) (nodes.BatchOp, error) {
+			pp, err := progressRequest(p, id, body)
+			return nodes.ProgressOp(pp), err
+		},
+	}
+}
+
+// batch is POST /v1/batch: many lease ops in one request, run by
+// nodes.Service.Batch. Each op succeeds or fails on its own, exactly as its
+// endpoint would; a request whose ops cannot be told apart (not objects,
+// no op or id, an unknown op) is refused whole. An op whose body its
+// endpoint would refuse is answered with that refusal and not run.
 func (s *Server) batch(c echo.Context) error {
 	body, err := s.readBody(c)
 	if err != nil {
@@ -43,171 +70,96 @@ func (s *Server) batch(c echo.Context) error {
 	if err := decodeStrict(body, &req, false); err != nil {
 		return err
 	}
-	if len(req.Ops) == 0 || len(req.Ops) > MaxBatchOps {
-		return fault.Invalidf("ops", "must hold 1 to %d ops", MaxBatchOps)
+	if len(req.Ops) == 0 || len(req.Ops) > nodes.MaxBatchOps {
+		return fault.Invalidf("ops", "must hold 1 to %d ops", nodes.MaxBatchOps)
 	}
-	ops := make([]batchOp, len(req.Ops))
+	p := principal(c)
+	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
+	items := make([]batchResult, len(req.Ops))
+	ops := make([]nodes.BatchOp, 0, len(req.Ops))
+	at := make([]int, 0, len(req.Ops)) // the request's op each of ops is
 	for i, raw := range req.Ops {
-		if name, id, rest, ok := splitOp(raw); ok {
-			run, known := s.batchOps[name]
-			if known && graph.ValidID(id) {
-				ops[i] = batchOp{name: name, id: id, run: run, body: rest}
-				continue
-			}
-		}
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-			return fault.Invalidf(fmt.Sprintf("ops[%d]", i), "must be an object")
-		}
-		var name, id string
-		if json.Unmarshal(fields["op"], &name) != nil || json.Unmarshal(fields["id"], &id) != nil {
-			return fault.Invalidf(fmt.Sprintf("ops[%d]", i), `needs "op" and "id" strings`)
-		}
-		run, ok := s.batchOps[name]
-		if !ok {
-			return fault.Invalidf(fmt.Sprintf("ops[%d].op", i), "must be one of renew, extend, release, complete, fail, progress")
-		}
-		if !graph.ValidID(id) {
-			return fault.Invalidf(fmt.Sprintf("ops[%d].id", i), "is not a valid node id")
-		}
-		delete(fields, "op")
-		delete(fields, "id")
-		rest, err := json.Marshal(fields)
+		id, read, body, err := s.splitBatchOp(i, raw)
 		if err != nil {
 			return err
 		}
-		ops[i] = batchOp{name: name, id: id, run: run, body: rest}
-	}
-	ctx, p := c.Request().Context(), principal(c)
-	// Every op is answered once applied; the batch answers once all of them
-	// are durable, with one wait for the log instead of one per op.
-	ctx, durable := graph.WithBarrier(ctx)
-	// Read once here: the response's header map is not safe to touch from
-	// the goroutines below.
-	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
-	var results []batchResult
-	if allComplete(ops) {
-		results = s.batchCompletes(ctx, p, ops, requestID)
-	} else {
-		results = s.batchConcurrent(ctx, p, ops, requestID)
-	}
-	if err := durable.Wait(); err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, &batchResults{Results: results})
-}
-
-// batchOp is one op of POST /v1/batch, read.
-type batchOp struct {
-	name string
-	id   string
-	run  op
-	body []byte
-}
-
-// batchConcurrent runs ops with one goroutine per node: ops on different
-// nodes run concurrently (and so share fsyncs through the store's group
-// commit), ops on the same node in the order given.
-func (s *Server) batchConcurrent(ctx context.Context, p *tenant.Principal, ops []batchOp, requestID string) []batchResult {
-	results := make([]batchResult, len(ops))
-	byNode := map[string][]int{}
-	var order []string
-	for i, o := range ops {
-		if _, ok := byNode[o.id]; !ok {
-			order = append(order, o.id)
-		}
-		byNode[o.id] = append(byNode[o.id], i)
-	}
-	sem := make(chan struct{}, batchParallelism)
-	var wg sync.WaitGroup
-	for _, id := range order {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(idx []int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			for _, i := range idx {
-				results[i] = s.runBatchOp(ctx, p, ops[i].id, ops[i].run, ops[i].body, requestID)
-			}
-		}(byNode[id])
-	}
-	wg.Wait()
-	return results
-}
-
-// allComplete reports whether every op of a batch is a complete, the batch a
-// worker sends for the jobs it finished.
-func allComplete(ops []batchOp) bool {
-	for _, o := range ops {
-		if o.name != "complete" {
-			return false
-		}
-	}
-	return true
-}
-
-// batchCompletes runs a batch of completes through nodes.CompleteMany, many
-// per transaction, in the order given (which is also the order per node the
-// concurrent path keeps). Each op's answer is the one its endpoint would give.
-func (s *Server) batchCompletes(ctx context.Context, p *tenant.Principal, ops []batchOp, requestID string) []batchResult {
-	results := make([]batchResult, len(ops))
-	params := make([]nodes.CompleteParams, 0, len(ops))
-	at := make([]int, 0, len(ops)) // the op each of params is
-	for i, o := range ops {
-		// Read on the handler's goroutine, but recovered as an op's panic is
-		// on the concurrent path: it is that op's 500.
-		_, _, err := runRecovered(ctx, p, o.id, o.body, func(_ context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
-			cp, err := completeRequest(p, id, body)
-			if err == nil {
-				params, at = append(params, cp), append(at, i)
-			}
-			return 0, nil, err
-		})
+		op, err := read(p, id, body)
 		if err != nil {
-			results[i] = s.batchAnswer(o.id, 0, nil, err, requestID)
-		}
-	}
-	nodes, errs := s.work.CompleteMany(ctx, params)
-	for j, i := range at {
-		if errs[j] != nil {
-			results[i] = s.batchAnswer(ops[i].id, 0, nil, errs[j], requestID)
+			items[i] = s.batchItem(p, nodes.BatchResult{NodeID: id, Err: err}, requestID)
 			continue
 		}
-		status, out, err := runRecovered(ctx, p, ops[i].id, nil, func(context.Context, *tenant.Principal, string, []byte) (int, any, error) {
-			return s.nodeAnswer(nodes[j])
-		})
-		results[i] = s.batchAnswer(ops[i].id, status, out, err, requestID)
+		ops, at = append(ops, op), append(at, i)
 	}
-	return results
+	results, err := s.work.Batch(c.Request().Context(), callerOf(p), ops)
+	if err != nil {
+		return err
+	}
+	for j, r := range results {
+		items[at[j]] = s.batchItem(p, r, requestID)
+	}
+	return writeJSON(c, http.StatusOK, &batchResults{Results: items})
 }
 
-func (s *Server) runBatchOp(ctx context.Context, p *tenant.Principal, id string, run op, body []byte, requestID string) batchResult {
-	status, out, err := runRecovered(ctx, p, id, body, run)
-	return s.batchAnswer(id, status, out, err, requestID)
-}
-
-// batchAnswer is one op's entry in a batch's results: its answer, or the
-// problem its error makes (an unknown error logged, as a handler's is).
-func (s *Server) batchAnswer(id string, status int, out any, err error, requestID string) batchResult {
-	if err == nil {
-		return batchResult{ID: id, Status: status, Body: out}
-	}
-	prob, known := problemFor(err)
-	prob.RequestID = requestID
-	if !known {
-		s.log.Error("internal error in batch op", "err", err, "node", id, "request_id", prob.RequestID)
-	}
-	return batchResult{ID: id, Status: prob.Status, Body: prob}
-}
-
-// runRecovered runs one batch op, turning a panic into an error (a 500 for
-// that op): ops run on goroutines of their own, outside the middleware that
-// recovers a handler's panic, where one would end the process.
-func runRecovered(ctx context.Context, p *tenant.Principal, id string, body []byte, run op) (status int, out any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic in a batch op: %v", r)
+// splitBatchOp reads op i of a batch, raw, into its node id, its reader and
+// its body (the op's other members); an op that is not an object with "op"
+// and "id" strings naming a known op and a valid node id is a 400 for the
+// whole batch.
+func (s *Server) splitBatchOp(i int, raw json.RawMessage) (id string, read batchReader, body []byte, err error) {
+	if name, id, rest, ok := splitOp(raw); ok {
+		read, known := s.batchOps[name]
+		if known && graph.ValidID(id) {
+			return id, read, rest, nil
 		}
-	}()
-	return run(ctx, p, id, body)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return "", nil, nil, fault.Invalidf(fmt.Sprintf("ops[%d]", i), "must be an object")
+	}
+	var name string
+	if json.Unmarshal(fields["op"], &name) != nil || json.Unmarshal(fields["id"], &id) != nil {
+		return "", nil, nil, fault.Invalidf(fmt.Sprintf("ops[%d]", i), `needs "op" and "id" strings`)
+	}
+	read, ok := s.batchOps[name]
+	if !ok {
+		return "", nil, nil, fault.Invalidf(fmt.Sprintf("ops[%d].op", i), "must be one of renew, extend, release, complete, fail, progress")
+	}
+	if !graph.ValidID(id) {
+		return "", nil, nil, fault.Invalidf(fmt.Sprintf("ops[%d].id", i), "is not a valid node id")
+	}
+	delete(fields, "op")
+	delete(fields, "id")
+	if body, err = json.Marshal(fields); err != nil {
+		return "", nil, nil, err
+	}
+	return id, read, body, nil
+}
+
+// batchItem is one op's entry in a batch's results, p's op: the answer its
+// endpoint gives, or the problem its error makes (an error of no known kind
+// logged, as a handler's is). Every entry is made here.
+func (s *Server) batchItem(p *tenant.Principal, r nodes.BatchResult, requestID string) batchResult {
+	if r.Err != nil {
+		prob, known := problemFor(r.Err)
+		prob.RequestID = requestID
+		if !known {
+			s.log.Error("internal error in batch op", "err", r.Err, "node", r.NodeID, "request_id", requestID)
+		}
+		return batchResult{ID: r.NodeID, Status: prob.Status, Body: prob}
+	}
+	var out any
+	switch r.Kind {
+	case nodes.BatchRenew:
+		out = s.renewAnswerOf(p, r.NodeID, r.Node.Node, r.Lease)
+	case nodes.BatchExtend:
+		out = extendAnswerOf(r.NodeID, r.Lease, r.Capped, r.TTLMax)
+	case nodes.BatchRelease:
+		out = releaseAnswerOf(r.Node.Node)
+	case nodes.BatchComplete, nodes.BatchFail:
+		out = viewAnswerOf(r.Node)
+	case nodes.BatchProgress:
+		out = s.progressAnswerOf(p, r.NodeID, r.Node, r.Lease)
+	default:
+		return s.batchItem(p, nodes.BatchResult{NodeID: r.NodeID, Err: fmt.Errorf("a batch result of no known kind (%d)", r.Kind)}, requestID)
+	}
+	return batchResult{ID: r.NodeID, Status: http.StatusOK, Body: out}
 }

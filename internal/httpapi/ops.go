@@ -16,9 +16,10 @@ import (
 	"github.com/tether-run/tether/internal/tenant"
 )
 
-// An op is one lease or lifecycle action on one node: the single endpoints
-// and POST /v1/batch both run it, so a batched op answers exactly as its
-// endpoint would.
+// An op is one lease or lifecycle action on one node, as its single
+// endpoint serves it. POST /v1/batch reads each of its ops with the same
+// request reader and answers it with the same answer builder, so a batched
+// op answers exactly as its endpoint would.
 type op func(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error)
 
 // serveOp runs op for the :id of the request with its body.
@@ -159,12 +160,22 @@ func (s *Server) claimJSON(res *lease.ClaimResult) (*claimAnswer, error) {
 	}, nil
 }
 
-func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+// The request readers below (renewRequest, extendRequest, ...) read the
+// body of one op into the params of its call; a single endpoint and a batch
+// op (handlers_batch.go) read it with the same one, and answer with the same
+// answer builder (renewAnswerOf, ...), so that the two answer alike.
+
+// renewRequest reads the body of p's renew of node id.
+func renewRequest(p *tenant.Principal, id string, body []byte) (lease.HolderParams, error) {
 	var b holderBody
 	if err := decodeStrict(body, &b, true); err != nil {
-		return 0, nil, err
+		return lease.HolderParams{}, err
 	}
-	hp, err := b.params(p, id)
+	return b.params(p, id)
+}
+
+func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	hp, err := renewRequest(p, id, body)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -172,34 +183,52 @@ func (s *Server) opRenew(ctx context.Context, p *tenant.Principal, id string, bo
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, &renewAnswer{
-		OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease),
-		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
-	}, nil
+	return http.StatusOK, s.renewAnswerOf(p, id, res.Node, res.Lease), nil
 }
 
-func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+// renewAnswerOf is the answer of p's renew of node id: n with lease l.
+func (s *Server) renewAnswerOf(p *tenant.Principal, id string, n *graph.Node, l *graph.Lease) *renewAnswer {
+	return &renewAnswer{
+		OK: true, Status: n.Status, Lease: toLease(id, l),
+		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
+	}
+}
+
+// extendRequest reads the body of p's extend of node id: the holder, and by
+// how much.
+func extendRequest(p *tenant.Principal, id string, body []byte) (lease.HolderParams, time.Duration, error) {
 	var b struct {
 		holderBody
 		MS *int64 `json:"ms"`
 	}
 	if err := decodeStrict(body, &b, true); err != nil {
-		return 0, nil, err
+		return lease.HolderParams{}, 0, err
 	}
 	if b.MS == nil {
-		return 0, nil, fault.Invalidf("ms", "is required")
+		return lease.HolderParams{}, 0, fault.Invalidf("ms", "is required")
 	}
 	hp, err := b.params(p, id)
+	return hp, msOf(b.MS), err
+}
+
+func (s *Server) opExtend(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	hp, by, err := extendRequest(p, id, body)
 	if err != nil {
 		return 0, nil, err
 	}
-	res, err := s.leases.Extend(ctx, hp, msOf(b.MS))
+	res, err := s.leases.Extend(ctx, hp, by)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, &extendAnswer{
-		OK: true, Status: graph.StatusRunning, Lease: toLease(id, res.Lease), capped: cappedTo(res.Capped, res.TTLMax),
-	}, nil
+	return http.StatusOK, extendAnswerOf(id, res.Lease, res.Capped, res.TTLMax), nil
+}
+
+// extendAnswerOf is the answer of an extend of node id: its lease l, capped
+// to max when isCapped.
+func extendAnswerOf(id string, l *graph.Lease, isCapped bool, max time.Duration) *extendAnswer {
+	return &extendAnswer{
+		OK: true, Status: graph.StatusRunning, Lease: toLease(id, l), capped: cappedTo(isCapped, max),
+	}
 }
 
 type releaseBody struct {
@@ -208,25 +237,53 @@ type releaseBody struct {
 	To     string `json:"to"`
 }
 
-func (s *Server) opRelease(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+// releaseParams are the params of p's release of node id.
+func (b releaseBody) releaseParams(p *tenant.Principal, id string) (lease.ReleaseParams, error) {
+	hp, err := b.params(p, id)
+	if err != nil {
+		return lease.ReleaseParams{}, err
+	}
+	hp.Override = p.Allows(tenant.RoleDispatcher)
+	return lease.ReleaseParams{HolderParams: hp, Reason: b.Reason, To: b.To}, nil
+}
+
+// releaseRequest reads the body of p's release of node id.
+func releaseRequest(p *tenant.Principal, id string, body []byte) (lease.ReleaseParams, error) {
 	var b releaseBody
 	if err := decodeStrict(body, &b, true); err != nil {
+		return lease.ReleaseParams{}, err
+	}
+	return b.releaseParams(p, id)
+}
+
+func (s *Server) opRelease(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	rp, err := releaseRequest(p, id, body)
+	if err != nil {
 		return 0, nil, err
 	}
-	return s.release(ctx, p, id, b)
+	return s.releaseWith(ctx, rp)
 }
 
 func (s *Server) release(ctx context.Context, p *tenant.Principal, id string, b releaseBody) (int, any, error) {
-	hp, err := b.params(p, id)
+	rp, err := b.releaseParams(p, id)
 	if err != nil {
 		return 0, nil, err
 	}
-	hp.Override = p.Allows(tenant.RoleDispatcher)
-	n, err := s.leases.Release(ctx, lease.ReleaseParams{HolderParams: hp, Reason: b.Reason, To: b.To})
+	return s.releaseWith(ctx, rp)
+}
+
+// releaseWith releases a lease and answers with the node's status.
+func (s *Server) releaseWith(ctx context.Context, rp lease.ReleaseParams) (int, any, error) {
+	n, err := s.leases.Release(ctx, rp)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, &releaseAnswer{OK: true, Status: n.Status}, nil
+	return http.StatusOK, releaseAnswerOf(n), nil
+}
+
+// releaseAnswerOf is the answer of a release that left n.
+func releaseAnswerOf(n *graph.Node) *releaseAnswer {
+	return &releaseAnswer{OK: true, Status: n.Status}
 }
 
 type completeBody struct {
@@ -255,8 +312,9 @@ func (b completeBody) completeParams(p *tenant.Principal, id string) (nodes.Comp
 	return nodes.CompleteParams{HolderParams: hp, Result: b.Result, Usage: b.Usage}, nil
 }
 
-// completeRequest reads the body of p's complete of node id in a batch into
-// its params: a batch op cannot ask for the next claim.
+// completeRequest reads the body of p's complete of node id in a batch, or
+// of one without next, into its params: a batch op cannot ask for the next
+// claim.
 func completeRequest(p *tenant.Principal, id string, body []byte) (nodes.CompleteParams, error) {
 	var b completeBody
 	if err := decodeStrict(body, &b, true); err != nil {
@@ -266,14 +324,6 @@ func completeRequest(p *tenant.Principal, id string, body []byte) (nodes.Complet
 		return nodes.CompleteParams{}, fault.Invalidf("next", "unknown field in a batch op: use POST /v1/queues/{queue}/claims to claim many")
 	}
 	return b.completeParams(p, id)
-}
-
-func (s *Server) opComplete(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
-	cp, err := completeRequest(p, id, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	return s.completeWith(ctx, cp)
 }
 
 // opCompleteNode is POST /v1/nodes/{id}/complete: a completion, as the
@@ -357,10 +407,16 @@ func (s *Server) nodeAnswerOf(n *graph.Node) (*nodeAnswer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &nodeAnswer{OK: true, Status: n.Status, Node: toNode(views[0])}, nil
+	return viewAnswerOf(views[0]), nil
 }
 
-func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+// viewAnswerOf is {ok, status, node} for a node's view v.
+func viewAnswerOf(v nodes.NodeView) *nodeAnswer {
+	return &nodeAnswer{OK: true, Status: v.Status, Node: toNode(v)}
+}
+
+// failRequest reads the body of p's fail of node id.
+func failRequest(p *tenant.Principal, id string, body []byte) (nodes.FailParams, error) {
 	var b struct {
 		holderBody
 		Error     *string `json:"error"`
@@ -368,20 +424,28 @@ func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, bod
 		RetryInMS *int64  `json:"retry_in_ms"`
 	}
 	if err := decodeStrict(body, &b, false); err != nil {
-		return 0, nil, err
+		return nodes.FailParams{}, err
 	}
 	if b.Error == nil || *b.Error == "" {
-		return 0, nil, fault.Invalidf("error", "is required")
+		return nodes.FailParams{}, fault.Invalidf("error", "is required")
 	}
 	hp, err := b.params(p, id)
 	if err != nil {
-		return 0, nil, err
+		return nodes.FailParams{}, err
 	}
 	hp.Override = p.Allows(tenant.RoleDispatcher)
 	fp := nodes.FailParams{HolderParams: hp, Error: *b.Error, Requeue: b.Requeue}
 	if b.RetryInMS != nil {
 		d := msOf(b.RetryInMS)
 		fp.RetryIn = &d
+	}
+	return fp, nil
+}
+
+func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	fp, err := failRequest(p, id, body)
+	if err != nil {
+		return 0, nil, err
 	}
 	n, err := s.work.Fail(ctx, fp)
 	if err != nil {
@@ -390,7 +454,8 @@ func (s *Server) opFail(ctx context.Context, p *tenant.Principal, id string, bod
 	return s.nodeAnswer(n)
 }
 
-func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+// progressRequest reads the body of p's progress of node id.
+func progressRequest(p *tenant.Principal, id string, body []byte) (nodes.ProgressParams, error) {
 	var b struct {
 		holderBody
 		Pct     *float64           `json:"pct"`
@@ -398,13 +463,21 @@ func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string,
 		Usage   map[string]float64 `json:"usage"`
 	}
 	if err := decodeStrict(body, &b, true); err != nil {
-		return 0, nil, err
+		return nodes.ProgressParams{}, err
 	}
 	hp, err := b.params(p, id)
 	if err != nil {
+		return nodes.ProgressParams{}, err
+	}
+	return nodes.ProgressParams{HolderParams: hp, Pct: b.Pct, Message: b.Message, Usage: b.Usage}, nil
+}
+
+func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string, body []byte) (int, any, error) {
+	pp, err := progressRequest(p, id, body)
+	if err != nil {
 		return 0, nil, err
 	}
-	res, err := s.work.Progress(ctx, nodes.ProgressParams{HolderParams: hp, Pct: b.Pct, Message: b.Message, Usage: b.Usage})
+	res, err := s.work.Progress(ctx, pp)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -412,10 +485,16 @@ func (s *Server) opProgress(ctx context.Context, p *tenant.Principal, id string,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, &progressAnswer{
-		OK: true, Status: res.Node.Status, Lease: toLease(id, res.Lease), Node: toNode(views[0]),
+	return http.StatusOK, s.progressAnswerOf(p, id, views[0], res.Lease), nil
+}
+
+// progressAnswerOf is the answer of p's progress of node id: its view v and
+// its renewed lease l.
+func (s *Server) progressAnswerOf(p *tenant.Principal, id string, v nodes.NodeView, l *graph.Lease) *progressAnswer {
+	return &progressAnswer{
+		OK: true, Status: v.Status, Lease: toLease(id, l), Node: toNode(v),
 		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
-	}, nil
+	}
 }
 
 // decodeFor reads the node id and the optional JSON body of a node call.

@@ -102,7 +102,7 @@ type Server struct {
 	routeTableOnce sync.Once // routeTable: the routes, for 405's Allow
 	routeTable     []routeShape
 
-	batchOps map[string]op // the ops of POST /v1/batch by name, made once
+	batchOps map[string]batchReader // the ops of POST /v1/batch by name, made once
 }
 
 // New builds the server and its routes.
@@ -118,10 +118,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	s.waiters = newWaiters(cfg.Waits, &s.TestSignals.Waiting)
 	s.stopping, s.stop = context.WithCancel(context.Background())
-	s.batchOps = map[string]op{
-		"renew": s.opRenew, "extend": s.opExtend, "release": s.opRelease,
-		"complete": s.opComplete, "fail": s.opFail, "progress": s.opProgress,
-	}
+	s.batchOps = batchReaders()
 	for _, t := range cfg.OperatorTokens {
 		if t != "" {
 			s.operatorSums = append(s.operatorSums, sha256.Sum256([]byte(t)))

@@ -1,6 +1,7 @@
 // Package nodes is the lifecycle above leases: creating, patching and deleting
 // nodes, edges with their bookkeeping, readiness, completion, cascade cancel,
-// and the read models (node views, lists, subgraphs, live leases). Every
+// batches of lease and lifecycle ops (Batch), and the read models (node
+// views, lists, subgraphs, live leases). Every
 // change of a node's status is a transition of package lifecycle
 // (lifecycle.Create, Complete, Fail, Cancel, Requeue, MoveQueue); this
 // package validates the request, checks the caller's lease, and calls it.
@@ -43,4 +44,12 @@
 //     answer: a chunk of claims serves one request (what it claimed, or on an
 //     error nothing of it), and a chunk of CompleteMany's completions in which
 //     any op fails is rolled back whole and run again one op per transaction.
+//   - Batch answers each op on its own, in the order given, with what its
+//     call alone would answer: an op's error (a fault error, or an internal
+//     one) is in its result and fails no other op, and an op that panics is
+//     that op's internal error. Ops on one node run in the order given; at
+//     most BatchParallelism ops run at once. Every op acts as the batch's
+//     caller. Batch returns once every write it answers is durable (one
+//     barrier wait for the whole batch), so no result is reported before
+//     its write could be read.
 package nodes
