@@ -115,10 +115,13 @@ func (s *Server) splitBatchOp(i int, raw json.RawMessage) (id string, read batch
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return "", nil, nil, fault.Invalidf(fmt.Sprintf("ops[%d]", i), "must be an object")
 	}
-	var name string
-	if json.Unmarshal(fields["op"], &name) != nil || json.Unmarshal(fields["id"], &id) != nil {
+	// Not into id itself: its address taken would put every op's id on the
+	// heap, the fast path's included.
+	var name, nodeID string
+	if json.Unmarshal(fields["op"], &name) != nil || json.Unmarshal(fields["id"], &nodeID) != nil {
 		return "", nil, nil, fault.Invalidf(fmt.Sprintf("ops[%d]", i), `needs "op" and "id" strings`)
 	}
+	id = nodeID
 	read, ok := s.batchOps[name]
 	if !ok {
 		return "", nil, nil, fault.Invalidf(fmt.Sprintf("ops[%d].op", i), "must be one of renew, extend, release, complete, fail, progress")
