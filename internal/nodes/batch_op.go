@@ -84,7 +84,7 @@ func (o BatchOp) NodeID() string { return o.holder.NodeID }
 // identity, whatever o's params said, and for the calls that allow it (a
 // release, complete or fail, as their endpoints do) a dispatcher's override
 // of another identity's lease.
-func (o BatchOp) as(c Caller) lease.HolderParams {
+func (o *BatchOp) as(c Caller) lease.HolderParams {
 	hp := o.holder
 	hp.Tenant, hp.By = c.Tenant, c.Sub
 	switch o.kind {
@@ -96,18 +96,18 @@ func (o BatchOp) as(c Caller) lease.HolderParams {
 	return hp
 }
 
-func (o BatchOp) releaseParams(c Caller) lease.ReleaseParams {
+func (o *BatchOp) releaseParams(c Caller) lease.ReleaseParams {
 	return lease.ReleaseParams{HolderParams: o.as(c), Reason: o.reason, To: o.to}
 }
 
-func (o BatchOp) completeParams(c Caller) CompleteParams {
+func (o *BatchOp) completeParams(c Caller) CompleteParams {
 	return CompleteParams{HolderParams: o.as(c), Result: o.result, Usage: o.usage}
 }
 
-func (o BatchOp) failParams(c Caller) FailParams {
+func (o *BatchOp) failParams(c Caller) FailParams {
 	return FailParams{HolderParams: o.as(c), Error: o.err, Requeue: o.requeue, RetryIn: o.retryIn}
 }
 
-func (o BatchOp) progressParams(c Caller) ProgressParams {
+func (o *BatchOp) progressParams(c Caller) ProgressParams {
 	return ProgressParams{HolderParams: o.as(c), Pct: o.pct, Message: o.message, Usage: o.usage}
 }
