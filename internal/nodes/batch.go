@@ -120,9 +120,9 @@ func perNode(ops []BatchOp, limit int, run func(i int)) {
 // batchOp runs one op as c into r. It runs on a goroutine of its own, where
 // a panic would end the process: a panic is the op's error instead. Each
 // kind runs in a function of its own, so that the goroutine's stack holds
-// only that kind's frame (a frame for all of them, at the bottom of a fresh
-// goroutine's stack, made every op grow it more: BatchRenew100 spent a
-// tenth of its CPU copying stacks).
+// only that kind's frame: one frame for every kind's params and results, at
+// the bottom of each fresh goroutine, made the stack grow, and be copied,
+// on every op.
 func (s *Service) batchOp(ctx context.Context, c Caller, o *BatchOp, r *BatchResult) {
 	r.Kind, r.NodeID = o.kind, o.NodeID()
 	defer recoverOp(r)
