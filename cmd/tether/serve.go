@@ -25,13 +25,14 @@ import (
 
 	"github.com/tether-run/tether/internal/httpapi"
 	"github.com/tether-run/tether/internal/mcp"
+	"github.com/tether-run/tether/internal/memlimit"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tracing"
 	"github.com/tether-run/tether/internal/version"
 )
 
 func serveCommand() *cobra.Command {
-	var addr, dataDir string
+	var addr, dataDir, memoryLimit string
 	var lo logOptions
 	var sf storeFlags
 	var dev bool
@@ -67,6 +68,9 @@ or not, and every request counts in /metrics.`,
 			if cmd.Flags().Changed("data-dir") {
 				s.DataDir = dataDir
 			}
+			if cmd.Flags().Changed("memory-limit") {
+				s.MemoryLimit = memoryLimit
+			}
 			// After --addr: the advertise URL defaults to it.
 			if err := loadStoreEnv(&s, sf); err != nil {
 				return err
@@ -84,6 +88,7 @@ or not, and every request counts in /metrics.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (TETHER_ADDR, default 127.0.0.1:36725)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Badger directory (TETHER_DATA_DIR, default ./data)")
+	cmd.Flags().StringVar(&memoryLimit, "memory-limit", "", "the Go heap's soft limit, e.g. 2GiB, or off (TETHER_MEMORY_LIMIT, default GOMEMLIMIT's, else 90% of the cgroup's memory limit)")
 	sf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: generate a secret and print an admin token")
 	cmd.Flags().StringVar(&lo.format, "log-format", envString("TETHER_LOG_FORMAT", "text"), "log format: text or json (TETHER_LOG_FORMAT)")
@@ -114,6 +119,12 @@ func (lo logOptions) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 func serve(ctx context.Context, s settings, log *slog.Logger) error {
+	mem, err := memlimit.Decide(s.MemoryLimit, os.Getenv("GOMEMLIMIT"), "/")
+	if err != nil {
+		return fmt.Errorf("TETHER_MEMORY_LIMIT: %w", err)
+	}
+	mem.Apply()
+	log.Info("memory limit", mem.LogAttrs()...)
 	s.Server.Logger = log
 	s.Server.DataDir = s.DataDir
 	var devSecret string
