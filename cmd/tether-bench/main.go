@@ -13,9 +13,13 @@
 // servers; scenarios (a) to (d), (h) and (i) run that way.
 //
 // Scenarios: a claim-next+complete, b claims+batch complete, c claim/renew/
-// release by id, d renew only, e fan-out, f reaper lag, g (a) on 1M nodes plus
-// restart time, h GET /health beside (a), i (a) with each complete asking
-// for the next claim (one request per job).
+// release by id, d renew only, e fan-out, f reaper lag, g the backlog's cost
+// (a server restarted on -scale-nodes queued nodes: start-up, RSS and Go heap
+// per node at ready, (a) on it against (a) on 1k nodes), h GET /health beside
+// (a), i (a) with each complete asking for the next claim (one request per
+// job).
+//
+//	go run ./cmd/tether-bench -scenarios g -scale-nodes 10000000   # issue 35's targets
 package main
 
 import (
@@ -80,7 +84,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h,i")
 	flag.IntVar(&c.preload, "preload", 200000, "queued nodes preloaded for (a)")
 	flag.IntVar(&c.preloadBatched, "preload-batched", 200000, "queued nodes preloaded for (b)")
-	flag.IntVar(&c.scaleNodes, "scale-nodes", 1000000, "queued nodes preloaded for (g)")
+	flag.IntVar(&c.scaleNodes, "scale-nodes", 1000000, "queued nodes preloaded for (g) (its restart, memory per node, and (a) on that backlog)")
 	flag.IntVar(&c.reaperLeases, "reaper-leases", 10000, "leases that expire together in (f)")
 	flag.IntVar(&c.fanoutChildren, "fanout-children", 1000, "children of the parent in (e) (at most 1000)")
 	flag.BoolVar(&c.json, "json", false, "print one JSON object per scenario instead of text")
