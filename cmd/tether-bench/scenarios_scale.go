@@ -56,6 +56,9 @@ func (b *bench) scenarioG() ([]*result, error) {
 	if err != nil {
 		return []*result{base}, err
 	}
+	if limit, got := b.cfg.maxNodeHeap, big.Figures["heap_inuse_per_node_b"]; limit > 0 && got > limit {
+		return []*result{base, big}, fmt.Errorf("the Go heap in use per queued node is %.1f B, above -max-heap-per-node %.0f", got, limit)
+	}
 	small, err := b.runGSmall()
 	if err != nil {
 		return []*result{base, big}, err
