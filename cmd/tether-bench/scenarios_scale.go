@@ -25,14 +25,15 @@ const scaleBaseNodes = 1000
 
 // readyMemory is what a server holds at ready, before any load.
 type readyMemory struct {
-	rssMB   float64
-	heap    heapStats
-	startup time.Duration
+	rssMB      float64
+	heap       heapStats
+	startup    time.Duration
+	startupCPU float64 // the server's CPU seconds to get to ready
 }
 
 // readMemoryAtReady reads a just-started server's RSS, then its settled heap.
 func readMemoryAtReady(p *serverProc) (readyMemory, error) {
-	m := readyMemory{rssMB: p.mon.nowMB(), startup: p.startup}
+	m := readyMemory{rssMB: p.mon.nowMB(), startup: p.startup, startupCPU: p.cpuSeconds()}
 	var err error
 	m.heap, err = p.settledHeap()
 	return m, err
@@ -40,6 +41,7 @@ func readMemoryAtReady(p *serverProc) (readyMemory, error) {
 
 func (m readyMemory) figures(r *result) {
 	r.figure("startup_s", round3(m.startup.Seconds()))
+	r.figure("startup_server_cpu_s", round3(m.startupCPU))
 	r.figure("rss_ready_mb", m.rssMB)
 	r.figure("heap_inuse_ready_mb", mib(m.heap.inuse))
 	r.figure("heap_alloc_ready_mb", mib(m.heap.alloc))
@@ -85,12 +87,13 @@ func ratio(x, y float64) float64 {
 func (b *bench) loadAndRestart(s *stage, n int) (*serverProc, loadFigures, error) {
 	var lf loadFigures
 	var err error
+	meter := startCPU(s.srv)
 	if lf.took, err = s.createNodes(n, queuedItem("g-", "q")); err != nil {
 		s.abort()
 		return nil, lf, err
 	}
+	lf.cpu = meter.read()
 	lf.rssMB = s.srv.mon.peakMB(true)
-	lf.cpuS = s.srv.cpuSeconds()
 	s.cl.closeAll()
 	if lf.drain, err = s.srv.stop(); err != nil {
 		return nil, lf, fmt.Errorf("error stopping the loaded server: %w", err)
@@ -105,7 +108,8 @@ func (b *bench) loadAndRestart(s *stage, n int) (*serverProc, loadFigures, error
 // loadFigures are what a preload cost the server.
 type loadFigures struct {
 	took, drain time.Duration
-	rssMB, cpuS float64
+	rssMB       float64
+	cpu         usage // during the preload
 }
 
 // runGBase measures the baseline: a server restarted on scaleBaseNodes.
@@ -162,6 +166,8 @@ func (b *bench) runGBig(base readyMemory) (*result, error) {
 	r.figure("nodes", float64(n))
 	r.figure("load_s", round3(lf.took.Seconds()))
 	r.figure("load_nodes_per_s", float64(int64(float64(n)/lf.took.Seconds())))
+	// Steadier than nodes/s on a shared machine: the server's CPU a node.
+	r.figure("load_server_cpu_us_per_node", round1(lf.cpu.server/float64(n)*1e6))
 	mem.figures(r)
 	r.figure("heap_inuse_per_node_b", round1(float64(mem.heap.inuse-base.heap.inuse)/float64(n)))
 	r.figure("heap_alloc_per_node_b", round1(float64(mem.heap.alloc-base.heap.alloc)/float64(n)))
@@ -169,7 +175,7 @@ func (b *bench) runGBig(base readyMemory) (*result, error) {
 	r.figure("rss_peak_load_mb", peakLoad)
 
 	preloadNote(r, n, lf.took)
-	r.note("server during the preload: peak RSS %.1f MB, CPU %.1fs", lf.rssMB, lf.cpuS)
+	r.note("during the preload: server peak RSS %.1f MB; CPU: server %.1fs, harness %.1fs, other processes %.1fs", lf.rssMB, lf.cpu.server, lf.cpu.client, lf.cpu.other)
 	r.note("SIGTERM drain %.2fs; restart on the loaded store: ready in %.2fs, RSS at ready %.1f MB, Go heap in use after GC %.1f MB (%.1f MB at %d nodes)",
 		lf.drain.Seconds(), mem.startup.Seconds(), mem.rssMB, mib(mem.heap.inuse), mib(base.heap.inuse), scaleBaseNodes)
 	r.note("peak RSS under (a)'s load %.1f MB; server_rss_peak_mb is the restarted server's over its life, start-up included", peakLoad)
