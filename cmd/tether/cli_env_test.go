@@ -103,3 +103,12 @@ func TestMCPServerNamesTheBuild(t *testing.T) {
 		t.Errorf("the MCP server says version %q; tether version says %+v", got, v)
 	}
 }
+
+// versionJSON is what tether version -o json prints (the fields these tests
+// read).
+type versionJSON struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Modified  bool   `json:"modified"`
+	GoVersion string `json:"go"`
+}

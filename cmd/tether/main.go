@@ -1,37 +1,15 @@
-// Command tether is the Tether server and its operator tools.
+// Command tether is the Tether server (tether serve, package internal/serve),
+// its command line (package internal/cli) and its worker runner (tether work,
+// package runner).
 package main
 
 import (
 	"os"
 
-	"github.com/spf13/cobra"
-
-	"github.com/tether-run/tether/internal/version"
+	"github.com/tether-run/tether/internal/cli"
+	"github.com/tether-run/tether/internal/serve"
 )
 
 func main() {
-	root := &cobra.Command{
-		Use:           "tether",
-		Short:         "Tether coordinates work among fleets of AI agents and background workers",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version.Get().Summary(), // --version
-	}
-	root.SetVersionTemplate("tether {{.Version}}\n")
-	cli := newCLI(root) // --server, --token, -o for the client commands
-	root.AddCommand(notAClient(serveCommand(), clientFlags...), notAClient(healthCommand(), clientFlags...),
-		notAClient(workCommand(), "output"), notAClient(checkCommand(), clientFlags...), notAClient(restoreCommand(), clientFlags...))
-	root.AddCommand(cli.versionCommand())
-	root.AddCommand(cli.nodesCommand(), cli.edgesCommand(), cli.queuesCommand(), cli.workersCommand())
-	root.AddCommand(cli.leaseCommands()...)
-	root.AddCommand(cli.nodeVerbCommands()...)
-	root.AddCommand(cli.leasesCommand(), cli.historyCommand(), cli.eventsCommand())
-	root.AddCommand(cli.tokenCommand(), cli.tenantCommand(), cli.backupCommand())
-	root.AddCommand(cli.messageCommands()...)
-	root.AddCommand(cli.blobCommand(), cli.scheduleCommand())
-	root.AddCommand(cli.mcpCommand())
-	if err := root.Execute(); err != nil {
-		printError(os.Stderr, err, cli.output == "json")
-		os.Exit(exitCode(err)) // 2 for a usage error
-	}
+	os.Exit(cli.Main(serve.Command()))
 }

@@ -17,7 +17,7 @@
 //	     └─────────────────────────────────────────────────────┤
 //	                                                           │ expiry with attempts ≥ max_attempts
 //	                                                           ├──────────────▶ dead
-//	                                                           │ complete, fail, cancel (package work)
+//	                                                           │ complete, fail, cancel (package nodes)
 //	                                                           └──────────────▶ done, failed, dead, cancelled
 //
 // A claim of a node nobody holds is decided by the claimable rule

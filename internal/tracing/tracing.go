@@ -3,7 +3,9 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/propagation"
@@ -74,4 +76,14 @@ func SpanContext(traceparent string) (trace.SpanContext, bool) {
 	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
 	sc := trace.SpanContextFromContext(ctx)
 	return sc, sc.IsValid()
+}
+
+// Flush sends the spans still buffered through stop (Setup's), for at most
+// 5 s, and logs a failure.
+func Flush(log *slog.Logger, stop func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("error sending the last spans", "err", err)
+	}
 }

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package main
-
-import "syscall"
-
-// workSignals are the signals --inbox-signal may name: none here.
-var workSignals = map[string]syscall.Signal{}

@@ -1,0 +1,16 @@
+package serve
+
+import "github.com/spf13/pflag"
+
+// storeFlags are serve's flags for where the records live, the settings an
+// operator reaches for beside --addr and --data-dir; each one given wins
+// over its variable (docs/configuration.md lists both).
+type storeFlags struct {
+	store, endpoints, advertise string
+}
+
+func (f *storeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.store, "store", "", "where the records live: badger (the data directory) or etcd (TETHER_STORE, default badger)")
+	fs.StringVar(&f.endpoints, "etcd-endpoints", "", "etcd client URLs, comma separated, for --store etcd (TETHER_ETCD_ENDPOINTS)")
+	fs.StringVar(&f.advertise, "advertise-url", "", "the URL other servers of an etcd cluster reach this one at (TETHER_ADVERTISE_URL, default http:// and the listen address)")
+}
