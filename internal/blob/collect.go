@@ -111,8 +111,6 @@ func (s *Service) run(ctx context.Context) {
 		// The next sweep is armed before Swept hears of this one, so a test
 		// that moves the clock once it has heard finds it armed.
 		s.arm()
-		if s.swept != nil {
-			s.swept(n, err)
-		}
+		s.TestSignals.Swept.Signal(Sweep{Collected: n, Err: err})
 	}
 }

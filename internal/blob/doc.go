@@ -38,8 +38,9 @@
 //     re-checks them in its own transaction. A blob no node has named for
 //     Grace (on the injected clock) is collected within one sweep interval
 //     after (collect.go): its record is deleted, then its file. The timed
-//     sweeps are a startstop service: they run between Start and Stop, and
-//     Stop waits for one under way.
+//     sweeps are a startstop service: they run between Start and Stop,
+//     Stop waits for one under way, and each tells a test it ran
+//     (TestSignals.Swept).
 //   - Per (tenant, sha256), the making of a file with its record and the
 //     removal of a record with its file are serialised (Service.stripes), so
 //     a collection never removes the file of a blob uploaded again meanwhile.

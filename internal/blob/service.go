@@ -22,6 +22,7 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
+	"github.com/tether-run/tether/internal/testsignal"
 )
 
 // Defaults.
@@ -51,9 +52,6 @@ type Config struct {
 	Grace time.Duration
 	// Quota is the most bytes a tenant's blobs may take together (0: no cap).
 	Quota func(ctx context.Context, tenant string) (int64, error)
-	// Swept, when set, is called after each timed sweep with what it
-	// collected (tests wait on it instead of sleeping).
-	Swept func(collected int, err error)
 }
 
 // Service stores blobs: their bytes as files in Dir, their records in the
@@ -63,6 +61,10 @@ type Service struct {
 	// for a sweep under way, which stops at its next write).
 	startstop.BaseStartStop
 
+	// TestSignals tell tests that a timed sweep ran; off unless a test
+	// enables them.
+	TestSignals TestSignals
+
 	dir      string
 	store    *graph.Store
 	clock    clock.Clock
@@ -70,7 +72,6 @@ type Service struct {
 	maxBytes int64
 	grace    time.Duration
 	quota    func(ctx context.Context, tenant string) (int64, error)
-	swept    func(int, error)
 
 	// stripes serialise, per (tenant, sha), the making and the removal of a
 	// blob's file with its record, so a file exists exactly while its record
@@ -86,6 +87,18 @@ type Service struct {
 	mu    sync.Mutex // guards timer
 	timer clock.Timer
 	wake  chan struct{}
+}
+
+// TestSignals are the blob collector's signals to tests.
+type TestSignals struct {
+	// Swept carries the outcome of each timed sweep.
+	Swept testsignal.Signal[Sweep]
+}
+
+// Sweep is what one timed sweep did.
+type Sweep struct {
+	Collected int   // blobs removed
+	Err       error // why it stopped early, if it did
 }
 
 // Blob is a stored blob's metadata.
@@ -120,7 +133,7 @@ func Open(cfg Config) (*Service, error) {
 	}
 	s := &Service{
 		dir: dir, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, maxBytes: cfg.MaxBytes,
-		grace: cfg.Grace, quota: cfg.Quota, swept: cfg.Swept, wake: make(chan struct{}, 1),
+		grace: cfg.Grace, quota: cfg.Quota, wake: make(chan struct{}, 1),
 	}
 	if err := mkdirSynced(dir); err != nil {
 		return nil, fmt.Errorf("error making the blob directory: %w", err)

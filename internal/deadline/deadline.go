@@ -1,8 +1,10 @@
 // Package deadline is the indexed deadline heap the server's timers share:
 // a min-heap of instants paired with a map from key to heap position, so
 // setting, moving and removing a key's deadline are O(log n) (etcd's
-// LeaseExpiredNotifier shape). lease keeps lease expiries in one, schedule
-// the instants its schedules are next due.
+// LeaseExpiredNotifier shape). Its users: lease keeps lease expiries in one
+// (lease/heap.go), schedule the instants its schedules are next due
+// (schedule/loop.go), message the instant each message leaves the inbox
+// indexes (message/index.go).
 //
 // Invariants:
 //   - A key is in the heap at most once; Set on a key it holds moves it.

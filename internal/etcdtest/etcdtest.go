@@ -282,7 +282,7 @@ func (c *Cluster) Wait(d time.Duration) {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("etcd did not answer within %v: %v", d, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // etcd is another process: polling its answer is the only signal of its election
 	}
 }
 

@@ -67,7 +67,7 @@ func (tx *Tx) edgeBlocks(tenant string, e *Edge) (dDeps, dChildren int64) {
 		return 0, 0
 	}
 	switch {
-	case e.Type == EdgeDependsOn && !DependencySatisfied(to.status, e):
+	case e.Type == EdgeDependsOn && !DependencySatisfied(to.status.Status(), e):
 		return 1, 0
 	case e.Type == EdgeParentOf && !to.status.Terminal():
 		return 0, 1

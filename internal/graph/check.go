@@ -399,7 +399,7 @@ func (c *checker) readiness(s *Store) {
 	}
 	readyByQueue := map[tenantQueue][]string{}
 	for ref, n := range c.nodes {
-		e := s.table.nodes[ref]
+		e, _ := s.table.nodes.get(ref)
 		if e == nil {
 			c.r.problem("node %s/%s is missing from the derived state", ref.tenant, ref.id)
 			continue

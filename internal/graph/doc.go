@@ -22,19 +22,30 @@
 // event's data is a MessagePack map; the writer's hot paths build it
 // already encoded, key by key (event_data.go).
 //
-// What lives in memory, derived from the records (state.go, rebuild.go):
-//   - every node's state: its place in the list indexes (by tenant in list
+// What lives in memory, derived from the records (state.go, rebuild.go),
+// kept small because every node holds it (TestQueuedNodeMemory measures it
+// per queued node):
+//   - every node's state, in one table entry found through a map keyed by a
+//     hash of its ref (node_index.go): what many nodes share (queue, type,
+//     target, parent, holder, label set) as interned atoms of one word
+//     (interned.go), its place in the list indexes (by tenant in list
 //     order, by status, by queue and status, by parent, live leases by id
-//     and by holder; lists.go, kept off the writer), its blocker counts (unmet depends_on targets,
-//     unfinished children), how many live depends_on edges point at it, and,
-//     while it is live (open, queued or running), its encoded record, so the
-//     writer's hot paths never read the store;
+//     and by holder; lists.go, kept off the writer), its blocker counts
+//     (unmet depends_on targets, unfinished children), how many live
+//     depends_on edges point at it, and, while it runs, its encoded record,
+//     so a running node's hot paths never read the store; a queued or open
+//     node's record is read from the store (through the writer's
+//     transaction, once per transaction) when it is claimed, read or
+//     changed, so the backlog's records live on disk (on an engine whose
+//     reads are round trips, etcd, every live node's record stays in
+//     memory instead: Store.liveRecords);
 //   - every live edge, from both ends;
 //   - the fences of deleted nodes;
 //   - the ready mirror (ready_mirror.go, ready_filter*.go): exactly the
 //     queued nodes with no blocker, per tenant-queue in claim order, indexed
 //     by target, type and label so a filtered claim-next finds its first
-//     match in O(log n); delayed ones wait in a heap for a timer;
+//     match in O(log n); its trees hold the table's entries themselves, one
+//     tree per order; delayed ones wait in a deadline heap for a timer;
 //   - each tenant's last event seq (read from the store on first use);
 //   - when each live node last became ready or was claimed (nodeState.since,
 //     stamped by Tx.apply), from which a QueueMeter is told how long claims
@@ -68,6 +79,10 @@
 //     indexes readers walk may be a few commits ahead, so every list
 //     re-reads each record and checks its filters on it. The in-memory
 //     records (nodeState.record) are the writer's alone.
+//   - An entry in the ready mirror's trees changes its state only on the
+//     writer, under the mirror's lock, after it has left the trees when the
+//     change moves it (readyMirror.trackLocked): a walk, under the same
+//     lock, never sees an entry change in a tree.
 //   - The list indexes never lag a list: Tx.apply only marks the entries it
 //     changed, and every walk of the list indexes first moves each marked
 //     entry to where its state puts it now (a background loop does the same

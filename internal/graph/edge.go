@@ -42,11 +42,11 @@ func (tx *Tx) liveEdge(tenant, from, typ, to string) *liveEdge {
 		t.mu.RLock()
 		defer t.mu.RUnlock()
 	}
-	e, ok := t.nodes[nodeRef{tenant, from}]
+	e, ok := t.nodes.get(nodeRef{tenant, from})
 	if !ok {
 		return nil
 	}
-	return e.out[edgeSlot{typ, to}]
+	return e.outEdges()[edgeSlot{typ, to}]
 }
 
 // EdgeGet returns the live edge (from, typ, to) or a fault.NotFound. In a

@@ -203,10 +203,10 @@ func (tx *Tx) liveEdges(tenant, id, typ string, dir Direction) []*liveEdge {
 		t.mu.RLock()
 		defer t.mu.RUnlock()
 	}
-	if e, ok := t.nodes[nodeRef{tenant, id}]; ok {
-		m := e.out
+	if e, ok := t.nodes.get(nodeRef{tenant, id}); ok {
+		m := e.outEdges()
 		if dir == DirIn {
-			m = e.in
+			m = e.inEdges()
 		}
 		for slot, le := range m {
 			if (typ == "" || slot.typ == typ) && !seen[slot] {

@@ -53,7 +53,7 @@ func (t *table) noteFinished(ref nodeRef, old, st *nodeState) {
 // fillFinished queues every finished node in the order it last changed
 // (rebuild).
 func (t *table) fillFinished() {
-	for _, e := range t.nodes {
+	for e := range t.nodes.all() {
 		if e.st.status.Terminal() {
 			t.noteFinished(e.ref, nil, &e.st)
 		}

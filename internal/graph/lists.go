@@ -37,10 +37,10 @@ const listSyncEvery = 50 * time.Millisecond
 // listKey is where an entry sits in the list indexes.
 type listKey struct {
 	order  [orderKeyLength]byte
-	status Status
-	queue  string
-	parent string
-	holder string
+	status statusCode
+	queue  atom
+	parent atom
+	holder atom
 }
 
 func listKeyOf(st *nodeState) listKey {
@@ -61,19 +61,19 @@ func lessEntry(a, b *nodeEntry) bool { return compareEntry(a, b) < 0 }
 func lessEntryID(a, b *nodeEntry) bool { return a.ref.id < b.ref.id }
 
 type queueStatus struct {
-	queue  string
-	status Status
+	queue  atom
+	status statusCode
 }
 
 // tenantIndex holds one tenant's list indexes, in list order (priority high
 // first, then oldest, then id); leased and byHolder are in id order.
 type tenantIndex struct {
 	all      *btree.BTreeG[*nodeEntry]
-	byStatus map[Status]*btree.BTreeG[*nodeEntry]
+	byStatus map[statusCode]*btree.BTreeG[*nodeEntry]
 	byQueue  map[queueStatus]*btree.BTreeG[*nodeEntry]
-	byParent map[string]*btree.BTreeG[*nodeEntry]
+	byParent map[atom]*btree.BTreeG[*nodeEntry]
 	leased   *btree.BTreeG[*nodeEntry]
-	byHolder map[string]*btree.BTreeG[*nodeEntry]
+	byHolder map[atom]*btree.BTreeG[*nodeEntry]
 }
 
 func newListTree() *btree.BTreeG[*nodeEntry] { return btree.NewG(btreeDegree, lessEntry) }
@@ -118,7 +118,8 @@ func (t *table) syncLists() {
 		m.e.marked = false
 		// Gone: removed from the table (a node made again under its id
 		// has another entry).
-		gone := t.nodes[m.e.ref] != m.e
+		cur, _ := t.nodes.get(m.e.ref)
+		gone := cur != m.e
 		targets = append(targets, listTarget{markedEntry: m, to: listKeyOf(&m.e.st), gone: gone})
 	}
 	t.mu.Unlock()
@@ -170,11 +171,11 @@ func (l *lists) tenant(name string) *tenantIndex {
 	if !ok {
 		ti = &tenantIndex{
 			all:      newListTree(),
-			byStatus: map[Status]*btree.BTreeG[*nodeEntry]{},
+			byStatus: map[statusCode]*btree.BTreeG[*nodeEntry]{},
 			byQueue:  map[queueStatus]*btree.BTreeG[*nodeEntry]{},
-			byParent: map[string]*btree.BTreeG[*nodeEntry]{},
+			byParent: map[atom]*btree.BTreeG[*nodeEntry]{},
 			leased:   btree.NewG(btreeDegree, lessEntryID),
-			byHolder: map[string]*btree.BTreeG[*nodeEntry]{},
+			byHolder: map[atom]*btree.BTreeG[*nodeEntry]{},
 		}
 		l.tenants[name] = ti
 	}
@@ -194,13 +195,13 @@ func treeOf[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K) *btree.BTreeG[
 func (ti *tenantIndex) unlist(e *nodeEntry, k *listKey) {
 	ti.all.Delete(e)
 	dropFrom(ti.byStatus, k.status, e)
-	if k.queue != "" {
+	if k.queue != (atom{}) {
 		dropFrom(ti.byQueue, queueStatus{k.queue, k.status}, e)
 	}
-	if k.parent != "" {
+	if k.parent != (atom{}) {
 		dropFrom(ti.byParent, k.parent, e)
 	}
-	if k.holder != "" {
+	if k.holder != (atom{}) {
 		ti.leased.Delete(e)
 		dropFrom(ti.byHolder, k.holder, e)
 	}
@@ -210,13 +211,13 @@ func (ti *tenantIndex) unlist(e *nodeEntry, k *listKey) {
 func (ti *tenantIndex) list(e *nodeEntry, k *listKey) {
 	ti.all.ReplaceOrInsert(e)
 	treeOf(ti.byStatus, k.status).ReplaceOrInsert(e)
-	if k.queue != "" {
+	if k.queue != (atom{}) {
 		treeOf(ti.byQueue, queueStatus{k.queue, k.status}).ReplaceOrInsert(e)
 	}
-	if k.parent != "" {
+	if k.parent != (atom{}) {
 		treeOf(ti.byParent, k.parent).ReplaceOrInsert(e)
 	}
-	if k.holder != "" {
+	if k.holder != (atom{}) {
 		ti.leased.ReplaceOrInsert(e)
 		ti.heldBy(k.holder).ReplaceOrInsert(e)
 	}
@@ -224,7 +225,7 @@ func (ti *tenantIndex) list(e *nodeEntry, k *listKey) {
 
 // heldBy is the tree of the nodes whose lease names holder, in id order (an
 // id never changes, so a node never moves in it while held).
-func (ti *tenantIndex) heldBy(holder string) *btree.BTreeG[*nodeEntry] {
+func (ti *tenantIndex) heldBy(holder atom) *btree.BTreeG[*nodeEntry] {
 	tr, ok := ti.byHolder[holder]
 	if !ok {
 		tr = btree.NewG(btreeDegree, lessEntryID)
@@ -249,13 +250,13 @@ func (ti *tenantIndex) move(e *nodeEntry, old, key *listKey) {
 	if moveStatus {
 		dropFrom(ti.byStatus, old.status, e)
 	}
-	if moveQueue && old.queue != "" {
+	if moveQueue && old.queue != (atom{}) {
 		dropFrom(ti.byQueue, queueStatus{old.queue, old.status}, e)
 	}
-	if moveParent && old.parent != "" {
+	if moveParent && old.parent != (atom{}) {
 		dropFrom(ti.byParent, old.parent, e)
 	}
-	if moveLeased && old.holder != "" {
+	if moveLeased && old.holder != (atom{}) {
 		ti.leased.Delete(e)
 		dropFrom(ti.byHolder, old.holder, e)
 	}
@@ -266,13 +267,13 @@ func (ti *tenantIndex) move(e *nodeEntry, old, key *listKey) {
 	if moveStatus {
 		treeOf(ti.byStatus, key.status).ReplaceOrInsert(e)
 	}
-	if moveQueue && key.queue != "" {
+	if moveQueue && key.queue != (atom{}) {
 		treeOf(ti.byQueue, queueStatus{key.queue, key.status}).ReplaceOrInsert(e)
 	}
-	if moveParent && key.parent != "" {
+	if moveParent && key.parent != (atom{}) {
 		treeOf(ti.byParent, key.parent).ReplaceOrInsert(e)
 	}
-	if moveLeased && key.holder != "" {
+	if moveLeased && key.holder != (atom{}) {
 		ti.leased.ReplaceOrInsert(e)
 		ti.heldBy(key.holder).ReplaceOrInsert(e)
 	}

@@ -55,7 +55,7 @@ func (tx *Tx) HeldNodeIDs(tenant, holder string) []string {
 	if !ok {
 		return nil
 	}
-	tr, ok := ti.byHolder[holder]
+	tr, ok := ti.byHolder[atomOf(holder)]
 	if !ok {
 		return nil
 	}

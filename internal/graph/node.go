@@ -164,11 +164,22 @@ func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
 // read otherwise.
 func (tx *Tx) storedRecord(tenant, id string, st *nodeState) ([]byte, error) {
 	if st != nil && st.record != nil {
-		return st.record, nil
+		return *st.record, nil
+	}
+	ref := nodeRef{tenant, id}
+	if tx.read.b != nil && tx.read.ref == ref {
+		return tx.read.b, nil
 	}
 	b, _, err := tx.kv.Get(nodeKey(tenant, id))
+	if err == nil && b != nil && tx.writable {
+		tx.read.ref, tx.read.b = ref, b
+	}
 	return b, err
 }
+
+// forgetRead drops the record storedRecord last read, as the transaction is
+// about to write the node's key.
+func (tx *Tx) forgetRead() { tx.read.b = nil }
 
 // NodeExists reports whether the node exists.
 func (tx *Tx) NodeExists(tenant, id string) (bool, error) {
@@ -207,7 +218,7 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	if err != nil {
 		return err
 	}
-	st := stateOf(n, b)
+	st := stateOf(n, b, tx.store.liveRecords)
 	tx.setState(ref, &st)
 	return tx.Emit(n.Tenant, EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
 }
@@ -228,6 +239,7 @@ func (tx *Tx) putNode(n *Node, replaced []byte) ([]byte, error) {
 	}
 	tx.store.scratch = b
 	b = withPointersOf(b, replaced)
+	tx.forgetRead()
 	return b, tx.kv.Set(nodeKey(n.Tenant, n.ID), b)
 }
 
@@ -245,7 +257,7 @@ func (tx *Tx) NodePut(n *Node) error {
 	if st == nil {
 		return &fault.NotFound{What: "node", ID: n.ID}
 	}
-	was := st.status
+	was := st.status.Status()
 	if st.hasBlobs || len(n.Blobs) > 0 {
 		// The stored record names the blobs it held; only a node with
 		// blobs, before or after, pays for reading it.
@@ -283,7 +295,7 @@ func (tx *Tx) NodePutQuiet(n *Node) error {
 	if err != nil {
 		return err
 	}
-	*st = st.withRecord(n, b)
+	*st = st.withRecord(n, b, tx.store.liveRecords)
 	return nil
 }
 
@@ -311,6 +323,7 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 	if err != nil {
 		return err
 	}
+	tx.forgetRead()
 	if err := tx.kv.Delete(nodeKey(n.Tenant, n.ID)); err != nil {
 		return err
 	}

@@ -66,11 +66,11 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 	tree := func(ti *tenantIndex) *btree.BTreeG[*nodeEntry] {
 		switch kind {
 		case cursorParent:
-			return ti.byParent[q.Parent]
+			return ti.byParent[atomOf(q.Parent)]
 		case cursorQueue:
-			return ti.byQueue[queueStatus{q.Queue, Status(status)}]
+			return ti.byQueue[queueStatus{atomOf(q.Queue), codeOf(Status(status))}]
 		case cursorStatus:
-			return ti.byStatus[Status(status)]
+			return ti.byStatus[codeOf(Status(status))]
 		}
 		return ti.all
 	}

@@ -74,7 +74,7 @@ func (s *Store) SetQueueMeter(m QueueMeter) {
 // claimed, else what it was.
 func sinceOf(old, st *nodeState, now int64) int64 {
 	switch {
-	case st.status == StatusRunning && (old == nil || old.status != StatusRunning):
+	case st.status == codeRunning && (old == nil || old.status != codeRunning):
 		return now
 	case st.ready() && (old == nil || !old.ready()):
 		return now
@@ -90,13 +90,13 @@ func appendMoves(obs []QueueObservation, ref nodeRef, old, st *nodeState, now in
 	if old == nil {
 		return obs
 	}
-	wasRunning, isRunning := old.status == StatusRunning, st != nil && st.status == StatusRunning
+	wasRunning, isRunning := old.status == codeRunning, st != nil && st.status == codeRunning
 	switch {
-	case !wasRunning && isRunning && st.queue != "":
+	case !wasRunning && isRunning && st.queue != (atom{}):
 		from := max(old.since, old.runAt*int64(time.Millisecond))
-		obs = append(obs, QueueObservation{Tenant: ref.tenant, Queue: st.queue, What: QueueClaimed, Took: took(from, now)})
-	case wasRunning && !isRunning && old.queue != "":
-		obs = append(obs, QueueObservation{Tenant: ref.tenant, Queue: old.queue, What: QueueRunEnded, Took: took(old.since, now)})
+		obs = append(obs, QueueObservation{Tenant: ref.tenant, Queue: st.queue.String(), What: QueueClaimed, Took: took(from, now)})
+	case wasRunning && !isRunning && old.queue != (atom{}):
+		obs = append(obs, QueueObservation{Tenant: ref.tenant, Queue: old.queue.String(), What: QueueRunEnded, Took: took(old.since, now)})
 	}
 	return obs
 }
@@ -129,11 +129,11 @@ func (tx *Tx) appendOutcomes(obs []QueueObservation) []QueueObservation {
 		default:
 			continue
 		}
-		e, ok := tx.store.table.nodes[nodeRef{ev.Tenant, ev.NodeID}]
-		if !ok || e.st.queue == "" {
+		e, ok := tx.store.table.nodes.get(nodeRef{ev.Tenant, ev.NodeID})
+		if !ok || e.st.queue == (atom{}) {
 			continue
 		}
-		obs = append(obs, QueueObservation{Tenant: ev.Tenant, Queue: e.st.queue, What: what})
+		obs = append(obs, QueueObservation{Tenant: ev.Tenant, Queue: e.st.queue.String(), What: what})
 	}
 	return obs
 }
@@ -155,8 +155,8 @@ func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[Status]in
 		}
 		var oldest time.Time
 		if it, ok := q.byAge.Min(); ok {
-			oldest = time.Unix(0, it.created()).UTC()
+			oldest = time.Unix(0, createdOf(it.st.order)).UTC()
 		}
-		fn(t.tenant, t.queue, q.shown, q.byClaim.Len(), oldest)
+		fn(t.tenant, t.queue, q.shown, q.claimable, oldest)
 	}
 }

@@ -28,16 +28,17 @@ func (f ReadyFilter) normal() ReadyFilter {
 	return f
 }
 
-// matches reports whether f's claimer may take it.
-func (f ReadyFilter) matches(it *readyItem) bool {
-	if it.target != "" && it.target != f.Sub {
+// matches reports whether f's claimer may take e (call with the mirror's mu
+// held, as e.st is read).
+func (f ReadyFilter) matches(e *nodeEntry) bool {
+	if target := e.st.target.String(); target != "" && target != f.Sub {
 		return false
 	}
-	if len(f.Types) > 0 && !slices.Contains(f.Types, it.typ) {
+	if len(f.Types) > 0 && !slices.Contains(f.Types, e.st.typ.String()) {
 		return false
 	}
 	for _, l := range f.Labels {
-		if !slices.Contains(it.labels, l) {
+		if !e.st.labels.hasLabel(l) {
 			return false
 		}
 	}
@@ -76,28 +77,28 @@ func newClaimIndex() *claimIndex {
 	}
 }
 
-func (ix *claimIndex) insert(it *readyItem) {
-	ix.all.ReplaceOrInsert(it)
-	ix.insertFiltered(it)
+func (ix *claimIndex) insert(e *nodeEntry) {
+	ix.all.ReplaceOrInsert(e)
+	ix.insertFiltered(e)
 }
 
-// insertFiltered puts it in the trees of its type and labels.
-func (ix *claimIndex) insertFiltered(it *readyItem) {
-	insertInto(ix.byType, it.typ, it)
-	for _, l := range it.labels {
-		insertInto(ix.byLabel, l, it)
+// insertFiltered puts e in the trees of its type and labels.
+func (ix *claimIndex) insertFiltered(e *nodeEntry) {
+	insertInto(ix.byType, e.st.typ.String(), e)
+	for l := range e.st.labels.eachLabel() {
+		insertInto(ix.byLabel, l, e)
 	}
 }
 
-func (ix *claimIndex) delete(it *readyItem) {
-	ix.all.Delete(it)
-	deleteFrom(ix.byType, it.typ, it)
-	for _, l := range it.labels {
-		deleteFrom(ix.byLabel, l, it)
+func (ix *claimIndex) delete(e *nodeEntry) {
+	ix.all.Delete(e)
+	deleteFrom(ix.byType, e.st.typ.String(), e)
+	for l := range e.st.labels.eachLabel() {
+		deleteFrom(ix.byLabel, l, e)
 	}
 }
 
-func insertInto(trees map[string]*readyTree, key string, it *readyItem) {
+func insertInto(trees map[string]*readyTree, key string, it *nodeEntry) {
 	t, ok := trees[key]
 	if !ok {
 		t = btree.NewG(btreeDegree, lessClaimOrder)
@@ -108,7 +109,7 @@ func insertInto(trees map[string]*readyTree, key string, it *readyItem) {
 
 // deleteFrom drops empty trees, so that labels used once and gone (a run id,
 // a ticket number) leave nothing behind.
-func deleteFrom(trees map[string]*readyTree, key string, it *readyItem) {
+func deleteFrom(trees map[string]*readyTree, key string, it *nodeEntry) {
 	if t, ok := trees[key]; ok {
 		t.Delete(it)
 		if t.Len() == 0 {
@@ -166,15 +167,16 @@ const (
 // queue that are in the trees plan picks and that match accepts, until fn
 // returns false. It gathers a chunk at a time under the lock and calls fn
 // without it, so fn may use the mirror (QueueCount) and the writer's hooks
-// never wait on a caller. The place between chunks is the last item looked
-// at, which stays a valid place in claim order even once it has left the
-// trees, and plan is asked again for every chunk, as the trees may have
-// changed between them.
-func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queueMirror, []*readyTree) []*readyTree, match func(*readyItem) bool, fn func(id string) bool) {
+// never wait on a caller. The place between chunks is a copy of the order
+// and id of the last entry looked at (the entry itself may change or leave
+// once the lock is let go), which stays a valid place in claim order, and
+// plan is asked again for every chunk, as the trees may have changed
+// between them.
+func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queueMirror, []*readyTree) []*readyTree, match func(*nodeEntry) bool, fn func(id string) bool) {
 	var (
 		srcs  []*readyTree
 		ids   []string
-		after *readyItem
+		after *nodeEntry // the place: a pivot in no tree, or nil for the start
 		done  bool
 	)
 	// Most callers take the first match (claim-next): look at a few items
@@ -200,22 +202,23 @@ func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queue
 
 // mergeLocked merges srcs in claim order from just after the item after (from
 // the start when nil) and appends to ids those of up to walkChunk items that
-// match. It returns the last item it looked at and whether none is left.
+// match. It returns the place of the last item it looked at (a copy of its
+// order and id: placeOf) and whether none is left.
 //
 // Each source gives up to its share of look items; where a source had
 // more, the items of the others beyond its last one are not yet in order
 // with the ones it still holds, so the merge stops at the least such last
 // item (the horizon) and the next call resumes from there.
-func (m *readyMirror) mergeLocked(srcs []*readyTree, after *readyItem, match func(*readyItem) bool, ids []string, look int) ([]string, *readyItem, bool) {
+func (m *readyMirror) mergeLocked(srcs []*readyTree, after *nodeEntry, match func(*nodeEntry) bool, ids []string, look int) ([]string, *nodeEntry, bool) {
 	if len(srcs) == 0 {
 		return ids, after, true
 	}
 	share := max(look/len(srcs), min(look, walkChunk))
 	buf := m.scratch[:0]
-	var horizon *readyItem
+	var horizon *nodeEntry
 	for _, t := range srcs {
 		n := 0
-		visit := func(it *readyItem) bool {
+		visit := func(it *nodeEntry) bool {
 			if after != nil && !lessClaimOrder(after, it) {
 				return true // the place itself
 			}
@@ -238,27 +241,41 @@ func (m *readyMirror) mergeLocked(srcs []*readyTree, after *readyItem, match fun
 		slices.SortFunc(buf, compareClaimOrder)
 	}
 	defer func() {
-		clear(buf) // drop the pointers so removed items can be collected
+		clear(buf) // drop the pointers so removed entries can be collected
 		m.scratch = buf[:0]
 	}()
+	var last *nodeEntry
 	for _, it := range buf {
 		if horizon != nil && lessClaimOrder(horizon, it) {
 			break
 		}
-		after = it
+		last = it
 		if match(it) {
-			ids = append(ids, it.id)
+			ids = append(ids, it.ref.id)
 			if len(ids) == walkChunk {
-				return ids, after, false
+				return ids, placeOf(after, last), false
 			}
 		}
+	}
+	if last != nil {
+		after = placeOf(after, last)
 	}
 	return ids, after, horizon == nil
 }
 
-func compareClaimOrder(a, b *readyItem) int {
-	if c := compareOrder(&a.order, &b.order); c != 0 {
+// placeOf copies e's order and id into the walk's place p (made when nil):
+// a pivot for the trees that is in none of them.
+func placeOf(p, e *nodeEntry) *nodeEntry {
+	if p == nil {
+		p = new(nodeEntry)
+	}
+	p.ref.id, p.st.order = e.ref.id, e.st.order
+	return p
+}
+
+func compareClaimOrder(a, b *nodeEntry) int {
+	if c := compareOrder(&a.st.order, &b.st.order); c != 0 {
 		return c
 	}
-	return strings.Compare(a.id, b.id)
+	return strings.Compare(a.ref.id, b.ref.id)
 }

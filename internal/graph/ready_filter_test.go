@@ -13,36 +13,43 @@ import (
 	"github.com/tether-run/tether/internal/clock/clocktest"
 )
 
-func testItem(id string, priority, created int64, typ, target string, labels ...string) readyItem {
-	it := readyItem{id: id, typ: typ, target: target, labels: labels}
-	copy(it.order[:], orderBytes(priority, created))
-	return it
+// testItem is the entry of a ready node of acme's queue q.
+func testItem(id string, priority, created int64, typ, target string, labels ...string) *nodeEntry {
+	e := &nodeEntry{ref: nodeRef{"acme", id}, st: nodeState{status: codeQueued, queue: atomOf("q"), typ: atomOf(typ), target: atomOf(target), labels: labelSetOf(labels)}}
+	copy(e.st.order[:], orderBytes(priority, created))
+	return e
+}
+
+// inQueue is e moved to another queue of its tenant.
+func inQueue(queue string, e *nodeEntry) *nodeEntry {
+	e.st.queue = atomOf(queue)
+	return e
 }
 
 // bruteForce is what a filtered walk must give: every claimable item, in
 // claim order, that the filter's claimer may take, spelled out apart from
 // ReadyFilter.matches.
-func bruteForce(items map[string]readyItem, now int64, f ReadyFilter) []string {
-	var all []*readyItem
+func bruteForce(items map[string]*nodeEntry, now int64, f ReadyFilter) []string {
+	var all []*nodeEntry
 	for _, it := range items {
-		if it.runAt > now || (it.target != "" && it.target != f.Sub) {
+		if target := it.st.target.String(); it.st.runAt > now || (target != "" && target != f.Sub) {
 			continue
 		}
-		if len(f.Types) > 0 && !slices.Contains(f.Types, it.typ) {
+		if len(f.Types) > 0 && !slices.Contains(f.Types, it.st.typ.String()) {
 			continue
 		}
 		carries := true
 		for _, l := range f.Labels {
-			carries = carries && slices.Contains(it.labels, l)
+			carries = carries && slices.Contains(it.st.labels.labelList(), l)
 		}
 		if carries {
-			all = append(all, &it)
+			all = append(all, it)
 		}
 	}
 	slices.SortFunc(all, compareClaimOrder)
 	var ids []string
 	for _, it := range all {
-		ids = append(ids, it.id)
+		ids = append(ids, it.ref.id)
 	}
 	return ids
 }
@@ -74,14 +81,16 @@ func TestReadyFilterWalkEqualsBruteForce(t *testing.T) {
 		}
 		return out
 	}
-	items := map[string]readyItem{}
+	items := map[string]*nodeEntry{}
 	// Enough items that walks cross many chunks and horizons, and the
 	// indexes of every type, label and target change under them.
 	for step := range 6000 {
 		id := fmt.Sprintf("n%04d", rng.IntN(3000))
 		switch rng.IntN(10) {
 		case 0, 1:
-			m.remove("acme", "q", id)
+			if old, ok := items[id]; ok {
+				m.remove(old)
+			}
 			delete(items, id)
 		default:
 			typ := types[rng.IntN(len(types)-1)]
@@ -90,9 +99,12 @@ func TestReadyFilterWalkEqualsBruteForce(t *testing.T) {
 			}
 			it := testItem(id, int64(rng.IntN(4)), int64(rng.IntN(1000)), typ, subs[rng.IntN(len(subs))], pick(labels, 0.3)...)
 			if rng.IntN(10) == 0 {
-				it.runAt = clk.Now().UnixMilli() + int64(1+rng.IntN(60000))
+				it.st.runAt = clk.Now().UnixMilli() + int64(1+rng.IntN(60000))
 			}
-			m.add("acme", "q", it)
+			if old, ok := items[id]; ok {
+				m.remove(old)
+			}
+			m.add(it)
 			items[id] = it
 		}
 		if step%200 != 0 {
@@ -129,8 +141,8 @@ func TestReadyFilterPicksTheNarrowestSource(t *testing.T) {
 		if i%100 == 0 {
 			labels = append(labels, "rare")
 		}
-		m.add("acme", "q", testItem(fmt.Sprintf("o%04d", i), 0, int64(i), []string{"build", "test"}[i%2], "", labels...))
-		m.add("acme", "q", testItem(fmt.Sprintf("b%04d", i), 0, int64(i), "build", "bob"))
+		m.add(testItem(fmt.Sprintf("o%04d", i), 0, int64(i), []string{"build", "test"}[i%2], "", labels...))
+		m.add(testItem(fmt.Sprintf("b%04d", i), 0, int64(i), "build", "bob"))
 	}
 	q := m.queues[tenantQueue{"acme", "q"}]
 	size := func(f ReadyFilter) int {
@@ -170,10 +182,10 @@ func TestReadyFilterWakesOnlyMatchingWaiters(t *testing.T) {
 	require.Equal(t, 3, waiting, "three waiters filed")
 	require.Zero(t, woken)
 
-	m.add("acme", "q", testItem("t1", 0, 1, "test", "", "gpu"))             // gpu without eu; not a build
-	m.add("acme", "q", testItem("t2", 0, 2, "build", "carol", "gpu", "eu")) // carol's
-	m.add("acme", "q", testItem("t3", 0, 3, "build", "", "gpu"))
-	m.add("acme", "other", testItem("t4", 0, 4, "test", "bob"))
+	m.add(testItem("t1", 0, 1, "test", "", "gpu"))             // gpu without eu; not a build
+	m.add(testItem("t2", 0, 2, "build", "carol", "gpu", "eu")) // carol's
+	m.add(testItem("t3", 0, 3, "build", "", "gpu"))
+	m.add(inQueue("other", testItem("t4", 0, 4, "test", "bob")))
 	require.True(t, closed(builds), "an untargeted build wakes the build waiter")
 	require.False(t, closed(gpu), "nodes without both labels, or reserved to carol, do not wake the gpu waiter")
 	require.True(t, closed(bob), "an untargeted node wakes a waiter without filters")
@@ -183,8 +195,8 @@ func TestReadyFilterWakesOnlyMatchingWaiters(t *testing.T) {
 
 	later := clk.Now().Add(time.Minute)
 	it := testItem("t5", 0, 5, "test", "alice", "eu", "gpu")
-	it.runAt = later.UnixMilli()
-	m.add("acme", "q", it)
+	it.st.runAt = later.UnixMilli()
+	m.add(it)
 	require.False(t, closed(gpu), "a delayed node wakes nobody before its run_at")
 	clk.Advance(time.Minute)
 	m.ascend("acme", "q", clk.Now(), func(string) bool { return false }) // promotes
@@ -253,7 +265,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				items := map[string]readyItem{}
+				items := map[string]*nodeEntry{}
 				for _, n := range nodes {
 					items[n.ID] = testItem(n.ID, n.Priority, n.CreatedAt.UnixNano(), n.Type, n.Target, n.Labels...)
 				}

@@ -82,8 +82,9 @@ func unfileUnder(sets map[string]waiterSet, key string, r *readyWaiter) {
 	}
 }
 
-// wake ends the waits of the waiters that may claim it.
-func (w *waitIndex) wake(it *readyItem) {
+// wake ends the waits of the waiters that may claim it (call with the
+// mirror's mu held).
+func (w *waitIndex) wake(it *nodeEntry) {
 	if w.waiting == 0 {
 		return
 	}
@@ -95,12 +96,12 @@ func (w *waitIndex) wake(it *readyItem) {
 			}
 		}
 	}
-	if it.target != "" {
-		consider(w.bySub[it.target])
+	if target := it.st.target.String(); target != "" {
+		consider(w.bySub[target])
 	} else {
 		consider(w.any)
-		consider(w.byType[it.typ])
-		for _, l := range it.labels {
+		consider(w.byType[it.st.typ.String()])
+		for l := range it.st.labels.eachLabel() {
 			consider(w.byLabel[l])
 		}
 	}

@@ -16,7 +16,7 @@ import (
 func mirrorShape(m *readyMirror) map[string]any {
 	ids := func(t *readyTree) []string {
 		var out []string
-		t.Ascend(func(it *readyItem) bool { out = append(out, it.id); return true })
+		t.Ascend(func(it *nodeEntry) bool { out = append(out, it.ref.id); return true })
 		return out
 	}
 	index := func(ix *claimIndex) map[string]any {
@@ -31,13 +31,8 @@ func mirrorShape(m *readyMirror) map[string]any {
 	}
 	shape := map[string]any{}
 	for tq, q := range m.queues {
-		present := []string{}
-		for id := range q.present {
-			present = append(present, id)
-		}
-		slices.Sort(present)
 		qs := map[string]any{
-			"present": present, "byClaim": ids(q.byClaim), "byAge": ids(q.byAge),
+			"entries": q.entries, "claimable": q.claimable, "byAge": ids(q.byAge),
 			"open": index(q.open), "counts": fmt.Sprint(q.counts), "shown": fmt.Sprint(q.shown),
 		}
 		for target, ix := range q.targeted {
@@ -46,8 +41,9 @@ func mirrorShape(m *readyMirror) map[string]any {
 		shape[tq.tenant+"/"+tq.queue] = qs
 	}
 	var delayed []string
-	for _, d := range m.delayed {
-		delayed = append(delayed, fmt.Sprint(d.at, d.t, d.id))
+	for _, e := range m.delayed.Due(time.Unix(1<<62, 0), m.delayed.Len()) {
+		at, _ := m.delayed.Get(e)
+		delayed = append(delayed, fmt.Sprint(at.UnixMilli(), e.ref.tenant, e.st.queue, e.ref.id))
 	}
 	slices.Sort(delayed)
 	shape["delayed"] = delayed
@@ -66,6 +62,7 @@ func TestLoadBuildsWhatTrackBuilds(t *testing.T) {
 	statuses := []Status{StatusQueued, StatusQueued, StatusQueued, StatusRunning, StatusDone, StatusOpen}
 	labels := [][]string{nil, {"gpu"}, {"gpu", "eu"}, {"eu"}}
 	var entries []*nodeEntry
+	seen := map[nodeRef]bool{}
 	for i := range 3000 {
 		n := &Node{
 			Tenant: []string{"acme", "beta"}[rng.IntN(2)], ID: fmt.Sprintf("n%05d", rng.IntN(1_000_000)*10+i%10),
@@ -78,17 +75,21 @@ func TestLoadBuildsWhatTrackBuilds(t *testing.T) {
 			at := now.Add(time.Duration(rng.IntN(2000)-1000) * time.Millisecond)
 			n.RunAt = &at
 		}
-		e := &nodeEntry{ref: nodeRef{n.Tenant, n.ID}, st: stateOf(n, nil)}
+		e := &nodeEntry{ref: nodeRef{n.Tenant, n.ID}, st: stateOf(n, nil, false)}
 		e.st.deps = int32(rng.IntN(4) / 3) // a quarter blocked
-		entries = append(entries, e)
+		if !seen[e.ref] {
+			seen[e.ref] = true
+			entries = append(entries, e)
+		}
 	}
 	tracked, loaded := newReadyMirror(clk), newReadyMirror(clk)
 	defer tracked.close()
 	defer loaded.close()
 	var moves []countMove
 	for _, e := range entries {
+		// Each mirror files entries of its own.
 		st := e.st
-		tracked.track(e.ref, nil, &st, &moves)
+		tracked.track(&nodeEntry{ref: e.ref}, false, &st, &moves)
 	}
 	tracked.showCounts(moves)
 	rng.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })

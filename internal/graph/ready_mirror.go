@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"container/heap"
 	"slices"
 	"strings"
 	"sync"
@@ -10,51 +9,51 @@ import (
 	"github.com/google/btree"
 
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/deadline"
 )
 
-// readyItem is one entry of the ready index, with what claim-next filters
-// on, so that a candidate that does not match is passed over without reading
-// its node. Items are never changed once added (a change replaces the item),
-// so the trees share pointers to them and a walk may keep one as its place.
-type readyItem struct {
-	order  [orderKeyLength]byte
-	id     string
-	runAt  int64 // unix ms; 0 = none
-	typ    string
-	target string // "" = any claimer
-	labels []string
-}
+// The ready index's trees hold the table's entries themselves (*nodeEntry),
+// not copies: a queued node costs the index a few tree slots and no
+// allocation. What the trees compare and the filters read (the entry's
+// order, run_at, type, target and labels, in e.st) changes only on the
+// writer in Tx.apply, under the mirror's mu, and only after the entry has
+// left the trees (leaveLocked): readers walk them under mu, so they never
+// see an entry mid-change. The entry's mirror field says where it is filed.
+type readyTree = btree.BTreeG[*nodeEntry]
 
-// created is the node's creation instant (unix ns), read from its order
-// bytes: an item is 96 bytes without its own copy, 112 with it.
-func (it *readyItem) created() int64 { return createdOf(it.order) }
+// Where an entry is filed in the ready mirror (nodeEntry.mirror, under the
+// mirror's mu).
+const (
+	mirrorNone      uint8 = iota // not in the mirror
+	mirrorDelayed                // in the delay heap, its run_at ahead
+	mirrorClaimable              // in the claim trees
+)
 
-type readyTree = btree.BTreeG[*readyItem]
+func lessClaimOrder(a, b *nodeEntry) bool { return compareClaimOrder(a, b) < 0 }
 
-func lessClaimOrder(a, b *readyItem) bool { return compareClaimOrder(a, b) < 0 }
-
-func lessAge(a, b *readyItem) bool {
-	if ac, bc := a.created(), b.created(); ac != bc {
+func lessAge(a, b *nodeEntry) bool {
+	if ac, bc := createdOf(a.st.order), createdOf(b.st.order); ac != bc {
 		return ac < bc
 	}
-	return a.id < b.id
+	return a.ref.id < b.ref.id
 }
 
 type tenantQueue struct{ tenant, queue string }
 
-// queueMirror holds one queue's ready entries. Claimable items sit in byClaim
-// and byAge and, for filtered claims, in the claim index of their target:
-// open for untargeted items, targeted[sub] for those reserved to sub, so a
-// claimer never walks past nodes reserved to someone else.
+// queueMirror holds one queue's ready entries. Claimable entries sit in byAge
+// and in the claim index of their target: open for untargeted entries,
+// targeted[sub] for those reserved to sub, so a claimer never walks past
+// nodes reserved to someone else. The claim indexes together are the queue
+// in claim order: one tree per order, no copy of every entry in another.
 type queueMirror struct {
-	present  map[string]*readyItem // every entry, claimable or delayed
-	byClaim  *readyTree            // claimable now, in claim order
-	byAge    *readyTree            // claimable now, oldest first
-	open     *claimIndex           // claimable now by anyone
-	targeted map[string]*claimIndex
-	waiters  waitIndex
-	counts   map[Status]int64 // nodes of the queue by status, as the writer sees them
-	shown    map[Status]int64 // the same, as durable: what readers are shown
+	entries   int         // entries filed, claimable or delayed
+	claimable int         // entries in the claim trees
+	byAge     *readyTree  // claimable now, oldest first (QueueStats' oldest)
+	open      *claimIndex // claimable now by anyone
+	targeted  map[string]*claimIndex
+	waiters   waitIndex
+	counts    map[Status]int64 // nodes of the queue by status, as the writer sees them
+	shown     map[Status]int64 // the same, as durable: what readers are shown
 }
 
 // readyMirror is the in-memory ready index: every queued node of a queue
@@ -66,11 +65,11 @@ type readyMirror struct {
 	mu      sync.Mutex
 	clock   clock.Clock
 	queues  map[tenantQueue]*queueMirror
-	delayed delayHeap
+	delayed deadline.Heap[*nodeEntry] // entries whose run_at is ahead
 	timer   clock.Timer
 	timerAt int64
 	closed  bool
-	scratch []*readyItem // the merge buffer of walk, used under mu only
+	scratch []*nodeEntry // the merge buffer of walk, used under mu only
 }
 
 func newReadyMirror(clk clock.Clock) *readyMirror {
@@ -81,8 +80,6 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 	q, ok := m.queues[t]
 	if !ok {
 		q = &queueMirror{
-			present:  map[string]*readyItem{},
-			byClaim:  btree.NewG(btreeDegree, lessClaimOrder),
 			byAge:    btree.NewG(btreeDegree, lessAge),
 			open:     newClaimIndex(),
 			targeted: map[string]*claimIndex{},
@@ -94,14 +91,15 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 	return q
 }
 
-// insertClaimable puts it in every tree that serves claims.
-func (q *queueMirror) insertClaimable(it *readyItem) {
-	q.byClaim.ReplaceOrInsert(it)
-	q.byAge.ReplaceOrInsert(it)
-	q.indexFor(it.target).insert(it)
+// insertClaimable puts e in every tree that serves claims.
+func (q *queueMirror) insertClaimable(e *nodeEntry) {
+	e.mirror = mirrorClaimable
+	q.claimable++
+	q.byAge.ReplaceOrInsert(e)
+	q.indexFor(e.st.target.String()).insert(e)
 }
 
-// indexFor is the claim index of items reserved to target ("": the open
+// indexFor is the claim index of entries reserved to target ("": the open
 // one), made on first use.
 func (q *queueMirror) indexFor(target string) *claimIndex {
 	if target == "" {
@@ -115,68 +113,80 @@ func (q *queueMirror) indexFor(target string) *claimIndex {
 	return ix
 }
 
-// deleteClaimable takes it out of the trees that serve claims; it need not be
-// in them (a delayed entry is not).
-func (q *queueMirror) deleteClaimable(it *readyItem) {
-	if _, ok := q.byClaim.Delete(it); !ok {
+// deleteClaimable takes e out of the trees that serve claims (it is in them).
+func (q *queueMirror) deleteClaimable(e *nodeEntry) {
+	q.claimable--
+	q.byAge.Delete(e)
+	target := e.st.target.String()
+	if target == "" {
+		q.open.delete(e)
 		return
 	}
-	q.byAge.Delete(it)
-	if it.target == "" {
-		q.open.delete(it)
-		return
-	}
-	if ix := q.targeted[it.target]; ix != nil {
-		ix.delete(it)
+	if ix := q.targeted[target]; ix != nil {
+		ix.delete(e)
 		if ix.all.Len() == 0 {
-			delete(q.targeted, it.target)
+			delete(q.targeted, target)
 		}
 	}
 }
 
-// add puts a ready node's item in its queue's trees. The label trees find
-// an item again by its labels when it leaves: the item shares its node
-// state's labels, which are never changed in place (labelsOf).
-func (m *readyMirror) add(tenant, queue string, item readyItem) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	it := &item
-	t := tenantQueue{tenant, queue}
+// addLocked files a ready node's entry in its queue: claimable when its
+// run_at has come, else in the delay heap (call with mu held; e is in no
+// tree of the mirror).
+func (m *readyMirror) addLocked(e *nodeEntry) {
+	t := tenantQueue{e.ref.tenant, e.st.queue.String()}
 	q := m.queue(t)
-	if old, ok := q.present[it.id]; ok {
-		q.deleteClaimable(old)
-	}
-	q.present[it.id] = it
-	now := m.clock.Now().UnixMilli()
-	if it.runAt <= now {
-		q.insertClaimable(it)
-		q.waiters.wake(it)
+	q.entries++
+	if e.st.runAt <= m.clock.Now().UnixMilli() {
+		q.insertClaimable(e)
+		q.waiters.wake(e)
 		return
 	}
-	heap.Push(&m.delayed, delayEntry{at: it.runAt, t: t, id: it.id})
+	e.mirror = mirrorDelayed
+	m.delayed.Set(e, time.UnixMilli(e.st.runAt))
 	m.armLocked()
 }
 
-func (m *readyMirror) remove(tenant, queue, id string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q, ok := m.queues[tenantQueue{tenant, queue}]
-	if !ok {
+// removeLocked takes e out of its queue's trees, as its state still files
+// it (call with mu held, before e.st changes).
+func (m *readyMirror) removeLocked(e *nodeEntry) {
+	if e.mirror == mirrorNone {
 		return
 	}
-	if old, ok := q.present[id]; ok {
-		q.deleteClaimable(old)
-		delete(q.present, id)
+	t := tenantQueue{e.ref.tenant, e.st.queue.String()}
+	q, ok := m.queues[t]
+	if !ok {
+		e.mirror = mirrorNone
+		return
 	}
-	// A delayed entry stays in the heap and is dropped when it comes due.
-	m.dropIfIdle(tenantQueue{tenant, queue}, q)
+	if e.mirror == mirrorClaimable {
+		q.deleteClaimable(e)
+	} else {
+		m.delayed.Remove(e)
+	}
+	e.mirror = mirrorNone
+	q.entries--
+	m.dropIfIdle(t, q)
+}
+
+// add and remove are addLocked and removeLocked under the lock.
+func (m *readyMirror) add(e *nodeEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addLocked(e)
+}
+
+func (m *readyMirror) remove(e *nodeEntry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.removeLocked(e)
 }
 
 // dropIfIdle forgets a queue that holds nothing: no entry, no waiter, no
 // node counted. Queue names are the clients' to choose; without this every
 // name ever polled would stay in memory (call with mu held).
 func (m *readyMirror) dropIfIdle(t tenantQueue, q *queueMirror) {
-	if len(q.present) == 0 && q.waiters.waiting == 0 && len(q.counts) == 0 && len(q.shown) == 0 {
+	if q.entries == 0 && q.waiters.waiting == 0 && len(q.counts) == 0 && len(q.shown) == 0 {
 		if m.queues[t] == q {
 			delete(m.queues, t)
 		}
@@ -186,8 +196,14 @@ func (m *readyMirror) dropIfIdle(t tenantQueue, q *queueMirror) {
 // ascend calls fn with every claimable id of a queue in claim order, whatever
 // its target; see walk.
 func (m *readyMirror) ascend(tenant, queue string, now time.Time, fn func(id string) bool) {
-	every := func(q *queueMirror, dst []*readyTree) []*readyTree { return append(dst, q.byClaim) }
-	m.walk(tenant, queue, now, every, func(*readyItem) bool { return true }, fn)
+	every := func(q *queueMirror, dst []*readyTree) []*readyTree {
+		dst = append(dst, q.open.all)
+		for _, ix := range q.targeted {
+			dst = append(dst, ix.all)
+		}
+		return dst
+	}
+	m.walk(tenant, queue, now, every, func(*nodeEntry) bool { return true }, fn)
 }
 
 // ascendFiltered calls fn with the claimable ids of a queue that f lets its
@@ -206,13 +222,12 @@ func (m *readyMirror) stats(tenant, queue string) (int, time.Time) {
 		return 0, time.Time{}
 	}
 	oldest, _ := q.byAge.Min()
-	return q.byClaim.Len(), time.Unix(0, oldest.created()).UTC()
+	return q.claimable, time.Unix(0, createdOf(oldest.st.order)).UTC()
 }
 
-// count moves one node of a queue between statuses ("" for none).
+// count moves one node of a queue between statuses ("" for none; call with
+// mu held).
 func (m *readyMirror) count(tenant, queue string, from, to Status) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	q := m.queue(tenantQueue{tenant, queue})
 	if from != "" {
 		q.counts[from]--
@@ -245,12 +260,12 @@ func (s *Store) QueueStats(tenant string) []QueueStat {
 		if t.tenant != tenant || len(q.shown) == 0 {
 			continue
 		}
-		st := QueueStat{Queue: t.queue, Counts: map[Status]int64{}, Ready: q.byClaim.Len()}
+		st := QueueStat{Queue: t.queue, Counts: map[Status]int64{}, Ready: q.claimable}
 		for k, v := range q.shown {
 			st.Counts[k] = v
 		}
 		if oldest, ok := q.byAge.Min(); ok {
-			st.OldestReady = time.Unix(0, oldest.created()).UTC()
+			st.OldestReady = time.Unix(0, createdOf(oldest.st.order)).UTC()
 		}
 		out = append(out, st)
 	}
@@ -270,27 +285,29 @@ func (m *readyMirror) notify(tenant, queue string) {
 // promoteLocked moves every delayed entry whose run_at has come into the
 // claimable trees.
 func (m *readyMirror) promoteLocked(now int64) {
-	for len(m.delayed) > 0 && m.delayed[0].at <= now {
-		e := heap.Pop(&m.delayed).(delayEntry)
-		q, ok := m.queues[e.t]
+	for {
+		e, at, ok := m.delayed.Peek()
+		if !ok || at.UnixMilli() > now {
+			return
+		}
+		m.delayed.Pop()
+		q, ok := m.queues[tenantQueue{e.ref.tenant, e.st.queue.String()}]
 		if !ok {
+			e.mirror = mirrorNone
 			continue
 		}
-		it, ok := q.present[e.id]
-		if !ok || it.runAt != e.at {
-			continue // removed or re-added since
-		}
-		q.insertClaimable(it)
-		q.waiters.wake(it)
+		q.insertClaimable(e)
+		q.waiters.wake(e)
 	}
 }
 
 // armLocked sets the promotion timer for the earliest delayed entry.
 func (m *readyMirror) armLocked() {
-	if m.closed || len(m.delayed) == 0 {
+	_, next, ok := m.delayed.Peek()
+	if m.closed || !ok {
 		return
 	}
-	at := m.delayed[0].at
+	at := next.UnixMilli()
 	if m.timer != nil && m.timerAt <= at {
 		return
 	}
@@ -319,25 +336,6 @@ func (m *readyMirror) close() {
 	}
 }
 
-type delayEntry struct {
-	at int64
-	t  tenantQueue
-	id string
-}
-
-type delayHeap []delayEntry
-
-func (h delayHeap) Len() int           { return len(h) }
-func (h delayHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h delayHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *delayHeap) Push(x any)        { *h = append(*h, x.(delayEntry)) }
-func (h *delayHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
 // QueueCount returns how many nodes of the queue are in status st, as of the
 // last commit. Inside Update it is the count every earlier transaction left.
 func (tx *Tx) QueueCount(tenant, queue string, st Status) int64 {
@@ -359,7 +357,7 @@ func (s *Store) QueueCount(tenant, queue string, st Status) int64 {
 // ReadyIDs calls fn with the ids in tenant's queue that f's claimer may take
 // at now, in claim order (priority high first, then oldest, then id), until
 // fn returns false. It reads the in-memory mirror of the ready index, whose
-// items carry type, labels and target, so the ids are those that match f as
+// entries carry type, labels and target, so the ids are those that match f as
 // of the node's last write; it never calls fn under the mirror's lock. Call
 // it on the writer (inside Update) so the mirror matches what the
 // transaction sees.

@@ -1,6 +1,10 @@
 package graph
 
-import "slices"
+import (
+	"maps"
+	"slices"
+	"time"
+)
 
 // countMove is one node moving between statuses of a queue ("" for none).
 type countMove struct {
@@ -8,40 +12,73 @@ type countMove struct {
 	from, to      Status
 }
 
-// track moves a node's entry in the ready mirror and its queue's status
-// counts from where old had it to where st has it (nil: no node). It runs on
-// the writer inside Tx.apply, so claim-next (also on the writer) always sees
-// what the transactions before it left. The counts readers are shown move
-// only once the change is durable: track appends the moves to shown, for
-// the caller to apply then (showCounts).
-func (m *readyMirror) track(ref nodeRef, old, st *nodeState, shown *[]countMove) {
-	wasReady, isReady := old != nil && old.ready(), st != nil && st.ready()
-	if wasReady && (!isReady || old.queue != st.queue || old.order != st.order || old.runAt != st.runAt ||
-		old.typ != st.typ || old.target != st.target || !slices.Equal(old.labelList(), st.labelList())) {
-		m.remove(ref.tenant, old.queue, ref.id)
-		wasReady = false
+// trackLocked moves a node's entry to the state st (nil: the node is gone)
+// in the ready mirror and its queue's status counts, and sets e.st to it
+// (had: e held a state before; a new entry's is ignored). It runs on the
+// writer inside Tx.apply, under the mirror's mu, so claim-next (also on the
+// writer) always sees what the transactions before it left, and readers
+// walking the trees never see an entry change in them: an entry leaves the
+// trees before its state changes and enters them after. The counts readers
+// are shown move only once the change is durable: track appends the moves
+// to shown, for the caller to apply then (showCounts).
+func (m *readyMirror) trackLocked(e *nodeEntry, had bool, st *nodeState, shown *[]countMove) {
+	var old *nodeState
+	if had {
+		old = &e.st
+		m.leaveLocked(e, st)
 	}
-	if isReady && !wasReady {
-		m.add(ref.tenant, st.queue, readyItemOf(ref.id, st))
+	m.countLocked(e.ref.tenant, old, st, shown)
+	if st == nil {
+		return
 	}
+	e.st = *st
+	if e.mirror == mirrorNone && e.st.ready() {
+		m.addLocked(e)
+	}
+}
+
+// track is trackLocked under the lock.
+func (m *readyMirror) track(e *nodeEntry, had bool, st *nodeState, shown *[]countMove) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.trackLocked(e, had, st, shown)
+}
+
+// leaveLocked takes e out of the mirror when st (nil: gone) files it
+// elsewhere or not at all: anything the trees compare or the filters read
+// changes.
+func (m *readyMirror) leaveLocked(e *nodeEntry, st *nodeState) {
+	if e.mirror == mirrorNone {
+		return
+	}
+	old := &e.st
+	if st == nil || !st.ready() || old.queue != st.queue || old.order != st.order || old.runAt != st.runAt ||
+		old.typ != st.typ || old.target != st.target || old.labels != st.labels {
+		m.removeLocked(e)
+	}
+}
+
+// countLocked moves a node between its queues' status counts, from old to
+// st (nil: none).
+func (m *readyMirror) countLocked(tenant string, old, st *nodeState, shown *[]countMove) {
 	var oq, nq string
 	var os, ns Status
 	if old != nil {
-		oq, os = old.queue, old.status
+		oq, os = old.queue.String(), old.status.Status()
 	}
 	if st != nil {
-		nq, ns = st.queue, st.status
+		nq, ns = st.queue.String(), st.status.Status()
 	}
 	if oq == nq && os == ns {
 		return
 	}
 	if oq != "" {
-		m.count(ref.tenant, oq, os, "")
-		*shown = append(*shown, countMove{ref.tenant, oq, os, ""})
+		m.count(tenant, oq, os, "")
+		*shown = append(*shown, countMove{tenant, oq, os, ""})
 	}
 	if nq != "" {
-		m.count(ref.tenant, nq, "", ns)
-		*shown = append(*shown, countMove{ref.tenant, nq, "", ns})
+		m.count(tenant, nq, "", ns)
+		*shown = append(*shown, countMove{tenant, nq, "", ns})
 	}
 }
 
@@ -64,10 +101,6 @@ func (m *readyMirror) showCounts(moves []countMove) {
 	}
 }
 
-func readyItemOf(id string, st *nodeState) readyItem {
-	return readyItem{order: st.order, id: id, runAt: st.runAt, typ: st.typ, target: st.target, labels: st.labelList()}
-}
-
 // readySets returns every queue's ready entries (claimable or delayed) by
 // tenant and queue, for tether check.
 func (m *readyMirror) readySets() map[tenantQueue][]string {
@@ -75,9 +108,16 @@ func (m *readyMirror) readySets() map[tenantQueue][]string {
 	defer m.mu.Unlock()
 	out := map[tenantQueue][]string{}
 	for tq, q := range m.queues {
-		for id := range q.present {
-			out[tq] = append(out[tq], id)
+		for _, ix := range append([]*claimIndex{q.open}, slices.Collect(maps.Values(q.targeted))...) {
+			ix.all.Ascend(func(e *nodeEntry) bool {
+				out[tq] = append(out[tq], e.ref.id)
+				return true
+			})
 		}
+	}
+	for _, e := range m.delayed.Due(time.Unix(1<<62, 0), m.delayed.Len()) {
+		tq := tenantQueue{e.ref.tenant, e.st.queue.String()}
+		out[tq] = append(out[tq], e.ref.id)
 	}
 	return out
 }

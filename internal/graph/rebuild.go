@@ -56,7 +56,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		// million nodes.
 		var entries []*nodeEntry
 		err := scanNodes(ktx, func(ref nodeRef, n *Node, val []byte) {
-			e := &nodeEntry{ref: ref, st: stateOf(n, val)}
+			e := &nodeEntry{ref: ref, st: stateOf(n, val, s.liveRecords)}
 			e.listedOrder = e.st.order
 			entries = append(entries, e)
 			if n.Assigned != nil {
@@ -72,9 +72,9 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		// The table's map made at its final size: filled as the scan went,
 		// it grew by doubling, and rehashing a million entries along the
 		// way cost ~0.8 s of the start-up.
-		t.nodes = make(map[nodeRef]*nodeEntry, len(entries))
+		t.nodes = newNodeIndex(len(entries))
 		for _, e := range entries {
-			t.nodes[e.ref] = e
+			t.nodes.set(e.ref, e)
 		}
 		for _, a := range assigned {
 			t.addLive(a.tenant, a.r)
@@ -136,23 +136,18 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 // what it blocks (rebuild only; an edge whose node is missing is left for
 // tether check to report).
 func (t *table) addLive(tenant string, r *liveEdgeRecord) {
-	from, to := t.nodes[nodeRef{tenant, r.Edge.From}], t.nodes[nodeRef{tenant, r.Edge.To}]
+	from, _ := t.nodes.get(nodeRef{tenant, r.Edge.From})
+	to, _ := t.nodes.get(nodeRef{tenant, r.Edge.To})
 	if from == nil || to == nil {
 		return
 	}
 	le := &liveEdge{e: &r.Edge, seq: r.Seq}
-	if from.out == nil {
-		from.out = map[edgeSlot]*liveEdge{}
-	}
-	if to.in == nil {
-		to.in = map[edgeSlot]*liveEdge{}
-	}
-	from.out[edgeSlot{r.Edge.Type, r.Edge.To}] = le
-	to.in[edgeSlot{r.Edge.Type, r.Edge.From}] = le
+	from.addOut(edgeSlot{r.Edge.Type, r.Edge.To}, le)
+	to.addIn(edgeSlot{r.Edge.Type, r.Edge.From}, le)
 	switch {
 	case r.Edge.Type == EdgeDependsOn:
 		to.st.dependents++
-		if !DependencySatisfied(to.st.status, &r.Edge) {
+		if !DependencySatisfied(to.st.status.Status(), &r.Edge) {
 			from.st.deps++
 		}
 	case r.Edge.Type == EdgeParentOf && !to.st.status.Terminal():

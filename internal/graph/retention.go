@@ -200,6 +200,7 @@ func (tx *Tx) purgeNode(ref nodeRef) (uint64, bool, error) {
 	if err := tx.blobRefs(tenant, n.Blobs, nil); err != nil {
 		return 0, false, err
 	}
+	tx.forgetRead()
 	if err := tx.kv.Delete(nodeKey(tenant, id)); err != nil {
 		return 0, false, err
 	}

@@ -2,7 +2,7 @@ package graph
 
 // The in-memory state: what the store knows of every node without reading
 // its record (its place in every index, its blocker counts, its live edges)
-// and, while a node is live, the record itself. It is derived from the
+// and, while a node runs, the record itself. It is derived from the
 // records, rebuilt at open (rebuild.go), changed by write transactions
 // through their own copies (Tx.mut) and folded in on the writer when a
 // transaction succeeds (Tx.apply), so a failed transaction leaves nothing.
@@ -13,7 +13,6 @@ package graph
 // walks them (lists.go).
 
 import (
-	"slices"
 	"sync"
 	"time"
 	"unique"
@@ -24,19 +23,19 @@ type nodeRef struct{ tenant, id string }
 
 // nodeState is what the store keeps in memory of one node.
 //
-// A million queued nodes each hold one, inside their table entry: the entry
-// is kept within 256 bytes, one allocation size class (labels behind a
-// pointer, counts in 32 bits, the flag beside them).
+// Every node holds one, inside its table entry, so it is kept small: what
+// many nodes share (queue, type, target, parent, holder, label set) as
+// interned atoms of one word (interned.go), the status in a byte, counts in
+// 32 bits, the record behind a pointer (only a running node has one).
 type nodeState struct {
 	order  [orderKeyLength]byte
-	status Status
-	queue  string
-	parent string
-	typ    string
-	target string
-	labels *[]string // nil for none (labelList)
-	holder string    // the live lease's identity ("" for none)
-	runAt  int64     // unix ms, rounded up (runAtMS); 0 = none
+	queue  atom
+	parent atom
+	typ    atom
+	target atom
+	labels atom  // the label set (labelSetOf; eachLabel)
+	holder atom  // the live lease's identity (zero for none)
+	runAt  int64 // unix ms, rounded up (runAtMS); 0 = none
 	// changed is when a finished node last changed (unix ns), for
 	// retention; 0 while the node is not finished.
 	changed int64
@@ -45,41 +44,29 @@ type nodeState struct {
 	// node waited and an ended run how long it ran. Rebuilt from the
 	// record at open: the lease's claimed_at, else updated_at.
 	since int64
-	// record is the encoded record while the node is live (open, queued or
-	// running), so the hot paths never read the store; nil once terminal.
-	record []byte
+	// record is the encoded record while the node runs, so the hot paths of
+	// a running node (renew, complete, fail, release) never read the store;
+	// nil otherwise. A queued or open node's record is read from the store
+	// when it is claimed, read or changed (the writer reads through its
+	// transaction, and Badger's block cache holds the hot ones), so a
+	// backlog of millions does not live in memory (but with
+	// Store.liveRecords, kept while the node is live). Never changed in place
+	// (a change points at a new one), so copies of the state share it.
+	record *[]byte
 
 	deps       int32 // live depends_on edges whose target is not satisfied
 	children   int32 // children not terminal
 	dependents int32 // live depends_on edges pointing at the node
+	status     statusCode
 	// hasBlobs says the record names blobs, so a change reads the stored
 	// record to move their reference counts.
 	hasBlobs bool
 }
 
-// labelList is the node's labels (nil for none).
-func (st *nodeState) labelList() []string {
-	if st.labels == nil {
-		return nil
-	}
-	return *st.labels
-}
-
-// labelsOf is labels as a nodeState holds them: a copy behind a pointer,
-// nil for none. The copy is never changed in place (a change makes a new
-// one), so copies of the state and the ready mirror's items share it.
-func labelsOf(labels []string) *[]string {
-	if len(labels) == 0 {
-		return nil
-	}
-	c := slices.Clone(labels)
-	return &c
-}
-
 // ready reports whether the node waits in its queue with nothing blocking it:
 // the part of the claimable rule the ready index keeps (claimable.go).
 func (st *nodeState) ready() bool {
-	return st.status == StatusQueued && st.queue != "" && !st.blocked()
+	return st.status == codeQueued && st.queue != (atom{}) && !st.blocked()
 }
 
 // edgeSlot names a live edge from one end: its type and the node at the other.
@@ -92,16 +79,70 @@ type liveEdge struct {
 	seq uint64
 }
 
-// nodeEntry is one node in the table.
-type nodeEntry struct {
-	ref nodeRef
-	st  nodeState
+// nodeEdges are a node's live edges, from its end: out from it, in to it.
+type nodeEdges struct {
 	out map[edgeSlot]*liveEdge
 	in  map[edgeSlot]*liveEdge
+}
+
+// outEdges and inEdges are the node's live edges from its end (nil maps for
+// none).
+func (e *nodeEntry) outEdges() map[edgeSlot]*liveEdge {
+	if e.edges == nil {
+		return nil
+	}
+	return e.edges.out
+}
+
+func (e *nodeEntry) inEdges() map[edgeSlot]*liveEdge {
+	if e.edges == nil {
+		return nil
+	}
+	return e.edges.in
+}
+
+// addOut and addIn file a live edge in the node's maps, each made on first
+// use.
+func (e *nodeEntry) addOut(slot edgeSlot, le *liveEdge) {
+	if e.edges == nil {
+		e.edges = &nodeEdges{}
+	}
+	if e.edges.out == nil {
+		e.edges.out = map[edgeSlot]*liveEdge{}
+	}
+	e.edges.out[slot] = le
+}
+
+func (e *nodeEntry) addIn(slot edgeSlot, le *liveEdge) {
+	if e.edges == nil {
+		e.edges = &nodeEdges{}
+	}
+	if e.edges.in == nil {
+		e.edges.in = map[edgeSlot]*liveEdge{}
+	}
+	e.edges.in[slot] = le
+}
+
+// dropEdgesIfNone lets the maps go once the node has no live edge left.
+func (e *nodeEntry) dropEdgesIfNone() {
+	if e.edges != nil && len(e.edges.out) == 0 && len(e.edges.in) == 0 {
+		e.edges = nil
+	}
+}
+
+// nodeEntry is one node in the table.
+type nodeEntry struct {
+	ref   nodeRef
+	st    nodeState
+	edges *nodeEdges // nil while the node has none
 
 	// Under the table's mu: marked says the entry waits in table.marked
 	// for the list indexes to catch up with it (lists.go).
 	marked bool
+	// Under the ready mirror's mu: where the entry is filed in the ready
+	// mirror (mirrorNone, mirrorDelayed, mirrorClaimable), whose trees
+	// hold the entry itself.
+	mirror uint8
 	// Under lists.mu: the order the entry sits at in the list indexes
 	// (their trees compare it).
 	listedOrder [orderKeyLength]byte
@@ -110,7 +151,7 @@ type nodeEntry struct {
 // table is every node of every tenant.
 type table struct {
 	mu    sync.RWMutex
-	nodes map[nodeRef]*nodeEntry
+	nodes nodeIndex
 	// marked lists the entries changed since the list indexes last caught
 	// up with the table, each once, with where they are listed (lists.go).
 	marked []markedEntry
@@ -127,7 +168,7 @@ type table struct {
 }
 
 func newTable() *table {
-	return &table{nodes: map[nodeRef]*nodeEntry{}, lists: newLists(), fences: map[nodeRef]uint64{}, finished: map[string]*finishedQueue{}, blobs: newBlobTable()}
+	return &table{nodes: newNodeIndex(0), lists: newLists(), fences: map[nodeRef]uint64{}, finished: map[string]*finishedQueue{}, blobs: newBlobTable()}
 }
 
 // mark queues e for the list indexes to catch up with (call with mu held,
@@ -147,37 +188,39 @@ func (t *table) mark(e *nodeEntry, isNew bool) {
 	t.marked = append(t.marked, m)
 }
 
-// stateOf fills a nodeState from a record.
-func stateOf(n *Node, record []byte) nodeState {
+// stateOf fills a nodeState from a record; it keeps the record of a running
+// node, and of every live node with liveRecords (Store.liveRecords).
+func stateOf(n *Node, record []byte, liveRecords bool) nodeState {
 	st := nodeState{
-		status: n.Status,
-		queue:  intern(n.Queue),
-		parent: n.Parent,
-		typ:    intern(n.Type),
-		target: intern(n.Target),
-		labels: labelsOf(n.Labels),
+		status: codeOf(n.Status),
+		queue:  atomOf(n.Queue),
+		parent: atomOf(n.Parent),
+		typ:    atomOf(n.Type),
+		target: atomOf(n.Target),
+		labels: labelSetOf(n.Labels),
 	}
 	copy(st.order[:], n.order())
 	st.since = n.UpdatedAt.UnixNano()
 	if n.Lease != nil {
-		st.holder = intern(n.Lease.By)
+		st.holder = atomOf(n.Lease.By)
 		st.since = n.Lease.ClaimedAt.UnixNano()
 	}
 	if n.RunAt != nil {
 		st.runAt = runAtMS(*n.RunAt)
 	}
 	st.hasBlobs = len(n.Blobs) > 0
-	if !n.Status.Terminal() {
-		st.record = record
-	} else {
+	switch {
+	case n.Status.Terminal():
 		st.changed = n.UpdatedAt.UnixNano()
+	case n.Status == StatusRunning || liveRecords:
+		st.record = &record
 	}
 	return st
 }
 
 // withRecord returns st moved to the record n (counts kept).
-func (st nodeState) withRecord(n *Node, record []byte) nodeState {
-	next := stateOf(n, record)
+func (st nodeState) withRecord(n *Node, record []byte, liveRecords bool) nodeState {
+	next := stateOf(n, record, liveRecords)
 	next.deps, next.children, next.dependents = st.deps, st.children, st.dependents
 	return next
 }

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -27,7 +29,8 @@ type Options struct {
 	TenantInflight int
 	// KV, when set, is the storage engine to use (an etcd-backed store, say)
 	// instead of Badger in Dir; Dir then only names it in messages. The
-	// graph closes it on Close.
+	// graph closes it on Close. Its reads being round trips, the store
+	// then keeps every live node's record in memory (Store.liveRecords).
 	KV *kv.Store
 	// Recoders recode the records other packages own from the JSON that
 	// formats 3 and 4 stored (format_json_records.go); server.Open passes
@@ -42,6 +45,12 @@ type Store struct {
 	kv    *kv.Store
 	clock clock.Clock
 	log   *slog.Logger
+	// liveRecords keeps the record of every live node in memory, not only
+	// of running ones: set for an engine passed in (Options.KV, etcd's),
+	// whose reads are round trips a claim would wait for on the writer.
+	// Badger's reads are local and cached, so there the backlog's records
+	// stay on disk.
+	liveRecords bool
 
 	table  *table
 	events *eventHub
@@ -115,25 +124,28 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	s := &Store{
-		kv:      db,
-		clock:   opts.Clock,
-		log:     opts.Logger,
-		table:   newTable(),
-		events:  newEventHub(),
-		ready:   newReadyMirror(opts.Clock),
-		marks:   newMarks(),
-		seqs:    map[string]uint64{},
-		closing: make(chan struct{}),
+		kv:          db,
+		liveRecords: opts.KV != nil,
+		clock:       opts.Clock,
+		log:         opts.Logger,
+		table:       newTable(),
+		events:      newEventHub(),
+		ready:       newReadyMirror(opts.Clock),
+		marks:       newMarks(),
+		seqs:        map[string]uint64{},
+		closing:     make(chan struct{}),
 	}
 	stored, err := s.checkFormat(opts.Dir)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	started := time.Now()
 	if err := s.rebuild(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
+	s.log.Info("in-memory state rebuilt", "nodes", s.table.nodes.len(), "took", time.Since(started).Round(time.Millisecond))
 	if err := db.Reopen(); err != nil {
 		db.Close()
 		return nil, err

@@ -36,6 +36,15 @@ type Tx struct {
 	events []Event
 	marks  map[string]retentionMark // retention marks changed here (retention.go)
 
+	// read is the record of a queued or open node that storedRecord last
+	// read from the store in a write transaction, so a claim's read and
+	// its write of the node read the store once; any write of a node's key
+	// forgets it.
+	read struct {
+		ref nodeRef
+		b   []byte
+	}
+
 	// last is the node state a write transaction looked up last (or set),
 	// so the several lookups one op makes of a node (read, check, change,
 	// move) cost one access to maps of up to millions of entries.
@@ -123,7 +132,7 @@ func (tx *Tx) state(ref nodeRef) *nodeState {
 		t.mu.RLock()
 		defer t.mu.RUnlock()
 	}
-	e, ok := t.nodes[ref]
+	e, ok := t.nodes.get(ref)
 	if !ok {
 		return nil
 	}
@@ -191,8 +200,12 @@ func (tx *Tx) apply() {
 	}
 	var obs []QueueObservation
 	now := tx.now.UnixNano()
+	// The mirror's lock is held across the loop: entries in its trees
+	// change state only under it (trackLocked).
+	s.ready.mu.Lock()
+	defer s.ready.mu.Unlock()
 	for ref, st := range tx.nodes {
-		e, had := t.nodes[ref]
+		e, had := t.nodes.get(ref)
 		var old *nodeState
 		if had {
 			o := e.st
@@ -207,19 +220,20 @@ func (tx *Tx) apply() {
 		switch {
 		case st == nil && had:
 			t.mark(e, false)
-			delete(t.nodes, ref)
+			t.nodes.delete(ref)
+			s.ready.trackLocked(e, true, nil, &moves)
 		case st == nil:
 		case had:
 			if listKeyOf(&e.st) != listKeyOf(st) {
 				t.mark(e, false)
 			}
-			e.st = *st
+			s.ready.trackLocked(e, true, st, &moves) // sets e.st
 		default:
-			e = &nodeEntry{ref: ref, st: *st}
-			t.nodes[ref] = e
+			e = &nodeEntry{ref: ref}
+			t.nodes.set(ref, e)
 			t.mark(e, true)
+			s.ready.trackLocked(e, false, st, &moves) // sets e.st
 		}
-		s.ready.track(ref, old, st, &moves)
 		t.noteFinished(ref, old, st)
 	}
 	if len(moves) > 0 {
@@ -234,27 +248,24 @@ func (tx *Tx) apply() {
 		t.fences[ref] = f
 	}
 	for ref, le := range tx.edges {
-		from, to := t.nodes[nodeRef{ref.tenant, ref.from}], t.nodes[nodeRef{ref.tenant, ref.to}]
+		from, _ := t.nodes.get(nodeRef{ref.tenant, ref.from})
+		to, _ := t.nodes.get(nodeRef{ref.tenant, ref.to})
 		if le == nil {
-			if from != nil {
-				delete(from.out, edgeSlot{ref.typ, ref.to})
+			if from != nil && from.edges != nil {
+				delete(from.edges.out, edgeSlot{ref.typ, ref.to})
+				from.dropEdgesIfNone()
 			}
-			if to != nil {
-				delete(to.in, edgeSlot{ref.typ, ref.from})
+			if to != nil && to.edges != nil {
+				delete(to.edges.in, edgeSlot{ref.typ, ref.from})
+				to.dropEdgesIfNone()
 			}
 			continue
 		}
 		if from != nil {
-			if from.out == nil {
-				from.out = map[edgeSlot]*liveEdge{}
-			}
-			from.out[edgeSlot{ref.typ, ref.to}] = le
+			from.addOut(edgeSlot{ref.typ, ref.to}, le)
 		}
 		if to != nil {
-			if to.in == nil {
-				to.in = map[edgeSlot]*liveEdge{}
-			}
-			to.in[edgeSlot{ref.typ, ref.from}] = le
+			to.addIn(edgeSlot{ref.typ, ref.from}, le)
 		}
 	}
 }
@@ -378,11 +389,12 @@ func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
 	if record, ok = withRecordPointer(record, seq, horizon); !ok {
 		return false, nil
 	}
+	tx.forgetRead()
 	if err := tx.kv.Set(key, record); err != nil {
 		return false, err
 	}
 	if st := tx.nodes[nodeRef{tenant, id}]; st != nil && st.record != nil {
-		st.record = record // what NodeGet and the next putNode read
+		st.record = &record // what NodeGet and the next putNode read
 	}
 	return true, nil
 }

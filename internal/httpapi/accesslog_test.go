@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -191,18 +189,15 @@ func TestAccessLogClientGone(t *testing.T) {
 	t.Parallel()
 	for _, setting := range []string{"errors", "all"} {
 		e, lines := startLogged(t, setting)
+		signals := &e.srv.API.TestSignals
+		signals.Waiting.Init(t)
+		signals.Served.Init(t)
 		tok := e.token("acme", "alice", "worker")
 		ctx, cancel := context.WithCancel(context.Background())
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/queues/q/claim", strings.NewReader(`{"wait_ms": 60000}`))
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("Content-Type", "application/json")
-		// Once the request is written, its bytes are the server's to read:
-		// it serves the poll and sees the client gone, whenever it gets there.
-		wrote := make(chan struct{})
-		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) },
-		}))
 		done := make(chan error, 1)
 		go func() {
 			resp, err := http.DefaultClient.Do(req)
@@ -211,13 +206,20 @@ func TestAccessLogClientGone(t *testing.T) {
 			}
 			done <- err
 		}()
-		<-wrote
+		// The client goes once the server holds the poll (not once the
+		// client has written it: the transport's WroteRequest comes before
+		// its buffer is flushed, so a cancel then could keep the request
+		// from ever reaching the server).
+		signals.Waiting.WaitFor(t, func(sub string) bool { return sub == "alice" })
 		cancel()
 		require.ErrorIs(t, <-done, context.Canceled)
-		require.Eventually(t, func() bool {
-			_, body := e.raw(http.MethodGet, "/metrics", "", "", "")
-			return strings.Contains(string(body), `tether_http_requests_total{code="499",method="POST",route="/v1/queues/:queue/claim"} 1`)
-		}, 10*time.Second, 5*time.Millisecond, "the cancelled poll is counted as 499")
+		// The server sees the client gone whenever it gets there; Served
+		// says it has counted and logged the request.
+		served := signals.Served.WaitFor(t, func(s httpapi.Served) bool { return s.Route == "/v1/queues/:queue/claim" })
+		require.Equal(t, httpapi.StatusClientGone, served.Status)
+		_, body := e.raw(http.MethodGet, "/metrics", "", "", "")
+		require.Contains(t, string(body), `tether_http_requests_total{code="499",method="POST",route="/v1/queues/:queue/claim"} 1`,
+			"the cancelled poll is counted as 499")
 		got := lines.requests(t)
 		var polls []map[string]any
 		for _, l := range got {

@@ -307,13 +307,15 @@ func TestLongPollAnswersWhenAnEventCommits(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	polled := time.Now()
+	e.srv.API.TestSignals.Waiting.Init(t)
 	go func() {
 		res, err := r.ListEventsWithResponse(ctx, &client.ListEventsParams{After: &last, WaitMS: ptr(5000)})
 		done <- answer{res, err, time.Now()}
 	}()
-	// Give the poll time to reach the server and wait there; the assertion
-	// below is about what happens after the create, not before it.
-	time.Sleep(150 * time.Millisecond)
+	// The poll has reached the server and holds its place among the waits;
+	// the assertion below is about what happens after the create, not
+	// before it.
+	e.srv.API.TestSignals.Waiting.WaitFor(t, func(sub string) bool { return sub == "viewer" })
 	select {
 	case a := <-done:
 		t.Fatalf("the poll answered before any event: %+v", a)
@@ -442,6 +444,9 @@ func TestShutdownEndsStreamsAndLongPolls(t *testing.T) {
 	r := e.user("viewer", "reader")
 	s := e.openEventStream(e.token("acme", "viewer", "reader"), "", "")
 	defer s.close()
+	// The stream answered its headers, so it holds its place already: the
+	// signals from here on are the three polls'.
+	e.srv.API.TestSignals.Waiting.Init(t)
 	poll := make(chan *client.ListEventsResponse, 1)
 	go func() {
 		res, err := r.ListEventsWithResponse(context.Background(), &client.ListEventsParams{WaitMS: ptr(60000)})
@@ -467,7 +472,11 @@ func TestShutdownEndsStreamsAndLongPolls(t *testing.T) {
 		}
 		claimsPoll <- res
 	}()
-	time.Sleep(100 * time.Millisecond) // let the polls reach the server
+	reached := map[string]int{}
+	for range 3 {
+		reached[e.srv.API.TestSignals.Waiting.Wait(t)]++
+	}
+	require.Equal(t, map[string]int{"viewer": 1, "w1": 2}, reached, "the three polls reached the server")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -130,9 +130,9 @@ func TestBlobUploadIsDeduplicatedAndRangeRead(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
-func withBlobs(maxBytes int64, grace time.Duration, swept func(int, error)) option {
+func withBlobs(maxBytes int64, grace time.Duration) option {
 	return func(c *server.Config) {
-		c.BlobMaxBytes, c.BlobGrace, c.BlobSwept = maxBytes, grace, swept
+		c.BlobMaxBytes, c.BlobGrace = maxBytes, grace
 	}
 }
 
@@ -140,7 +140,7 @@ func (e *env) blobDir() string { return filepath.Join(e.dataDir, "blobs") }
 
 func TestBlobOverTheLimitOrTheQuotaIs413AndKeepsNothing(t *testing.T) {
 	t.Parallel()
-	e := start(t, withBlobs(1000, 0, nil))
+	e := start(t, withBlobs(1000, 0))
 	w := e.user("alice", "worker")
 	ctx := context.Background()
 
@@ -291,12 +291,9 @@ func TestBlobsAreSealedPerTenant(t *testing.T) {
 
 func TestBlobReferencedByANodeIsKeptAndAnUnreferencedOneCollected(t *testing.T) {
 	t.Parallel()
-	swept := make(chan int, 16)
-	e := start(t, withBlobs(0, time.Hour, func(n int, err error) {
-		if err == nil {
-			swept <- n
-		}
-	}))
+	e := start(t, withBlobs(0, time.Hour))
+	// The sweeps run on the fake clock, so none can have run yet.
+	e.srv.Blobs.TestSignals.Swept.Init(t)
 	ctx := context.Background()
 	d := e.dispatcher()
 	w := e.user("alice", "worker")
@@ -328,13 +325,9 @@ func TestBlobReferencedByANodeIsKeptAndAnUnreferencedOneCollected(t *testing.T) 
 	}
 	sweep := func(d time.Duration) int {
 		e.clk.Advance(d)
-		select {
-		case n := <-swept:
-			return n
-		case <-time.After(10 * time.Second):
-			t.Fatal("no blob sweep ran")
-			return 0
-		}
+		done := e.srv.Blobs.TestSignals.Swept.Wait(t)
+		require.NoError(t, done.Err)
+		return done.Collected
 	}
 	// Just short of the grace period nothing goes; past it the loose one does.
 	require.Equal(t, 0, sweep(59*time.Minute))

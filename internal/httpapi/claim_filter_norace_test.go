@@ -8,11 +8,6 @@ import "time"
 // creates: the size of queue at which a scan took half a second.
 const claimFilterReady = 50000
 
-// promptly bounds how long a long poll may take to answer once a node is
-// ready: the design has no polling interval, so this is scheduling and one
-// fsync on a machine that runs other tests too (more under -race).
-const promptly = 100 * time.Millisecond
-
 // longWait is a wait_ms that must be waited out, and quickBound what an
 // answer that does not wait stays under.
 const (

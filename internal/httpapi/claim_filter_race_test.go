@@ -9,11 +9,6 @@ import "time"
 // scan of even these took over a second.
 const claimFilterReady = 15000
 
-// promptly bounds how long a long poll may take to answer once a node is
-// ready: the design has no polling interval, so this is scheduling and one
-// fsync on a machine that runs other tests too (more under -race).
-const promptly = 300 * time.Millisecond
-
 // longWait is a wait_ms that must be waited out, and quickBound what an
 // answer that does not wait stays under.
 const (

@@ -81,6 +81,7 @@ func TestQueueClaimFilterDoesNotScan(t *testing.T) {
 	// A long poll whose filter matches nothing is not woken by the nodes
 	// that keep coming; the first it matches wakes it.
 	waiting := func() (int, int64) { return e.srv.Store.ReadyWaiters("acme", "big") }
+	e.srv.Work.TestSignals.Parked.Init(t)
 	poll := make(chan *client.ClaimNextResponse, 1)
 	go func() {
 		res, err := alice.ClaimNextWithResponse(ctx, "big", client.ClaimNextRequest{Labels: &[]string{"gpu", "eu"}, WaitMS: ptr(int64(20000))})
@@ -89,7 +90,9 @@ func TestQueueClaimFilterDoesNotScan(t *testing.T) {
 		}
 		poll <- res
 	}()
-	require.Eventually(t, func() bool { n, _ := waiting(); return n == 1 }, 10*time.Second, time.Millisecond, "the poll waits")
+	e.srv.Work.TestSignals.Parked.WaitFor(t, func(q string) bool { return q == "big" })
+	n, _ := waiting()
+	require.Equal(t, 1, n, "the poll waits")
 	_, before := waiting()
 	e.createMany(300, func(i int) nodes.NodeSpec {
 		c := nodes.NodeSpec{ID: ptr(fmt.Sprintf("late%03d", i)), Type: "build", Queue: ptr("big"), Labels: []string{"gpu"}}

@@ -135,20 +135,23 @@ func TestCompleteWithNextLongPolls(t *testing.T) {
 		err error
 	}
 	ch := make(chan answer, 1)
+	e.srv.Work.TestSignals.Parked.Init(t)
 	go func() {
 		res, err := alice.CompleteNodeWithResponse(context.Background(), "only", client.CompleteRequest{
 			Fence: ptr(cur.Lease.Fence), Next: &client.NextClaimRequest{Queue: "q", WaitMS: ptr(int64(5000))},
 		})
 		ch <- answer{res, err}
 	}()
-	// The completion lands before the poll parks: wait for it, then make
-	// sure the call is still waiting for a next node.
-	require.Eventually(t, func() bool { return e.nodeStatus("only") == client.NodeStatusDone }, 5*time.Second, 5*time.Millisecond)
+	// The completion lands before the poll parks: once it is parked, the
+	// call is still waiting for a next node.
+	e.srv.Work.TestSignals.Parked.WaitFor(t, func(q string) bool { return q == "q" })
+	require.Equal(t, client.NodeStatusDone, e.nodeStatus("only"))
 	select {
 	case a := <-ch:
 		t.Fatalf("answered before a node was ready: %v %s", a.err, a.res.Body)
-	case <-time.After(150 * time.Millisecond):
+	default:
 	}
+	_, parkedWoken := e.srv.Store.ReadyWaiters("acme", "q")
 	e.mustCreate(client.NodeCreate{ID: ptr("fresh"), Type: "task", Queue: ptr("q")})
 	created := time.Now()
 	var a answer
@@ -162,7 +165,9 @@ func TestCompleteWithNextLongPolls(t *testing.T) {
 	require.Equal(t, "only", a.res.JSON200.Node.ID)
 	require.NotNil(t, a.res.JSON200.Next)
 	require.Equal(t, "fresh", a.res.JSON200.Next.Node.ID)
-	require.Less(t, time.Since(created), promptly)
+	_, woken := e.srv.Store.ReadyWaiters("acme", "q")
+	require.Greater(t, woken, parkedWoken, "the create woke the poll")
+	require.Less(t, time.Since(created), wakeBound)
 
 	// Nothing becomes ready: next is null once wait_ms has passed.
 	res := completeNext(t, alice, "fresh", a.res.JSON200.Next.Lease.Fence, client.NextClaimRequest{Queue: "q", WaitMS: ptr(int64(200))})

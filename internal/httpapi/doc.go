@@ -27,7 +27,9 @@
 //     duration.Check (see waitParam).
 //   - Requests that wait (wait_ms > 0, event streams) hold a place counted
 //     per identity and per tenant (WaitLimits) for as long as they wait; a
-//     new waiting endpoint takes one with s.waiters.acquire.
+//     new waiting endpoint takes one with s.waiters.acquire, which tells a
+//     test the request has arrived (TestSignals.Waiting); the edge tells it
+//     each request answered, counted and logged (TestSignals.Served).
 //   - The caller's identity is the authenticated principal, never a request
 //     argument, and every query is confined to the principal's tenant.
 //   - openapi.yaml describes every route and response; the API tests validate

@@ -48,6 +48,26 @@ func start(t testing.TB, opts ...option) *env {
 	return &env{t: t, srv: s.Server, url: s.URL, clk: s.Clock, dataDir: s.DataDir}
 }
 
+// watchReaper enables the reaper's signal: call it before the move of the
+// clock whose expiry waitReaped waits for.
+func (e *env) watchReaper() { e.srv.Leases.TestSignals.Reaped.Init(e.t) }
+
+// waitReaped waits until the reaper has settled what fell due and readers
+// see it (lease.TestSignals.Reaped).
+func (e *env) waitReaped() {
+	e.t.Helper()
+	e.srv.Leases.TestSignals.Reaped.Wait(e.t)
+}
+
+// advanceAndReap moves the fake clock by d and waits until the reaper has
+// settled the expiry that fell due.
+func (e *env) advanceAndReap(d time.Duration) {
+	e.t.Helper()
+	e.watchReaper()
+	e.clk.Advance(d)
+	e.waitReaped()
+}
+
 // token mints an HS256 JWT valid for an hour of the fake clock.
 func (e *env) token(tid, sub string, roles ...string) string {
 	e.t.Helper()

@@ -232,23 +232,23 @@ func TestExpiredLeaseIsReapedWithinTheInterval(t *testing.T) {
 
 	_, err := alice.ClaimNodeWithResponse(ctx, "x1", client.ClaimRequest{TTLMS: ptr(int64(5000))})
 	require.NoError(t, err)
+	e.watchReaper()
 	e.clk.Advance(5 * time.Second)
 	lost, err := alice.RenewLeaseWithResponse(ctx, "x1", client.RenewRequest{})
 	require.NoError(t, err)
 	requireProblem(t, lost.ApplicationProblemJSON409, http.StatusConflict, client.ProblemCodeLeaseLost)
-	require.Eventually(t, func() bool {
-		n, err := bob.GetNodeWithResponse(ctx, "x1")
-		return err == nil && n.JSON200.Status == client.NodeStatusQueued
-	}, 2*time.Second, 5*time.Millisecond, "requeued by the reaper as soon as the deadline passed")
+	e.waitReaped()
+	requeued, err := bob.GetNodeWithResponse(ctx, "x1")
+	require.NoError(t, err)
+	require.Equal(t, client.NodeStatusQueued, requeued.JSON200.Status, "requeued by the reaper as soon as the deadline passed")
 
 	second, err := bob.ClaimNodeWithResponse(ctx, "x1", client.ClaimRequest{TTLMS: ptr(int64(5000))})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, second.JSON200.Lease.Fence)
-	e.clk.Advance(5 * time.Second)
-	require.Eventually(t, func() bool {
-		n, err := bob.GetNodeWithResponse(ctx, "x1")
-		return err == nil && n.JSON200.Status == client.NodeStatusDead
-	}, 2*time.Second, 5*time.Millisecond, "dead once max_attempts runs expired")
+	e.advanceAndReap(5 * time.Second)
+	dead, err := bob.GetNodeWithResponse(ctx, "x1")
+	require.NoError(t, err)
+	require.Equal(t, client.NodeStatusDead, dead.JSON200.Status, "dead once max_attempts runs expired")
 
 	hist, err := bob.ListNodeEdgesWithResponse(ctx, "x1", &client.ListNodeEdgesParams{Type: ptr("assigned"), IncludeRetired: ptr(true), Dir: ptr(client.EdgeDirectionOut)})
 	require.NoError(t, err)

@@ -425,14 +425,13 @@ func TestTimeoutEndsARunHoweverOftenRenewed(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, res.StatusCode(), "renewed before the timeout at %s: %s", e.clk.Now(), res.Body)
 	}
+	e.watchReaper()
 	e.clk.Advance(4 * time.Second) // t = 12 s: the lease would live to 13 s, the run ended at 10 s
 	lost := e.requireLeaseLost(alice, "slow")
 	require.Nil(t, lost.Holder)
-	require.Eventually(t, func() bool {
-		res, err := alice.GetNodeWithResponse(ctx, "slow")
-		return err == nil && res.JSON200 != nil && res.JSON200.Status == client.NodeStatusQueued && res.JSON200.Error != nil
-	}, 2*time.Second, 5*time.Millisecond, "the reaper requeues a timed-out run")
+	e.waitReaped()
 	n := e.node("slow")
+	require.Equal(t, client.NodeStatusQueued, n.Status, "the reaper requeues a timed-out run")
 	require.Equal(t, "timeout", *n.Error)
 	require.Nil(t, n.Lease)
 	require.EqualValues(t, 1, n.Attempts)
@@ -681,11 +680,8 @@ func TestOnChildFailOnExpiryIntoDeadAndOnCancel(t *testing.T) {
 	e.mustCreate(client.NodeCreate{ID: ptr("K"), Type: "task", Queue: ptr("default"), Parent: ptr("P2"), MaxAttempts: ptr(int64(1))})
 	e.mustCreate(child("K2", "P2"))
 	e.mustClaim(w, "K", 5000)
-	e.clk.Advance(5 * time.Second)
-	require.Eventually(t, func() bool {
-		res, err := d.GetNodeWithResponse(ctx, "P2")
-		return err == nil && res.JSON200 != nil && res.JSON200.Status == client.NodeStatusFailed
-	}, 2*time.Second, 5*time.Millisecond, "the parent of a child that expired into dead fails")
+	e.advanceAndReap(5 * time.Second)
+	require.Equal(t, client.NodeStatusFailed, e.node("P2").Status, "the parent of a child that expired into dead fails")
 	require.Equal(t, client.NodeStatusDead, e.node("K").Status)
 	require.Contains(t, *e.node("P2").Error, "K")
 	require.Equal(t, client.NodeStatusCancelled, e.node("K2").Status, "the remaining child is cancelled")
@@ -695,11 +691,8 @@ func TestOnChildFailOnExpiryIntoDeadAndOnCancel(t *testing.T) {
 	e.mustCreate(task("P4"))
 	e.mustCreate(child("K4", "P4"))
 	e.mustClaim(w, "K4", 5000)
-	e.clk.Advance(5 * time.Second)
-	require.Eventually(t, func() bool {
-		res, err := d.GetNodeWithResponse(ctx, "K4")
-		return err == nil && res.JSON200 != nil && res.JSON200.Status == client.NodeStatusQueued
-	}, 2*time.Second, 5*time.Millisecond)
+	e.advanceAndReap(5 * time.Second)
+	require.Equal(t, client.NodeStatusQueued, e.node("K4").Status, "a child that expires with attempts left is requeued")
 	require.Equal(t, client.NodeStatusQueued, e.node("P4").Status)
 
 	// Cancelling a child fails a parent with on_child_fail fail.

@@ -448,11 +448,12 @@ func TestMessagesToARemovedNodeExpire(t *testing.T) {
 	e.mustComplete(alice, "t2", nil)
 	late := send(t, head, client.MessageCreate{To: "node:t2", Body: "too late"})
 	require.Equal(t, client.MessageStatePending, getMessage(t, head, late.ID).JSON200.State)
+	e.srv.Cleaner.TestSignals.Passed.Init(t)
 	e.clk.Advance(2 * time.Minute) // the cleaner's timer fires on the fake clock
-	require.Eventually(t, func() bool {
-		r, err := head.GetNodeWithResponse(ctx, "t2")
-		return err == nil && r.StatusCode() == http.StatusNotFound
-	}, 10*time.Second, 10*time.Millisecond, "the finished node was removed")
+	require.NoError(t, e.srv.Cleaner.TestSignals.Passed.Wait(t))
+	removed, err := head.GetNodeWithResponse(ctx, "t2")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNotFound, removed.StatusCode(), "the finished node was removed")
 	r = getMessage(t, head, late.ID)
 	require.Equal(t, http.StatusOK, r.StatusCode(), string(r.Body))
 	require.Equal(t, client.MessageStateExpired, r.JSON200.State)

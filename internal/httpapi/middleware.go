@@ -74,6 +74,7 @@ func (s *Server) observe(c echo.Context, id string, elapsed time.Duration) {
 	if status >= 500 && r.Context().Err() != nil {
 		status = StatusClientGone
 	}
+	defer s.TestSignals.Served.Signal(Served{Method: r.Method, Route: route, Status: status})
 	s.metrics.observe(r.Method, route, status, elapsed)
 	level, ok := s.accessLevel(status)
 	if !ok || !s.log.Enabled(r.Context(), level) {

@@ -34,12 +34,12 @@ func TestRetentionRemovesFinishedWorkAndSaysSoToLateReaders(t *testing.T) {
 	require.NoError(t, err)
 	cursor := first.JSON200.Items[0].Seq
 
-	e.clk.Advance(2 * time.Minute) // the cleaner's timer fires on the fake clock
-	require.Eventually(t, func() bool {
-		r, err := head.GetNodeWithResponse(ctx, "a")
-		return err == nil && r.StatusCode() == http.StatusNotFound
-	}, 10*time.Second, 10*time.Millisecond, "the finished nodes were removed")
-	for _, id := range []string{"b", "c"} {
+	// The cleaner's timer fires on the fake clock; its signal says the
+	// pass (nodes, then event groups) is done.
+	e.srv.Cleaner.TestSignals.Passed.Init(t)
+	e.clk.Advance(2 * time.Minute)
+	require.NoError(t, e.srv.Cleaner.TestSignals.Passed.Wait(t))
+	for _, id := range []string{"a", "b", "c"} {
 		r, err := head.GetNodeWithResponse(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, r.StatusCode(), id)
@@ -48,13 +48,9 @@ func TestRetentionRemovesFinishedWorkAndSaysSoToLateReaders(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, live.StatusCode(), "a queued node is never removed")
 
-	// The cleaner removes a batch's nodes, then (in a second transaction) the
-	// event groups past the cutoff: the horizon may move just after "a" is gone.
-	var late *client.ListEventsResponse
-	require.Eventually(t, func() bool {
-		late, err = head.ListEventsWithResponse(ctx, &client.ListEventsParams{After: ptr(cursor)})
-		return err == nil && late.StatusCode() == http.StatusGone
-	}, 10*time.Second, 10*time.Millisecond, "events before the horizon answer 410")
+	late, err := head.ListEventsWithResponse(ctx, &client.ListEventsParams{After: ptr(cursor)})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusGone, late.StatusCode(), "events before the horizon answer 410: %s", late.Body)
 	gone := late.ApplicationProblemJSON410
 	requireProblem(t, gone, http.StatusGone, client.ProblemCodeGone)
 	require.NotNil(t, gone.OldestSeq)
@@ -68,12 +64,10 @@ func TestRetentionRemovesFinishedWorkAndSaysSoToLateReaders(t *testing.T) {
 		map[string]string{"Accept": "text/event-stream", "Last-Event-ID": "1"})
 	require.Equal(t, http.StatusGone, resp.StatusCode, string(body))
 
-	// The cleaner removes events in passes of their own, after the nodes:
-	// on a busy machine the last may still be running.
-	require.Eventually(t, func() bool {
-		fresh, err := head.ListEventsWithResponse(ctx, &client.ListEventsParams{})
-		return err == nil && fresh.StatusCode() == http.StatusOK && len(fresh.JSON200.Items) == 0
-	}, 10*time.Second, 10*time.Millisecond, "every event happened more than a minute ago")
+	fresh, err := head.ListEventsWithResponse(ctx, &client.ListEventsParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, fresh.StatusCode(), string(fresh.Body))
+	require.Empty(t, fresh.JSON200.Items, "every event happened more than a minute ago")
 	e.mustCreate(task("d"))
 	next, err := head.ListEventsWithResponse(ctx, &client.ListEventsParams{})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/schedule"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tenant"
 )
@@ -72,7 +73,9 @@ func (e *env) runs(id string) []client.ScheduleRun {
 	return res.JSON200.Items
 }
 
-// waitRuns waits until schedule id has n run records.
+// waitRuns waits until schedule id has n run records: for the catch-up
+// fires a server makes as it starts, before a test can enable the loop's
+// Fired signal (otherwise fireNext and waitFired).
 func (e *env) waitRuns(id string, n int) []client.ScheduleRun {
 	e.t.Helper()
 	var got []client.ScheduleRun
@@ -83,24 +86,39 @@ func (e *env) waitRuns(id string, n int) []client.ScheduleRun {
 	return got
 }
 
-// waitFires advances the clock to the schedule's next fire and waits for the
-// run record it makes (or extends: a skipped row grows its count).
+// fireNext advances the clock to the schedule's next fire and returns its
+// runs once the loop's pass has fired it (a new run record, or a skipped row
+// whose count grew).
 func (e *env) fireNext(id string) []client.ScheduleRun {
 	e.t.Helper()
 	s := e.schedule(id)
 	require.NotNil(e.t, s.NextFireAt, "schedule %s has no next fire", id)
-	before := e.runs(id)
+	e.watchFires()
 	e.advanceTo(*s.NextFireAt)
-	var got []client.ScheduleRun
-	require.Eventually(e.t, func() bool {
-		got = e.runs(id)
-		if len(got) != len(before) {
-			return true
+	e.waitFired(id)
+	return e.runs(id)
+}
+
+// watchFires enables the firing loop's Fired signal, before the move of
+// the clock whose fires a test waits for.
+func (e *env) watchFires() { e.srv.Schedules.TestSignals.Fired.Init(e.t) }
+
+// waitFired waits until the firing loop's passes have fired every one of
+// ids (made durable: readers see the fires).
+func (e *env) waitFired(ids ...string) {
+	e.t.Helper()
+	left := map[string]bool{}
+	for _, id := range ids {
+		left[id] = true
+	}
+	e.srv.Schedules.TestSignals.Fired.WaitFor(e.t, func(refs []schedule.Ref) bool {
+		for _, r := range refs {
+			if r.Tenant == "acme" {
+				delete(left, r.ID)
+			}
 		}
-		// A fire skipped for the same reason as the last one extends it.
-		return len(got) > 0 && got[0].SkippedFires != before[0].SkippedFires
-	}, 10*time.Second, 10*time.Millisecond, "waiting for the fire of %s at %s", id, s.NextFireAt)
-	return got
+		return len(left) == 0
+	})
 }
 
 // watchFiringLoop enables the firing loop's Idle signal, before the writes
@@ -314,8 +332,10 @@ func TestScheduleFiresAcrossDST(t *testing.T) {
 	// Fall back: 01:30 happens twice on 2026-11-01 and fires at the first.
 	_, err = e.dispatcher().UpdateScheduleWithResponse(context.Background(), "ny", client.SchedulePatch{Cron: client.Value("30 1 * * *")})
 	require.NoError(t, err)
+	e.watchFires()
 	e.advanceTo(time.Date(2026, 10, 31, 12, 0, 0, 0, time.UTC))
-	e.waitRuns("ny", 4) // the fires missed in between, skipped in one row
+	e.waitFired("ny")
+	require.Len(t, e.runs("ny"), 4, "the fires missed in between, skipped in one row")
 	before := len(e.runs("ny"))
 	for range 3 {
 		e.fireNext("ny")
@@ -345,12 +365,12 @@ func TestScheduleOverlapModes(t *testing.T) {
 	ids := []string{"skip", "queue", "allow", "buffer", "cancel"}
 	// Three fires, a minute apart; no run is worked on, so none is over.
 	for i := range 3 {
+		e.watchFires()
 		e.advanceTo(*e.schedule("skip").NextFireAt)
+		e.waitFired(ids...)
 		for _, id := range ids {
-			require.Eventually(t, func() bool {
-				s := e.schedule(id)
-				return s.LastRunSeq != nil && s.NextFireAt.After(e.clk.Now())
-			}, 10*time.Second, 10*time.Millisecond, "fire %d of %s", i, id)
+			s := e.schedule(id)
+			require.True(t, s.LastRunSeq != nil && s.NextFireAt.After(e.clk.Now()), "fire %d of %s", i, id)
 		}
 	}
 
@@ -436,14 +456,10 @@ func TestScheduleFailureBackoffLadder(t *testing.T) {
 	// tick moves to the next 10 s mark, where the loop wakes, and waits for
 	// the record of that fire.
 	tick := func() []client.ScheduleRun {
-		before := e.runs("flaky")
+		e.watchFires()
 		e.advanceTo(e.clk.Now().Truncate(10 * time.Second).Add(10 * time.Second))
-		var got []client.ScheduleRun
-		require.Eventually(t, func() bool {
-			got = e.runs("flaky")
-			return len(got) != len(before) || got[0].SkippedFires != before[0].SkippedFires
-		}, 10*time.Second, 10*time.Millisecond)
-		return got
+		e.waitFired("flaky")
+		return e.runs("flaky")
 	}
 
 	runs := e.fireNext("flaky")
@@ -680,12 +696,12 @@ func TestScheduleOneShotRemovesItself(t *testing.T) {
 	require.Equal(t, []time.Time{at}, []time.Time{s.NextFires[0]})
 	require.Len(t, s.NextFires, 1)
 
+	e.watchFires()
 	e.advanceTo(at)
-	require.Eventually(t, func() bool {
-		res, err := e.dispatcher().GetScheduleWithResponse(context.Background(), "once")
-		require.NoError(t, err)
-		return res.StatusCode() == http.StatusNotFound
-	}, 10*time.Second, 10*time.Millisecond)
+	e.waitFired("once")
+	res, err := e.dispatcher().GetScheduleWithResponse(context.Background(), "once")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNotFound, res.StatusCode(), "a one-off schedule is gone once it fired")
 	nodes, err := e.dispatcher().ListNodesWithResponse(context.Background(), &client.ListNodesParams{Type: ptr("once")})
 	require.NoError(t, err)
 	require.Len(t, nodes.JSON200.Items, 1)

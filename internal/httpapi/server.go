@@ -70,6 +70,10 @@ type Deps struct {
 // Server is the HTTP face of Tether: thin handlers that decode, call a domain
 // package and encode.
 type Server struct {
+	// TestSignals tell tests what requests did; off unless a test enables
+	// them.
+	TestSignals TestSignals
+
 	cfg     Config
 	store   *graph.Store
 	tenants *tenant.Service
@@ -110,8 +114,9 @@ func New(cfg Config, d Deps) *Server {
 	s := &Server{
 		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
 		workers: d.Workers, blobs: d.Blobs, clock: d.Clock, log: d.Logger, echo: echo.New(),
-		waiters: newWaiters(cfg.Waits), messages: d.Messages, schedules: d.Schedules,
+		messages: d.Messages, schedules: d.Schedules,
 	}
+	s.waiters = newWaiters(cfg.Waits, &s.TestSignals.Waiting)
 	s.stopping, s.stop = context.WithCancel(context.Background())
 	s.batchOps = map[string]op{
 		"renew": s.opRenew, "extend": s.opExtend, "release": s.opRelease,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/testsignal"
 )
 
 // Default caps on long polls, event streams and MCP sessions and streams open
@@ -39,6 +40,7 @@ func (l WaitLimits) withDefaults() WaitLimits {
 // waiters counts the waiting requests of each identity and tenant.
 type waiters struct {
 	lim        WaitLimits
+	waiting    *testsignal.Signal[string] // the Server's TestSignals.Waiting
 	mu         sync.Mutex
 	byTenant   map[string]int
 	byIdentity map[waiterKey]int
@@ -46,8 +48,8 @@ type waiters struct {
 
 type waiterKey struct{ tenant, sub string }
 
-func newWaiters(l WaitLimits) *waiters {
-	return &waiters{lim: l.withDefaults(), byTenant: map[string]int{}, byIdentity: map[waiterKey]int{}}
+func newWaiters(l WaitLimits, waiting *testsignal.Signal[string]) *waiters {
+	return &waiters{lim: l.withDefaults(), waiting: waiting, byTenant: map[string]int{}, byIdentity: map[waiterKey]int{}}
 }
 
 // acquire counts one more waiting request of p, or refuses it with a
@@ -71,6 +73,7 @@ func (w *waiters) acquire(p *tenant.Principal) (release func(), err error) {
 	}
 	w.byIdentity[k]++
 	w.byTenant[k.tenant]++
+	w.waiting.Signal(p.Subject)
 	return func() { w.release(k) }, nil
 }
 

@@ -8,11 +8,12 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/testsignal"
 )
 
 func TestWaitersDefaultsAndRelease(t *testing.T) {
 	t.Parallel()
-	w := newWaiters(WaitLimits{})
+	w := newWaiters(WaitLimits{}, new(testsignal.Signal[string]))
 	require.Equal(t, WaitLimits{PerIdentity: DefaultWaitsPerIdentity, PerTenant: DefaultWaitsPerTenant}, w.lim)
 
 	p := &tenant.Principal{Tenant: "acme", Subject: "a"}
@@ -32,7 +33,7 @@ func TestWaitersDefaultsAndRelease(t *testing.T) {
 	require.Empty(t, w.byTenant)
 
 	// A negative cap is none.
-	w = newWaiters(WaitLimits{PerIdentity: -1, PerTenant: -1})
+	w = newWaiters(WaitLimits{PerIdentity: -1, PerTenant: -1}, new(testsignal.Signal[string]))
 	for range 2 * DefaultWaitsPerTenant {
 		_, err := w.acquire(p)
 		require.NoError(t, err)

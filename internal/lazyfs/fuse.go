@@ -460,11 +460,13 @@ func (o *fileOps) Flush(ctx context.Context, _ fs.FileHandle) syscall.Errno { re
 // file that has no name left is then forgotten.
 func (o *fileOps) Release(ctx context.Context, _ fs.FileHandle) syscall.Errno {
 	f := o.f
+	forgot := false
 	if f.handles.Add(-1) == 0 {
 		f.l.ns.Lock()
-		f.l.forgetLocked(f)
+		forgot = f.l.forgetLocked(f)
 		f.l.ns.Unlock()
 	}
+	f.l.TestSignals.Released.Signal(forgot)
 	return 0
 }
 

@@ -45,6 +45,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/tether-run/tether/internal/testsignal"
 )
 
 // DirRule is when a directory entry (a created, linked, renamed or removed
@@ -107,6 +109,10 @@ type Stats struct {
 
 // FS is a mounted lazyfs.
 type FS struct {
+	// TestSignals tell tests what the kernel's asynchronous calls did; off
+	// unless a test enables them.
+	TestSignals TestSignals
+
 	backing  string
 	mnt      string
 	opts     Options
@@ -126,6 +132,14 @@ type FS struct {
 	writes, writeBytes, fsyncs, dirFsyncs atomic.Int64
 	droppedPages, droppedResizes          atomic.Int64
 	droppedEntries                        atomic.Int64
+}
+
+// TestSignals are the filesystem's signals to tests.
+type TestSignals struct {
+	// Released is sent after each Release (the last close of an open file,
+	// which the kernel sends after close returns), true when it forgot a
+	// file that had no name left.
+	Released testsignal.Signal[bool]
 }
 
 // Available reports why lazyfs cannot be mounted here, or nil if it can:

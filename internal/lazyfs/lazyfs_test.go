@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -534,11 +533,12 @@ func TestForget(t *testing.T) {
 	if _, err := f.Write([]byte("still writable")); err != nil {
 		t.Errorf("write to an open, unlinked file: %v", err)
 	}
+	// Release reaches the filesystem asynchronously after close: its
+	// signal says when it forgot a file (a late Release of "gone", which
+	// its removal forgot already, forgets nothing).
+	m.fs.TestSignals.Released.Init(t)
 	f.Close()
-	// Release reaches the filesystem asynchronously after close.
-	for deadline := time.Now().Add(2 * time.Second); objects() != 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	m.fs.TestSignals.Released.WaitFor(t, func(forgot bool) bool { return forgot })
 	if n := objects(); n != 0 {
 		t.Errorf("%d objects after the last close, want 0", n)
 	}

@@ -531,13 +531,14 @@ func (d *dirNode) removeLive(name string) {
 }
 
 // forgetLocked drops a file that nobody can reach any more: no name, live
-// or durable, and no open handle. Its object is removed. Under ns.
-func (l *FS) forgetLocked(f *fileNode) {
+// or durable, and no open handle, and reports whether it did. Its object
+// is removed. Under ns.
+func (l *FS) forgetLocked(f *fileNode) (forgot bool) {
 	if len(f.live) > 0 || len(f.dur) > 0 || f.handles.Load() > 0 {
-		return
+		return false
 	}
 	if _, ok := l.files.LoadAndDelete(f.ino); !ok {
-		return
+		return false
 	}
 	f.mu.Lock()
 	if f.obj != nil {
@@ -547,6 +548,7 @@ func (l *FS) forgetLocked(f *fileNode) {
 	clear(f.pages)
 	f.mu.Unlock()
 	os.Remove(f.objPath)
+	return true
 }
 
 func (d *dirNode) touch() {

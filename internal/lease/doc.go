@@ -52,8 +52,8 @@
 //     whose stored expiry is not after the horizon ended then, as its
 //     readers were told, and is reaped at once.
 //   - The reaper is a startstop service: it runs between Start and Stop,
-//     watches the stopping context, and tells a test each reap
-//     (TestSignals.Reaped).
+//     watches the stopping context, and tells a test each reap once
+//     readers see it (TestSignals.Reaped).
 //   - The deadline heap is a hint for the reaper, kept in step after each
 //     commit; the node record is the authority. Every lease that ends, in
 //     whichever package's transaction, ends through EndRun (the

@@ -33,6 +33,9 @@ const reapBatch = 256
 // expiry in the past, so it is reaped again at restart (see Start).
 func (s *Service) reap(refs []nodeRef) error {
 	return s.store.UpdateUrgent(context.Background(), func(tx *graph.Tx) error {
+		// Urgent writes return once applied; the signal waits until
+		// readers see them.
+		tx.OnDurable(func() { s.TestSignals.Reaped.Signal(len(refs)) })
 		now := tx.Now()
 		for _, ref := range refs {
 			n, err := tx.NodeGet(ref.tenant, ref.id)
@@ -93,7 +96,6 @@ func (r *reaper) run(ctx context.Context) {
 			if err := r.s.reap(due); err != nil {
 				r.s.log.Error("error reaping expired leases", "err", err)
 			} else {
-				r.s.TestSignals.Reaped.Signal(len(due))
 				continue
 			}
 		} else if next, ok := r.s.deadlines.next(); ok && next.Sub(now) < wait {

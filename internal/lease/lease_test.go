@@ -40,6 +40,7 @@ func (b *bundle) open(t *testing.T) {
 		Store: store, Clock: b.clk, ReaperInterval: time.Second,
 		Limits: func(context.Context, string) (Limits, error) { return testLimits, nil },
 	})
+	b.svc.TestSignals.Reaped.Init(t) // before Start: a reap at start is heard too
 	require.NoError(t, b.svc.Start(context.Background()))
 	t.Cleanup(b.close)
 }
@@ -161,8 +162,8 @@ func TestReaperRequeuesAtExpiryAndDeadLettersAtMaxAttempts(t *testing.T) {
 		if attempt == 2 {
 			want = graph.StatusDead
 		}
-		require.Eventually(t, func() bool { return b.node(t, "n1").Status == want },
-			2*time.Second, 2*time.Millisecond, "attempt %d: the reaper settles the expiry as soon as the clock passes it", attempt)
+		require.Equal(t, 1, b.svc.TestSignals.Reaped.Wait(t), "attempt %d: the reaper settles the expiry as soon as the clock passes it", attempt)
+		require.Equal(t, want, b.node(t, "n1").Status, "attempt %d", attempt)
 	}
 	n := b.node(t, "n1")
 	require.Nil(t, n.Lease)
@@ -203,8 +204,9 @@ func TestTimeoutEndsRunDespiteRenewals(t *testing.T) {
 	_, err = b.svc.Renew(context.Background(), holder("alice", "n1"))
 	require.NoError(t, err)
 	b.clk.Advance(4 * time.Second)
-	require.Eventually(t, func() bool { return b.node(t, "n1").Status == graph.StatusQueued }, 2*time.Second, 2*time.Millisecond)
+	require.Equal(t, 1, b.svc.TestSignals.Reaped.Wait(t), "the timeout is a deadline the reaper settles")
 	n := b.node(t, "n1")
+	require.Equal(t, graph.StatusQueued, n.Status)
 	require.NotNil(t, n.Error)
 	require.Equal(t, "timeout", *n.Error)
 }
@@ -366,8 +368,8 @@ func TestRestartKeepsLiveLeasesAndFencesKeepIncreasing(t *testing.T) {
 	n = b.node(t, "down")
 	require.NotNil(t, n.Lease, "a lease that lapsed after the last stored write may have been renewed by a lost one")
 	require.Equal(t, b.clk.Now().Add(15*time.Second), n.Lease.ExpiresAt, "so it gets its full TTL afresh")
-	require.Eventually(t, func() bool { return b.node(t, "ended").Status == graph.StatusQueued }, 2*time.Second, 2*time.Millisecond,
-		"a lease that lapsed before the last stored write is reaped at start")
+	require.Equal(t, 1, b.svc.TestSignals.Reaped.Wait(t), "a lease that lapsed before the last stored write is reaped at start")
+	require.Equal(t, graph.StatusQueued, b.node(t, "ended").Status)
 
 	_, err = b.svc.Renew(context.Background(), holder("alice", "live"))
 	require.NoError(t, err)

@@ -62,7 +62,7 @@ type Service struct {
 // TestSignals are the reaper's signals to tests.
 type TestSignals struct {
 	// Reaped carries how many due leases one reap settled (or moved, when
-	// renewed meanwhile).
+	// renewed meanwhile), once the reap is durable and readers see it.
 	Reaped testsignal.Signal[int]
 }
 

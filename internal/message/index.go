@@ -1,11 +1,12 @@
 package message
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 
 	"github.com/google/btree"
+
+	"github.com/tether-run/tether/internal/deadline"
 )
 
 // The inbox indexes: for every recipient (an identity, or a node) the
@@ -79,11 +80,12 @@ func placedOf(tenant string, r *Record) placed {
 }
 
 // index is every tenant's inbox indexes, with the sweep's heap of the
-// instants messages leave them.
+// instant each message leaves them: its expiry while unread, Retention
+// after it was read (one deadline per message, moved when it is read).
 type index struct {
 	mu      sync.Mutex
 	boxes   map[boxKey]*box
-	due     dueHeap
+	due     deadline.Heap[placed]
 	expired func() // counts a message that expired unread
 	// sending holds the messages to nodes whose send has committed but is
 	// not durable yet, by recipient (gone.go): a node removed meanwhile
@@ -122,12 +124,12 @@ func (ix *index) add(p placed, read bool, forget time.Time) {
 		}
 	}
 	if !forget.IsZero() {
-		heap.Push(&ix.due, dueItem{at: forget.UnixNano(), p: p, expiry: !read})
+		ix.due.Set(p, forget)
 	}
 }
 
 // markRead moves a message out of the unread trees; it leaves the index at
-// forget. Call with mu held.
+// forget, in place of its expiry. Call with mu held.
 func (ix *index) markRead(p placed, forget time.Time) {
 	b, ok := ix.boxes[p.key]
 	if !ok {
@@ -137,11 +139,11 @@ func (ix *index) markRead(p placed, forget time.Time) {
 	if th, ok := b.threads[p.thread]; ok {
 		th.unread.Delete(p.e)
 	}
-	heap.Push(&ix.due, dueItem{at: forget.UnixNano(), p: p})
+	ix.due.Set(p, forget)
 }
 
-// drop takes a message out of the index; it reports whether it was unread.
-// Call with mu held.
+// drop takes a message out of the trees once the sweep popped its
+// deadline; it reports whether it was unread. Call with mu held.
 func (ix *index) drop(p placed) (wasUnread bool) {
 	b, ok := ix.boxes[p.key]
 	if !ok {
@@ -167,25 +169,19 @@ func (ix *index) drop(p placed) (wasUnread bool) {
 // returns the next instant something is due (zero: none). Call with mu
 // held.
 func (ix *index) sweep(now time.Time) time.Time {
-	n := now.UnixNano()
-	for ix.due.Len() > 0 && ix.due[0].at <= n {
-		it := heap.Pop(&ix.due).(dueItem)
-		b, ok := ix.boxes[it.p.key]
+	for {
+		_, at, ok := ix.due.Peek()
 		if !ok {
-			continue
+			return time.Time{}
 		}
-		_, unread := b.unread.Get(it.p.e)
-		if !unread && it.expiry {
-			continue // read before its expiry: its own retention item drops it
+		if at.After(now) {
+			return at
 		}
-		if ix.drop(it.p) {
+		p, _, _ := ix.due.Pop()
+		if ix.drop(p) {
 			ix.expired()
 		}
 	}
-	if ix.due.Len() == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ix.due[0].at)
 }
 
 // unread is how many unread messages a recipient has. Call with mu held.
@@ -227,24 +223,4 @@ func (ix *index) pick(k boxKey, thread string, unreadOnly bool, pivot *entry, n 
 		tr.AscendGreaterOrEqual(*pivot, visit)
 	}
 	return out
-}
-
-// dueItem is a message that leaves the index at `at` (unix ns).
-type dueItem struct {
-	at     int64
-	p      placed
-	expiry bool // its ttl, rather than its retention after being read
-}
-
-type dueHeap []dueItem
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueItem)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
 }

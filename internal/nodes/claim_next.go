@@ -83,6 +83,7 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.Cl
 		if len(got) > 0 || deadline == nil {
 			return got, nil
 		}
+		s.TestSignals.Parked.Signal(p.Queue)
 		select {
 		case <-changed:
 		case <-deadline:

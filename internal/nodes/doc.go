@@ -22,6 +22,9 @@
 //   - Claim-next decides on the store's writer from the in-memory ready mirror:
 //     O(log n) to the head of the queue, and two claims can never pick the
 //     same node. A paused queue, or one at its max_running, hands out nothing.
+//     A long poll subscribes before it looks, so nothing that turns ready
+//     between the look and the wait is missed; once it waits it tells a test
+//     so (TestSignals.Parked).
 //   - A completion that asks for the next claim (CompleteAndClaimNext) claims
 //     in its own transaction only when it changed no node but its own (so it
 //     made nothing ready); when that claim finds nothing, or there is no room,

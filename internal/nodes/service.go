@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/lease"
 	"github.com/tether-run/tether/internal/lifecycle"
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/testsignal"
 )
 
 // Defaults are the tenant policy values node creation needs.
@@ -25,11 +26,23 @@ type DefaultsFunc func(ctx context.Context, tenant string) (Defaults, error)
 
 // Service runs the lifecycle above leases.
 type Service struct {
+	// TestSignals tell tests where a long poll is; off unless a test
+	// enables them.
+	TestSignals TestSignals
+
 	store    *graph.Store
 	leases   *lease.Service
 	defaults DefaultsFunc
 	limits   lease.LimitsFunc
 	log      *slog.Logger
+}
+
+// TestSignals are the lifecycle's signals to tests.
+type TestSignals struct {
+	// Parked carries the queue of each claim-next long poll that looked,
+	// found nothing it may claim, and waits (subscribed, so whatever turns
+	// ready from now on wakes it).
+	Parked testsignal.Signal[string]
 }
 
 // Config wires a Service.

@@ -73,7 +73,9 @@
 //     fires follow. Stop lets a fire in progress finish; none is half made.
 //     The loop is a startstop service, and each time it goes to sleep it
 //     tells a test the instant it sleeps towards (TestSignals.Idle), so a
-//     test that something did not fire waits for that, never sleeps.
+//     test that something did not fire waits for that, never sleeps; each
+//     pass that made fires tells which schedules it fired
+//     (TestSignals.Fired).
 //   - A schedule keeps at most HistoryLimit run records: each new one drops
 //     the oldest beyond it. A row of fires skipped for one reason is one
 //     record (count, first and last instants).

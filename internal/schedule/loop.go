@@ -12,8 +12,8 @@ import (
 	"github.com/tether-run/tether/internal/graph"
 )
 
-// schedRef names a schedule.
-type schedRef struct{ tenant, id string }
+// Ref names a schedule of a tenant.
+type Ref struct{ Tenant, ID string }
 
 // loop is the firing loop: a heap of the instant each enabled schedule is
 // next due, kept in step by the commit hook of every write to a schedule
@@ -22,13 +22,9 @@ type loop struct {
 	s     *Service
 	clock clock.Clock
 	retry time.Duration
-	// passed, when set (by tests, before Start), is called after each pass
-	// that made the due fires of refs: the loop's "I ran" signal. Nil in
-	// production.
-	passed func(refs []schedRef)
 
 	mu    sync.Mutex
-	due   deadline.Heap[schedRef]
+	due   deadline.Heap[Ref]
 	timer clock.Timer
 	armed time.Time // when timer fires; zero when none is armed
 
@@ -62,7 +58,7 @@ func (s *Service) Start(ctx context.Context) error {
 				return fmt.Errorf("error decoding schedule %q of tenant %q: %w", id, tenant, err)
 			}
 			if rec.Enabled && rec.NextFireAt != nil {
-				l.set(schedRef{tenant, id}, rec.due(tenant, *rec.NextFireAt))
+				l.set(Ref{tenant, id}, rec.due(tenant, *rec.NextFireAt))
 			}
 			return nil
 		})
@@ -81,7 +77,7 @@ func (s *Service) Start(ctx context.Context) error {
 
 // set records when ref is next due (zero: never) and wakes the loop when
 // that is earlier than what it sleeps for.
-func (l *loop) set(ref schedRef, due time.Time) {
+func (l *loop) set(ref Ref, due time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if due.IsZero() {
@@ -104,12 +100,12 @@ func (l *loop) poke() {
 
 // popDue takes the schedules due now out of the heap (each fire puts its
 // schedule back through track), or arms the timer for the earliest one.
-func (l *loop) popDue(ctx context.Context) []schedRef {
+func (l *loop) popDue(ctx context.Context) []Ref {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
 		now := l.clock.Now()
-		var out []schedRef
+		var out []Ref
 		for {
 			_, at, ok := l.due.Peek()
 			if !ok || at.After(now) {
@@ -166,14 +162,14 @@ func (l *loop) run(ctx context.Context) {
 
 // fireAll makes the due fires of refs, one transaction per schedule,
 // sharing one wait for the log.
-func (l *loop) fireAll(refs []schedRef) {
+func (l *loop) fireAll(refs []Ref) {
 	// Not the stop signal: a fire begun is finished, so Stop never leaves
 	// one half made (it could not be anyway: it is one transaction).
 	ctx, durable := graph.WithBarrier(context.Background())
-	var failed []schedRef
+	var failed []Ref
 	for _, ref := range refs {
 		if err := l.s.fire(ctx, ref); err != nil {
-			l.s.log.Error("schedule fire failed; retrying", "tenant", ref.tenant, "schedule", ref.id, "err", err)
+			l.s.log.Error("schedule fire failed; retrying", "tenant", ref.Tenant, "schedule", ref.ID, "err", err)
 			failed = append(failed, ref)
 		}
 	}
@@ -185,18 +181,16 @@ func (l *loop) fireAll(refs []schedRef) {
 	for _, ref := range failed {
 		l.set(ref, retryAt)
 	}
-	if l.passed != nil {
-		l.passed(refs)
-	}
+	l.s.TestSignals.Fired.Signal(refs)
 }
 
 // fire makes the due fires of one schedule.
-func (s *Service) fire(ctx context.Context, ref schedRef) error {
-	def, err := s.work.Defaults(ctx, ref.tenant)
+func (s *Service) fire(ctx context.Context, ref Ref) error {
+	def, err := s.work.Defaults(ctx, ref.Tenant)
 	if err != nil {
 		return err
 	}
-	err = s.store.Update(ctx, func(tx *graph.Tx) error { return s.fireTx(tx, ref.tenant, ref.id, def) })
+	err = s.store.Update(ctx, func(tx *graph.Tx) error { return s.fireTx(tx, ref.Tenant, ref.ID, def) })
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

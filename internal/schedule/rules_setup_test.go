@@ -15,14 +15,13 @@ import (
 )
 
 // rig is a schedule service over a real store in t.TempDir(), on a fake
-// clock, whose firing loop reports every pass on passes.
+// clock, whose firing loop signals every pass (TestSignals.Fired).
 type rig struct {
 	store  *graph.Store
 	leases *lease.Service
 	work   *nodes.Service
 	sched  *Service
 	clk    *clocktest.Fake
-	passes chan []schedRef
 }
 
 // start time: 55 s before a whole minute, so "@every 1m" first fires at
@@ -51,8 +50,7 @@ func newRig(t *testing.T) *rig {
 func (r *rig) startLoop(t *testing.T) {
 	t.Helper()
 	r.sched = New(Config{Store: r.store, Work: r.work, Clock: r.clk})
-	r.passes = make(chan []schedRef, 1000)
-	r.sched.loop.passed = func(refs []schedRef) { r.passes <- refs }
+	r.sched.TestSignals.Fired.Init(t)
 	require.NoError(t, r.sched.Start(context.Background()))
 	t.Cleanup(r.sched.Stop)
 }
@@ -60,17 +58,9 @@ func (r *rig) startLoop(t *testing.T) {
 // passed waits for the loop's pass that fires schedule id.
 func (r *rig) passed(t *testing.T, id string) {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case refs := <-r.passes:
-			if slices.ContainsFunc(refs, func(ref schedRef) bool { return ref.id == id }) {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("the loop made no pass for schedule %s", id)
-		}
-	}
+	r.sched.TestSignals.Fired.WaitFor(t, func(refs []Ref) bool {
+		return slices.ContainsFunc(refs, func(ref Ref) bool { return ref.ID == id })
+	})
 }
 
 // advanceTo moves the clock to at (at must not be in the past).

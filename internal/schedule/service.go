@@ -58,6 +58,9 @@ type TestSignals struct {
 	// timer is armed for (zero: no schedule is due): until the clock reaches
 	// it, nothing fires unless a write to a schedule wakes the loop.
 	Idle testsignal.Signal[time.Time]
+	// Fired is sent after each pass that made the due fires of the
+	// schedules it carries (a fire that failed is retried RetryDelay later).
+	Fired testsignal.Signal[[]Ref]
 }
 
 // New builds a Service. Start begins firing.
@@ -90,7 +93,7 @@ func (s *Service) track(tx *graph.Tx, tenant, id string, rec *Record) {
 	if rec != nil && rec.Enabled && rec.NextFireAt != nil {
 		due = rec.due(tenant, *rec.NextFireAt)
 	}
-	ref := schedRef{tenant, id}
+	ref := Ref{tenant, id}
 	tx.OnCommit(func() { s.loop.set(ref, due) })
 }
 

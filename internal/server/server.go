@@ -72,8 +72,6 @@ type Config struct {
 	BlobMaxBytes int64
 	BlobGrace    time.Duration
 	BlobDir      string
-	// BlobSwept, when set, is called after each timed blob sweep (tests).
-	BlobSwept func(collected int, err error)
 
 	// MCP, when set, builds the handler served at /mcp behind the API's
 	// authentication (mcp.NewHandler, which `tether serve` wires) from the
@@ -249,7 +247,7 @@ func openBlobs(cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob
 	}
 	b, err = blob.Open(blob.Config{
 		Dir: dir, Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
-		MaxBytes: cfg.BlobMaxBytes, Grace: cfg.BlobGrace, Swept: cfg.BlobSwept,
+		MaxBytes: cfg.BlobMaxBytes, Grace: cfg.BlobGrace,
 		Quota: func(ctx context.Context, t string) (int64, error) {
 			p, err := tenants.Policy(ctx, t)
 			return p.BlobQuotaBytes, err

@@ -1,15 +1,3 @@
-// Package testsignal lets a background service tell a test "I ran" without
-// the test sleeping, after River's testsignal. A Signal is off (one atomic
-// load, nothing sent) until a test calls Init; from then on every Signal
-// call is buffered for the test's Wait.
-//
-// Invariants:
-//   - Production code never calls Init, so a Signal costs one atomic load.
-//   - Signal never blocks the service: a test that lets more than the
-//     buffer's worth pile up fails instead.
-//   - Init may come before or after the service starts (it is atomic); a
-//     test that enables a signal late waits for the value it needs, not for
-//     the next one.
 package testsignal
 
 import (
@@ -17,7 +5,7 @@ import (
 	"time"
 )
 
-// TB is the part of TB a signal uses; the package does not import
+// TB is the part of testing.TB a signal uses; the package does not import
 // testing, so that production binaries that carry signals do not either.
 type TB interface {
 	Helper()
