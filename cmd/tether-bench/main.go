@@ -13,9 +13,13 @@
 // servers; scenarios (a) to (d), (h) and (i) run that way.
 //
 // Scenarios: a claim-next+complete, b claims+batch complete, c claim/renew/
-// release by id, d renew only, e fan-out, f reaper lag, g (a) on 1M nodes plus
-// restart time, h GET /health beside (a), i (a) with each complete asking
-// for the next claim (one request per job).
+// release by id, d renew only, e fan-out, f reaper lag, g the backlog's cost
+// (a server restarted on -scale-nodes queued nodes: start-up, RSS and Go heap
+// per node at ready, (a) on it against (a) on 1k nodes), h GET /health beside
+// (a), i (a) with each complete asking for the next claim (one request per
+// job).
+//
+//	go run ./cmd/tether-bench -scenarios g -scale-nodes 10000000   # issue 35's targets
 package main
 
 import (
@@ -44,6 +48,7 @@ type config struct {
 	preload        int
 	preloadBatched int
 	scaleNodes     int
+	maxNodeHeap    float64 // -max-heap-per-node: (g) fails above it (0: no check)
 	reaperLeases   int
 	fanoutChildren int
 	json           bool
@@ -80,7 +85,8 @@ func parseFlags() (config, error) {
 	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h,i")
 	flag.IntVar(&c.preload, "preload", 200000, "queued nodes preloaded for (a)")
 	flag.IntVar(&c.preloadBatched, "preload-batched", 200000, "queued nodes preloaded for (b)")
-	flag.IntVar(&c.scaleNodes, "scale-nodes", 1000000, "queued nodes preloaded for (g)")
+	flag.IntVar(&c.scaleNodes, "scale-nodes", 1000000, "queued nodes preloaded for (g) (its restart, memory per node, and (a) on that backlog)")
+	flag.Float64Var(&c.maxNodeHeap, "max-heap-per-node", 0, "fail (g) when the Go heap in use per queued node is above this many bytes (0: report only); a memory smoke run's assertion")
 	flag.IntVar(&c.reaperLeases, "reaper-leases", 10000, "leases that expire together in (f)")
 	flag.IntVar(&c.fanoutChildren, "fanout-children", 1000, "children of the parent in (e) (at most 1000)")
 	flag.BoolVar(&c.json, "json", false, "print one JSON object per scenario instead of text")
@@ -138,6 +144,8 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("-d must be positive and -warmup not negative")
 	case c.fanoutChildren < 1 || c.fanoutChildren > 1000:
 		return c, fmt.Errorf("-fanout-children must be 1 to 1000")
+	case c.maxNodeHeap < 0:
+		return c, fmt.Errorf("-max-heap-per-node must not be negative")
 	case c.reaperLeases < 1 || c.preload < 1 || c.preloadBatched < 1 || c.scaleNodes < 1:
 		return c, fmt.Errorf("preload sizes must be positive")
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,7 +9,7 @@ import (
 
 // Queue scenarios: (a) claim-next + complete, (h) GET /health beside it,
 // (i) (a) with the next claim folded into the complete, (b) claims + batch
-// complete, (g) (a) on a million queued nodes.
+// complete. (g) is in scenarios_scale.go.
 
 var claimNextBody = []byte(`{"wait_ms":0}`)
 
@@ -281,110 +280,4 @@ func (b *bench) scenarioB() ([]*result, error) {
 	cpuNote(r, dr.cpu)
 	storeNote(r, dr.store, ops)
 	return []*result{r}, s.close()
-}
-
-// scenarioG: (a) on a store of a million queued nodes, its restart, and (a)
-// on queues of 1000 nodes for comparison.
-func (b *bench) scenarioG() ([]*result, error) {
-	big, err := b.runGBig()
-	if err != nil {
-		return nil, err
-	}
-	small, err := b.runGSmall()
-	if err != nil {
-		return []*result{big}, err
-	}
-	ratio := func(x, y float64) string {
-		if y == 0 {
-			return "n/a"
-		}
-		return fmt.Sprintf("%.2f×", x/y)
-	}
-	big.note("vs the 1k-node queue (g-1k): throughput %s, claim_next p99 %s, complete p99 %s",
-		ratio(big.OpsPerS, small.OpsPerS),
-		ratio(big.Latency["claim_next"].P99, small.Latency["claim_next"].P99),
-		ratio(big.Latency["complete"].P99, small.Latency["complete"].P99))
-	return []*result{big, small}, nil
-}
-
-func (b *bench) runGBig() (*result, error) {
-	s, err := b.open("g")
-	if err != nil {
-		return nil, err
-	}
-	n := b.cfg.scaleNodes
-	took, err := s.createNodes(n, queuedItem("g-", "q"))
-	if err != nil {
-		s.abort()
-		return nil, err
-	}
-	rssLoaded := s.srv.mon.peakMB(true)
-	cpuLoad := s.srv.cpuSeconds()
-	s.cl.closeAll()
-	drain, err := s.srv.stop()
-	if err != nil {
-		return nil, fmt.Errorf("error stopping the loaded server: %w", err)
-	}
-	srv, err := b.l.start("g-restart", s.srv.dataDir)
-	if err != nil {
-		return nil, fmt.Errorf("error restarting on the loaded store: %w", err)
-	}
-	rssReady := srv.mon.nowMB()
-	began := s.began
-	s = b.attach("g", srv)
-	s.began, s.fresh = began, true
-	ws := s.workers()
-	dr := s.drive(ws, b.cfg.warmup, b.cfg.duration, claimComplete("q"))
-	ops, rec := totals(ws)
-	r := s.result("g", dr.cpu.server)
-	r.fill(ops, measuredSpan(ws, dr.win, r), rec)
-	preloadNote(r, n, took)
-	r.note("server during the preload: peak RSS %.1f MB, CPU %.1fs", rssLoaded, cpuLoad)
-	r.note("SIGTERM drain %.2fs; restart on the loaded store: ready in %.2fs, RSS at ready %.1f MB", drain.Seconds(), srv.startup.Seconds(), rssReady)
-	r.note("server_rss_peak_mb is the restarted server's")
-	cpuNote(r, dr.cpu)
-	storeNote(r, dr.store, ops)
-	return r, s.close()
-}
-
-// smallQueue is the queue size of the comparison run of (g).
-const smallQueue = 1000
-
-// runGSmall runs (a) on queues of 1000 nodes: refill 1000, drain them with
-// every client, repeat until the measured draining time reaches -d. The
-// refills are not measured; one unmeasured round warms up.
-func (b *bench) runGSmall() (*result, error) {
-	s, err := b.open("g-1k")
-	if err != nil {
-		return nil, err
-	}
-	ws := s.workers()
-	var measured time.Duration
-	var cpu usage
-	rounds := 0
-	for round := 0; measured < b.cfg.duration; round++ {
-		if _, err := s.createNodes(smallQueue, queuedItem(fmt.Sprintf("k%d-", round), "q")); err != nil {
-			s.abort()
-			return nil, err
-		}
-		for _, w := range ws {
-			w.dryAt = time.Time{}
-		}
-		dr := s.drive(ws, 0, time.Hour, claimComplete("q"))
-		if round == 0 {
-			for _, w := range ws {
-				w.ops, w.rec = 0, newRecorder()
-			}
-			continue
-		}
-		measured += time.Since(dr.win.start)
-		cpu = cpu.add(dr.cpu)
-		rounds++
-	}
-	ops, rec := totals(ws)
-	r := s.result("g-1k", cpu.server)
-	r.fill(ops, measured, rec)
-	cpuNote(r, cpu)
-	r.note("%d rounds of: create %d queued nodes (unmeasured), drain them with %d clients (measured)", rounds, smallQueue, b.cfg.clients)
-	return r, s.close()
 }

@@ -18,7 +18,7 @@ import (
 
 // Server-side settings of every benchmark server.
 const (
-	readyTimeout = 120 * time.Second // a 1M-node store takes a while to open
+	readyTimeout = 10 * time.Minute // a 10M-node store takes a while to open
 	stopTimeout  = 60 * time.Second
 	clockTicks   = 100 // USER_HZ: the unit of utime and stime in /proc/<pid>/stat
 )
@@ -85,6 +85,9 @@ type serverProc struct {
 	startup time.Duration // from exec to the first 200 on /ready
 	mon     *monitor
 	l       *launcher
+	// pprofURL is the server's profiler listener (startWithProfiler), or
+	// empty.
+	pprofURL string
 }
 
 // freshDataDir is a new, empty directory for a server's store.
@@ -130,9 +133,9 @@ func (l *launcher) startOn(name, dataDir, etcdPrefix string, extra ...string) (*
 	if etcdPrefix != "" {
 		env = append(env, l.etcdEnv(etcdPrefix, addr)...)
 	}
-	// GOMEMLIMIT and GOGC (the Go runtime's soft memory limit and GC
-	// target) reach the server too, so a run can show their effect.
-	for _, k := range []string{"GOMEMLIMIT", "GOGC"} {
+	// TETHER_MEMORY_LIMIT, GOMEMLIMIT and GOGC (the soft memory limit and
+	// the GC target) reach the server too, so a run can show their effect.
+	for _, k := range []string{"TETHER_MEMORY_LIMIT", "GOMEMLIMIT", "GOGC"} {
 		if v := os.Getenv(k); v != "" {
 			env = append(env, k+"="+v)
 		}

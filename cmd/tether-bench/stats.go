@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -89,8 +90,11 @@ type result struct {
 	RSSPeakMB float64                `json:"server_rss_peak_mb"`
 	CPUS      float64                `json:"server_cpu_s"`
 	WallS     float64                `json:"wall_s"`
-	Notes     string                 `json:"notes"`
-	notes     []string
+	// Figures are a scenario's own measures beyond the common ones, by
+	// name with the unit last (g: heap_inuse_per_node_b, startup_s, ...).
+	Figures map[string]float64 `json:"figures,omitempty"`
+	Notes   string             `json:"notes"`
+	notes   []string
 }
 
 func newResult(name string, clients int) *result {
@@ -112,6 +116,13 @@ func (r *result) fill(ops int64, d time.Duration, rec *recorder) {
 		r.Latency[k] = summarize(s)
 	}
 	maps.Copy(r.Errors, rec.errors)
+}
+
+func (r *result) figure(name string, v float64) {
+	if r.Figures == nil {
+		r.Figures = map[string]float64{}
+	}
+	r.Figures[name] = v
 }
 
 func (r *result) finish() { r.Notes = strings.Join(r.notes, "; ") }
@@ -139,6 +150,14 @@ func (r *result) print(w io.Writer) {
 			parts[i] = fmt.Sprintf("%s ×%d", k, r.Errors[k])
 		}
 		fmt.Fprintf(w, "   errors: %s\n", strings.Join(parts, ", "))
+	}
+	if len(r.Figures) > 0 {
+		names := slices.Sorted(maps.Keys(r.Figures))
+		parts := make([]string, len(names))
+		for i, k := range names {
+			parts[i] = k + " " + strconv.FormatFloat(r.Figures[k], 'f', -1, 64)
+		}
+		fmt.Fprintf(w, "   figures: %s\n", strings.Join(parts, ", "))
 	}
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "   - %s\n", n)

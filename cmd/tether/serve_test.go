@@ -231,6 +231,8 @@ func TestBadEnvironmentIsRejected(t *testing.T) {
 		{"TETHER_MCP_ALLOWED_ORIGINS", "https://app.example/path"},
 		{"TETHER_MCP_SESSION_IDLE_MS", "10"},
 		{"TETHER_MCP_MAX_SESSIONS", "-1"},
+		{"TETHER_MEMORY_LIMIT", "2GB"},  // GOMEMLIMIT's units: GiB
+		{"TETHER_MEMORY_LIMIT", "1MiB"}, // below the smallest
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			addr := freeAddr(t)

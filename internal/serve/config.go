@@ -28,6 +28,10 @@ type settings struct {
 	Etcd  etcdSettings
 	// MCP are the /mcp settings (TETHER_MCP_*); serve adds the logger.
 	MCP mcp.HTTPOptions
+
+	// MemoryLimit is TETHER_MEMORY_LIMIT (--memory-limit): the Go heap's soft
+	// limit, or empty for GOMEMLIMIT's or the cgroup's (internal/memlimit).
+	MemoryLimit string
 }
 
 // maxWorkerOfflineMS bounds TETHER_WORKER_OFFLINE_RETENTION_MS: no worker
@@ -53,6 +57,7 @@ func loadEnv() (settings, error) {
 		DataDir:   envflag.String("TETHER_DATA_DIR", "./data"),
 		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
 	}
+	s.MemoryLimit = os.Getenv("TETHER_MEMORY_LIMIT")
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS, retentionMS, cleanerMS int64
 	var waitsIdentity, waitsTenant int64
 	var blobMax, blobGraceMS, blobQuota int64

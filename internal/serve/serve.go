@@ -26,6 +26,7 @@ import (
 	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/internal/httpapi"
 	"github.com/tether-run/tether/internal/mcp"
+	"github.com/tether-run/tether/internal/memlimit"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tracing"
 	"github.com/tether-run/tether/internal/version"
@@ -34,7 +35,7 @@ import (
 // Command is `tether serve`: the server, with its settings from flags over
 // the environment over defaults (docs/configuration.md).
 func Command() *cobra.Command {
-	var addr, dataDir string
+	var addr, dataDir, memoryLimit string
 	var lo logOptions
 	var sf storeFlags
 	var dev bool
@@ -70,6 +71,9 @@ or not, and every request counts in /metrics.`,
 			if cmd.Flags().Changed("data-dir") {
 				s.DataDir = dataDir
 			}
+			if cmd.Flags().Changed("memory-limit") {
+				s.MemoryLimit = memoryLimit
+			}
 			// After --addr: the advertise URL defaults to it.
 			if err := loadStoreEnv(&s, sf); err != nil {
 				return err
@@ -87,6 +91,7 @@ or not, and every request counts in /metrics.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (TETHER_ADDR, default 127.0.0.1:36725)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "Badger directory (TETHER_DATA_DIR, default ./data)")
+	cmd.Flags().StringVar(&memoryLimit, "memory-limit", "", "the Go heap's soft limit, e.g. 2GiB, or off (TETHER_MEMORY_LIMIT, default GOMEMLIMIT's, else 90% of the cgroup's memory limit)")
 	sf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: generate a secret and print an admin token")
 	cmd.Flags().StringVar(&lo.format, "log-format", envflag.String("TETHER_LOG_FORMAT", "text"), "log format: text or json (TETHER_LOG_FORMAT)")
@@ -117,6 +122,12 @@ func (lo logOptions) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 func serve(ctx context.Context, s settings, log *slog.Logger) error {
+	mem, err := memlimit.Decide(s.MemoryLimit, os.Getenv("GOMEMLIMIT"), "/")
+	if err != nil {
+		return fmt.Errorf("TETHER_MEMORY_LIMIT: %w", err)
+	}
+	mem.Apply()
+	log.Info("memory limit", mem.LogAttrs()...)
 	s.Server.Logger = log
 	s.Server.DataDir = s.DataDir
 	var devSecret string
