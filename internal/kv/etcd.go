@@ -41,7 +41,10 @@ type EtcdOptions struct {
 	MaxRequestBytes int
 	// Timeout bounds every etcd call (default 5 s); a commit that times out
 	// breaks the store.
-	Timeout     time.Duration
+	Timeout time.Duration
+	// Pipeline is how many groups' commits may be in flight at once
+	// (etcd_pipeline.go; default 8; 1 commits one group at a time).
+	Pipeline    int
 	Logger      *slog.Logger
 	MaxBatch    int
 	KeyInflight int
@@ -56,10 +59,11 @@ type etcdEngine struct {
 	cli       *clientv3.Client
 	data      string // Prefix + "d/": where keys live
 	logp      string // Prefix + "log/": the commit log of groups too large for one transaction
+	chain     string // Prefix + "chain": its version orders pipelined transactions (etcd_pipeline.go)
 	guard     []clientv3.Cmp
 	onDeposed func()
 	deposed   sync.Once
-	maxOps    int
+	txnOps    int // the writes one transaction carries: etcd's --max-txn-ops less the guard and the chain's compare and put
 	maxBytes  int // what one transaction's operations may take
 	timeout   time.Duration
 	s         *Store
@@ -67,11 +71,16 @@ type etcdEngine struct {
 	leases    leaseCache
 	bucket    int64  // the width of a lease's expiry bucket, seconds (60)
 	seq       uint64 // the next log record; only the logger uses it
+	pipe      pipeState
 
 	// hook, in tests, runs between the steps of a logged commit ("chunks":
 	// every chunk written; "marked": the marker written); an error stops
 	// the commit there, as a crash would.
 	hook func(step string) error
+	// chainHook, in tests, runs in a pipelined transaction's goroutine
+	// before each time it is sent ("send"; it may change t.ops) and when
+	// etcd found the chain short of it ("short").
+	chainHook func(step string, t *chainedTxn)
 }
 
 // maxLogRecord bounds one logged segment; a closure larger than its share
@@ -99,21 +108,29 @@ func OpenEtcd(opts EtcdOptions) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
+	if opts.Pipeline <= 0 {
+		opts.Pipeline = defaultPipeline
+	}
 	headroom := min(64<<10, opts.MaxRequestBytes/8)
 	e := &etcdEngine{
 		cli:      opts.Client,
 		data:     opts.Prefix + "d/",
 		logp:     opts.Prefix + "log/",
+		chain:    opts.Prefix + "chain",
 		guard:    opts.Guard,
-		maxOps:   opts.MaxTxnOps,
+		txnOps:   opts.MaxTxnOps - max(len(opts.Guard), 1) - 1,
 		maxBytes: opts.MaxRequestBytes - headroom,
 		timeout:  opts.Timeout,
 		log:      opts.Logger,
 		bucket:   60,
+		pipe:     pipeState{depth: opts.Pipeline},
 	}
 	s := newStore(e, opts.Logger, opts.MaxBatch, opts.KeyInflight)
 	if err := e.replay(); err != nil {
 		return nil, fmt.Errorf("error replaying the commit log in etcd at %s: %w", e.logp, err)
+	}
+	if err := e.readChain(); err != nil {
+		return nil, err
 	}
 	// Set only now: a guard that fails while opening is OpenEtcd's error.
 	e.onDeposed = opts.OnDeposed
@@ -141,15 +158,25 @@ func (e *etcdEngine) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.timeout)
 }
 
-// commitOps runs ops in one transaction guarded by the store's guard. A
+// commitOps runs ops in one transaction guarded by the store's guard (see
+// commit).
+func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
+	_, err := e.commit(ops)
+	return err
+}
+
+// commit runs ops in one transaction guarded by the store's guard and
+// returns etcd's answer to them; a false guard is ErrDeposed. A
 // transaction etcd answers "unavailable" (a member lost, a leader change),
 // or that a quarter of the timeout does not answer (a proposal lost with
 // the leader it went to, which etcd reports only after its own request
 // timeout), is tried again until the timeout. So a transaction may run
-// twice; that is harmless: the logger waits for each before the next one,
-// raft keeps a lost attempt, if it survives, before its retry, and the
-// second run writes what the first did, or finds the guard false.
-func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
+// twice; that is harmless: an unchained one runs only when no other
+// transaction of the store is in flight, raft keeps a lost attempt, if it
+// survives, before its retry, and the second run writes what the first
+// did, or finds the guard false; a chained one (etcd_pipeline.go) runs
+// once at most, its chain compare refusing a second run.
+func (e *etcdEngine) commit(ops []clientv3.Op) (*clientv3.TxnResponse, error) {
 	ctx, cancel := e.ctx()
 	defer cancel()
 	attempt := min(max(e.timeout/4, 500*time.Millisecond), e.timeout)
@@ -170,7 +197,7 @@ func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
 		break
 	}
 	if err != nil {
-		return fmt.Errorf("error committing to etcd: %w", err)
+		return nil, fmt.Errorf("error committing to etcd: %w", err)
 	}
 	if !resp.Succeeded {
 		e.deposed.Do(func() {
@@ -179,9 +206,9 @@ func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
 				go e.onDeposed()
 			}
 		})
-		return ErrDeposed
+		return nil, ErrDeposed
 	}
-	return nil
+	return resp, nil
 }
 
 // transient reports whether etcd's answer means "try again": no leader, a
