@@ -89,8 +89,15 @@ type result struct {
 	RSSPeakMB float64                `json:"server_rss_peak_mb"`
 	CPUS      float64                `json:"server_cpu_s"`
 	WallS     float64                `json:"wall_s"`
-	Notes     string                 `json:"notes"`
-	notes     []string
+	// StoreWritesPerS are the servers' store writes (write transactions
+	// applied) per second in the window.
+	StoreWritesPerS float64 `json:"store_writes_per_s,omitempty"`
+	// EtcdPutsPerS is etcd's own benchmark put rate with as many clients,
+	// and EtcdRatio StoreWritesPerS ÷ EtcdPutsPerS (-etcd-benchmark).
+	EtcdPutsPerS float64 `json:"etcd_puts_per_s,omitempty"`
+	EtcdRatio    float64 `json:"etcd_ratio,omitempty"`
+	Notes        string  `json:"notes"`
+	notes        []string
 }
 
 func newResult(name string, clients int) *result {

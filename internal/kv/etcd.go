@@ -43,7 +43,8 @@ type EtcdOptions struct {
 	// breaks the store.
 	Timeout time.Duration
 	// Pipeline is how many groups' commits may be in flight at once
-	// (etcd_pipeline.go; default 8; 1 commits one group at a time).
+	// (etcd_pipeline.go); 1, the default, commits one group at a time, the
+	// next group gathering what arrives meanwhile.
 	Pipeline    int
 	Logger      *slog.Logger
 	MaxBatch    int
@@ -129,8 +130,10 @@ func OpenEtcd(opts EtcdOptions) (*Store, error) {
 	if err := e.replay(); err != nil {
 		return nil, fmt.Errorf("error replaying the commit log in etcd at %s: %w", e.logp, err)
 	}
-	if err := e.readChain(); err != nil {
-		return nil, err
+	if opts.Pipeline > 1 {
+		if err := e.readChain(); err != nil {
+			return nil, err
+		}
 	}
 	// Set only now: a guard that fails while opening is OpenEtcd's error.
 	e.onDeposed = opts.OnDeposed

@@ -1,9 +1,8 @@
 package kv
 
 import (
+	"bytes"
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,23 +11,25 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 )
 
-// pipelineRig holds the first pipelined transaction after arm before it is
-// sent, until two later ones have reached etcd and been refused for
-// overtaking it (the chain short of them); then it lets it go, through
-// change.
+// pipelineRig holds the first pipelined transaction after it is armed just
+// before it is sent, until two later ones have been answered by etcd; then
+// lets it go. change, when set, rewrites every transaction's operations as
+// it is sent.
 type pipelineRig struct {
-	armed  chan struct{} // closed by arm
-	first  chan int64    // the held transaction's chain version
-	short  chan int64    // each later one refused for overtaking
-	resume chan struct{} // lets the held one go
-	change func([]clientv3.Op) []clientv3.Op
-	held   atomic.Bool
+	armed    chan struct{} // closed to arm
+	held     chan struct{} // closed once the first is held
+	answered chan error    // each later one's answer from etcd
+	resume   chan struct{} // lets the held one go
+	first    *chainedTxn
+	change   func([]clientv3.Op) []clientv3.Op
 }
 
 func newPipelineRig() *pipelineRig {
-	return &pipelineRig{armed: make(chan struct{}), first: make(chan int64, 1), short: make(chan int64, 16), resume: make(chan struct{})}
+	return &pipelineRig{armed: make(chan struct{}), held: make(chan struct{}), answered: make(chan error, 16), resume: make(chan struct{})}
 }
 
+// hook is the engine's chainHook. It runs on each transaction's own
+// goroutine; the first one after arming is held before it is sent.
 func (r *pipelineRig) hook(step string, t *chainedTxn) {
 	select {
 	case <-r.armed:
@@ -37,22 +38,28 @@ func (r *pipelineRig) hook(step string, t *chainedTxn) {
 	}
 	switch step {
 	case "send":
-		if !r.held.CompareAndSwap(false, true) {
-			return // not the held one
-		}
-		r.first <- t.ver
-		<-r.resume
 		if r.change != nil {
 			t.ops = r.change(t.ops)
 		}
-	case "short":
-		r.short <- t.ver
+		select {
+		case <-r.held:
+			return
+		default:
+		}
+		r.first = t
+		close(r.held)
+		<-r.resume
+	case "answered":
+		if t != r.first {
+			r.answered <- nil
+		}
 	}
 }
 
-// overtake writes three keys, each in a group of its own and each reading
-// the one before: the first is held before it is sent while the other two
-// reach etcd ahead of it. It returns the three Updates' errors.
+// overtake appends "0", "1" and "2" to key x, each in a group of its own:
+// the first is held before it is sent while the other two, which carry its
+// write, reach etcd and are answered ahead of it. It returns the three
+// Updates' errors.
 func overtake(t *testing.T, s *Store, rig *pipelineRig) []error {
 	t.Helper()
 	ctx := context.Background()
@@ -62,21 +69,17 @@ func overtake(t *testing.T, s *Store, rig *pipelineRig) []error {
 		errs[i] = make(chan error, 1)
 		go func() {
 			errs[i] <- s.Update(ctx, func(tx *Txn) error {
-				if i > 0 {
-					prev, ok, err := tx.Get(fmt.Appendf(nil, "chain/%d", i-1))
-					if err != nil {
-						return err
-					}
-					require.True(t, ok, "write %d reads write %d", i, i-1)
-					return tx.Set(fmt.Appendf(nil, "chain/%d", i), append(prev, '+'))
+				v, _, err := tx.Get([]byte("x"))
+				if err != nil {
+					return err
 				}
-				return tx.Set([]byte("chain/0"), []byte("v"))
+				return tx.Set([]byte("x"), append(bytes.Clone(v), byte('0'+i)))
 			})
 		}()
 		if i == 0 {
-			<-rig.first
+			<-rig.held
 		} else {
-			<-rig.short
+			<-rig.answered
 		}
 	}
 	close(rig.resume)
@@ -87,9 +90,9 @@ func overtake(t *testing.T, s *Store, rig *pipelineRig) []error {
 	return out
 }
 
-// Transactions that reach etcd ahead of the one before them do not commit
-// ahead of it: each is refused by the chain, waits for its predecessor and
-// commits after it, so etcd ends with every write, in the writer's order.
+// A transaction that a later one overtakes in etcd is durable with it (the
+// later one carried its writes) and, arriving last, writes nothing over
+// what came after it: etcd ends with the writer's order.
 func TestEtcdPipelineKeepsTheWritersOrder(t *testing.T) {
 	t.Parallel()
 	c := sharedEtcd(t)
@@ -102,24 +105,22 @@ func TestEtcdPipelineKeepsTheWritersOrder(t *testing.T) {
 	for i, err := range overtake(t, s, rig) {
 		require.NoError(t, err, "write %d", i)
 	}
-	require.EqualValues(t, 2, s.Stats().Reordered.Load())
-	resp, err := cli.Get(context.Background(), opts.Prefix+"d/chain/", clientv3.WithPrefix())
+	require.EqualValues(t, 1, s.Stats().Overtaken.Load())
+	resp, err := cli.Get(context.Background(), opts.Prefix+"d/x")
 	require.NoError(t, err)
-	require.Len(t, resp.Kvs, 3)
-	for i, kv := range resp.Kvs {
-		if i > 0 {
-			require.Less(t, resp.Kvs[i-1].ModRevision, kv.ModRevision, "chain/%d commits after chain/%d", i, i-1)
-		}
-	}
-	v, ok := get(t, s, "chain/2")
+	require.Len(t, resp.Kvs, 1)
+	v, _, err := unwrap(resp.Kvs[0].Value)
+	require.NoError(t, err)
+	require.Equal(t, "012", string(v))
+	got, ok := get(t, s, "x")
 	require.True(t, ok)
-	require.Equal(t, "v++", string(v))
+	require.Equal(t, "012", string(got))
 }
 
-// A transaction that fails takes the later ones down with it: they reached
-// etcd first and were refused, and once it failed (etcd refused it: a key
-// put twice), none of them commits or is acknowledged; the store breaks
-// and etcd holds none of the three writes.
+// A transaction that fails takes the later ones down with it: they carry
+// its writes, so etcd refuses them too (here each puts a key twice), none
+// is acknowledged, the store breaks and etcd holds none of the writes. A
+// store opened afresh continues the chain.
 func TestEtcdPipelineFailureTakesTheLaterTransactionsDown(t *testing.T) {
 	t.Parallel()
 	c := sharedEtcd(t)
@@ -127,34 +128,41 @@ func TestEtcdPipelineFailureTakesTheLaterTransactionsDown(t *testing.T) {
 	opts := EtcdOptions{Client: cli, Prefix: storePrefix(c, "pipe-fail"), Pipeline: 4}
 	rig := newPipelineRig()
 	rig.change = func(ops []clientv3.Op) []clientv3.Op {
-		return append(ops, ops[0]) // a key put twice: etcd refuses the transaction
+		for _, op := range ops {
+			if string(op.KeyBytes()) == opts.Prefix+"d/x" {
+				return append(ops, op) // a key put twice: etcd refuses the transaction
+			}
+		}
+		return ops
 	}
 	s := openEtcdHooked(t, opts, func(e *etcdEngine) { e.chainHook = rig.hook })
 	defer s.Close()
 	require.NoError(t, s.Update(context.Background(), func(tx *Txn) error { return tx.Set([]byte("before"), nil) }))
-	before := chainVersion(t, cli, opts.Prefix)
+	before := chainOf(t, cli, opts.Prefix)
 
 	for i, err := range overtake(t, s, rig) {
 		require.ErrorIs(t, err, fault.ErrUnavailable, "write %d", i)
 	}
 	require.False(t, s.Healthy())
-	require.Zero(t, count(t, cli, opts.Prefix+"d/chain/"), "nothing of the three writes committed")
-	require.Equal(t, before, chainVersion(t, cli, opts.Prefix))
+	require.Zero(t, count(t, cli, opts.Prefix+"d/x"), "none of the three writes committed")
+	require.Equal(t, before, chainOf(t, cli, opts.Prefix))
 	require.ErrorIs(t, s.Update(context.Background(), func(tx *Txn) error { return tx.Set([]byte("after"), nil) }), fault.ErrUnavailable)
 
-	// A store opened afresh continues the chain from etcd.
 	s2 := openEtcd(t, opts)
 	defer s2.Close()
-	_, ok := get(t, s2, "chain/0")
+	_, ok := get(t, s2, "x")
 	require.False(t, ok)
+	_, ok = get(t, s2, "before")
+	require.True(t, ok)
 	require.NoError(t, s2.Update(context.Background(), func(tx *Txn) error { return tx.Set([]byte("after"), nil) }))
-	require.Equal(t, before+1, chainVersion(t, cli, opts.Prefix))
+	require.Equal(t, chainValue(s2.eng.(*etcdEngine).pipe.seq), chainOf(t, cli, opts.Prefix))
+	require.Greater(t, chainOf(t, cli, opts.Prefix), before)
 }
 
-func chainVersion(t *testing.T, cli *clientv3.Client, prefix string) int64 {
+func chainOf(t *testing.T, cli *clientv3.Client, prefix string) string {
 	t.Helper()
 	resp, err := cli.Get(context.Background(), prefix+"chain")
 	require.NoError(t, err)
 	require.Len(t, resp.Kvs, 1)
-	return resp.Kvs[0].Version
+	return string(resp.Kvs[0].Value)
 }

@@ -72,7 +72,7 @@ type Stats struct {
 	Closures  atomic.Int64 // write transactions applied
 	Syncs     atomic.Int64 // groups made durable: log appends with one fdatasync each, or etcd commits (group commit)
 	SyncNanos atomic.Int64 // time spent in them
-	Reordered atomic.Int64 // pipelined etcd transactions that reached etcd before their predecessor and were sent again
+	Overtaken atomic.Int64 // pipelined etcd transactions a later one, carrying their writes, committed before
 	Snapshots atomic.Int64 // snapshots of committed state the writer opened (Badger's wait for its commits in flight)
 	Keys      atomic.Int64 // keys written (sets and deletes)
 	Bytes     atomic.Int64 // bytes written (keys and values)
