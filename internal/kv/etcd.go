@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -45,7 +46,10 @@ type EtcdOptions struct {
 	// Pipeline is how many groups' commits may be in flight at once
 	// (etcd_pipeline.go); 1, the default, commits one group at a time, the
 	// next group gathering what arrives meanwhile.
-	Pipeline    int
+	Pipeline int
+	// Batcher, when set, sends this store's commits together with other
+	// stores' (etcd_batcher.go); nil sends each on its own.
+	Batcher     *EtcdBatcher
 	Logger      *slog.Logger
 	MaxBatch    int
 	KeyInflight int
@@ -62,9 +66,10 @@ type etcdEngine struct {
 	logp      string // Prefix + "log/": the commit log of groups too large for one transaction
 	chain     string // Prefix + "chain": its version orders pipelined transactions (etcd_pipeline.go)
 	guard     []clientv3.Cmp
+	batcher   *EtcdBatcher
 	onDeposed func()
 	deposed   sync.Once
-	txnOps    int // the writes one transaction carries: etcd's --max-txn-ops less the guard and the chain's compare and put
+	txnOps    int // the writes one transaction carries: etcd's --max-txn-ops less the guard, the chain's put and a batcher's nesting
 	maxBytes  int // what one transaction's operations may take
 	timeout   time.Duration
 	s         *Store
@@ -119,7 +124,8 @@ func OpenEtcd(opts EtcdOptions) (*Store, error) {
 		logp:     opts.Prefix + "log/",
 		chain:    opts.Prefix + "chain",
 		guard:    opts.Guard,
-		txnOps:   opts.MaxTxnOps - max(len(opts.Guard), 1) - 1,
+		batcher:  opts.Batcher,
+		txnOps:   opts.MaxTxnOps - max(len(opts.Guard), 1) - 2,
 		maxBytes: opts.MaxRequestBytes - headroom,
 		timeout:  opts.Timeout,
 		log:      opts.Logger,
@@ -180,27 +186,17 @@ func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
 // did, or finds the guard false; a chained one (etcd_pipeline.go) runs
 // once at most, its chain compare refusing a second run.
 func (e *etcdEngine) commit(ops []clientv3.Op) (*clientv3.TxnResponse, error) {
-	ctx, cancel := e.ctx()
-	defer cancel()
-	attempt := min(max(e.timeout/4, 500*time.Millisecond), e.timeout)
 	var resp *clientv3.TxnResponse
 	var err error
-	for {
-		actx, acancel := context.WithTimeout(ctx, attempt)
-		resp, err = e.cli.Txn(actx).If(e.guard...).Then(ops...).Commit()
-		acancel()
-		if err == nil || ctx.Err() != nil || !(transient(err) || errors.Is(err, context.DeadlineExceeded)) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-			continue
-		}
-		break
+	if e.batcher != nil {
+		var part *pb.TxnResponse
+		part, err = e.batcher.commit(e.data, e.guard, ops, opsSize(ops))
+		resp = (*clientv3.TxnResponse)(part)
+	} else {
+		resp, err = retryTxn(e.cli, e.timeout, e.guard, ops)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("error committing to etcd: %w", err)
+		return nil, err
 	}
 	if !resp.Succeeded {
 		e.deposed.Do(func() {
@@ -212,6 +208,34 @@ func (e *etcdEngine) commit(ops []clientv3.Op) (*clientv3.TxnResponse, error) {
 		return nil, ErrDeposed
 	}
 	return resp, nil
+}
+
+// opsSize is about what ops take in a request, nested transactions' too.
+func opsSize(ops []clientv3.Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.IsTxn() {
+			_, then, els := op.Txn()
+			n += opsSize(then) + opsSize(els) + 64
+			continue
+		}
+		n += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+	}
+	return n
+}
+
+// opsCount is how many operations ops hold, nested transactions' too.
+func opsCount(ops []clientv3.Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.IsTxn() {
+			_, then, els := op.Txn()
+			n += 1 + max(opsCount(then), opsCount(els))
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // transient reports whether etcd's answer means "try again": no leader, a
