@@ -134,6 +134,10 @@
 //     in order, each once it and every earlier one committed; the first
 //     failure breaks the store. A group that needs the commit log waits for
 //     everything in flight and commits alone.
+//   - Stores may share an EtcdBatcher (etcd_batcher.go), which sends the
+//     commits that meet in it as one etcd transaction of nested ones, each
+//     under its own store's guard: a false guard fails that store's part
+//     only. Two parts of one store prefix never share a transaction.
 //   - Reads are linearizable; a View or a writer's segment reads at the
 //     revision of its first read; a scan reads pages of 256 keys; Snapshot
 //     reads every page at one revision.
