@@ -79,7 +79,7 @@ func testFile() string {
 	file := ""
 	for {
 		f, more := frames.Next()
-		if strings.HasSuffix(f.File, "_test.go") && strings.Contains(f.Function, "/api_test.") {
+		if strings.HasSuffix(f.File, "_test.go") && strings.Contains(f.Function, "/httpapi_test.") {
 			file = filepath.Base(f.File)
 		}
 		if !more {

@@ -183,8 +183,10 @@ func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
 // twice; that is harmless: an unchained one runs only when no other
 // transaction of the store is in flight, raft keeps a lost attempt, if it
 // survives, before its retry, and the second run writes what the first
-// did, or finds the guard false; a chained one (etcd_pipeline.go) runs
-// once at most, its chain compare refusing a second run.
+// did, or finds the guard false; a chained one (etcd_pipeline.go) writes
+// at most once, its chain compare refusing a second run (which then counts
+// as committed). With a Batcher the transaction is one part of the
+// batcher's, which is tried again the same way.
 func (e *etcdEngine) commit(ops []clientv3.Op) (*clientv3.TxnResponse, error) {
 	var resp *clientv3.TxnResponse
 	var err error
