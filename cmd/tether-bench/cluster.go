@@ -56,6 +56,9 @@ func (c *config) checkStore(endpoints string) error {
 		if len(c.etcdEndpoints) > 0 {
 			return fmt.Errorf("-etcd-endpoints needs -store etcd")
 		}
+		if c.reference.tool != "" {
+			return fmt.Errorf("-etcd-benchmark needs -store etcd")
+		}
 		if c.servers != 1 {
 			return fmt.Errorf("-servers %d needs -store etcd (a Badger data dir has one server)", c.servers)
 		}
@@ -71,6 +74,9 @@ func (c *config) checkStore(endpoints string) error {
 		}
 		if c.etcdShards < 0 {
 			return fmt.Errorf("-etcd-shards must not be negative")
+		}
+		if c.reference.tool != "" && c.reference.total < 1 {
+			return fmt.Errorf("-etcd-benchmark-total must be positive")
 		}
 		if ms := c.etcdLeaseTTL.Milliseconds(); ms != 0 && (ms < 1000 || ms > 60000) {
 			return fmt.Errorf("-etcd-lease-ttl must be 1s to 60s")
@@ -194,6 +200,9 @@ func (l *launcher) etcdEnv(prefix, addr string) []string {
 	}
 	if l.cfg.etcdShards > 0 {
 		env = append(env, "TETHER_ETCD_SHARDS="+strconv.Itoa(l.cfg.etcdShards))
+	}
+	if l.cfg.etcdPipeline > 0 {
+		env = append(env, "TETHER_ETCD_PIPELINE="+strconv.Itoa(l.cfg.etcdPipeline))
 	}
 	if l.cfg.etcdMaxOps > 0 {
 		env = append(env, "TETHER_ETCD_MAX_TXN_OPS="+strconv.Itoa(l.cfg.etcdMaxOps))

@@ -62,8 +62,10 @@ type config struct {
 	etcdShards    int      // TETHER_ETCD_SHARDS; 0: the server's default
 	etcdMaxOps    int      // TETHER_ETCD_MAX_TXN_OPS; 0: the server's default
 	etcdLeaseTTL  time.Duration
-	servers       int // tether processes per stage
-	tenants       int // tenants the clients are spread over
+	reference     etcdReference // -etcd-benchmark
+	etcdPipeline  int           // TETHER_ETCD_PIPELINE; 0: the server's default
+	servers       int           // tether processes per stage
+	tenants       int           // tenants the clients are spread over
 }
 
 // The harness's HTTP clients (-client).
@@ -98,6 +100,9 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.etcdShards, "etcd-shards", 0, "TETHER_ETCD_SHARDS of the servers (0: the server's default)")
 	flag.IntVar(&c.etcdMaxOps, "etcd-max-txn-ops", 0, "TETHER_ETCD_MAX_TXN_OPS of the servers: etcd's --max-txn-ops (0: the server's default, 128)")
 	flag.DurationVar(&c.etcdLeaseTTL, "etcd-lease-ttl", 0, "TETHER_ETCD_LEASE_TTL_MS of the servers (0: the server's default)")
+	flag.IntVar(&c.etcdPipeline, "etcd-pipeline", 0, "TETHER_ETCD_PIPELINE of the servers: write groups a shard keeps in flight (0: the server's default, 1)")
+	flag.StringVar(&c.reference.tool, "etcd-benchmark", "", "path of etcd's benchmark tool (go.etcd.io/etcd/v3/tools/benchmark): after each scenario, run its put with -c clients against the same cluster and report Tether's store writes/s ÷ its puts/s (with -store etcd)")
+	flag.IntVar(&c.reference.total, "etcd-benchmark-total", 20000, "puts of each -etcd-benchmark run")
 	flag.IntVar(&c.servers, "servers", 1, "tether server processes per stage (more than 1 needs -store etcd); clients are spread over them")
 	flag.IntVar(&c.tenants, "tenants", 0, "tenants the clients are spread over, client i in tenant i mod n (0: 1 with badger, min(c, 16) with etcd)")
 	flag.Parse()
@@ -243,6 +248,9 @@ func run(cfg config) error {
 		began := time.Now()
 		results, err := runIt()
 		took := time.Since(began)
+		if err == nil {
+			err = b.compareToEtcd(results)
+		}
 		for _, r := range results {
 			r.finish()
 			if cfg.json {

@@ -93,8 +93,15 @@ type result struct {
 	// Figures are a scenario's own measures beyond the common ones, by
 	// name with the unit last (g: heap_inuse_per_node_b, startup_s, ...).
 	Figures map[string]float64 `json:"figures,omitempty"`
-	Notes   string             `json:"notes"`
-	notes   []string
+	// StoreWritesPerS are the servers' store writes (write transactions
+	// applied) per second in the window.
+	StoreWritesPerS float64 `json:"store_writes_per_s,omitempty"`
+	// EtcdPutsPerS is etcd's own benchmark put rate with as many clients,
+	// and EtcdRatio StoreWritesPerS ÷ EtcdPutsPerS (-etcd-benchmark).
+	EtcdPutsPerS float64 `json:"etcd_puts_per_s,omitempty"`
+	EtcdRatio    float64 `json:"etcd_ratio,omitempty"`
+	Notes        string  `json:"notes"`
+	notes        []string
 }
 
 func newResult(name string, clients int) *result {

@@ -13,13 +13,13 @@ import (
 // storeUsage is what the server's write path did: from its tether_store_*
 // counters on /metrics.
 type storeUsage struct {
-	writes, commits, keys, bytes float64
-	commitSeconds                float64
-	forwarded                    float64 // requests a cluster's front passed to their shard's owner
+	writes, commits, keys, bytes, overtaken float64
+	commitSeconds                           float64
+	forwarded                               float64 // requests a cluster's front passed to their shard's owner
 }
 
 func (u storeUsage) minus(v storeUsage) storeUsage {
-	return storeUsage{u.writes - v.writes, u.commits - v.commits, u.keys - v.keys, u.bytes - v.bytes, u.commitSeconds - v.commitSeconds, u.forwarded - v.forwarded}
+	return storeUsage{u.writes - v.writes, u.commits - v.commits, u.keys - v.keys, u.bytes - v.bytes, u.overtaken - v.overtaken, u.commitSeconds - v.commitSeconds, u.forwarded - v.forwarded}
 }
 
 // storeCounters sums the servers' write-path counters.
@@ -27,7 +27,7 @@ func storeCounters(srvs []*serverProc) storeUsage {
 	var sum storeUsage
 	for _, p := range srvs {
 		u := p.storeCounters()
-		sum = storeUsage{sum.writes + u.writes, sum.commits + u.commits, sum.keys + u.keys, sum.bytes + u.bytes, sum.commitSeconds + u.commitSeconds, sum.forwarded + u.forwarded}
+		sum = storeUsage{sum.writes + u.writes, sum.commits + u.commits, sum.keys + u.keys, sum.bytes + u.bytes, sum.overtaken + u.overtaken, sum.commitSeconds + u.commitSeconds, sum.forwarded + u.forwarded}
 	}
 	return sum
 }
@@ -89,6 +89,8 @@ func parseStoreCounters(r io.Reader) storeUsage {
 			u.bytes += v
 		case "tether_store_fsync_seconds_total":
 			u.commitSeconds += v
+		case "tether_store_overtaken_total":
+			u.overtaken += v
 		case "tether_cluster_forwarded_requests_total":
 			u.forwarded += v
 		}
@@ -105,6 +107,12 @@ func storeNote(r *result, u storeUsage, ops int64) {
 	if u.commits <= 0 || ops <= 0 {
 		return
 	}
+	if r.DurationS > 0 {
+		r.StoreWritesPerS = round3(u.writes / r.DurationS)
+	}
 	r.note("store in the window: %.0f writes in %.0f commits (%.1f writes/commit, mean commit %.0f µs); per op %.1f keys, %.0f bytes written",
 		u.writes, u.commits, u.writes/u.commits, u.commitSeconds/u.commits*1e6, u.keys/float64(ops), u.bytes/float64(ops))
+	if u.overtaken > 0 {
+		r.note("etcd: %.0f pipelined transactions were overtaken by a later one that carried their writes", u.overtaken)
+	}
 }

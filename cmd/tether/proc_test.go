@@ -125,9 +125,15 @@ func withFreePorts(t *testing.T, script string) string {
 }
 
 // baseEnv is the clean environment every subprocess starts from: nothing of
-// the test runner's TETHER_* or *_TOKEN variables leaks in.
+// the test runner's TETHER_* or *_TOKEN variables leaks in but
+// TETHER_ETCD_PIPELINE, which runs the etcd tests with a shard's
+// transactions pipelined.
 func baseEnv() []string {
-	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	if v := os.Getenv("TETHER_ETCD_PIPELINE"); v != "" {
+		env = append(env, "TETHER_ETCD_PIPELINE="+v)
+	}
+	return env
 }
 
 // serverEnv is baseEnv plus a data dir, an address, the test secret and a

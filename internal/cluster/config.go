@@ -42,6 +42,9 @@ type Config struct {
 	// write group with more operations goes through the shard's commit log
 	// in etcd (several transactions) instead of one.
 	MaxTxnOps int
+	// Pipeline is how many write groups' transactions a shard keeps in
+	// flight at once (1, one at a time, when zero; kv.EtcdOptions.Pipeline).
+	Pipeline int
 	// Server is the template of every shard's server. DataDir, InMemory and
 	// KV are set per shard; BlobDir, when set, is the directory shared by
 	// every server, each shard's blobs in BlobDir/shard-NN. Without it blob

@@ -53,4 +53,9 @@
 //     key and the election keys, and changes when a new session starts.
 //   - A shard's records live in etcd under <prefix>s/NN/ (kv.OpenEtcd,
 //     store.go), every write guarded by its election.
+//   - The shards served here share one kv.EtcdBatcher: commits of several
+//     shards that fall together go to etcd as one transaction, each shard's
+//     part under its own guard, so a deposed shard's part fails alone; a
+//     shard still has one transaction in flight at a time (Config.Pipeline
+//     1), so its commits keep its order.
 package cluster

@@ -16,14 +16,18 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tenant"
 )
 
 // Node is one server of a cluster.
 type Node struct {
-	cfg      Config
-	log      *slog.Logger
+	cfg Config
+	log *slog.Logger
+	// batcher sends the commits of the shards served here that fall
+	// together as one etcd transaction (kv.EtcdBatcher).
+	batcher  *kv.EtcdBatcher
 	shards   []*shard
 	resolver *tenant.Resolver
 	front    http.Handler
@@ -72,6 +76,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.batcher = kv.NewEtcdBatcher(cfg.Client, cfg.MaxTxnOps, 0, 0)
 	n.metrics = newMetrics(n)
 	n.front = n.handler()
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -305,6 +310,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	n.batcher.Close() // every shard is closed
 	n.httpMu.Lock()
 	srv := n.http
 	n.httpMu.Unlock()

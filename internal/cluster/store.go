@@ -16,6 +16,8 @@ func openShardStore(n *Node, k int, guard []clientv3.Cmp, onDeposed func()) (*kv
 		Guard:     guard,
 		OnDeposed: onDeposed,
 		MaxTxnOps: n.cfg.MaxTxnOps,
+		Pipeline:  n.cfg.Pipeline,
+		Batcher:   n.batcher,
 		Logger:    n.log.With("shard", k),
 	})
 }

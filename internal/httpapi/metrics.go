@@ -88,6 +88,8 @@ func newMetrics(stats *lease.Stats, store *graph.StoreStats) *metrics {
 			func() float64 { return float64(store.Closures.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_fsyncs_total", Help: "Write-ahead log syncs (group commit: one fdatasync covers many writes)."},
 			func() float64 { return float64(store.Syncs.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_overtaken_total", Help: "Pipelined etcd transactions that a later one, carrying their writes, committed before."},
+			func() float64 { return float64(store.Overtaken.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_fsync_seconds_total", Help: "Time spent appending to the write-ahead log and syncing it."},
 			func() float64 { return float64(store.SyncNanos.Load()) / 1e9 }),
 	)

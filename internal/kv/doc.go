@@ -124,6 +124,20 @@
 //     unmarked chunks. Transactions etcd answers "unavailable", or that do
 //     not answer in a quarter of Timeout, are tried again within Timeout:
 //     each is idempotent, and the logger runs one at a time.
+//   - With Pipeline > 1 (etcd_pipeline.go, pipeline.go) up to Pipeline
+//     groups are in flight at once. etcd may commit them in any order, so
+//     each transaction carries the writes of the ones in flight before it
+//     and commits only if the key Prefix + "chain" is below its number,
+//     setting it: etcd always holds a prefix of the writer's order, a later
+//     transaction never commits without an earlier one's writes, and one
+//     overtaken by a later one is durable through it. Groups are answered
+//     in order, each once it and every earlier one committed; the first
+//     failure breaks the store. A group that needs the commit log waits for
+//     everything in flight and commits alone.
+//   - Stores may share an EtcdBatcher (etcd_batcher.go), which sends the
+//     commits that meet in it as one etcd transaction of nested ones, each
+//     under its own store's guard: a false guard fails that store's part
+//     only. Two parts of one store prefix never share a transaction.
 //   - Reads are linearizable; a View or a writer's segment reads at the
 //     revision of its first read; a scan reads pages of 256 keys; Snapshot
 //     reads every page at one revision.

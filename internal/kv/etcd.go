@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -41,7 +42,14 @@ type EtcdOptions struct {
 	MaxRequestBytes int
 	// Timeout bounds every etcd call (default 5 s); a commit that times out
 	// breaks the store.
-	Timeout     time.Duration
+	Timeout time.Duration
+	// Pipeline is how many groups' commits may be in flight at once
+	// (etcd_pipeline.go); 1, the default, commits one group at a time, the
+	// next group gathering what arrives meanwhile.
+	Pipeline int
+	// Batcher, when set, sends this store's commits together with other
+	// stores' (etcd_batcher.go); nil sends each on its own.
+	Batcher     *EtcdBatcher
 	Logger      *slog.Logger
 	MaxBatch    int
 	KeyInflight int
@@ -56,10 +64,12 @@ type etcdEngine struct {
 	cli       *clientv3.Client
 	data      string // Prefix + "d/": where keys live
 	logp      string // Prefix + "log/": the commit log of groups too large for one transaction
+	chain     string // Prefix + "chain": its version orders pipelined transactions (etcd_pipeline.go)
 	guard     []clientv3.Cmp
+	batcher   *EtcdBatcher
 	onDeposed func()
 	deposed   sync.Once
-	maxOps    int
+	txnOps    int // the writes one transaction carries: etcd's --max-txn-ops less the guard, the chain's put and a batcher's nesting
 	maxBytes  int // what one transaction's operations may take
 	timeout   time.Duration
 	s         *Store
@@ -67,11 +77,16 @@ type etcdEngine struct {
 	leases    leaseCache
 	bucket    int64  // the width of a lease's expiry bucket, seconds (60)
 	seq       uint64 // the next log record; only the logger uses it
+	pipe      pipeState
 
 	// hook, in tests, runs between the steps of a logged commit ("chunks":
 	// every chunk written; "marked": the marker written); an error stops
 	// the commit there, as a crash would.
 	hook func(step string) error
+	// chainHook, in tests, runs in a pipelined transaction's goroutine
+	// before each time it is sent ("send"; it may change t.ops) and when
+	// etcd found the chain short of it ("short").
+	chainHook func(step string, t *chainedTxn)
 }
 
 // maxLogRecord bounds one logged segment; a closure larger than its share
@@ -99,21 +114,32 @@ func OpenEtcd(opts EtcdOptions) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
+	if opts.Pipeline <= 0 {
+		opts.Pipeline = defaultPipeline
+	}
 	headroom := min(64<<10, opts.MaxRequestBytes/8)
 	e := &etcdEngine{
 		cli:      opts.Client,
 		data:     opts.Prefix + "d/",
 		logp:     opts.Prefix + "log/",
+		chain:    opts.Prefix + "chain",
 		guard:    opts.Guard,
-		maxOps:   opts.MaxTxnOps,
+		batcher:  opts.Batcher,
+		txnOps:   opts.MaxTxnOps - max(len(opts.Guard), 1) - 2,
 		maxBytes: opts.MaxRequestBytes - headroom,
 		timeout:  opts.Timeout,
 		log:      opts.Logger,
 		bucket:   60,
+		pipe:     pipeState{depth: opts.Pipeline},
 	}
 	s := newStore(e, opts.Logger, opts.MaxBatch, opts.KeyInflight)
 	if err := e.replay(); err != nil {
 		return nil, fmt.Errorf("error replaying the commit log in etcd at %s: %w", e.logp, err)
+	}
+	if opts.Pipeline > 1 {
+		if err := e.readChain(); err != nil {
+			return nil, err
+		}
 	}
 	// Set only now: a guard that fails while opening is OpenEtcd's error.
 	e.onDeposed = opts.OnDeposed
@@ -141,36 +167,38 @@ func (e *etcdEngine) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.timeout)
 }
 
-// commitOps runs ops in one transaction guarded by the store's guard. A
+// commitOps runs ops in one transaction guarded by the store's guard (see
+// commit).
+func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
+	_, err := e.commit(ops)
+	return err
+}
+
+// commit runs ops in one transaction guarded by the store's guard and
+// returns etcd's answer to them; a false guard is ErrDeposed. A
 // transaction etcd answers "unavailable" (a member lost, a leader change),
 // or that a quarter of the timeout does not answer (a proposal lost with
 // the leader it went to, which etcd reports only after its own request
 // timeout), is tried again until the timeout. So a transaction may run
-// twice; that is harmless: the logger waits for each before the next one,
-// raft keeps a lost attempt, if it survives, before its retry, and the
-// second run writes what the first did, or finds the guard false.
-func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
-	ctx, cancel := e.ctx()
-	defer cancel()
-	attempt := min(max(e.timeout/4, 500*time.Millisecond), e.timeout)
+// twice; that is harmless: an unchained one runs only when no other
+// transaction of the store is in flight, raft keeps a lost attempt, if it
+// survives, before its retry, and the second run writes what the first
+// did, or finds the guard false; a chained one (etcd_pipeline.go) writes
+// at most once, its chain compare refusing a second run (which then counts
+// as committed). With a Batcher the transaction is one part of the
+// batcher's, which is tried again the same way.
+func (e *etcdEngine) commit(ops []clientv3.Op) (*clientv3.TxnResponse, error) {
 	var resp *clientv3.TxnResponse
 	var err error
-	for {
-		actx, acancel := context.WithTimeout(ctx, attempt)
-		resp, err = e.cli.Txn(actx).If(e.guard...).Then(ops...).Commit()
-		acancel()
-		if err == nil || ctx.Err() != nil || !(transient(err) || errors.Is(err, context.DeadlineExceeded)) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-			continue
-		}
-		break
+	if e.batcher != nil {
+		var part *pb.TxnResponse
+		part, err = e.batcher.commit(e.data, e.guard, ops, opsSize(ops))
+		resp = (*clientv3.TxnResponse)(part)
+	} else {
+		resp, err = retryTxn(e.cli, e.timeout, e.guard, ops)
 	}
 	if err != nil {
-		return fmt.Errorf("error committing to etcd: %w", err)
+		return nil, err
 	}
 	if !resp.Succeeded {
 		e.deposed.Do(func() {
@@ -179,9 +207,37 @@ func (e *etcdEngine) commitOps(ops []clientv3.Op) error {
 				go e.onDeposed()
 			}
 		})
-		return ErrDeposed
+		return nil, ErrDeposed
 	}
-	return nil
+	return resp, nil
+}
+
+// opsSize is about what ops take in a request, nested transactions' too.
+func opsSize(ops []clientv3.Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.IsTxn() {
+			_, then, els := op.Txn()
+			n += opsSize(then) + opsSize(els) + 64
+			continue
+		}
+		n += len(op.KeyBytes()) + len(op.ValueBytes()) + 16
+	}
+	return n
+}
+
+// opsCount is how many operations ops hold, nested transactions' too.
+func opsCount(ops []clientv3.Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.IsTxn() {
+			_, then, els := op.Txn()
+			n += 1 + max(opsCount(then), opsCount(els))
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // transient reports whether etcd's answer means "try again": no leader, a

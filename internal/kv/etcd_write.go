@@ -75,7 +75,7 @@ func (e *etcdEngine) apply([]*inflight) error { return nil }
 // fits reports whether n writes of about size bytes (the overlay's estimate)
 // fit one transaction.
 func (e *etcdEngine) fits(n int, size int64) bool {
-	return n <= e.maxOps && size+int64(n)*int64(len(e.data)+16) <= int64(e.maxBytes)
+	return n <= e.txnOps && size+int64(n)*int64(len(e.data)+16) <= int64(e.maxBytes)
 }
 
 // ops are the puts and deletes of an overlay, each TTL key on the lease of

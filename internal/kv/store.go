@@ -72,6 +72,7 @@ type Stats struct {
 	Closures  atomic.Int64 // write transactions applied
 	Syncs     atomic.Int64 // groups made durable: log appends with one fdatasync each, or etcd commits (group commit)
 	SyncNanos atomic.Int64 // time spent in them
+	Overtaken atomic.Int64 // pipelined etcd transactions a later one, carrying their writes, committed before
 	Snapshots atomic.Int64 // snapshots of committed state the writer opened (Badger's wait for its commits in flight)
 	Keys      atomic.Int64 // keys written (sets and deletes)
 	Bytes     atomic.Int64 // bytes written (keys and values)
@@ -147,7 +148,11 @@ func (s *Store) Reopen() error {
 func (s *Store) Start() {
 	s.started.Store(true)
 	go s.writeLoop()
-	go s.logLoop()
+	if p, ok := s.eng.(pipeliner); ok && p.pipelineDepth() > 1 {
+		go s.pipeLoop(p)
+	} else {
+		go s.logLoop()
+	}
 	go s.applyLoop()
 	s.eng.start(s.done)
 }

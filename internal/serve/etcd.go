@@ -33,6 +33,7 @@ type etcdSettings struct {
 	Shards             int
 	LeaseTTL           time.Duration
 	MaxTxnOps          int
+	Pipeline           int
 	Advertise          string
 	BlobDir            string
 }
@@ -75,6 +76,10 @@ func loadStoreEnv(s *settings, f storeFlags) error {
 	if err != nil {
 		return err
 	}
+	pipeline, err := envflag.Int("TETHER_ETCD_PIPELINE", 1)
+	if err != nil {
+		return err
+	}
 	switch {
 	case len(e.Endpoints) == 0:
 		return fmt.Errorf("TETHER_STORE=etcd needs TETHER_ETCD_ENDPOINTS (the etcd client URLs, comma separated)")
@@ -84,6 +89,8 @@ func loadStoreEnv(s *settings, f storeFlags) error {
 		return fmt.Errorf("TETHER_ETCD_LEASE_TTL_MS must be from %d to %d, not %d", cluster.MinLeaseTTL.Milliseconds(), cluster.MaxLeaseTTL.Milliseconds(), ttlMS)
 	case maxOps < 16 || maxOps > 1<<20:
 		return fmt.Errorf("TETHER_ETCD_MAX_TXN_OPS must be from 16 to %d (etcd's --max-txn-ops), not %d", 1<<20, maxOps)
+	case pipeline < 1 || pipeline > 64:
+		return fmt.Errorf("TETHER_ETCD_PIPELINE must be from 1 to 64, not %d", pipeline)
 	case !strings.HasPrefix(e.Prefix, "/") || !strings.HasSuffix(e.Prefix, "/"):
 		return fmt.Errorf("TETHER_ETCD_PREFIX must begin and end with /, not %q", e.Prefix)
 	case (e.Username == "") != (e.Password == ""):
@@ -96,7 +103,7 @@ func loadStoreEnv(s *settings, f storeFlags) error {
 			return fmt.Errorf("TETHER_ETCD_ENDPOINTS: %q is not an http(s)://host:port URL", ep)
 		}
 	}
-	e.Shards, e.LeaseTTL, e.MaxTxnOps = int(shards), time.Duration(ttlMS)*time.Millisecond, int(maxOps)
+	e.Shards, e.LeaseTTL, e.MaxTxnOps, e.Pipeline = int(shards), time.Duration(ttlMS)*time.Millisecond, int(maxOps), int(pipeline)
 	if e.Advertise == "" {
 		host, _, err := net.SplitHostPort(s.Addr)
 		if err != nil || host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
@@ -152,7 +159,7 @@ func serveCluster(ctx context.Context, s settings, ln net.Listener, log *slog.Lo
 	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	node, err := cluster.Open(openCtx, cluster.Config{
 		Client: cli, Prefix: s.Etcd.Prefix, Shards: s.Etcd.Shards, Advertise: s.Etcd.Advertise,
-		LeaseTTL: s.Etcd.LeaseTTL, MaxTxnOps: s.Etcd.MaxTxnOps, Server: cfg, Logger: log,
+		LeaseTTL: s.Etcd.LeaseTTL, MaxTxnOps: s.Etcd.MaxTxnOps, Pipeline: s.Etcd.Pipeline, Server: cfg, Logger: log,
 	})
 	cancel()
 	if err != nil {
