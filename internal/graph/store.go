@@ -141,7 +141,10 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	started := time.Now()
-	if err := s.rebuild(); err != nil {
+	resumeGC := pauseGC()
+	err = s.rebuild()
+	resumeGC()
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}

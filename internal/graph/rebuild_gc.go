@@ -1,0 +1,89 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+)
+
+// The rebuild at open keeps a heap that grows all along (the table, the
+// trees) and leaves garbage behind it (a decoded record per node), so at the
+// default GOGC the GC runs again each time the heap has grown by what is
+// live, and marks all of it each time: about a third of the start-up's CPU
+// at a million nodes. pauseGC turns the
+// proportional GC off for the rebuild and lets the soft memory limit alone
+// call the GC: the one set (GOMEMLIMIT, debug.SetMemoryLimit), or when none
+// is, a guard of half the memory the machine (or its cgroup) has, so the
+// heap never grows unbounded while the GC is off. The returned func restores
+// both settings. Stores opened at once (tests) share one pause: the last to
+// finish restores what the first found.
+var gcPause struct {
+	mu      sync.Mutex
+	holders int
+	percent int
+	limit   int64
+}
+
+func pauseGC() (resume func()) {
+	gcPause.mu.Lock()
+	defer gcPause.mu.Unlock()
+	if gcPause.holders == 0 {
+		limit := debug.SetMemoryLimit(-1)
+		guard := limit
+		if guard == math.MaxInt64 {
+			guard = memoryAvailable() / 2
+		}
+		if guard <= 0 {
+			return func() {} // no guard known: the GC stays as it is
+		}
+		gcPause.limit = limit
+		debug.SetMemoryLimit(guard)
+		gcPause.percent = debug.SetGCPercent(-1)
+	}
+	gcPause.holders++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			gcPause.mu.Lock()
+			defer gcPause.mu.Unlock()
+			gcPause.holders--
+			if gcPause.holders == 0 {
+				debug.SetGCPercent(gcPause.percent)
+				debug.SetMemoryLimit(gcPause.limit)
+			}
+		})
+	}
+}
+
+// memoryAvailable is the cgroup's memory limit (v2's memory.max, v1's
+// memory.limit_in_bytes) or, without one, the machine's memory
+// (/proc/meminfo's MemTotal), in bytes; 0 where neither can be read.
+func memoryAvailable() int64 {
+	total := int64(0)
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if fields := bytes.Fields(sc.Bytes()); len(fields) >= 2 && string(fields[0]) == "MemTotal:" {
+				if kb, err := strconv.ParseInt(string(fields[1]), 10, 64); err == nil {
+					total = kb << 10
+				}
+				break
+			}
+		}
+		f.Close()
+	}
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64); err == nil && v > 0 && (total == 0 || v < total) {
+			return v
+		}
+	}
+	return total
+}
