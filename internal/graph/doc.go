@@ -45,7 +45,10 @@
 //     queued nodes with no blocker, per tenant-queue in claim order, indexed
 //     by target, type and label so a filtered claim-next finds its first
 //     match in O(log n); its trees hold the table's entries themselves, one
-//     tree per order; delayed ones wait in a deadline heap for a timer;
+//     tree per order, and none in age order: a queue's oldest claimable
+//     node is the first of one of its claim indexes' priority bands, a seek
+//     per band (ready_oldest.go); delayed ones wait in a deadline heap for a
+//     timer;
 //   - each tenant's last event seq (read from the store on first use);
 //   - when each live node last became ready or was claimed (nodeState.since,
 //     stamped by Tx.apply), from which a QueueMeter is told how long claims
@@ -55,8 +58,9 @@
 // decodes them, in key order), then the live edges (counting blockers and
 // dependents), then the kept fences, and indexes every node (the lists and
 // the ready mirror built side by side, from the nodes sorted once, the
-// mirror's kinds of trees each filled by a goroutine of its own: load);
-// then it has kv reopen its engine (kv.Store.Reopen), which lets go of the
+// mirror's kinds of trees each filled by a goroutine of its own: load),
+// with the proportional GC off and the soft memory limit as its guard
+// (rebuild_gc.go); then it has kv reopen its engine (kv.Store.Reopen), which lets go of the
 // table pages the scan mapped in, before the writer starts. tether check
 // (check.go) derives the same state and compares it with a recount from the
 // records.

@@ -154,8 +154,8 @@ func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[Status]in
 			continue
 		}
 		var oldest time.Time
-		if it, ok := q.byAge.Min(); ok {
-			oldest = time.Unix(0, createdOf(it.st.order)).UTC()
+		if c, ok := q.oldestCreated(); ok {
+			oldest = time.Unix(0, c).UTC()
 		}
 		fn(t.tenant, t.queue, q.shown, q.claimable, oldest)
 	}

@@ -8,11 +8,10 @@ import (
 // load fills an empty mirror from a store's nodes (derive: at open, and for
 // tether check), best given in claim order, as rebuild sorts them: what track
 // does node by node, but with the trees filled side by side. Each ready node
-// goes into three trees or more (its queue's by age, its claim index's, that
-// index's tree of its type, and one per label), and at a million nodes those
-// inserts are most of the mirror's build; here one goroutine fills each kind
-// of tree, so they share both cores with the list indexes derive builds
-// meanwhile. The entries must be filed in no mirror yet. It returns the
+// goes into two trees or more (its claim index's, that index's tree of its
+// type, and one per label), and at a million nodes those inserts are most of
+// the mirror's build; here one goroutine fills each kind of tree, so they
+// share both cores with the list indexes derive builds meanwhile. The entries must be filed in no mirror yet. It returns the
 // count moves for showCounts.
 func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 	m.mu.Lock()
@@ -57,7 +56,6 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Go(each(func(c claimable) { c.q.byAge.ReplaceOrInsert(c.e) }))
 	wg.Go(each(func(c claimable) { c.ix.all.ReplaceOrInsert(c.e) }))
 	wg.Go(each(func(c claimable) { c.ix.insertFiltered(c.e) }))
 	wg.Wait()

@@ -32,7 +32,7 @@ func mirrorShape(m *readyMirror) map[string]any {
 	shape := map[string]any{}
 	for tq, q := range m.queues {
 		qs := map[string]any{
-			"entries": q.entries, "claimable": q.claimable, "byAge": ids(q.byAge),
+			"entries": q.entries, "claimable": q.claimable,
 			"open": index(q.open), "counts": fmt.Sprint(q.counts), "shown": fmt.Sprint(q.shown),
 		}
 		for target, ix := range q.targeted {
@@ -52,7 +52,7 @@ func mirrorShape(m *readyMirror) map[string]any {
 
 // load, which fills the trees side by side at open, builds the same mirror
 // as tracking each node in turn: every queue's entries, their trees in claim
-// and age order, the claim indexes by target, type and label, the counts and
+// order, the claim indexes by target, type and label, the counts and
 // the delayed entries.
 func TestLoadBuildsWhatTrackBuilds(t *testing.T) {
 	t.Parallel()

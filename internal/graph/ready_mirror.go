@@ -31,24 +31,16 @@ const (
 
 func lessClaimOrder(a, b *nodeEntry) bool { return compareClaimOrder(a, b) < 0 }
 
-func lessAge(a, b *nodeEntry) bool {
-	if ac, bc := createdOf(a.st.order), createdOf(b.st.order); ac != bc {
-		return ac < bc
-	}
-	return a.ref.id < b.ref.id
-}
-
 type tenantQueue struct{ tenant, queue string }
 
-// queueMirror holds one queue's ready entries. Claimable entries sit in byAge
-// and in the claim index of their target: open for untargeted entries,
-// targeted[sub] for those reserved to sub, so a claimer never walks past
+// queueMirror holds one queue's ready entries. Claimable entries sit in the
+// claim index of their target and in no other tree: open for untargeted
+// entries, targeted[sub] for those reserved to sub, so a claimer never walks past
 // nodes reserved to someone else. The claim indexes together are the queue
 // in claim order: one tree per order, no copy of every entry in another.
 type queueMirror struct {
 	entries   int         // entries filed, claimable or delayed
 	claimable int         // entries in the claim trees
-	byAge     *readyTree  // claimable now, oldest first (QueueStats' oldest)
 	open      *claimIndex // claimable now by anyone
 	targeted  map[string]*claimIndex
 	waiters   waitIndex
@@ -80,7 +72,6 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 	q, ok := m.queues[t]
 	if !ok {
 		q = &queueMirror{
-			byAge:    btree.NewG(btreeDegree, lessAge),
 			open:     newClaimIndex(),
 			targeted: map[string]*claimIndex{},
 			counts:   map[Status]int64{},
@@ -95,7 +86,6 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 func (q *queueMirror) insertClaimable(e *nodeEntry) {
 	e.mirror = mirrorClaimable
 	q.claimable++
-	q.byAge.ReplaceOrInsert(e)
 	q.indexFor(e.st.target.String()).insert(e)
 }
 
@@ -116,7 +106,6 @@ func (q *queueMirror) indexFor(target string) *claimIndex {
 // deleteClaimable takes e out of the trees that serve claims (it is in them).
 func (q *queueMirror) deleteClaimable(e *nodeEntry) {
 	q.claimable--
-	q.byAge.Delete(e)
 	target := e.st.target.String()
 	if target == "" {
 		q.open.delete(e)
@@ -218,11 +207,14 @@ func (m *readyMirror) stats(tenant, queue string) (int, time.Time) {
 	defer m.mu.Unlock()
 	m.promoteLocked(m.clock.Now().UnixMilli())
 	q, ok := m.queues[tenantQueue{tenant, queue}]
-	if !ok || q.byAge.Len() == 0 {
+	if !ok {
 		return 0, time.Time{}
 	}
-	oldest, _ := q.byAge.Min()
-	return q.claimable, time.Unix(0, createdOf(oldest.st.order)).UTC()
+	oldest, found := q.oldestCreated()
+	if !found {
+		return 0, time.Time{}
+	}
+	return q.claimable, time.Unix(0, oldest).UTC()
 }
 
 // count moves one node of a queue between statuses ("" for none; call with
@@ -264,8 +256,8 @@ func (s *Store) QueueStats(tenant string) []QueueStat {
 		for k, v := range q.shown {
 			st.Counts[k] = v
 		}
-		if oldest, ok := q.byAge.Min(); ok {
-			st.OldestReady = time.Unix(0, createdOf(oldest.st.order)).UTC()
+		if oldest, ok := q.oldestCreated(); ok {
+			st.OldestReady = time.Unix(0, oldest).UTC()
 		}
 		out = append(out, st)
 	}
