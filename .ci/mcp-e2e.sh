@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The MCP server end to end, as agents use it: mcp/e2e/agents.mjs drives a
+# The MCP server end to end, as agents use it: internal/mcp/e2e/agents.mjs drives a
 # freshly built `tether serve` on a free loopback port through /mcp
 # (streamable HTTP) with the official TypeScript MCP SDK client, pinned in
-# mcp/e2e/package-lock.json: a planner agent and two worker agents, one of
+# internal/mcp/e2e/package-lock.json: a planner agent and two worker agents, one of
 # which dies mid-task. It prints the transcript of tool calls and answers.
 # Needs only Go, git and node/npm. Takes well under a minute after npm ci.
 set -euo pipefail
@@ -13,7 +13,7 @@ build_server
 start_server TETHER_MCP_SESSION_IDLE_MS=5000
 
 echo "== mcp e2e: npm ci (the TypeScript MCP SDK, pinned)"
-cd "$root/mcp/e2e"
+cd "$root/internal/mcp/e2e"
 npm ci --no-audit --no-fund
 
 echo "== mcp e2e: a planner and two workers over /mcp (npm run e2e)"
