@@ -19,7 +19,9 @@ import (
 // call the GC: the one set (GOMEMLIMIT, debug.SetMemoryLimit), or when none
 // is, a guard of half the memory the machine (or its cgroup) has, so the
 // heap never grows unbounded while the GC is off. The returned func restores
-// both settings. Stores opened at once (tests) share one pause: the last to
+// both settings and then returns the rebuild's garbage to the system
+// (debug.FreeOSMemory: one collection, marking what is live), so the RSS a
+// server shows once ready is its live heap, not the pause's high-water mark. Stores opened at once (tests) share one pause: the last to
 // finish restores what the first found.
 var gcPause struct {
 	mu      sync.Mutex
@@ -54,6 +56,7 @@ func pauseGC() (resume func()) {
 			if gcPause.holders == 0 {
 				debug.SetGCPercent(gcPause.percent)
 				debug.SetMemoryLimit(gcPause.limit)
+				debug.FreeOSMemory()
 			}
 		})
 	}
