@@ -1,5 +1,5 @@
 // Package client is the Go SDK of the Tether HTTP API, generated from
-// api/openapi.yaml by oapi-codegen (client.gen.go; run `go generate
+// api/openapi.yaml by oapi-codegen (models.gen.go and client.gen.go; run `go generate
 // ./client/` after changing the spec) around a few hand-written pieces.
 //
 // Make a client with a base URL and a bearer token:
@@ -32,8 +32,8 @@
 //
 //	client.NodePatch{Title: client.Value("retitled"), RunAt: client.Null[time.Time]()}
 //
-// Invariants: nothing in client.gen.go is edited by hand; Problem, Nullable
+// Invariants: nothing in models.gen.go or client.gen.go is edited by hand; Problem, Nullable
 // and WithBearerToken are the hand-written parts the generated code refers to
-// (see oapi-codegen.yaml and overlay.yaml), and none of them changes the wire
+// (see oapi-codegen.yaml, oapi-codegen-client.yaml and overlay.yaml), and none of them changes the wire
 // format the spec describes.
 package client

@@ -1,3 +1,4 @@
 package client
 
 //go:generate go tool oapi-codegen -config oapi-codegen.yaml ../api/openapi.yaml
+//go:generate go tool oapi-codegen -config oapi-codegen-client.yaml ../api/openapi.yaml
