@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+
+	"github.com/tether-run/tether/internal/memlimit"
 )
 
 // The rebuild at open keeps a heap that grows all along (the table, the
@@ -62,31 +64,32 @@ func pauseGC() (resume func()) {
 	}
 }
 
-// memoryAvailable is the cgroup's memory limit (v2's memory.max, v1's
-// memory.limit_in_bytes) or, without one, the machine's memory
-// (/proc/meminfo's MemTotal), in bytes; 0 where neither can be read.
+// memoryAvailable is the lower of the cgroup's memory limit
+// (memlimit.CgroupLimit) and the machine's memory (/proc/meminfo's
+// MemTotal), in bytes; 0 where neither can be read.
 func memoryAvailable() int64 {
-	total := int64(0)
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if fields := bytes.Fields(sc.Bytes()); len(fields) >= 2 && string(fields[0]) == "MemTotal:" {
-				if kb, err := strconv.ParseInt(string(fields[1]), 10, 64); err == nil {
-					total = kb << 10
-				}
-				break
-			}
-		}
-		f.Close()
-	}
-	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		if v, err := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64); err == nil && v > 0 && (total == 0 || v < total) {
-			return v
-		}
+	total := memTotal()
+	if limit, _, err := memlimit.CgroupLimit("/"); err == nil && limit > 0 && (total == 0 || limit < total) {
+		return limit
 	}
 	return total
+}
+
+// memTotal is /proc/meminfo's MemTotal in bytes, 0 where it cannot be read.
+func memTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := bytes.Fields(sc.Bytes()); len(fields) >= 2 && string(fields[0]) == "MemTotal:" {
+			if kb, err := strconv.ParseInt(string(fields[1]), 10, 64); err == nil {
+				return kb << 10
+			}
+			return 0
+		}
+	}
+	return 0
 }
