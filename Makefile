@@ -40,12 +40,12 @@ run: ## Start a dev server on the embedded store (prints an admin token)
 test: ## Every test with -race (needs Go and gcc), then the API suite on etcd; ends with what it skipped and why
 	@skips=$$(mktemp); rc=0; \
 	TETHER_TEST_SKIPS=$$skips $(GO) test -race -count=1 -timeout 15m $(PKGS) || rc=$$?; \
-	if [ $$rc = 0 ]; then TETHER_TEST_SKIPS=$$skips TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./internal/httpapi/ || rc=$$?; fi; \
+	if [ $$rc = 0 ]; then TETHER_TEST_SKIPS=$$skips TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/ || rc=$$?; fi; \
 	awk -f .ci/skip-summary.awk $$skips; rm -f $$skips; exit $$rc
 
 .PHONY: test-etcd
 test-etcd: ## The conformance suite (api tests) on a real three-member etcd cluster (TETHER_TEST_ETCD=URLs: an external one)
-	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./internal/httpapi/
+	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/
 
 .PHONY: test-race
 test-race: test ## Alias of test (the suite always runs with -race)
@@ -59,7 +59,7 @@ linearize: ## Long lease linearizability checks (porcupine) against real servers
 	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 60m -v -run 'TestLinearize' ./cmd/tether/
 
 .PHONY: spec-lint
-spec-lint: ## Lint api/openapi.yaml with Redocly (recommended) and Spectral (spectral:oas); needs npm
+spec-lint: ## Lint openapi.yaml with Redocly (recommended) and Spectral (spectral:oas); needs npm
 	bash .ci/spec-lint.sh
 
 .PHONY: ts-e2e
@@ -89,13 +89,13 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) tool staticcheck $(PKGS)
 
 .PHONY: generate
-generate: ## Regenerate the Go client, the Python client's generated modules (and the TypeScript types) from api/openapi.yaml
+generate: ## Regenerate the Go client, the Python client's generated modules (and the TypeScript types) from openapi.yaml
 	$(GO) generate ./client/
-	$(GO) run ./cmd/tether-pygen -spec api/openapi.yaml -out clients/python/tether_client
+	$(GO) run ./cmd/tether-pygen -spec openapi.yaml -out clients/python/tether_client
 	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
 # The packages whose stored records have a generated codec (msgp).
-CODEC_PKGS := ./internal/graph/ ./internal/tenant/ ./internal/fleet/ ./internal/message/ ./internal/schedule/
+CODEC_PKGS := ./internal/graphstore/ ./internal/tenancy/ ./internal/fleet/ ./internal/message/ ./internal/schedule/
 
 .PHONY: generate-codecs
 generate-codecs: ## Regenerate the stored records' MessagePack codecs (*_gen.go) with msgp
@@ -109,10 +109,10 @@ verify: generate generate-codecs ## Fail when generated code is stale
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for a short while
-	$(GO) test ./internal/graph/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
-	$(GO) test ./internal/graph/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s
-	$(GO) test ./internal/httpapi/ -run '^$$' -fuzz FuzzDecodeNodeSpec -fuzztime 20s
+	$(GO) test ./internal/graphstore/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
+	$(GO) test ./internal/graphstore/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s
+	$(GO) test ./api/ -run '^$$' -fuzz FuzzDecodeNodeSpec -fuzztime 20s
 	$(GO) test ./internal/nodes/ -run '^$$' -fuzz FuzzNodePatch -fuzztime 20s
 	$(GO) test ./internal/nodes/ -run '^$$' -fuzz FuzzParseETag -fuzztime 10s
-	$(GO) test ./internal/tenant/ -run '^$$' -fuzz FuzzDecodePolicyPatch -fuzztime 20s
+	$(GO) test ./internal/tenancy/ -run '^$$' -fuzz FuzzDecodePolicyPatch -fuzztime 20s
 	$(GO) test ./internal/schedule/ -run '^$$' -fuzz FuzzParseTiming -fuzztime 20s

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Python client (clients/python): check that its generated modules match
-# api/openapi.yaml, install it with pip into a virtual environment (offline:
+# openapi.yaml, install it with pip into a virtual environment (offline:
 # Debian's httpx, pytest, setuptools and wheel, no PyPI), type-check it and
 # its README's blocks with mypy (as the TypeScript client's tsc), then run its pytest
 # suite from outside the source tree against a freshly built server (the
@@ -36,9 +36,9 @@ if ! [[ -x $py ]] || ! $py -c 'import httpx, pytest, setuptools, wheel, venv, en
 		python3-httpx python3-pytest python3-setuptools python3-wheel python3-venv mypy >/dev/null
 fi
 
-echo "== python client: generated modules match api/openapi.yaml"
+echo "== python client: generated modules match openapi.yaml"
 mkdir "$work/gen"
-go run ./cmd/tether-pygen -spec api/openapi.yaml -out "$work/gen"
+go run ./cmd/tether-pygen -spec openapi.yaml -out "$work/gen"
 for f in "$work"/gen/*.py; do
 	if ! cmp -s "$f" "clients/python/tether_client/$(basename "$f")"; then
 		diff -u "clients/python/tether_client/$(basename "$f")" "$f" | head -n 60 || true

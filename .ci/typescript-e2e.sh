@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The TypeScript client (clients/typescript): install it from the lockfile, check
-# that its generated types match api/openapi.yaml, type-check it, then run its
+# that its generated types match openapi.yaml, type-check it, then run its
 # end-to-end script against a freshly built server on a free loopback port.
 # Needs only Go, git and node/npm (no curl, no python). Takes well under 2 minutes.
 set -euo pipefail
@@ -14,7 +14,7 @@ echo "== typescript client: npm ci"
 cd "$root/clients/typescript"
 npm ci --no-audit --no-fund
 
-echo "== typescript client: generated types match api/openapi.yaml"
+echo "== typescript client: generated types match openapi.yaml"
 if [[ ! -f $schema ]]; then
 	echo "$schema is missing: run 'npm run generate' in clients/typescript and commit it"
 	exit 1

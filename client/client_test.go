@@ -166,7 +166,7 @@ func TestNullable(t *testing.T) {
 
 func TestPublicDocuments(t *testing.T) {
 	t.Parallel()
-	spec, err := os.ReadFile("../api/openapi.yaml")
+	spec, err := os.ReadFile("../openapi.yaml")
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	serve := func(pattern, contentType string, body []byte) {

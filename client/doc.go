@@ -1,5 +1,5 @@
 // Package client is the Go SDK of the Tether HTTP API, generated from
-// api/openapi.yaml by oapi-codegen (models.gen.go and client.gen.go; run `go generate
+// openapi.yaml by oapi-codegen (models.gen.go and client.gen.go; run `go generate
 // ./client/` after changing the spec) around a few hand-written pieces.
 //
 // Make a client with a base URL and a bearer token:

@@ -1,4 +1,4 @@
 package client
 
-//go:generate go tool oapi-codegen -config oapi-codegen.yaml ../api/openapi.yaml
-//go:generate go tool oapi-codegen -config oapi-codegen-client.yaml ../api/openapi.yaml
+//go:generate go tool oapi-codegen -config oapi-codegen.yaml ../openapi.yaml
+//go:generate go tool oapi-codegen -config oapi-codegen-client.yaml ../openapi.yaml

@@ -3,7 +3,7 @@
 // OpenAPI spec. `make generate` runs it; `make verify` fails when its output
 // differs from what is committed.
 //
-//	go run ./cmd/tether-pygen -spec api/openapi.yaml -out clients/python/tether_client
+//	go run ./cmd/tether-pygen -spec openapi.yaml -out clients/python/tether_client
 package main
 
 import (
@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	specPath := flag.String("spec", "api/openapi.yaml", "the OpenAPI spec to read")
+	specPath := flag.String("spec", "openapi.yaml", "the OpenAPI spec to read")
 	out := flag.String("out", "clients/python/tether_client", "the package directory to write into")
 	flag.Parse()
 	if err := run(*specPath, *out); err != nil {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/backup"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 const testOperatorToken = "op-test-token"
@@ -30,7 +30,7 @@ type backupLedger struct {
 }
 
 type endRec struct {
-	status graph.Status
+	status graphstore.Status
 	at     time.Time
 }
 
@@ -66,21 +66,21 @@ func TestBackupsUnderLoadRestoreConsistently(t *testing.T) {
 					return
 				}
 				fence := ptr(cl.JSON200.Lease.Fence)
-				var end graph.Status
+				var end graphstore.Status
 				if n%4 == 3 {
 					res, err := w.FailNodeWithResponse(ctx, id, client.FailRequest{Error: "no", Fence: fence, Requeue: ptr(false)})
 					if err != nil || res.StatusCode() != http.StatusOK {
 						t.Errorf("fail %s: %v %s", id, err, body(res))
 						return
 					}
-					end = graph.StatusFailed
+					end = graphstore.StatusFailed
 				} else {
 					res, err := w.CompleteNodeWithResponse(ctx, id, client.CompleteRequest{Fence: fence})
 					if err != nil || res.StatusCode() != http.StatusOK {
 						t.Errorf("complete %s: %v %s", id, err, body(res))
 						return
 					}
-					end = graph.StatusDone
+					end = graphstore.StatusDone
 				}
 				led.mu.Lock()
 				led.ended[id] = endRec{end, time.Now()}
@@ -133,10 +133,10 @@ func endMap(m map[string]endRec) map[string]endRec {
 // acknowledged before the backup began, and to its own events.
 func checkRestored(t *testing.T, round int, dir string, began time.Time, created map[string]time.Time, ended map[string]endRec) {
 	t.Helper()
-	store, err := graph.Open(graph.Options{Dir: dir})
+	store, err := graphstore.Open(graphstore.Options{Dir: dir})
 	require.NoError(t, err, "round %d", round)
 	defer store.Close()
-	require.NoError(t, store.View(func(tx *graph.Tx) error {
+	require.NoError(t, store.View(func(tx *graphstore.Tx) error {
 		for id, at := range created {
 			if !at.Before(began) {
 				continue
@@ -147,27 +147,27 @@ func checkRestored(t *testing.T, round int, dir string, began time.Time, created
 				require.Equal(t, e.status, n.Status, "round %d: %s ended (acknowledged) before the backup began", round, id)
 			}
 		}
-		nodes, _, err := tx.NodeList("acme", graph.NodeQuery{Limit: 1 << 20})
+		nodes, _, err := tx.NodeList("acme", graphstore.NodeQuery{Limit: 1 << 20})
 		require.NoError(t, err)
 		for _, n := range nodes {
 			evs, err := tx.NodeEvents("acme", n.ID, 0, 100)
 			require.NoError(t, err)
-			types := map[graph.EventType]int{}
+			types := map[graphstore.EventType]int{}
 			for _, ev := range evs {
 				types[ev.Type]++
 			}
-			require.Equal(t, 1, types[graph.EventCreated], "round %d: %s: events %v", round, n.ID, types)
+			require.Equal(t, 1, types[graphstore.EventCreated], "round %d: %s: events %v", round, n.ID, types)
 			switch n.Status {
-			case graph.StatusDone:
-				require.Equal(t, 1, types[graph.EventCompleted], "round %d: %s is done: events %v", round, n.ID, types)
-			case graph.StatusFailed:
-				require.Equal(t, 1, types[graph.EventFailed], "round %d: %s failed: events %v", round, n.ID, types)
-			case graph.StatusRunning:
+			case graphstore.StatusDone:
+				require.Equal(t, 1, types[graphstore.EventCompleted], "round %d: %s is done: events %v", round, n.ID, types)
+			case graphstore.StatusFailed:
+				require.Equal(t, 1, types[graphstore.EventFailed], "round %d: %s failed: events %v", round, n.ID, types)
+			case graphstore.StatusRunning:
 				require.NotNil(t, n.Lease, "round %d: %s", round, n.ID)
-				require.Equal(t, 1, types[graph.EventClaimed], "round %d: %s is running: events %v", round, n.ID, types)
-				require.Zero(t, types[graph.EventCompleted]+types[graph.EventFailed], "round %d: %s is running: events %v", round, n.ID, types)
-			case graph.StatusQueued:
-				require.Zero(t, types[graph.EventClaimed], "round %d: %s is queued: events %v", round, n.ID, types)
+				require.Equal(t, 1, types[graphstore.EventClaimed], "round %d: %s is running: events %v", round, n.ID, types)
+				require.Zero(t, types[graphstore.EventCompleted]+types[graphstore.EventFailed], "round %d: %s is running: events %v", round, n.ID, types)
+			case graphstore.StatusQueued:
+				require.Zero(t, types[graphstore.EventClaimed], "round %d: %s is queued: events %v", round, n.ID, types)
 			}
 		}
 		return nil

@@ -24,7 +24,7 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 const (
@@ -158,10 +158,10 @@ func startServer(t *testing.T) string {
 	srv, err := server.Open(context.Background(), server.Config{
 		DataDir:        t.TempDir(),
 		ReaperInterval: 100 * time.Millisecond,
-		Tenant: tenant.Config{
+		Tenant: tenancy.Config{
 			JWTSecrets:   []string{secret},
 			TTLCeilingMS: 86400000,
-			Defaults:     tenant.Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2},
+			Defaults:     tenancy.Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2},
 		},
 	})
 	require.NoError(t, err)

@@ -1,5 +1,5 @@
 // Package apitest holds what API tests need to keep the server honest to
-// api/openapi.yaml: LoadSpec reads the spec, and ValidatingTransport checks
+// openapi.yaml: LoadSpec reads the spec, and ValidatingTransport checks
 // every response that passes through it against the spec (and, on request,
 // the request too), reporting mismatches as test errors.
 //

@@ -10,9 +10,9 @@ import (
 )
 
 // SpecPath is the location of the spec relative to the module root.
-const SpecPath = "api/openapi.yaml"
+const SpecPath = "openapi.yaml"
 
-// LoadSpec loads api/openapi.yaml of the module that contains the working
+// LoadSpec loads openapi.yaml of the module that contains the working
 // directory. It does not validate the spec (TestSpecValid does); each call
 // returns a fresh document the caller may change.
 func LoadSpec(t testing.TB) *openapi3.T {

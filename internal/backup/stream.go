@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/blob"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/kv"
 )
 
@@ -48,7 +48,7 @@ type Stats struct {
 // then the file of every blob a record in it names (files may be nil: no
 // blobs).
 func Write(w io.Writer, s *kv.Store, files Files) (Stats, error) {
-	var blobs []graph.BlobID
+	var blobs []graphstore.BlobID
 	if files != nil {
 		release := files.Hold()
 		defer release()
@@ -62,7 +62,7 @@ func Write(w io.Writer, s *kv.Store, files Files) (Stats, error) {
 	var num [binary.MaxVarintLen64]byte
 	uvarint := func(v uint64) { bw.Write(num[:binary.PutUvarint(num[:], v)]) }
 	err := s.Snapshot(func(key, val []byte, expiresAt uint64) error {
-		if id, ok := graph.BlobIDOfKey(key); ok && files != nil {
+		if id, ok := graphstore.BlobIDOfKey(key); ok && files != nil {
 			blobs = append(blobs, id)
 		}
 		bw.WriteByte(kindKV)
@@ -104,7 +104,7 @@ func Write(w io.Writer, s *kv.Store, files Files) (Stats, error) {
 }
 
 // writeBlob writes one blob file: its tenant, sha256, size and bytes.
-func writeBlob(bw *bufio.Writer, uvarint func(uint64), files Files, id graph.BlobID) error {
+func writeBlob(bw *bufio.Writer, uvarint func(uint64), files Files, id graphstore.BlobID) error {
 	f, err := files.OpenFile(id.Tenant, id.SHA)
 	if err != nil {
 		return fmt.Errorf("error reading blob %s of %s: %w", id.SHA, id.Tenant, err)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // sweepEvery is how often unreferenced blobs are looked for: a blob is
@@ -40,12 +40,12 @@ func (s *Service) Collect(ctx context.Context) (int, error) {
 	}
 }
 
-func (s *Service) collect(ctx context.Context, id graph.BlobID, due time.Time) (bool, error) {
+func (s *Service) collect(ctx context.Context, id graphstore.BlobID, due time.Time) (bool, error) {
 	mu := s.stripe(id.Tenant, id.SHA)
 	mu.Lock()
 	defer mu.Unlock()
 	var deleted bool
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var err error
 		deleted, err = tx.BlobDelete(id.Tenant, id.SHA, due)
 		return err

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // The timed sweeps run on the service's clock between Start and Stop: each
@@ -20,7 +20,7 @@ func TestTimedSweepCollectsWhatIsPastItsGrace(t *testing.T) {
 	dataDir := t.TempDir()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	clk := clocktest.New(t0)
-	store, err := graph.Open(graph.Options{Dir: dataDir, Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: dataDir, Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	s, err := Open(Config{Dir: t.TempDir(), Store: store, Grace: time.Minute})

@@ -6,7 +6,7 @@
 // The bytes of a blob are one file under the blob directory
 // (DATA_DIR/blobs/<tenant>/<sha[:2]>/<sha>, files.go); its record (size,
 // content type, when its grace period started) is a graph record
-// (internal/graph/blob_records.go), and so is every reference: a node's Blobs list.
+// (internal/graphstore/blob_records.go), and so is every reference: a node's Blobs list.
 //
 // Life of a blob:
 //

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
@@ -43,7 +43,7 @@ const (
 type Config struct {
 	// Dir holds the blob files (DATA_DIR/blobs); made when missing.
 	Dir    string
-	Store  *graph.Store
+	Store  *graphstore.Store
 	Clock  clock.Clock // the store's when nil
 	Logger *slog.Logger
 	// MaxBytes is the largest blob (DefaultMaxBytes when zero).
@@ -66,7 +66,7 @@ type Service struct {
 	TestSignals TestSignals
 
 	dir      string
-	store    *graph.Store
+	store    *graphstore.Store
 	clock    clock.Clock
 	log      *slog.Logger
 	maxBytes int64
@@ -139,7 +139,7 @@ func Open(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("error making the blob directory: %w", err)
 	}
 	known := map[string]bool{}
-	err = cfg.Store.BlobList(func(id graph.BlobID, _ *graph.BlobRecord) error {
+	err = cfg.Store.BlobList(func(id graphstore.BlobID, _ *graphstore.BlobRecord) error {
 		known[s.path(id.Tenant, id.SHA)] = true
 		return nil
 	})
@@ -225,15 +225,15 @@ func (s *Service) Put(ctx context.Context, p PutParams) (b Blob, created bool, e
 	defer mu.Unlock()
 
 	var exists bool
-	if err := s.store.View(func(tx *graph.Tx) error {
+	if err := s.store.View(func(tx *graphstore.Tx) error {
 		exists = tx.BlobExists(p.Tenant, sha)
 		return nil
 	}); err != nil {
 		return Blob{}, false, err
 	}
 	if exists {
-		var r *graph.BlobRecord
-		err := s.store.Update(ctx, func(tx *graph.Tx) error {
+		var r *graphstore.BlobRecord
+		err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 			var err error
 			r, err = tx.BlobTouch(p.Tenant, sha)
 			return err
@@ -258,9 +258,9 @@ func (s *Service) Put(ctx context.Context, p PutParams) (b Blob, created bool, e
 	if err := syncDir(filepath.Dir(final)); err != nil {
 		return Blob{}, false, err
 	}
-	r := &graph.BlobRecord{Size: size, ContentType: p.ContentType, CreatedBy: p.By}
+	r := &graphstore.BlobRecord{Size: size, ContentType: p.ContentType, CreatedBy: p.By}
 	var over *fault.TooLarge
-	err = s.store.Update(ctx, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if used := tx.BlobUsage(p.Tenant); quota > 0 && used+size > quota {
 			over = &fault.TooLarge{Limit: quota, Reason: fmt.Sprintf(
 				"the blob (%d bytes) would take the tenant's blobs over its quota of %d bytes (%d in use)", size, quota, used)}
@@ -318,15 +318,15 @@ func readError(err error) error {
 	return fault.Invalidf("", "the request body could not be read: it ended early or was malformed")
 }
 
-func toBlob(sha string, r *graph.BlobRecord) Blob {
+func toBlob(sha string, r *graphstore.BlobRecord) Blob {
 	return Blob{SHA256: sha, Size: r.Size, ContentType: r.ContentType, CreatedAt: r.CreatedAt}
 }
 
 // Get returns a blob's metadata and its file, open for reading; the caller
 // closes it. Another tenant's blob, like a missing one, is a fault.NotFound.
 func (s *Service) Get(tenant, sha string) (Blob, *os.File, error) {
-	var r *graph.BlobRecord
-	if err := s.store.View(func(tx *graph.Tx) error {
+	var r *graphstore.BlobRecord
+	if err := s.store.View(func(tx *graphstore.Tx) error {
 		var err error
 		r, err = tx.BlobGet(tenant, sha)
 		return err

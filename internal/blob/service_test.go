@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // Open tidies what a crash left: temporary uploads and files no record
@@ -20,7 +20,7 @@ func TestOpenRemovesWhatACrashLeftAndKeepsStoredBlobs(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{Dir: dataDir, Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: dataDir, Clock: clk})
 	require.NoError(t, err)
 	dir := filepath.Join(dataDir, "blobs")
 	s, err := Open(Config{Dir: dir, Store: store})
@@ -38,7 +38,7 @@ func TestOpenRemovesWhatACrashLeftAndKeepsStoredBlobs(t *testing.T) {
 	s.Stop()
 	require.NoError(t, store.Close())
 
-	store, err = graph.Open(graph.Options{Dir: dataDir, Clock: clk})
+	store, err = graphstore.Open(graphstore.Options{Dir: dataDir, Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	s, err = Open(Config{Dir: dir, Store: store})
@@ -87,7 +87,7 @@ func TestHoldKeepsCollectedFilesUntilReleased(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{Dir: dataDir, Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: dataDir, Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	s, err := Open(Config{Dir: filepath.Join(dataDir, "blobs"), Store: store, Clock: clk, Grace: time.Minute})

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 func (c *cli) tokenCreateCommand() *cobra.Command {
@@ -35,7 +35,7 @@ tether token revoke. The secret is printed alone (table output) or as "token"
 			}
 			req := client.TokenCreate{Sub: sub, Name: ifSet(cmd, "name", name)}
 			for _, r := range roles {
-				role, ok := tenant.ParseRole(r)
+				role, ok := tenancy.ParseRole(r)
 				if !ok {
 					return usageErrorf("--roles: %q is not reader, worker, dispatcher or admin", r)
 				}

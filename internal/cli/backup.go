@@ -12,7 +12,7 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/backup"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // backupCommand is `tether backup`: an online backup from a running server.
@@ -121,7 +121,7 @@ its record count and SHA-256 match. Start a server on DATA_DIR afterwards.`,
 			if err != nil {
 				return fmt.Errorf("error restoring %s: %w", args[0], err)
 			}
-			rep, err := graph.Check(args[1])
+			rep, err := graphstore.Check(args[1])
 			if err != nil {
 				return err
 			}

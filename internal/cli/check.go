@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 func checkCommand() *cobra.Command {
@@ -28,7 +28,7 @@ server migrates when it opens the directory).
 The server must not be running on DATA_DIR. Exits 1 on any disagreement.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := graph.Check(args[0])
+			rep, err := graphstore.Check(args[0])
 			if err != nil {
 				return err
 			}

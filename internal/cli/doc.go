@@ -16,5 +16,5 @@
 //     token" (envToken).
 //   - Nothing here reads or writes a store: every client command goes through
 //     the HTTP API; check and restore work on a stopped server's data
-//     directory through internal/graph and internal/backup.
+//     directory through internal/graphstore and internal/backup.
 package cli

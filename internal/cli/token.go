@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/internal/envflag"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 func (c *cli) tokenCommand() *cobra.Command {
@@ -100,9 +100,9 @@ func tokenClaims(sub, tid string, roles []string, ttl time.Duration, issuer, aud
 	switch {
 	case sub == "":
 		return nil, usageErrorf("--sub is required")
-	case !graph.ValidSubject(sub):
+	case !graphstore.ValidSubject(sub):
 		// The server would refuse the token; say why before it is used.
-		return nil, usageErrorf("--sub %s", graph.SubjectProblem(sub))
+		return nil, usageErrorf("--sub %s", graphstore.SubjectProblem(sub))
 	case !tenantID.MatchString(tid):
 		return nil, usageErrorf("--tenant must be 1-63 characters of [a-z0-9_-], starting with a letter or digit (got %q)", tid)
 	case ttl <= 0:
@@ -113,7 +113,7 @@ func tokenClaims(sub, tid string, roles []string, ttl time.Duration, issuer, aud
 	if len(roles) > 0 {
 		names := make([]string, len(roles))
 		for i, r := range roles {
-			role, ok := tenant.ParseRole(r)
+			role, ok := tenancy.ParseRole(r)
 			if !ok {
 				return nil, usageErrorf("--roles: %q is not reader, worker, dispatcher or admin", r)
 			}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/internal/fleet"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/tracing"
 	"github.com/tether-run/tether/runner"
 )
@@ -124,7 +124,7 @@ func (o *workOptions) resolve() error {
 		return usageErrorf("no token: set --token or TETHER_TOKEN")
 	case o.queue == "":
 		return usageErrorf("--queue is required")
-	case !graph.ValidQueue(o.queue):
+	case !graphstore.ValidQueue(o.queue):
 		return usageErrorf("--queue %q is not a queue name (1-128 characters of [A-Za-z0-9._:-])", o.queue)
 	case o.concurrency < 1 || o.concurrency > runner.MaxSlots:
 		return usageErrorf("--concurrency must be from 1 to 1000")

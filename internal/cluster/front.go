@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/ui"
 	"github.com/tether-run/tether/internal/version"
 )
@@ -37,7 +37,7 @@ const (
 
 // handler builds the front.
 func (n *Node) handler() http.Handler {
-	skill := httpapi.SkillMD()
+	skill := api.SkillMD()
 	if p := n.cfg.Server.SkillMDPath; p != "" {
 		if b, err := os.ReadFile(p); err == nil {
 			skill = b
@@ -80,7 +80,7 @@ func (n *Node) handler() http.Handler {
 		case path == "/openapi.yaml":
 			if public(w, r, http.MethodGet) {
 				w.Header().Set("Content-Type", "application/yaml")
-				_, _ = w.Write(httpapi.OpenAPI())
+				_, _ = w.Write(api.OpenAPI())
 			}
 		case path == "/skill.md":
 			if public(w, r, http.MethodGet) {
@@ -127,13 +127,13 @@ func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 }
 
 // public is allow for the public endpoints, which also refuse a request
-// body, as the API's own routes do (httpapi.HasBody).
+// body, as the API's own routes do (api.HasBody).
 func public(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 	if !allow(w, r, methods...) {
 		return false
 	}
-	if httpapi.HasBody(r) {
-		writeProblem(w, r, http.StatusBadRequest, "bad_request", httpapi.ErrBodyRefused.Error(), 0)
+	if api.HasBody(r) {
+		writeProblem(w, r, http.StatusBadRequest, "bad_request", api.ErrBodyRefused.Error(), 0)
 		return false
 	}
 	return true

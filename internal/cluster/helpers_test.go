@@ -19,7 +19,7 @@ import (
 
 	"github.com/tether-run/tether/internal/etcdtest"
 	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 const testSecret = "cluster-test-secret-0123456789abcdef"
@@ -54,7 +54,7 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, shards int, l net.Listener)
 	n, err := Open(context.Background(), Config{
 		Client: cli, Prefix: etcd.Prefix(), Shards: shards, Advertise: url, LeaseTTL: testLeaseTTL,
 		Logger: log, DrainTimeout: 5 * time.Second,
-		Server: server.Config{Tenant: tenant.Config{JWTSecrets: []string{testSecret}}, OperatorTokens: []string{"op-token"}},
+		Server: server.Config{Tenant: tenancy.Config{JWTSecrets: []string{testSecret}}, OperatorTokens: []string{"op-token"}},
 	})
 	require.NoError(t, err)
 	go func() { _ = n.Serve(l) }()

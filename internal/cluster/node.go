@@ -18,7 +18,7 @@ import (
 
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 // Node is one server of a cluster.
@@ -29,7 +29,7 @@ type Node struct {
 	// together as one etcd transaction (kv.EtcdBatcher).
 	batcher  *kv.EtcdBatcher
 	shards   []*shard
-	resolver *tenant.Resolver
+	resolver *tenancy.Resolver
 	front    http.Handler
 	metrics  *metrics
 	proxies  sync.Map // owner URL -> *httputil.ReverseProxy
@@ -60,7 +60,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	resolver, err := tenant.NewResolver(cfg.Server.Tenant, cfg.Server.Clock)
+	resolver, err := tenancy.NewResolver(cfg.Server.Tenant, cfg.Server.Clock)
 	if err != nil {
 		return nil, err
 	}

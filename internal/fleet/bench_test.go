@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 func benchRegistry(b *testing.B) *Registry {
 	b.Helper()
 	clk := clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{Dir: b.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), Clock: clk})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // Status is what a worker last said it was doing.
@@ -97,7 +97,7 @@ type View struct {
 
 // Config configures a Registry.
 type Config struct {
-	Store *graph.Store
+	Store *graphstore.Store
 	// StaleAfter is TETHER_WORKER_STALE_MS (DefaultStaleAfter when zero).
 	StaleAfter time.Duration
 	// OfflineRetention is TETHER_WORKER_OFFLINE_RETENTION_MS
@@ -108,7 +108,7 @@ type Config struct {
 
 // Registry records worker heartbeats and answers who is alive.
 type Registry struct {
-	store   *graph.Store
+	store   *graphstore.Store
 	stale   time.Duration
 	offline time.Duration
 }
@@ -168,7 +168,7 @@ func (p HeartbeatParams) validate() error {
 		return fault.Invalidf("status", "is required")
 	case !p.Status.valid():
 		return fault.Invalidf("status", "must be idle, working or offline")
-	case p.Node != "" && !graph.ValidID(p.Node):
+	case p.Node != "" && !graphstore.ValidID(p.Node):
 		return fault.Invalidf("node", "is not a valid node id")
 	case p.Node != "" && p.Status != StatusWorking:
 		return fault.Invalidf("node", "only a working worker names a node")
@@ -196,7 +196,7 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 	// so an fsync per heartbeat would buy nothing. A crash can lose only the
 	// last few, which makes the worker look older than it is; after a crash
 	// that is the truth anyway, and its next heartbeat sets it right.
-	err := r.store.Update(ctx, func(tx *graph.Tx) error {
+	err := r.store.Update(ctx, func(tx *graphstore.Tx) error {
 		now := tx.Now().UTC()
 		var prev Record
 		found, err := tx.WorkerRecordGet(p.Tenant, p.By, p.Worker, &prev)
@@ -244,7 +244,7 @@ func (r *Registry) List(tenant, cursor string, limit int) ([]View, string, error
 	}
 	var out []View
 	more := false
-	err = r.store.View(func(tx *graph.Tx) error {
+	err = r.store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
 		return tx.WorkerRecordList(tenant, afterBy, afterWorker, func(raw []byte) (bool, error) {
 			if len(out) == limit {
@@ -282,7 +282,7 @@ func decodeCursor(cursor string) (by, worker string, err error) {
 	if decErr == nil && ok {
 		by, worker, ok = strings.Cut(rest, "\x00")
 	}
-	if decErr != nil || !ok || !graph.ValidSubject(by) || !ValidName(worker) {
+	if decErr != nil || !ok || !graphstore.ValidSubject(by) || !ValidName(worker) {
 		return "", "", fault.Invalidf("cursor", "not a cursor of this list")
 	}
 	return by, worker, nil

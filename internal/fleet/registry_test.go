@@ -10,7 +10,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 type bundle struct {
@@ -21,7 +21,7 @@ type bundle struct {
 func setup(t *testing.T, stale time.Duration) bundle {
 	t.Helper()
 	clk := clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{InMemory: true, Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{InMemory: true, Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	return bundle{reg: New(Config{Store: store, StaleAfter: stale}), clk: clk}
@@ -160,7 +160,7 @@ func TestOneStateVocabulary(t *testing.T) {
 func TestOfflineWorkersAreForgotten(t *testing.T) {
 	t.Parallel()
 	clk := clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{InMemory: true, Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{InMemory: true, Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	b := bundle{reg: New(Config{Store: store, StaleAfter: time.Minute, OfflineRetention: 5 * time.Minute}), clk: clk}

@@ -1,13 +1,13 @@
 package lifecycle
 
-import "github.com/tether-run/tether/internal/graph"
+import "github.com/tether-run/tether/internal/graphstore"
 
 // CancelTree cancels root and every non-terminal descendant (parent_of) and
 // dependent (depends_on with on_fail other than ignore) of it, in one
 // transaction, each through Cancel. Terminal nodes and identity nodes are
 // passed over (the cascade still goes through them). It returns the ids it
 // cancelled, in the order it reached them.
-func CancelTree(tx *graph.Tx, runs Runs, root *graph.Node, by, reason string) ([]string, error) {
+func CancelTree(tx *graphstore.Tx, runs Runs, root *graphstore.Node, by, reason string) ([]string, error) {
 	tenant := root.Tenant
 	cancelled := []string{}
 	seen := map[string]bool{root.ID: true}
@@ -21,7 +21,7 @@ func CancelTree(tx *graph.Tx, runs Runs, root *graph.Node, by, reason string) ([
 		if err != nil {
 			return nil, err
 		}
-		if !n.Status.Terminal() && !graph.IsIdentityID(n.ID) {
+		if !n.Status.Terminal() && !graphstore.IsIdentityID(n.ID) {
 			more, err := Cancel(tx, runs, n, by, root.ID, reason)
 			if err != nil {
 				return nil, err
@@ -52,21 +52,21 @@ func CancelTree(tx *graph.Tx, runs Runs, root *graph.Node, by, reason string) ([
 
 // cascadeTargets are the nodes a cancel of n reaches: its children and the
 // dependents that asked to be cancelled with it.
-func cascadeTargets(tx *graph.Tx, n *graph.Node) ([]string, error) {
+func cascadeTargets(tx *graphstore.Tx, n *graphstore.Node) ([]string, error) {
 	var out []string
-	children, err := tx.LiveEdges(n.Tenant, n.ID, graph.EdgeParentOf, graph.DirOut)
+	children, err := tx.LiveEdges(n.Tenant, n.ID, graphstore.EdgeParentOf, graphstore.DirOut)
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range children {
 		out = append(out, e.To)
 	}
-	dependents, err := tx.LiveEdges(n.Tenant, n.ID, graph.EdgeDependsOn, graph.DirIn)
+	dependents, err := tx.LiveEdges(n.Tenant, n.ID, graphstore.EdgeDependsOn, graphstore.DirIn)
 	if err != nil {
 		return nil, err
 	}
 	for _, e := range dependents {
-		if e.Props["on_fail"] != graph.OnFailIgnore {
+		if e.Props["on_fail"] != graphstore.OnFailIgnore {
 			out = append(out, e.From)
 		}
 	}
@@ -77,14 +77,14 @@ func cascadeTargets(tx *graph.Tx, n *graph.Node) ([]string, error) {
 // cancelled), with the cancelled event naming the root of the cancel; its
 // parent fails when it asked to (ChildEnded). It returns the ids that
 // parent failure cancelled.
-func Cancel(tx *graph.Tx, runs Runs, n *graph.Node, by, root, reason string) ([]string, error) {
-	if err := check(OpCancel, n, graph.StatusCancelled); err != nil {
+func Cancel(tx *graphstore.Tx, runs Runs, n *graphstore.Node, by, root, reason string) ([]string, error) {
+	if err := check(OpCancel, n, graphstore.StatusCancelled); err != nil {
 		return nil, err
 	}
 	if err := runs.EndRun(tx, n, OutcomeCancelled, by); err != nil {
 		return nil, err
 	}
-	n.Status = graph.StatusCancelled
+	n.Status = graphstore.StatusCancelled
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func Cancel(tx *graph.Tx, runs Runs, n *graph.Node, by, root, reason string) ([]
 	if reason != "" {
 		data["reason"] = reason
 	}
-	if err := tx.Emit(n.Tenant, graph.EventCancelled, n.ID, by, data); err != nil {
+	if err := tx.Emit(n.Tenant, graphstore.EventCancelled, n.ID, by, data); err != nil {
 		return nil, err
 	}
 	return ChildEnded(tx, runs, n, by)

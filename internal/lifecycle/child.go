@@ -4,15 +4,15 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // ChildEnded applies the parent's on_child_fail when child has ended failed,
 // dead or cancelled: with "fail" the parent fails (FailForChild) and its
 // remaining children are cancelled; this repeats up the tree. It returns the
 // ids it cancelled.
-func ChildEnded(tx *graph.Tx, runs Runs, child *graph.Node, by string) ([]string, error) {
-	if child.Parent == "" || child.Status == graph.StatusDone || !child.Status.Terminal() {
+func ChildEnded(tx *graphstore.Tx, runs Runs, child *graphstore.Node, by string) ([]string, error) {
+	if child.Parent == "" || child.Status == graphstore.StatusDone || !child.Status.Terminal() {
 		return nil, nil
 	}
 	parent, err := tx.NodeGet(child.Tenant, child.Parent)
@@ -31,8 +31,8 @@ func ChildEnded(tx *graph.Tx, runs Runs, child *graph.Node, by string) ([]string
 // FailForChild fails parent because child ended without success: its run,
 // if any, ends (outcome failed), its remaining children are cancelled, and
 // its own parent is told (ChildEnded). It returns the ids it cancelled.
-func FailForChild(tx *graph.Tx, runs Runs, parent, child *graph.Node, by string) ([]string, error) {
-	if err := check(OpFailForChild, parent, graph.StatusFailed); err != nil {
+func FailForChild(tx *graphstore.Tx, runs Runs, parent, child *graphstore.Node, by string) ([]string, error) {
+	if err := check(OpFailForChild, parent, graphstore.StatusFailed); err != nil {
 		return nil, err
 	}
 	if err := runs.EndRun(tx, parent, OutcomeFailed, by); err != nil {
@@ -40,16 +40,16 @@ func FailForChild(tx *graph.Tx, runs Runs, parent, child *graph.Node, by string)
 	}
 	msg := fmt.Sprintf("child %s ended %s", child.ID, child.Status)
 	parent.Error = &msg
-	parent.Status = graph.StatusFailed
+	parent.Status = graphstore.StatusFailed
 	if err := tx.NodePut(parent); err != nil {
 		return nil, err
 	}
-	if err := tx.Emit(parent.Tenant, graph.EventFailed, parent.ID, by, map[string]any{
+	if err := tx.Emit(parent.Tenant, graphstore.EventFailed, parent.ID, by, map[string]any{
 		"error": msg, "child": child.ID, "requeue": false,
 	}); err != nil {
 		return nil, err
 	}
-	siblings, err := tx.LiveEdges(parent.Tenant, parent.ID, graph.EdgeParentOf, graph.DirOut)
+	siblings, err := tx.LiveEdges(parent.Tenant, parent.ID, graphstore.EdgeParentOf, graphstore.DirOut)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // ClaimParams are a new lease's holder and TTL.
@@ -17,16 +17,16 @@ type ClaimParams struct {
 // running, the lease, an assigned edge (a lingering one of the claimer is
 // retired first) and the claimed event. The caller has decided that n may be
 // claimed (Claimable) and tells its in-memory views once Claim returns.
-func Claim(tx *graph.Tx, n *graph.Node, p ClaimParams) (*graph.Edge, error) {
-	if err := check(OpClaim, n, graph.StatusRunning); err != nil {
+func Claim(tx *graphstore.Tx, n *graphstore.Node, p ClaimParams) (*graphstore.Edge, error) {
+	if err := check(OpClaim, n, graphstore.StatusRunning); err != nil {
 		return nil, err
 	}
 	now := tx.Now()
 	n.Attempts++
 	n.LastFence++
-	n.Status = graph.StatusRunning
+	n.Status = graphstore.StatusRunning
 	n.Error = nil
-	n.Lease = &graph.Lease{
+	n.Lease = &graphstore.Lease{
 		By: p.By, Session: p.Session, Fence: n.LastFence, TTLMS: p.TTL.Milliseconds(),
 		ClaimedAt: now.UTC(), RenewedAt: now.UTC(), ExpiresAt: now.Add(p.TTL).UTC(),
 	}
@@ -39,8 +39,8 @@ func Claim(tx *graph.Tx, n *graph.Node, p ClaimParams) (*graph.Edge, error) {
 			return nil, err
 		}
 	}
-	edge := &graph.Edge{
-		From: n.ID, Type: graph.EdgeAssigned, To: graph.IdentityID(p.By),
+	edge := &graphstore.Edge{
+		From: n.ID, Type: graphstore.EdgeAssigned, To: graphstore.IdentityID(p.By),
 		Props:     map[string]any{"session": nullable(p.Session), "fence": n.LastFence, "outcome": nil},
 		CreatedBy: p.By,
 	}
@@ -50,7 +50,7 @@ func Claim(tx *graph.Tx, n *graph.Node, p ClaimParams) (*graph.Edge, error) {
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
-	if err := tx.EmitData(n.Tenant, graph.EventClaimed, n.ID, p.By, graph.Data().
+	if err := tx.EmitData(n.Tenant, graphstore.EventClaimed, n.ID, p.By, graphstore.Data().
 		Uint("fence", n.LastFence).Int("attempt", n.Attempts).StrOrNull("session", p.Session).Int("ttl_ms", p.TTL.Milliseconds()).
 		Done()); err != nil {
 		return nil, err

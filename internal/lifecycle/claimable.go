@@ -5,25 +5,25 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // Claimable returns nil when n may be claimed by `by` now under the
-// claimable rule (graph.Tx.ClaimRefusals, the rule the ready index shares),
+// claimable rule (graphstore.Tx.ClaimRefusals, the rule the ready index shares),
 // else the refusal the API answers with: not claimable (terminal, blocked
 // with what blocks it, delayed, or its queue paused), rate limited (its
 // queue at max_running), or a conflict (reserved for another identity), in
 // that order. Whether the caller holds or may take the lease is the lease
 // package's to decide first.
-func Claimable(tx *graph.Tx, n *graph.Node, by string) error {
+func Claimable(tx *graphstore.Tx, n *graphstore.Node, by string) error {
 	r, q, err := tx.ClaimRefusals(n, by)
 	if err != nil || r == 0 {
 		return err
 	}
-	if r&graph.RefusedNotAtRest != 0 {
+	if r&graphstore.RefusedNotAtRest != 0 {
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	}
-	if r&graph.RefusedBlocked != 0 {
+	if r&graphstore.RefusedBlocked != 0 {
 		blockedBy, err := Blocking(tx, n)
 		if err != nil {
 			return err
@@ -33,25 +33,25 @@ func Claimable(tx *graph.Tx, n *graph.Node, by string) error {
 		}
 	}
 	switch {
-	case r&graph.RefusedDelayed != 0:
+	case r&graphstore.RefusedDelayed != 0:
 		return &fault.NotClaimable{Reason: fault.ReasonDelayed, Status: string(n.Status), RunAt: n.RunAt}
-	case r&graph.RefusedPaused != 0:
+	case r&graphstore.RefusedPaused != 0:
 		return &fault.NotClaimable{Reason: fault.ReasonBlocked, Status: string(n.Status), BlockedBy: []string{}, Detail: "queue " + n.Queue + " is paused"}
-	case r&graph.RefusedFull != 0:
+	case r&graphstore.RefusedFull != 0:
 		return &fault.RateLimited{Reason: fmt.Sprintf("queue %s is at its max_running of %d", n.Queue, q.MaxRunning), RetryAfter: time.Second}
-	case r&graph.RefusedReserved != 0:
+	case r&graphstore.RefusedReserved != 0:
 		return &fault.Conflict{Reason: "node is reserved for " + n.Target + " by handoff", Holder: n.Target}
 	}
 	return nil
 }
 
 // Blocking names what blocks n: its depends_on targets not yet satisfied
-// (graph.DependencySatisfied) and its children not yet terminal. It walks
+// (graphstore.DependencySatisfied) and its children not yet terminal. It walks
 // n's edges, so it explains a refusal; the rule itself reads the blocker
 // counts.
-func Blocking(tx *graph.Tx, n *graph.Node) ([]string, error) {
+func Blocking(tx *graphstore.Tx, n *graphstore.Node) ([]string, error) {
 	out := []string{}
-	deps, err := tx.LiveEdges(n.Tenant, n.ID, graph.EdgeDependsOn, graph.DirOut)
+	deps, err := tx.LiveEdges(n.Tenant, n.ID, graphstore.EdgeDependsOn, graphstore.DirOut)
 	if err != nil {
 		return out, err
 	}
@@ -60,11 +60,11 @@ func Blocking(tx *graph.Tx, n *graph.Node) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
-		if !graph.DependencySatisfied(dep.Status, e) {
+		if !graphstore.DependencySatisfied(dep.Status, e) {
 			out = append(out, dep.ID)
 		}
 	}
-	children, err := tx.LiveEdges(n.Tenant, n.ID, graph.EdgeParentOf, graph.DirOut)
+	children, err := tx.LiveEdges(n.Tenant, n.ID, graphstore.EdgeParentOf, graphstore.DirOut)
 	if err != nil {
 		return out, err
 	}

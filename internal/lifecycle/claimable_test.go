@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
@@ -19,8 +19,8 @@ func TestClaimableRule(t *testing.T) {
 	b := setup(t)
 	now := b.clk.Now()
 	later := now.Add(time.Minute)
-	node := func(id, queue string, st graph.Status) *graph.Node {
-		return &graph.Node{
+	node := func(id, queue string, st graphstore.Status) *graphstore.Node {
+		return &graphstore.Node{
 			Tenant: "acme", ID: id, Type: "task", Status: st, Queue: queue,
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 3,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
@@ -32,9 +32,9 @@ func TestClaimableRule(t *testing.T) {
 	reserved.Target = "carol"
 	busy := node("busy", "qe", running)
 	busy.Attempts, busy.LastFence = 1, 1
-	busy.Lease = &graph.Lease{By: "alice", Fence: 1, TTLMS: 60_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: later}
-	require.NoError(t, b.store.Update(context.Background(), func(tx *graph.Tx) error {
-		for _, n := range []*graph.Node{
+	busy.Lease = &graphstore.Lease{By: "alice", Fence: 1, TTLMS: 60_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: later}
+	require.NoError(t, b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
+		for _, n := range []*graphstore.Node{
 			node("free", "qa", queued), node("dep", "", open), node("blocked", "qb", queued), delayed,
 			node("paused", "qd", queued), busy, node("full", "qe", queued), reserved, node("finished", "qg", done),
 		} {
@@ -42,18 +42,18 @@ func TestClaimableRule(t *testing.T) {
 				return err
 			}
 		}
-		if err := tx.EdgeInsert("acme", &graph.Edge{From: "blocked", Type: graph.EdgeDependsOn, To: "dep", CreatedBy: "head", Props: map[string]any{"on_fail": "cancel"}}); err != nil {
+		if err := tx.EdgeInsert("acme", &graphstore.Edge{From: "blocked", Type: graphstore.EdgeDependsOn, To: "dep", CreatedBy: "head", Props: map[string]any{"on_fail": "cancel"}}); err != nil {
 			return err
 		}
-		if err := tx.QueueSettingsPut("acme", "qd", graph.QueueSettings{Paused: true}); err != nil {
+		if err := tx.QueueSettingsPut("acme", "qd", graphstore.QueueSettings{Paused: true}); err != nil {
 			return err
 		}
-		return tx.QueueSettingsPut("acme", "qe", graph.QueueSettings{MaxRunning: 1})
+		return tx.QueueSettingsPut("acme", "qe", graphstore.QueueSettings{MaxRunning: 1})
 	}))
 
 	claimable := func(id, by string) error {
 		var err error
-		require.NoError(t, b.store.View(func(tx *graph.Tx) error {
+		require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
 			n, gerr := tx.NodeGet("acme", id)
 			require.NoError(t, gerr)
 			err = lifecycle.Claimable(tx, n, by)
@@ -63,8 +63,8 @@ func TestClaimableRule(t *testing.T) {
 	}
 	offered := func(queue, by string) []string {
 		var ids []string
-		require.NoError(t, b.store.View(func(tx *graph.Tx) error {
-			tx.ReadyIDs("acme", queue, graph.ReadyFilter{Sub: by}, func(id string) bool {
+		require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
+			tx.ReadyIDs("acme", queue, graphstore.ReadyFilter{Sub: by}, func(id string) bool {
 				ids = append(ids, id)
 				return true
 			})
@@ -110,7 +110,7 @@ func TestClaimableRule(t *testing.T) {
 	b.clk.Advance(2 * time.Minute)
 	require.NoError(t, claimable("delayed", "bob"))
 	require.Equal(t, []string{"delayed"}, offered("qc", "bob"))
-	require.NoError(t, b.store.Update(context.Background(), func(tx *graph.Tx) error {
+	require.NoError(t, b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
 		dep, err := tx.NodeGet("acme", "dep")
 		if err != nil {
 			return err

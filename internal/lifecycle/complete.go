@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"encoding/json"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // CompleteParams are what a successful run hands back.
@@ -17,15 +17,15 @@ type CompleteParams struct {
 // the result is kept, the error and handoff target cleared, the run's usage
 // added to the node and rolled up its parent chain, with the completed event.
 // The caller has checked that p.By may act on the lease.
-func Complete(tx *graph.Tx, runs Runs, n *graph.Node, p CompleteParams) error {
-	if err := check(OpComplete, n, graph.StatusDone); err != nil {
+func Complete(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p CompleteParams) error {
+	if err := check(OpComplete, n, graphstore.StatusDone); err != nil {
 		return err
 	}
 	before := *n.Lease
 	if err := runs.EndRun(tx, n, OutcomeDone, p.By); err != nil {
 		return err
 	}
-	n.Status = graph.StatusDone
+	n.Status = graphstore.StatusDone
 	n.Result = p.Result
 	n.Error = nil
 	n.Target = ""
@@ -33,7 +33,7 @@ func Complete(tx *graph.Tx, runs Runs, n *graph.Node, p CompleteParams) error {
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}
-	if err := tx.EmitData(n.Tenant, graph.EventCompleted, n.ID, p.By, graph.Data().
+	if err := tx.EmitData(n.Tenant, graphstore.EventCompleted, n.ID, p.By, graphstore.Data().
 		Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts).
 		Done()); err != nil {
 		return err

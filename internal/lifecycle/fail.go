@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // FailParams end a run that did not succeed.
@@ -27,7 +27,7 @@ const (
 )
 
 // FailOutcomeOf is where a failed run of n would leave it.
-func FailOutcomeOf(n *graph.Node, requeue bool) FailOutcome {
+func FailOutcomeOf(n *graphstore.Node, requeue bool) FailOutcome {
 	switch {
 	case requeue && n.Attempts < n.MaxAttempts:
 		return FailRetry
@@ -38,14 +38,14 @@ func FailOutcomeOf(n *graph.Node, requeue bool) FailOutcome {
 }
 
 // Status is the status the outcome leaves n in.
-func (o FailOutcome) Status(n *graph.Node) graph.Status {
+func (o FailOutcome) Status(n *graphstore.Node) graphstore.Status {
 	switch o {
 	case FailRetry:
 		return n.RestStatus()
 	case FailDead:
-		return graph.StatusDead
+		return graphstore.StatusDead
 	}
-	return graph.StatusFailed
+	return graphstore.StatusFailed
 }
 
 // Fail ends a running node's run (outcome failed) with p.Error: back at rest
@@ -53,7 +53,7 @@ func (o FailOutcome) Status(n *graph.Node) graph.Status {
 // dead; failed when p.Requeue is false. A node that ends failed or dead fails
 // its parent when the parent's on_child_fail is fail (ChildEnded). The caller
 // has checked that p.By may act on the lease.
-func Fail(tx *graph.Tx, runs Runs, n *graph.Node, p FailParams) error {
+func Fail(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p FailParams) error {
 	outcome := FailOutcomeOf(n, p.Requeue)
 	if err := check(OpFail, n, outcome.Status(n)); err != nil {
 		return err
@@ -71,17 +71,17 @@ func Fail(tx *graph.Tx, runs Runs, n *graph.Node, p FailParams) error {
 		if delay := retryDelay(n, p.RetryIn); delay > 0 {
 			at := tx.Now().Add(delay).UTC()
 			n.RunAt = &at
-			data["run_at"] = graph.Stamp(at)
+			data["run_at"] = graphstore.Stamp(at)
 		}
 	}
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}
-	if err := tx.Emit(n.Tenant, graph.EventFailed, n.ID, p.By, data); err != nil {
+	if err := tx.Emit(n.Tenant, graphstore.EventFailed, n.ID, p.By, data); err != nil {
 		return err
 	}
-	if n.Status == graph.StatusDead {
-		if err := tx.Emit(n.Tenant, graph.EventDead, n.ID, p.By, map[string]any{"attempts": n.Attempts}); err != nil {
+	if n.Status == graphstore.StatusDead {
+		if err := tx.Emit(n.Tenant, graphstore.EventDead, n.ID, p.By, map[string]any{"attempts": n.Attempts}); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // Op names a transition.
@@ -30,18 +30,18 @@ func Ops() []Op {
 
 // Legal reports whether op may start from a node in status from ("" for a
 // node not yet stored).
-func Legal(op Op, from graph.Status) bool {
+func Legal(op Op, from graphstore.Status) bool {
 	switch op {
 	case OpCreate:
 		return from == ""
 	case OpClaim:
 		return from.AtRest()
 	case OpComplete, OpFail, OpRelease, OpExpire:
-		return from == graph.StatusRunning
+		return from == graphstore.StatusRunning
 	case OpCancel, OpFailForChild:
 		return from.Valid() && !from.Terminal()
 	case OpRequeue:
-		return from == graph.StatusFailed || from == graph.StatusDead || from == graph.StatusCancelled
+		return from == graphstore.StatusFailed || from == graphstore.StatusDead || from == graphstore.StatusCancelled
 	}
 	return false
 }
@@ -54,8 +54,8 @@ func Legal(op Op, from graph.Status) bool {
 // (an internal error).
 type IllegalTransition struct {
 	Op      Op
-	From    graph.Status
-	To      graph.Status
+	From    graphstore.Status
+	To      graphstore.Status
 	Refusal error
 }
 
@@ -75,7 +75,7 @@ func (e *IllegalTransition) Unwrap() error { return e.Refusal }
 
 // check returns nil when op may start from n's status, else the
 // IllegalTransition that refuses it.
-func check(op Op, n *graph.Node, to graph.Status) error {
+func check(op Op, n *graphstore.Node, to graphstore.Status) error {
 	if Legal(op, n.Status) {
 		return nil
 	}
@@ -83,7 +83,7 @@ func check(op Op, n *graph.Node, to graph.Status) error {
 }
 
 // refusal is the problem each refused transition has always answered with.
-func refusal(op Op, n *graph.Node) error {
+func refusal(op Op, n *graphstore.Node) error {
 	switch op {
 	case OpClaim:
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}

@@ -1,6 +1,6 @@
 package lifecycle
 
-import "github.com/tether-run/tether/internal/graph"
+import "github.com/tether-run/tether/internal/graphstore"
 
 // Runs ends the current run (lease) of a node. The lease package implements
 // it: ending a lease also moves its in-memory views (the deadline heap, the
@@ -10,7 +10,7 @@ type Runs interface {
 	// EndRun retires the holder's assigned edge with outcome, drops the
 	// lease, sets LastRun and clears progress; it does nothing without a
 	// lease. It does not write n: the transition does.
-	EndRun(tx *graph.Tx, n *graph.Node, outcome, by string) error
+	EndRun(tx *graphstore.Tx, n *graphstore.Node, outcome, by string) error
 }
 
 // Outcomes of an assigned edge, set when it is retired.
@@ -24,15 +24,15 @@ const (
 )
 
 // SystemIdentity is the `by` of changes the server makes on its own.
-const SystemIdentity = graph.SystemSubject
+const SystemIdentity = graphstore.SystemSubject
 
 // OnChildFailFail is the on_child_fail under which a child that ends failed,
 // dead or cancelled fails its parent.
 const OnChildFailFail = "fail"
 
 // assignedEdge returns the live assigned edge from node id to sub, or nil.
-func assignedEdge(tx *graph.Tx, tenant, id, sub string) (*graph.Edge, error) {
-	return tx.EdgeFind(tenant, id, graph.EdgeAssigned, graph.IdentityID(sub))
+func assignedEdge(tx *graphstore.Tx, tenant, id, sub string) (*graphstore.Edge, error) {
+	return tx.EdgeFind(tenant, id, graphstore.EdgeAssigned, graphstore.IdentityID(sub))
 }
 
 func nullable(s string) any {

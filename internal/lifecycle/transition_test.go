@@ -11,27 +11,27 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
 type bundle struct {
-	store  *graph.Store
-	leases *lease.Service
+	store  *graphstore.Store
+	leases *leasing.Service
 	clk    *clocktest.Fake
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{Dir: t.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: t.TempDir(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	leases := lease.New(lease.Config{
+	leases := leasing.New(leasing.Config{
 		Store: store, Clock: clk,
-		Limits: func(context.Context, string) (lease.Limits, error) {
-			return lease.Limits{TTLDefault: 30 * time.Second, TTLMax: time.Minute}, nil
+		Limits: func(context.Context, string) (leasing.Limits, error) {
+			return leasing.Limits{TTLDefault: 30 * time.Second, TTLMax: time.Minute}, nil
 		},
 	})
 	return &bundle{store: store, leases: leases, clk: clk}
@@ -40,22 +40,22 @@ func setup(t *testing.T) *bundle {
 // insert stores a node in status st, as the transitions would have left it:
 // open without a queue, a running node with alice's lease (attempt 1), and
 // the others in queue q.
-func (b *bundle) insert(t *testing.T, id string, st graph.Status, maxAttempts int64) {
+func (b *bundle) insert(t *testing.T, id string, st graphstore.Status, maxAttempts int64) {
 	t.Helper()
-	n := &graph.Node{
+	n := &graphstore.Node{
 		Tenant: "acme", ID: id, Type: "task", Status: st, Queue: "q",
 		Labels: []string{}, Props: map[string]any{}, MaxAttempts: maxAttempts,
 		Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 	}
-	if st == graph.StatusOpen {
+	if st == graphstore.StatusOpen {
 		n.Queue = ""
 	}
 	now := b.clk.Now().UTC()
-	if st == graph.StatusRunning {
+	if st == graphstore.StatusRunning {
 		n.Attempts, n.LastFence = 1, 1
-		n.Lease = &graph.Lease{By: "alice", Fence: 1, TTLMS: 30_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: now.Add(30 * time.Second)}
+		n.Lease = &graphstore.Lease{By: "alice", Fence: 1, TTLMS: 30_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: now.Add(30 * time.Second)}
 	}
-	require.NoError(t, b.store.Update(context.Background(), func(tx *graph.Tx) error {
+	require.NoError(t, b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
 		if err := tx.IdentityEnsure("acme", "alice"); err != nil {
 			return err
 		}
@@ -66,10 +66,10 @@ func (b *bundle) insert(t *testing.T, id string, st graph.Status, maxAttempts in
 	}))
 }
 
-func (b *bundle) get(t *testing.T, id string) *graph.Node {
+func (b *bundle) get(t *testing.T, id string) *graphstore.Node {
 	t.Helper()
-	var n *graph.Node
-	require.NoError(t, b.store.View(func(tx *graph.Tx) (err error) {
+	var n *graphstore.Node
+	require.NoError(t, b.store.View(func(tx *graphstore.Tx) (err error) {
 		n, err = tx.NodeGet("acme", id)
 		return err
 	}))
@@ -82,19 +82,19 @@ type step struct {
 	name        string
 	op          lifecycle.Op
 	maxAttempts int64
-	run         func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error
-	want        map[graph.Status]graph.Status
+	run         func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error
+	want        map[graphstore.Status]graphstore.Status
 	refusal     error // the kind of fault an illegal step unwraps to
 }
 
 var (
-	queued    = graph.StatusQueued
-	open      = graph.StatusOpen
-	running   = graph.StatusRunning
-	done      = graph.StatusDone
-	failed    = graph.StatusFailed
-	dead      = graph.StatusDead
-	cancelled = graph.StatusCancelled
+	queued    = graphstore.StatusQueued
+	open      = graphstore.StatusOpen
+	running   = graphstore.StatusRunning
+	done      = graphstore.StatusDone
+	failed    = graphstore.StatusFailed
+	dead      = graphstore.StatusDead
+	cancelled = graphstore.StatusCancelled
 )
 
 func steps() []step {
@@ -102,86 +102,86 @@ func steps() []step {
 	return []step{
 		{
 			name: "claim", op: lifecycle.OpClaim, maxAttempts: 3, refusal: notClaimable,
-			run: func(tx *graph.Tx, _ lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, _ lifecycle.Runs, n *graphstore.Node) error {
 				_, err := lifecycle.Claim(tx, n, lifecycle.ClaimParams{By: "bob", TTL: time.Minute})
 				return err
 			},
-			want: map[graph.Status]graph.Status{open: running, queued: running},
+			want: map[graphstore.Status]graphstore.Status{open: running, queued: running},
 		},
 		{
 			name: "complete", op: lifecycle.OpComplete, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				return lifecycle.Complete(tx, runs, n, lifecycle.CompleteParams{By: "alice", Usage: map[string]float64{"tokens": 1}})
 			},
-			want: map[graph.Status]graph.Status{running: done},
+			want: map[graphstore.Status]graphstore.Status{running: done},
 		},
 		{
 			name: "fail retry", op: lifecycle.OpFail, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				return lifecycle.Fail(tx, runs, n, lifecycle.FailParams{By: "alice", Error: "boom", Requeue: true})
 			},
-			want: map[graph.Status]graph.Status{running: queued},
+			want: map[graphstore.Status]graphstore.Status{running: queued},
 		},
 		{
 			name: "fail final", op: lifecycle.OpFail, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				return lifecycle.Fail(tx, runs, n, lifecycle.FailParams{By: "alice", Error: "boom"})
 			},
-			want: map[graph.Status]graph.Status{running: failed},
+			want: map[graphstore.Status]graphstore.Status{running: failed},
 		},
 		{
 			name: "fail dead", op: lifecycle.OpFail, maxAttempts: 1, refusal: leaseLost,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				return lifecycle.Fail(tx, runs, n, lifecycle.FailParams{By: "alice", Error: "boom", Requeue: true})
 			},
-			want: map[graph.Status]graph.Status{running: dead},
+			want: map[graphstore.Status]graphstore.Status{running: dead},
 		},
 		{
 			name: "release", op: lifecycle.OpRelease, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				return lifecycle.Release(tx, runs, n, lifecycle.ReleaseParams{By: "alice"})
 			},
-			want: map[graph.Status]graph.Status{running: queued},
+			want: map[graphstore.Status]graphstore.Status{running: queued},
 		},
 		{
 			name: "expire", op: lifecycle.OpExpire, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				_, err := lifecycle.Expire(tx, runs, n, false)
 				return err
 			},
-			want: map[graph.Status]graph.Status{running: queued},
+			want: map[graphstore.Status]graphstore.Status{running: queued},
 		},
 		{
 			name: "expire dead", op: lifecycle.OpExpire, maxAttempts: 1, refusal: leaseLost,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				_, err := lifecycle.Expire(tx, runs, n, true)
 				return err
 			},
-			want: map[graph.Status]graph.Status{running: dead},
+			want: map[graphstore.Status]graphstore.Status{running: dead},
 		},
 		{
 			name: "cancel", op: lifecycle.OpCancel, maxAttempts: 3, refusal: conflict,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
 				_, err := lifecycle.Cancel(tx, runs, n, "head", n.ID, "")
 				return err
 			},
-			want: map[graph.Status]graph.Status{open: cancelled, queued: cancelled, running: cancelled},
+			want: map[graphstore.Status]graphstore.Status{open: cancelled, queued: cancelled, running: cancelled},
 		},
 		{
 			name: "fail for child", op: lifecycle.OpFailForChild, maxAttempts: 3, refusal: conflict,
-			run: func(tx *graph.Tx, runs lifecycle.Runs, n *graph.Node) error {
-				child := &graph.Node{Tenant: "acme", ID: "child", Status: graph.StatusFailed}
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+				child := &graphstore.Node{Tenant: "acme", ID: "child", Status: graphstore.StatusFailed}
 				_, err := lifecycle.FailForChild(tx, runs, n, child, "head")
 				return err
 			},
-			want: map[graph.Status]graph.Status{open: failed, queued: failed, running: failed},
+			want: map[graphstore.Status]graphstore.Status{open: failed, queued: failed, running: failed},
 		},
 		{
 			name: "requeue", op: lifecycle.OpRequeue, maxAttempts: 3, refusal: conflict,
-			run: func(tx *graph.Tx, _ lifecycle.Runs, n *graph.Node) error {
+			run: func(tx *graphstore.Tx, _ lifecycle.Runs, n *graphstore.Node) error {
 				return lifecycle.Requeue(tx, n, "head", "")
 			},
-			want: map[graph.Status]graph.Status{failed: queued, dead: queued, cancelled: queued},
+			want: map[graphstore.Status]graphstore.Status{failed: queued, dead: queued, cancelled: queued},
 		},
 	}
 }
@@ -195,12 +195,12 @@ func TestTransitionTable(t *testing.T) {
 	covered := map[lifecycle.Op]bool{lifecycle.OpCreate: true} // TestCreateTable
 	for i, s := range steps() {
 		covered[s.op] = true
-		for _, from := range graph.Statuses() {
+		for _, from := range graphstore.Statuses() {
 			t.Run(fmt.Sprintf("%s from %s", s.name, from), func(t *testing.T) {
 				id := fmt.Sprintf("n%02d-%s", i, from)
 				b.insert(t, id, from, s.maxAttempts)
 				before := b.get(t, id)
-				err := b.store.Update(context.Background(), func(tx *graph.Tx) error {
+				err := b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
 					n, err := tx.NodeGet("acme", id)
 					if err != nil {
 						return err
@@ -233,13 +233,13 @@ func TestTransitionTable(t *testing.T) {
 
 // TestCreateTable: only a node not yet stored gets its first status.
 func TestCreateTable(t *testing.T) {
-	for _, from := range append([]graph.Status{""}, graph.Statuses()...) {
+	for _, from := range append([]graphstore.Status{""}, graphstore.Statuses()...) {
 		for _, queue := range []string{"", "q"} {
-			n := &graph.Node{Status: from, Queue: queue}
+			n := &graphstore.Node{Status: from, Queue: queue}
 			err := lifecycle.Create(n)
 			if from == "" {
 				require.NoError(t, err)
-				require.Equal(t, map[string]graph.Status{"": open, "q": queued}[queue], n.Status)
+				require.Equal(t, map[string]graphstore.Status{"": open, "q": queued}[queue], n.Status)
 				continue
 			}
 			var illegal *lifecycle.IllegalTransition
@@ -252,8 +252,8 @@ func TestCreateTable(t *testing.T) {
 
 // TestMoveQueue: a node at rest follows its queue; others keep their status.
 func TestMoveQueue(t *testing.T) {
-	for _, from := range graph.Statuses() {
-		n := &graph.Node{Status: from}
+	for _, from := range graphstore.Statuses() {
+		n := &graphstore.Node{Status: from}
 		lifecycle.MoveQueue(n, "q")
 		want := from
 		if from.AtRest() {
@@ -273,9 +273,9 @@ func TestMoveQueue(t *testing.T) {
 // the expiry, with no hook from the work package.
 func TestExpiryFailsParent(t *testing.T) {
 	b := setup(t)
-	b.insert(t, "parent", graph.StatusQueued, 3)
-	b.insert(t, "child", graph.StatusRunning, 1)
-	require.NoError(t, b.store.Update(context.Background(), func(tx *graph.Tx) error {
+	b.insert(t, "parent", graphstore.StatusQueued, 3)
+	b.insert(t, "child", graphstore.StatusRunning, 1)
+	require.NoError(t, b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet("acme", "child")
 		if err != nil {
 			return err
@@ -284,11 +284,11 @@ func TestExpiryFailsParent(t *testing.T) {
 		if err := tx.NodePut(n); err != nil {
 			return err
 		}
-		return tx.EdgeInsert("acme", &graph.Edge{From: "parent", Type: graph.EdgeParentOf, To: "child", CreatedBy: "head"})
+		return tx.EdgeInsert("acme", &graphstore.Edge{From: "parent", Type: graphstore.EdgeParentOf, To: "child", CreatedBy: "head"})
 	}))
 	b.clk.Advance(31 * time.Second)
 	// A release by bob, who holds nothing, settles alice's dead lease first.
-	_, err := b.leases.Release(context.Background(), lease.ReleaseParams{HolderParams: lease.HolderParams{Tenant: "acme", NodeID: "child", By: "bob"}})
+	_, err := b.leases.Release(context.Background(), leasing.ReleaseParams{HolderParams: leasing.HolderParams{Tenant: "acme", NodeID: "child", By: "bob"}})
 	require.NoError(t, err)
 	require.Equal(t, dead, b.get(t, "child").Status)
 	parent := b.get(t, "parent")

@@ -2,11 +2,11 @@ package lifecycle
 
 import (
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // AddUsage adds a run's usage to the node's own usage and its total.
-func AddUsage(n *graph.Node, u map[string]float64) {
+func AddUsage(n *graphstore.Node, u map[string]float64) {
 	for k, v := range u {
 		n.Usage[k] += v
 		n.UsageTotal[k] += v
@@ -14,7 +14,7 @@ func AddUsage(n *graph.Node, u map[string]float64) {
 }
 
 // RollUp adds usage to the usage_total of every ancestor of n.
-func RollUp(tx *graph.Tx, n *graph.Node, u map[string]float64) error {
+func RollUp(tx *graphstore.Tx, n *graphstore.Node, u map[string]float64) error {
 	if len(u) == 0 {
 		return nil
 	}

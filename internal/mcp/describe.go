@@ -8,15 +8,15 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 )
 
 // A tool's input schema is inferred from its Go type, the generated
 // client's request type; the descriptions of its members, which the Go
-// types keep only as comments, are the spec's (api/openapi.yaml), so that an
+// types keep only as comments, are the spec's (openapi.yaml), so that an
 // agent reads the same words as the API's reference.
 
-// spec is the part of api/openapi.yaml that describes request members.
+// spec is the part of openapi.yaml that describes request members.
 type spec struct {
 	Paths      map[string]map[string]yaml.Node `yaml:"paths"`
 	Components struct {
@@ -81,7 +81,7 @@ type param struct {
 
 var loadSpec = sync.OnceValues(func() (*spec, error) {
 	var s spec
-	if err := yaml.Unmarshal(httpapi.OpenAPI(), &s); err != nil {
+	if err := yaml.Unmarshal(api.OpenAPI(), &s); err != nil {
 		return nil, fmt.Errorf("error reading the embedded openapi.yaml: %w", err)
 	}
 	return &s, nil

@@ -14,7 +14,7 @@ import (
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/mcp"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/testserver"
@@ -40,7 +40,7 @@ func open(t *testing.T) *env { return envOf(t, testserver.Open(t, set(settings{}
 // settings are what a test changes of the server.
 type settings struct {
 	mcp   mcp.HTTPOptions
-	waits httpapi.WaitLimits
+	waits api.WaitLimits
 }
 
 // startWith starts a server with s, shut down when the test ends.

@@ -11,7 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 )
 
 // DefaultSessionTimeout ends an HTTP session that sent no request for this
@@ -25,7 +25,7 @@ type HTTPOptions struct {
 	Options
 	// Identity names the authenticated caller of a request (tenant and
 	// subject), set by the authentication in front of the handler; "" when
-	// there is none (httpapi.Identity when nil). A session is bound to the
+	// there is none (api.Identity when nil). A session is bound to the
 	// identity that opened it: another caller's request for it is answered
 	// as one for a session that does not exist.
 	Identity func(*http.Request) string
@@ -41,7 +41,7 @@ type HTTPOptions struct {
 	MaxSessions, MaxSessionsPerIdentity int
 	// Hold counts a session, or a session's standalone stream, against the
 	// caller's caps on long-lived requests until release, or refuses it
-	// (httpapi.HoldWait when nil: TETHER_MAX_WAITS_PER_IDENTITY and _TENANT).
+	// (api.HoldWait when nil: TETHER_MAX_WAITS_PER_IDENTITY and _TENANT).
 	Hold func(*http.Request) (release func(), err error)
 }
 
@@ -56,10 +56,10 @@ func (o HTTPOptions) withDefaults() HTTPOptions {
 		o.MaxSessionsPerIdentity = DefaultMaxSessionsPerIdentity
 	}
 	if o.Identity == nil {
-		o.Identity = func(r *http.Request) string { return httpapi.Identity(r.Context()) }
+		o.Identity = func(r *http.Request) string { return api.Identity(r.Context()) }
 	}
 	if o.Hold == nil {
-		o.Hold = func(r *http.Request) (func(), error) { return httpapi.HoldWait(r.Context()) }
+		o.Hold = func(r *http.Request) (func(), error) { return api.HoldWait(r.Context()) }
 	}
 	return o
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/apitest"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/mcp"
 )
 
@@ -198,7 +198,7 @@ func TestHTTPSecondStreamIsAConflict(t *testing.T) {
 // place back at once.
 func TestHTTPSessionsAndStreamsCountAsWaits(t *testing.T) {
 	t.Parallel()
-	e := startWith(t, settings{waits: httpapi.WaitLimits{PerIdentity: 3}})
+	e := startWith(t, settings{waits: api.WaitLimits{PerIdentity: 3}})
 	tok := e.token("agent-w")
 	first := e.initialized(tok)
 	require.Equal(t, http.StatusOK, e.stream(tok, first).status)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/mcp"
 )
 
@@ -248,7 +248,7 @@ func TestPlannerCreatesListsAndWaits(t *testing.T) {
 // identity's wait it held is free again.
 func TestWaitForStopsWithTheCall(t *testing.T) {
 	t.Parallel()
-	e := startWith(t, settings{waits: httpapi.WaitLimits{PerIdentity: 1}})
+	e := startWith(t, settings{waits: api.WaitLimits{PerIdentity: 1}})
 	e.queued("w-1", "q")
 	tok := e.token("agent-w")
 	cs := e.stdio(tok, mcp.Options{})
@@ -267,7 +267,7 @@ func TestWaitForStopsWithTheSession(t *testing.T) {
 	t.Parallel()
 	// The session and its standalone stream hold two of the identity's
 	// three waits, wait_for's long poll the third.
-	e := startWith(t, settings{waits: httpapi.WaitLimits{PerIdentity: 3}})
+	e := startWith(t, settings{waits: api.WaitLimits{PerIdentity: 3}})
 	e.queued("w-2", "q")
 	tok := e.token("agent-w")
 	cs := e.streamable(tok)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // A message to a node and a message to an identity live in separate
@@ -25,9 +25,9 @@ func TestANodeAddressIsNoIdentity(t *testing.T) {
 	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	dir := t.TempDir()
 	store, s := open(t, dir, clk)
-	require.NoError(t, store.Update(ctx, func(tx *graph.Tx) error {
-		return tx.NodeInsert(&graph.Node{
-			Tenant: "acme", ID: "n1", Type: "task", Status: graph.StatusOpen,
+	require.NoError(t, store.Update(ctx, func(tx *graphstore.Tx) error {
+		return tx.NodeInsert(&graphstore.Node{
+			Tenant: "acme", ID: "n1", Type: "task", Status: graphstore.StatusOpen,
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 		}, "head")
@@ -41,10 +41,10 @@ func TestANodeAddressIsNoIdentity(t *testing.T) {
 	s.Stop()
 	require.NoError(t, store.Close())
 	store, s = open(t, dir, clk)
-	limits := func(context.Context, string) (lease.Limits, error) {
-		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
+	limits := func(context.Context, string) (leasing.Limits, error) {
+		return leasing.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
 	}
-	leases := lease.New(lease.Config{Store: store, Limits: limits})
+	leases := leasing.New(leasing.Config{Store: store, Limits: limits})
 	require.NoError(t, leases.Start(ctx))
 	t.Cleanup(func() { leases.Stop(); s.Stop(); require.NoError(t, store.Close()) })
 
@@ -69,7 +69,7 @@ func TestANodeAddressIsNoIdentity(t *testing.T) {
 	page, _, err = s.Inbox(ctx, InboxParams{Tenant: "acme", Sub: "alice"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"for alice"}, ids(page))
-	_, err = leases.Claim(ctx, lease.ClaimParams{Tenant: "acme", NodeID: "n1", By: "alice"})
+	_, err = leases.Claim(ctx, leasing.ClaimParams{Tenant: "acme", NodeID: "n1", By: "alice"})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, s.Unread("acme", "alice", "n1"))
 	page, _, err = s.Inbox(ctx, InboxParams{Tenant: "acme", Sub: "alice", Unread: true})

@@ -10,23 +10,23 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // deliveryRig is the message service, a lease service and one queued node
 // n1, over a real store on a fake clock.
 type deliveryRig struct {
-	store  *graph.Store
+	store  *graphstore.Store
 	msgs   *Service
-	leases *lease.Service
+	leases *leasing.Service
 	clk    *clocktest.Fake
 }
 
 func newDeliveryRig(t *testing.T) *deliveryRig {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	store, err := graph.Open(graph.Options{Dir: t.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: t.TempDir(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	// The service's background sweep is neither started nor stopped here
@@ -34,13 +34,13 @@ func newDeliveryRig(t *testing.T) *deliveryRig {
 	// clock whether or not it runs.
 	s, err := New(store)
 	require.NoError(t, err)
-	limits := func(context.Context, string) (lease.Limits, error) {
-		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
+	limits := func(context.Context, string) (leasing.Limits, error) {
+		return leasing.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
 	}
-	leases := lease.New(lease.Config{Store: store, Clock: clk, Limits: limits})
-	require.NoError(t, store.Update(context.Background(), func(tx *graph.Tx) error {
-		return tx.NodeInsert(&graph.Node{
-			Tenant: "acme", ID: "n1", Type: "task", Status: graph.StatusQueued, Queue: "q",
+	leases := leasing.New(leasing.Config{Store: store, Clock: clk, Limits: limits})
+	require.NoError(t, store.Update(context.Background(), func(tx *graphstore.Tx) error {
+		return tx.NodeInsert(&graphstore.Node{
+			Tenant: "acme", ID: "n1", Type: "task", Status: graphstore.StatusQueued, Queue: "q",
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 5,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 		}, "head")
@@ -57,7 +57,7 @@ func (r *deliveryRig) inbox(t *testing.T, sub string) []string {
 
 func (r *deliveryRig) claim(t *testing.T, sub string) {
 	t.Helper()
-	_, err := r.leases.Claim(context.Background(), lease.ClaimParams{Tenant: "acme", NodeID: "n1", By: sub})
+	_, err := r.leases.Claim(context.Background(), leasing.ClaimParams{Tenant: "acme", NodeID: "n1", By: sub})
 	require.NoError(t, err)
 }
 
@@ -80,7 +80,7 @@ func TestNodeMessageFollowsTheHolder(t *testing.T) {
 	require.Equal(t, StateDelivered, v.State)
 	require.Equal(t, "alice", v.DeliveredTo)
 
-	_, err = r.leases.Release(ctx, lease.ReleaseParams{HolderParams: lease.HolderParams{Tenant: "acme", NodeID: "n1", By: "alice"}})
+	_, err = r.leases.Release(ctx, leasing.ReleaseParams{HolderParams: leasing.HolderParams{Tenant: "acme", NodeID: "n1", By: "alice"}})
 	require.NoError(t, err)
 	require.Empty(t, r.inbox(t, "alice"), "released: no longer hers")
 	n, err := r.msgs.UnreadAll("acme", "alice")
@@ -110,8 +110,8 @@ func TestNodeMessageFollowsTheHolder(t *testing.T) {
 	require.Zero(t, r.msgs.Unread("acme", "carol", "n1"))
 	require.EqualValues(t, 1, r.msgs.Stats().Read.Load())
 
-	var types []graph.EventType
-	require.NoError(t, r.store.View(func(tx *graph.Tx) error {
+	var types []graphstore.EventType
+	require.NoError(t, r.store.View(func(tx *graphstore.Tx) error {
 		evs, err := tx.NodeEvents("acme", "n1", 0, 100)
 		for _, e := range evs {
 			if e.Type == EventSent || e.Type == EventRead {
@@ -120,7 +120,7 @@ func TestNodeMessageFollowsTheHolder(t *testing.T) {
 		}
 		return err
 	}))
-	require.Equal(t, []graph.EventType{EventSent, EventRead}, types)
+	require.Equal(t, []graphstore.EventType{EventSent, EventRead}, types)
 }
 
 // A message whose ttl passes unread is expired at that instant: no inbox

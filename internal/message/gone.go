@@ -1,7 +1,7 @@
 package message
 
 import (
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // Messages to a node that is gone. A node that is deleted, or removed by
@@ -13,7 +13,7 @@ import (
 
 // nodeGone is the graph's NodeGoneHook: it expires every unread message to
 // node id of tenant.
-func (s *Service) nodeGone(tx *graph.Tx, tenant, id string) error {
+func (s *Service) nodeGone(tx *graphstore.Tx, tenant, id string) error {
 	key := nodeBox(tenant, id)
 	s.ix.mu.Lock()
 	ids := s.ix.unreadIDs(key)
@@ -24,7 +24,7 @@ func (s *Service) nodeGone(tx *graph.Tx, tenant, id string) error {
 // expireUnread expires, at tx's instant, each message of ids that is
 // neither read nor expired yet (each is read again in tx, so a read or an
 // expiry not yet durable counts).
-func (s *Service) expireUnread(tx *graph.Tx, tenant string, ids []string) error {
+func (s *Service) expireUnread(tx *graphstore.Tx, tenant string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // InboxParams asks for one page of an inbox.
@@ -39,7 +39,7 @@ func (p *InboxParams) validate() (*entry, error) {
 	switch {
 	case p.Thread != "" && !ValidThread(p.Thread):
 		return nil, fault.Invalidf("thread", "must be 1-128 characters of [A-Za-z0-9._:-] starting with a letter or digit")
-	case p.Node != "" && !graph.ValidID(p.Node):
+	case p.Node != "" && !graphstore.ValidID(p.Node):
 		return nil, fault.Invalidf("node", "is not a valid node id")
 	}
 	return decodeCursor(p.Cursor)
@@ -88,7 +88,7 @@ func (s *Service) Inbox(ctx context.Context, p InboxParams) ([]View, string, err
 func (s *Service) page(p InboxParams, pivot *entry) ([]View, string, error) {
 	var out []View
 	next := ""
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
 		var keys []boxKey
 		if p.Node == "" {
@@ -148,7 +148,7 @@ func (s *Service) deliver(ctx context.Context, tenant, sub string, page []View) 
 	if len(fresh) == 0 {
 		return page, nil
 	}
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		now := tx.Now().UTC()
 		for _, i := range fresh {
 			var r Record

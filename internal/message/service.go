@@ -12,16 +12,16 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 )
 
 // The events a message to a node appends to that node's events.
 const (
-	EventSent graph.EventType = "message_sent"
-	EventRead graph.EventType = "message_read"
+	EventSent graphstore.EventType = "message_sent"
+	EventRead graphstore.EventType = "message_read"
 )
 
 // Stats are running totals for metrics, since the server started.
@@ -40,7 +40,7 @@ type Service struct {
 	// enables them.
 	TestSignals TestSignals
 
-	store *graph.Store
+	store *graphstore.Store
 	clock clock.Clock
 	ix    *index
 	hub   *hub
@@ -63,13 +63,13 @@ type TestSignals struct {
 // New builds the service on store, rebuilding the inbox indexes from the
 // stored messages. Start begins the timed sweep of expired messages and
 // Stop ends it.
-func New(store *graph.Store) (*Service, error) {
+func New(store *graphstore.Store) (*Service, error) {
 	s := &Service{store: store, clock: store.Clock(), hub: newHub()}
 	s.ix = newIndex(func() { s.stats.Expired.Add(1) })
 	// Unread messages to nodes that are gone: removed before removals
 	// expired them (gone.go), by a server older than that.
 	orphans := map[string][]string{} // tenant -> ids
-	err := store.View(func(tx *graph.Tx) error {
+	err := store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
 		return tx.MessageRecordScanAll(func(tenant string, raw []byte) (bool, error) {
 			var r Record
@@ -97,7 +97,7 @@ func New(store *graph.Store) (*Service, error) {
 		return nil, fmt.Errorf("error rebuilding the inbox indexes: %w", err)
 	}
 	if len(orphans) > 0 {
-		err := store.Update(context.Background(), func(tx *graph.Tx) error {
+		err := store.Update(context.Background(), func(tx *graphstore.Tx) error {
 			for tenant, ids := range orphans {
 				if err := s.expireUnread(tx, tenant, ids); err != nil {
 					return err
@@ -192,7 +192,7 @@ func (s *Service) Send(ctx context.Context, p SendParams) (*Record, error) {
 		return nil, err
 	}
 	var rec Record
-	err = s.store.Update(ctx, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if node != "" {
 			if _, err := tx.NodeGet(p.Tenant, node); err != nil {
 				return err
@@ -261,7 +261,7 @@ type View struct {
 // fault.NotFound.
 func (s *Service) Get(v Viewer, id string) (View, error) {
 	var out View
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		var r Record
 		found, err := tx.MessageRecordGet(v.Tenant, id, &r)
 		if err != nil {
@@ -283,7 +283,7 @@ func (s *Service) Get(v Viewer, id string) (View, error) {
 // read answers it unchanged.
 func (s *Service) Ack(ctx context.Context, tenant, sub, id string) (View, error) {
 	var out View
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var r Record
 		found, err := tx.MessageRecordGet(tenant, id, &r)
 		if err != nil {
@@ -329,7 +329,7 @@ func (s *Service) Ack(ctx context.Context, tenant, sub, id string) (View, error)
 // holdsFor reports whether sub is a recipient of r at now: the identity it
 // is addressed to, or the live holder of its node. A message to a node is
 // never its identity's, whatever sub spells.
-func holdsFor(tx *graph.Tx, tenant, sub string, r *Record, now time.Time) bool {
+func holdsFor(tx *graphstore.Tx, tenant, sub string, r *Record, now time.Time) bool {
 	if node, ok := r.toNode(); ok {
 		return holds(tx, tenant, node, sub, now)
 	}
@@ -337,9 +337,9 @@ func holdsFor(tx *graph.Tx, tenant, sub string, r *Record, now time.Time) bool {
 }
 
 // holds reports whether sub holds a live lease on node at now.
-func holds(tx *graph.Tx, tenant, node, sub string, now time.Time) bool {
+func holds(tx *graphstore.Tx, tenant, node, sub string, now time.Time) bool {
 	n, err := tx.NodeGet(tenant, node)
-	return err == nil && lease.Live(n, now) && n.Lease.By == sub
+	return err == nil && leasing.Live(n, now) && n.Lease.By == sub
 }
 
 // Unread is how many unread messages sub has, addressed to it and, when
@@ -360,7 +360,7 @@ func (s *Service) Unread(tenant, sub, node string) int64 {
 // and to every node it holds. O(held).
 func (s *Service) UnreadAll(tenant, sub string) (int64, error) {
 	var n int64
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
 		for _, k := range s.recipients(tx, tenant, sub, now) {
 			s.ix.mu.Lock()
@@ -374,7 +374,7 @@ func (s *Service) UnreadAll(tenant, sub string) (int64, error) {
 
 // recipients are the boxes sub reads: its own and those of the nodes it
 // holds at now that have messages.
-func (s *Service) recipients(tx *graph.Tx, tenant, sub string, now time.Time) []boxKey {
+func (s *Service) recipients(tx *graphstore.Tx, tenant, sub string, now time.Time) []boxKey {
 	keys := []boxKey{identityBox(tenant, sub)}
 	var nodes []string
 	s.ix.mu.Lock()

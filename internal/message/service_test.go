@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // open opens the store in dir and starts the service on it; beforeStart
 // runs between New and Start (a test enabling a signal it must not miss).
-func open(t *testing.T, dir string, clk *clocktest.Fake, beforeStart ...func(*Service)) (*graph.Store, *Service) {
+func open(t *testing.T, dir string, clk *clocktest.Fake, beforeStart ...func(*Service)) (*graphstore.Store, *Service) {
 	t.Helper()
-	store, err := graph.Open(graph.Options{Dir: dir, Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: dir, Clock: clk})
 	require.NoError(t, err)
 	s, err := New(store)
 	require.NoError(t, err)
@@ -95,9 +95,9 @@ func TestNewExpiresMessagesToRemovedNodes(t *testing.T) {
 	dir := t.TempDir()
 	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	store, s := open(t, dir, clk)
-	require.NoError(t, store.Update(ctx, func(tx *graph.Tx) error {
-		return tx.NodeInsert(&graph.Node{
-			Tenant: "acme", ID: "t1", Type: "task", Status: graph.StatusOpen,
+	require.NoError(t, store.Update(ctx, func(tx *graphstore.Tx) error {
+		return tx.NodeInsert(&graphstore.Node{
+			Tenant: "acme", ID: "t1", Type: "task", Status: graphstore.StatusOpen,
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 		}, "head")
@@ -112,9 +112,9 @@ func TestNewExpiresMessagesToRemovedNodes(t *testing.T) {
 	require.NoError(t, store.Close())
 
 	// The node goes on a store without the message service's hook.
-	store, err := graph.Open(graph.Options{Dir: dir, Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: dir, Clock: clk})
 	require.NoError(t, err)
-	require.NoError(t, store.Update(ctx, func(tx *graph.Tx) error {
+	require.NoError(t, store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet("acme", "t1")
 		if err != nil {
 			return err

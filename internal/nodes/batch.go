@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // MaxBatchOps is the most ops one Batch may hold.
@@ -30,7 +30,7 @@ type BatchResult struct {
 	// (complete, fail, progress).
 	Node NodeView
 	// Lease is the lease after a renew, extend or progress.
-	Lease *graph.Lease
+	Lease *graphstore.Lease
 	// Capped is set when an extend was capped to the tenant's maximum TTL,
 	// TTLMax.
 	Capped bool
@@ -49,14 +49,14 @@ type BatchResult struct {
 // panics is that op's internal error; the others run on.
 //
 // Batch returns once every op's write is durable, with one wait for the log
-// instead of one per op (graph.WithBarrier): no result is answered before
+// instead of one per op (graphstore.WithBarrier): no result is answered before
 // its write could be read. Its error is that wait's, or a batch of more
 // than MaxBatchOps; then no result may be reported.
 func (s *Service) Batch(ctx context.Context, c Caller, ops []BatchOp) ([]BatchResult, error) {
 	if len(ops) > MaxBatchOps {
 		return nil, fault.Invalidf("ops", "must hold at most %d ops", MaxBatchOps)
 	}
-	ctx, durable := graph.WithBarrier(ctx)
+	ctx, durable := graphstore.WithBarrier(ctx)
 	var results []BatchResult
 	if allComplete(ops) {
 		results = s.batchCompletes(ctx, c, ops)
@@ -227,7 +227,7 @@ func (s *Service) batchCompletes(ctx context.Context, c Caller, ops []BatchOp) [
 
 // completedView is the answer of a complete that succeeded: its node's
 // view, recovered as batchOp is, so a panic is this op's error alone.
-func (s *Service) completedView(o BatchOp, n *graph.Node) (r BatchResult) {
+func (s *Service) completedView(o BatchOp, n *graphstore.Node) (r BatchResult) {
 	defer recoverOp(&r)
 	r.Kind, r.NodeID = BatchComplete, o.NodeID()
 	v, err := s.view(n)
@@ -247,7 +247,7 @@ func recoverOp(r *BatchResult) {
 }
 
 // viewInto puts the view of n, just written, in r.
-func (s *Service) viewInto(n *graph.Node, r *BatchResult) error {
+func (s *Service) viewInto(n *graphstore.Node, r *BatchResult) error {
 	v, err := s.view(n)
 	if err != nil {
 		return err
@@ -257,7 +257,7 @@ func (s *Service) viewInto(n *graph.Node, r *BatchResult) error {
 }
 
 // view is the view of n, just written.
-func (s *Service) view(n *graph.Node) (NodeView, error) {
+func (s *Service) view(n *graphstore.Node) (NodeView, error) {
 	views, err := s.Views(n)
 	if err != nil {
 		return NodeView{}, err

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // BatchKind is what one op of a batch does: the lease or lifecycle call it
@@ -14,9 +14,9 @@ type BatchKind uint8
 // The kinds of batch op. The zero BatchKind is none: a BatchOp not made by
 // one of the constructors below.
 const (
-	BatchRenew    BatchKind = iota + 1 // lease.Service.Renew
-	BatchExtend                        // lease.Service.Extend
-	BatchRelease                       // lease.Service.Release
+	BatchRenew    BatchKind = iota + 1 // leasing.Service.Renew
+	BatchExtend                        // leasing.Service.Extend
+	BatchRelease                       // leasing.Service.Release
 	BatchComplete                      // Service.Complete
 	BatchFail                          // Service.Fail
 	BatchProgress                      // Service.Progress
@@ -29,7 +29,7 @@ const (
 // ops is one slice and no op is allocated on its own.
 type BatchOp struct {
 	kind   BatchKind
-	holder lease.HolderParams
+	holder leasing.HolderParams
 	by     time.Duration // extend
 	reason string        // release
 	to     string        // release
@@ -45,17 +45,17 @@ type BatchOp struct {
 }
 
 // RenewOp is Renew of p's lease.
-func RenewOp(p lease.HolderParams) BatchOp {
+func RenewOp(p leasing.HolderParams) BatchOp {
 	return BatchOp{kind: BatchRenew, holder: p}
 }
 
 // ExtendOp is Extend of p's lease by by.
-func ExtendOp(p lease.HolderParams, by time.Duration) BatchOp {
+func ExtendOp(p leasing.HolderParams, by time.Duration) BatchOp {
 	return BatchOp{kind: BatchExtend, holder: p, by: by}
 }
 
 // ReleaseOp is Release with p.
-func ReleaseOp(p lease.ReleaseParams) BatchOp {
+func ReleaseOp(p leasing.ReleaseParams) BatchOp {
 	return BatchOp{kind: BatchRelease, holder: p.HolderParams, reason: p.Reason, to: p.To}
 }
 
@@ -84,7 +84,7 @@ func (o BatchOp) NodeID() string { return o.holder.NodeID }
 // identity, whatever o's params said, and for the calls that allow it (a
 // release, complete or fail, as their endpoints do) a dispatcher's override
 // of another identity's lease.
-func (o *BatchOp) as(c Caller) lease.HolderParams {
+func (o *BatchOp) as(c Caller) leasing.HolderParams {
 	hp := o.holder
 	hp.Tenant, hp.By = c.Tenant, c.Sub
 	switch o.kind {
@@ -96,8 +96,8 @@ func (o *BatchOp) as(c Caller) lease.HolderParams {
 	return hp
 }
 
-func (o *BatchOp) releaseParams(c Caller) lease.ReleaseParams {
-	return lease.ReleaseParams{HolderParams: o.as(c), Reason: o.reason, To: o.to}
+func (o *BatchOp) releaseParams(c Caller) leasing.ReleaseParams {
+	return leasing.ReleaseParams{HolderParams: o.as(c), Reason: o.reason, To: o.to}
 }
 
 func (o *BatchOp) completeParams(c Caller) CompleteParams {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // A batch runs at most its limit of ops at once, and uses all of it: with
@@ -20,7 +20,7 @@ func TestPerNodeRunsAtMostLimitOpsAtOnce(t *testing.T) {
 	const limit, n = 4, 64
 	ops := make([]BatchOp, n)
 	for i := range ops {
-		ops[i] = RenewOp(lease.HolderParams{NodeID: fmt.Sprintf("n%02d", i)})
+		ops[i] = RenewOp(leasing.HolderParams{NodeID: fmt.Sprintf("n%02d", i)})
 	}
 	var inFlight, most atomic.Int64
 	full := make(chan struct{}) // closed once limit ops are in flight
@@ -55,7 +55,7 @@ func TestPerNodeRunsOneNodesOpsInOrder(t *testing.T) {
 	var ops []BatchOp
 	for round := range 5 {
 		for node := range 8 {
-			ops = append(ops, RenewOp(lease.HolderParams{NodeID: fmt.Sprintf("n%d", node), Session: fmt.Sprint(round)}))
+			ops = append(ops, RenewOp(leasing.HolderParams{NodeID: fmt.Sprintf("n%d", node), Session: fmt.Sprint(round)}))
 		}
 	}
 	var mu sync.Mutex

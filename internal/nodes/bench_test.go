@@ -6,21 +6,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
-func benchSetup(b *testing.B, nodes int) (*Service, *graph.Store) {
+func benchSetup(b *testing.B, nodes int) (*Service, *graphstore.Store) {
 	b.Helper()
-	store, err := graph.Open(graph.Options{Dir: b.TempDir()})
+	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { store.Close() })
-	limits := func(context.Context, string) (lease.Limits, error) {
-		return lease.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
+	limits := func(context.Context, string) (leasing.Limits, error) {
+		return leasing.Limits{TTLDefault: time.Minute, TTLMax: time.Hour}, nil
 	}
-	leases := lease.New(lease.Config{Store: store, Limits: limits})
+	leases := leasing.New(leasing.Config{Store: store, Limits: limits})
 	w := New(Config{Store: store, Leases: leases, Limits: limits,
 		Defaults: func(context.Context, string) (Defaults, error) { return Defaults{MaxAttempts: 5}, nil }})
 	if err := leases.Start(context.Background()); err != nil {
@@ -56,7 +56,7 @@ func BenchmarkClaimNextComplete(b *testing.B) {
 			if err != nil || len(got) != 1 {
 				b.Fatalf("claim: %v %d", err, len(got))
 			}
-			if _, err := w.Complete(ctx, CompleteParams{HolderParams: lease.HolderParams{Tenant: "acme", NodeID: got[0].Node.ID, By: "worker"}}); err != nil {
+			if _, err := w.Complete(ctx, CompleteParams{HolderParams: leasing.HolderParams{Tenant: "acme", NodeID: got[0].Node.ID, By: "worker"}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -89,7 +89,7 @@ func BenchmarkClaims100CompleteMany(b *testing.B) {
 			}
 			ps = ps[:0]
 			for _, g := range got {
-				ps = append(ps, CompleteParams{HolderParams: lease.HolderParams{Tenant: "acme", NodeID: g.Node.ID, By: "worker"}})
+				ps = append(ps, CompleteParams{HolderParams: leasing.HolderParams{Tenant: "acme", NodeID: g.Node.ID, By: "worker"}})
 			}
 			if _, errs := w.CompleteMany(ctx, ps); errs[0] != nil {
 				b.Fatal(errs[0])

@@ -7,16 +7,16 @@ import (
 
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // validBlobs checks the blobs a node names: sha256s in either case (kept in
-// lower case), each once (a repeat is dropped), at most graph.MaxNodeBlobs.
+// lower case), each once (a repeat is dropped), at most graphstore.MaxNodeBlobs.
 // Whether the tenant has them is checked in the write (checkBlobsExist),
 // where blobs[i] counts in the list without repeats.
 func validBlobs(shas []string, prefix string) ([]string, error) {
-	if len(shas) > graph.MaxNodeBlobs {
-		return nil, fault.Invalidf(prefix+"blobs", "must name at most %d blobs", graph.MaxNodeBlobs)
+	if len(shas) > graphstore.MaxNodeBlobs {
+		return nil, fault.Invalidf(prefix+"blobs", "must name at most %d blobs", graphstore.MaxNodeBlobs)
 	}
 	var out []string
 	for i, sha := range shas {
@@ -33,7 +33,7 @@ func validBlobs(shas []string, prefix string) ([]string, error) {
 
 // checkBlobsExist fails, naming the field, when the tenant has no blob of
 // one of shas.
-func checkBlobsExist(tx *graph.Tx, tenant string, shas []string, prefix string) error {
+func checkBlobsExist(tx *graphstore.Tx, tenant string, shas []string, prefix string) error {
 	for i, sha := range shas {
 		if !tx.BlobExists(tenant, sha) {
 			return fault.Invalidf(fmt.Sprintf("%sblobs[%d]", prefix, i), "no blob %s in this tenant: upload it first (POST /v1/blobs)", sha)

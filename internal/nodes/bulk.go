@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // BulkAction is what a bulk request does to every node its filter selects.
@@ -37,7 +37,7 @@ const (
 // it, up to Limit), what to do to each, and whether only to count them.
 type BulkParams struct {
 	Action BulkAction
-	Query  graph.NodeQuery
+	Query  graphstore.NodeQuery
 	Ready  *bool
 	Limit  int
 	DryRun bool
@@ -119,7 +119,7 @@ func (s *Service) Bulk(ctx context.Context, c Caller, p BulkParams) (BulkResult,
 
 // selectAll lists every node of the query, up to limit, in list order, and
 // whether more matched.
-func (s *Service) selectAll(tenant string, q graph.NodeQuery, ready *bool, limit int) ([]string, bool, error) {
+func (s *Service) selectAll(tenant string, q graphstore.NodeQuery, ready *bool, limit int) ([]string, bool, error) {
 	var ids []string
 	q.Cursor = ""
 	for {

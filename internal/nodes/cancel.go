@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
@@ -14,7 +14,7 @@ import (
 // It returns the ids it cancelled, in the order it reached them.
 func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) ([]string, error) {
 	var cancelled []string
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		root, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
 			return err
@@ -28,6 +28,6 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) ([]st
 	return cancelled, nil
 }
 
-func (s *Service) cancelTx(tx *graph.Tx, c Caller, root *graph.Node, reason string) ([]string, error) {
+func (s *Service) cancelTx(tx *graphstore.Tx, c Caller, root *graphstore.Node, reason string) ([]string, error) {
 	return lifecycle.CancelTree(tx, s.leases, root, c.Sub, reason)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
@@ -47,14 +47,14 @@ func TestCancelCascades(t *testing.T) {
 
 	for _, id := range want {
 		n := b.get(t, id)
-		require.Equal(t, graph.StatusCancelled, n.Status, id)
+		require.Equal(t, graphstore.StatusCancelled, n.Status, id)
 		require.Nil(t, n.Lease, id)
 	}
-	require.Equal(t, graph.StatusDone, b.status(t, "kid-done"))
-	require.Equal(t, graph.StatusQueued, b.status(t, "dep-ignore"))
-	require.Equal(t, graph.StatusQueued, b.status(t, "bystander"))
+	require.Equal(t, graphstore.StatusDone, b.status(t, "kid-done"))
+	require.Equal(t, graphstore.StatusQueued, b.status(t, "dep-ignore"))
+	require.Equal(t, graphstore.StatusQueued, b.status(t, "bystander"))
 	require.EqualValues(t, 0, b.leases.LiveCount("acme", "alice"))
-	edges, _, err := b.work.Edges("acme", "kid-run", graph.EdgeQuery{Dir: graph.DirOut, Type: graph.EdgeAssigned, IncludeRetired: true}, 10, "")
+	edges, _, err := b.work.Edges("acme", "kid-run", graphstore.EdgeQuery{Dir: graphstore.DirOut, Type: graphstore.EdgeAssigned, IncludeRetired: true}, 10, "")
 	require.NoError(t, err)
 	require.Len(t, edges, 1)
 	require.NotNil(t, edges[0].RetiredAt, "the run's assigned edge is retired")
@@ -68,7 +68,7 @@ func TestCancelCascades(t *testing.T) {
 	for i, e := range after {
 		require.Equal(t, after[0].Seq+uint64(i), e.Seq)
 		require.Equal(t, after[0].At, e.At)
-		if e.Type == graph.EventCancelled {
+		if e.Type == graphstore.EventCancelled {
 			got[e.NodeID]++
 		}
 	}
@@ -79,7 +79,7 @@ func TestCancelCascades(t *testing.T) {
 
 	// The dependent that ignores failures is claimable now: its only
 	// dependency ended.
-	require.Equal(t, graph.StatusRunning, b.claim(t, b.bob, "dep-ignore").Node.Status)
+	require.Equal(t, graphstore.StatusRunning, b.claim(t, b.bob, "dep-ignore").Node.Status)
 }
 
 // A cancel that reaches only terminal nodes cancels nothing and changes
@@ -98,7 +98,7 @@ func TestCancelOfTerminalNodeChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ids)
 	require.Equal(t, n.Version, b.get(t, "child").Version)
-	require.Equal(t, graph.StatusQueued, b.status(t, "a"))
+	require.Equal(t, graphstore.StatusQueued, b.status(t, "a"))
 
 	_, err = b.work.Cancel(ctx, b.head, "nope", "")
 	var nf *fault.NotFound

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // ClaimNextParams ask for the next ready nodes of a queue.
@@ -29,8 +29,8 @@ type ClaimNextParams struct {
 
 // filter is what the ready mirror offers p: its types and labels, and the
 // nodes reserved to its caller or to no one.
-func (p ClaimNextParams) filter() graph.ReadyFilter {
-	return graph.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
+func (p ClaimNextParams) filter() graphstore.ReadyFilter {
+	return graphstore.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
 }
 
 // MaxWait bounds a long poll.
@@ -41,8 +41,8 @@ const MaxWait = 60 * time.Second
 // unset or the caller. It answers as soon as at least one node could be
 // claimed, or with none once p.Wait has passed. Two claims never get the same
 // node: the choice is made on the store's single writer.
-func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*lease.ClaimResult, error) {
-	if !graph.ValidQueue(p.Queue) {
+func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*leasing.ClaimResult, error) {
+	if !graphstore.ValidQueue(p.Queue) {
 		return nil, fault.Invalidf("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	if p.Max < 1 {
@@ -104,14 +104,14 @@ const claimChunk = 64
 
 // claimChunks claims up to p.Max ready nodes, claimChunk per transaction, and
 // returns once all of them are durable.
-func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
-	bctx, durable := graph.WithBarrier(ctx)
-	var out []*lease.ClaimResult
+func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter graphstore.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
+	bctx, durable := graphstore.WithBarrier(ctx)
+	var out []*leasing.ClaimResult
 	for len(out) < p.Max {
 		q := p
 		q.Max = min(claimChunk, p.Max-len(out))
-		var got []*lease.ClaimResult
-		err := s.store.Update(bctx, func(tx *graph.Tx) error {
+		var got []*leasing.ClaimResult
+		err := s.store.Update(bctx, func(tx *graphstore.Tx) error {
 			var err error
 			got, err = s.claimNextTx(tx, q, filter, lim)
 			return err
@@ -137,14 +137,14 @@ func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter gra
 	return out, nil
 }
 
-func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, f graph.ReadyFilter, lim lease.Limits) ([]*lease.ClaimResult, error) {
+func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f graphstore.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
 	q, err := tx.QueueSettingsGet(p.Tenant, p.Queue)
 	if err != nil || q.Paused {
 		return nil, err
 	}
 	room := p.Max
 	if q.MaxRunning > 0 {
-		running := s.store.QueueCount(p.Tenant, p.Queue, graph.StatusRunning)
+		running := s.store.QueueCount(p.Tenant, p.Queue, graphstore.StatusRunning)
 		room = min(room, int(q.MaxRunning-running))
 	}
 	if room <= 0 {
@@ -159,7 +159,7 @@ func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, f graph.ReadyFilt
 		}
 		room = min(room, left)
 	}
-	var out []*lease.ClaimResult
+	var out []*leasing.ClaimResult
 	var stop error
 	// The mirror offers only nodes whose type, labels and target match, as
 	// of their last write; eligible checks them again on the record.
@@ -172,7 +172,7 @@ func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, f graph.ReadyFilt
 		if !eligible(n, p) {
 			return true
 		}
-		res, err := s.leases.ClaimTx(tx, n, lease.ClaimParams{
+		res, err := s.leases.ClaimTx(tx, n, leasing.ClaimParams{
 			Tenant: p.Tenant, NodeID: id, By: p.Sub, Session: p.Session, TTL: p.TTL,
 		}, lim)
 		var limited *fault.RateLimited
@@ -197,9 +197,9 @@ func (s *Service) claimNextTx(tx *graph.Tx, p ClaimNextParams, f graph.ReadyFilt
 
 // eligible applies the caller's filters and the node's target to the node as
 // read in the transaction, the last word on what the mirror offered.
-func eligible(n *graph.Node, p ClaimNextParams) bool {
+func eligible(n *graphstore.Node, p ClaimNextParams) bool {
 	switch {
-	case n.Status != graph.StatusQueued, n.Lease != nil:
+	case n.Status != graphstore.StatusQueued, n.Lease != nil:
 		return false
 	case n.Target != "" && n.Target != p.Sub:
 		return false
@@ -223,10 +223,10 @@ func isSkippable(err error) bool {
 }
 
 // releaseUndelivered releases claims whose answer could not be delivered.
-func (s *Service) releaseUndelivered(p ClaimNextParams, got []*lease.ClaimResult) {
+func (s *Service) releaseUndelivered(p ClaimNextParams, got []*leasing.ClaimResult) {
 	for _, r := range got {
-		_, err := s.leases.Release(context.Background(), lease.ReleaseParams{
-			HolderParams: lease.HolderParams{Tenant: p.Tenant, NodeID: r.Node.ID, By: p.Sub, Fence: r.Lease.Fence},
+		_, err := s.leases.Release(context.Background(), leasing.ReleaseParams{
+			HolderParams: leasing.HolderParams{Tenant: p.Tenant, NodeID: r.Node.ID, By: p.Sub, Fence: r.Lease.Fence},
 			Reason:       "the claimer went away before the answer",
 		})
 		if err != nil {

@@ -7,14 +7,14 @@ import (
 	"math"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
 // CompleteParams finish a run.
 type CompleteParams struct {
-	lease.HolderParams
+	leasing.HolderParams
 	Result json.RawMessage
 	Usage  map[string]float64
 }
@@ -22,12 +22,12 @@ type CompleteParams struct {
 // Complete ends the caller's run with status done. Retrying a completion that
 // already succeeded (same identity, and the same fence when one is given)
 // answers with the node again and changes nothing.
-func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graph.Node, error) {
+func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graphstore.Node, error) {
 	if err := validUsage(p.Usage); err != nil {
 		return nil, err
 	}
-	var out *graph.Node
-	err := s.store.Update(ctx, func(tx *graph.Tx) (err error) {
+	var out *graphstore.Node
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) (err error) {
 		out, err = s.completeIn(tx, p)
 		return err
 	})
@@ -38,7 +38,7 @@ func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graph.Node, 
 }
 
 // completeIn is Complete's work inside tx: the node read, then CompleteTx.
-func (s *Service) completeIn(tx *graph.Tx, p CompleteParams) (*graph.Node, error) {
+func (s *Service) completeIn(tx *graphstore.Tx, p CompleteParams) (*graphstore.Node, error) {
 	n, err := tx.NodeGet(p.Tenant, p.NodeID)
 	if err != nil {
 		return nil, err
@@ -47,12 +47,12 @@ func (s *Service) completeIn(tx *graph.Tx, p CompleteParams) (*graph.Node, error
 }
 
 // CompleteTx is Complete inside an open transaction.
-func (s *Service) CompleteTx(tx *graph.Tx, n *graph.Node, p CompleteParams) (*graph.Node, error) {
-	if n.Status == graph.StatusDone && n.LastRun != nil && n.LastRun.Outcome == lease.OutcomeDone &&
+func (s *Service) CompleteTx(tx *graphstore.Tx, n *graphstore.Node, p CompleteParams) (*graphstore.Node, error) {
+	if n.Status == graphstore.StatusDone && n.LastRun != nil && n.LastRun.Outcome == leasing.OutcomeDone &&
 		n.LastRun.By == p.By && (p.Fence == 0 || p.Fence == n.LastRun.Fence) {
 		return n, nil
 	}
-	if err := lease.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
+	if err := leasing.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
 		return nil, err
 	}
 	if err := lifecycle.Complete(tx, s.leases, n, lifecycle.CompleteParams{By: p.By, Result: p.Result, Usage: p.Usage}); err != nil {

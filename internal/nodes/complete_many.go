@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // CompleteChunk bounds the completions one transaction makes, as claimChunk
@@ -28,10 +28,10 @@ var errChunkFailed = errors.New("an op of the chunk failed")
 // request for the chunk, instead of one each per op). When any op of a chunk
 // fails, the chunk's transaction is rolled back, leaving nothing, and its ops
 // run again one transaction each, so that the failure is that op's alone and
-// the others succeed as they would have. Under a barrier (graph.WithBarrier)
+// the others succeed as they would have. Under a barrier (graphstore.WithBarrier)
 // it returns once the ops are applied, and the barrier waits for the log.
-func (s *Service) CompleteMany(ctx context.Context, ps []CompleteParams) (out []*graph.Node, errs []error) {
-	out, errs = make([]*graph.Node, len(ps)), make([]error, len(ps))
+func (s *Service) CompleteMany(ctx context.Context, ps []CompleteParams) (out []*graphstore.Node, errs []error) {
+	out, errs = make([]*graphstore.Node, len(ps)), make([]error, len(ps))
 	idx := make([]int, 0, min(len(ps), CompleteChunk))
 	for start := 0; start < len(ps); start += CompleteChunk {
 		idx = idx[:0]
@@ -42,7 +42,7 @@ func (s *Service) CompleteMany(ctx context.Context, ps []CompleteParams) (out []
 			}
 			idx = append(idx, i)
 		}
-		err := s.store.Update(ctx, func(tx *graph.Tx) (err error) {
+		err := s.store.Update(ctx, func(tx *graphstore.Tx) (err error) {
 			defer func() {
 				// A panic is one op's too: its own transaction below meets
 				// it again, as Complete would have.

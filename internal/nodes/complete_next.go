@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // CompleteAndClaimNext completes cp's run and then claims the next ready node
@@ -29,11 +29,11 @@ import (
 // the completion stands and the error is returned; a store error inside the
 // shared transaction fails both. Retrying the whole call is safe either way,
 // since a completion retried answers with the node again.
-func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, np ClaimNextParams) (*graph.Node, []*lease.ClaimResult, error) {
+func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, np ClaimNextParams) (*graphstore.Node, []*leasing.ClaimResult, error) {
 	if err := validUsage(cp.Usage); err != nil {
 		return nil, nil, err
 	}
-	if !graph.ValidQueue(np.Queue) {
+	if !graphstore.ValidQueue(np.Queue) {
 		return nil, nil, fault.Invalidf("next.queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	np.Max = 1
@@ -41,9 +41,9 @@ func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, n
 	if err != nil {
 		return nil, nil, err
 	}
-	var done *graph.Node
-	var got []*lease.ClaimResult
-	err = s.store.Update(ctx, func(tx *graph.Tx) (err error) {
+	var done *graphstore.Node
+	var got []*leasing.ClaimResult
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) (err error) {
 		if done, err = s.completeIn(tx, cp); err != nil {
 			return err
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
@@ -30,7 +30,7 @@ type NodeSpec struct {
 	RunAt       *time.Time     `json:"run_at,omitempty"`
 	DelayMS     *int64         `json:"delay_ms,omitempty"`
 	TimeoutMS   *int64         `json:"timeout_ms,omitempty"`
-	Backoff     *graph.Backoff `json:"backoff,omitempty"`
+	Backoff     *graphstore.Backoff `json:"backoff,omitempty"`
 	Parent      *string        `json:"parent,omitempty"`
 	OnChildFail *string        `json:"on_child_fail,omitempty"`
 	DependsOn   []string       `json:"depends_on,omitempty"`
@@ -68,7 +68,7 @@ func ValidIdempotencyKey(k string) bool {
 }
 
 // Create makes one node.
-func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Idempotency) (*graph.Node, error) {
+func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Idempotency) (*graphstore.Node, error) {
 	nodes, err := s.CreateBatch(ctx, c, []NodeSpec{spec}, "", idem)
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Ide
 // ("items[3].") for batch bodies. With idem, a repeat of the same request
 // within IdempotencyWindow returns the nodes the first one made and creates
 // nothing; the same key with another request is a fault.IdempotencyMismatch.
-func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, field string, idem *Idempotency) ([]*graph.Node, error) {
+func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, field string, idem *Idempotency) ([]*graphstore.Node, error) {
 	if len(specs) == 0 {
 		return nil, fault.Invalidf("items", "must hold at least one node")
 	}
@@ -91,7 +91,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 	if err != nil {
 		return nil, err
 	}
-	prepared := make([]*graph.Node, len(specs))
+	prepared := make([]*graphstore.Node, len(specs))
 	for i, spec := range specs {
 		n, err := s.prepare(c, spec, def, itemPrefix(field, i, len(specs)))
 		if err != nil {
@@ -100,8 +100,8 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		prepared[i] = n
 	}
 	keepTraceparent(ctx, prepared)
-	var out []*graph.Node
-	err = s.store.Update(ctx, func(tx *graph.Tx) error {
+	var out []*graphstore.Node
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if idem != nil {
 			rec, err := tx.IdempotencyGet(c.Tenant, idem.Key, IdempotencyWindow)
 			if err != nil {
@@ -129,7 +129,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		if idem == nil {
 			return nil
 		}
-		return tx.IdempotencyPut(c.Tenant, idem.Key, &graph.IdempotencyRecord{Hash: idem.Hash, NodeIDs: ids}, IdempotencyWindow)
+		return tx.IdempotencyPut(c.Tenant, idem.Key, &graphstore.IdempotencyRecord{Hash: idem.Hash, NodeIDs: ids}, IdempotencyWindow)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating nodes: %w", err)
@@ -146,8 +146,8 @@ func itemPrefix(field string, i, n int) string {
 }
 
 // replay loads the nodes a first request made, as they are now.
-func replay(tx *graph.Tx, tenant string, ids []string) ([]*graph.Node, error) {
-	out := make([]*graph.Node, 0, len(ids))
+func replay(tx *graphstore.Tx, tenant string, ids []string) ([]*graphstore.Node, error) {
+	out := make([]*graphstore.Node, 0, len(ids))
 	for _, id := range ids {
 		n, err := tx.NodeGet(tenant, id)
 		if err != nil {
@@ -159,10 +159,10 @@ func replay(tx *graph.Tx, tenant string, ids []string) ([]*graph.Node, error) {
 }
 
 // prepare validates spec and builds the node it describes (not yet stored).
-func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) (*graph.Node, error) {
+func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) (*graphstore.Node, error) {
 	now := s.store.Clock().Now().UTC()
 	bad := func(f, format string, args ...any) error { return fault.Invalidf(prefix+f, format, args...) }
-	n := &graph.Node{
+	n := &graphstore.Node{
 		Tenant: c.Tenant, Type: spec.Type, Labels: []string{}, Props: map[string]any{},
 		Usage: map[string]float64{}, UsageTotal: map[string]float64{},
 		MaxAttempts: def.MaxAttempts, OnChildFail: OnChildFailFail, CreatedBy: c.Sub,
@@ -170,11 +170,11 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	if spec.Type == "" {
 		return nil, bad("type", "is required")
 	}
-	if !graph.ValidType(spec.Type) || spec.Type == graph.IdentityType {
-		return nil, bad("type", "must be 1-64 characters of [A-Za-z0-9._:-], not %q", graph.IdentityType)
+	if !graphstore.ValidType(spec.Type) || spec.Type == graphstore.IdentityType {
+		return nil, bad("type", "must be 1-64 characters of [A-Za-z0-9._:-], not %q", graphstore.IdentityType)
 	}
 	if spec.ID != nil {
-		if !graph.ValidClientID(*spec.ID) {
+		if !graphstore.ValidClientID(*spec.ID) {
 			return nil, bad("id", "must be 1-128 characters of [A-Za-z0-9._:-] starting with a letter or digit")
 		}
 		n.ID = *spec.ID
@@ -192,7 +192,7 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		n.Body = *spec.Body
 	}
 	if spec.Queue != nil {
-		if !graph.ValidQueue(*spec.Queue) {
+		if !graphstore.ValidQueue(*spec.Queue) {
 			return nil, bad("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 		}
 		n.Queue = *spec.Queue
@@ -201,7 +201,7 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		n.Priority = *spec.Priority
 	}
 	if spec.Target != nil {
-		if problem := graph.SubjectProblem(*spec.Target); problem != "" {
+		if problem := graphstore.SubjectProblem(*spec.Target); problem != "" {
 			return nil, bad("target", "is not a valid identity: it %s", problem)
 		}
 		n.Target = *spec.Target
@@ -275,7 +275,7 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		n.OnChildFail = *spec.OnChildFail
 	}
 	if spec.Parent != nil {
-		if !graph.ValidID(*spec.Parent) || *spec.Parent == n.ID {
+		if !graphstore.ValidID(*spec.Parent) || *spec.Parent == n.ID {
 			return nil, bad("parent", "is not a valid node id")
 		}
 		n.Parent = *spec.Parent
@@ -283,9 +283,9 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	seen := map[string]bool{}
 	for i, d := range spec.DependsOn {
 		switch {
-		case !graph.ValidID(d):
+		case !graphstore.ValidID(d):
 			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "is not a valid node id")
-		case graph.IsIdentityID(d):
+		case graphstore.IsIdentityID(d):
 			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "identity nodes take no part in depends_on")
 		case d == n.ID:
 			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "a node cannot depend on itself")
@@ -317,17 +317,17 @@ func validLabels(labels []string, prefix string) ([]string, error) {
 }
 
 // insertTx stores a prepared node with its parent_of and depends_on edges.
-func (s *Service) insertTx(tx *graph.Tx, c Caller, n *graph.Node, deps []string) error {
+func (s *Service) insertTx(tx *graphstore.Tx, c Caller, n *graphstore.Node, deps []string) error {
 	if n.Parent != "" {
 		parent, err := tx.NodeGet(c.Tenant, n.Parent)
 		if err != nil {
 			return err
 		}
-		if graph.IsIdentityID(parent.ID) {
+		if graphstore.IsIdentityID(parent.ID) {
 			return fault.Invalidf("parent", "an identity node cannot be a parent")
 		}
 		if !c.Dispatcher {
-			if err := lease.CheckHolder(parent, lease.HolderParams{By: c.Sub}, tx.Now()); err != nil {
+			if err := leasing.CheckHolder(parent, leasing.HolderParams{By: c.Sub}, tx.Now()); err != nil {
 				return &fault.Forbidden{Reason: "a worker may only create children of a node it holds"}
 			}
 		}
@@ -336,13 +336,13 @@ func (s *Service) insertTx(tx *graph.Tx, c Caller, n *graph.Node, deps []string)
 		return err
 	}
 	if n.Parent != "" {
-		e := &graph.Edge{From: n.Parent, Type: graph.EdgeParentOf, To: n.ID, CreatedBy: c.Sub}
+		e := &graphstore.Edge{From: n.Parent, Type: graphstore.EdgeParentOf, To: n.ID, CreatedBy: c.Sub}
 		if err := tx.EdgeInsert(c.Tenant, e); err != nil {
 			return err
 		}
 	}
 	for _, d := range deps {
-		e := &graph.Edge{From: n.ID, Type: graph.EdgeDependsOn, To: d, CreatedBy: c.Sub, Props: map[string]any{"on_fail": OnFailCancel}}
+		e := &graphstore.Edge{From: n.ID, Type: graphstore.EdgeDependsOn, To: d, CreatedBy: c.Sub, Props: map[string]any{"on_fail": OnFailCancel}}
 		if err := tx.EdgeInsert(c.Tenant, e); err != nil {
 			return err
 		}

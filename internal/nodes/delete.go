@@ -5,30 +5,30 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // Delete removes a node. A running node needs force (its lease ends with
 // outcome cancelled). Its edges are retired, never erased, so the history of
 // who carried it stays answerable.
 func (s *Service) Delete(ctx context.Context, c Caller, id string, force bool) error {
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
 			return err
 		}
-		if graph.IsIdentityID(n.ID) {
+		if graphstore.IsIdentityID(n.ID) {
 			return &fault.Conflict{Reason: "identity nodes are managed by the server"}
 		}
-		if lease.Live(n, tx.Now()) && !force {
+		if leasing.Live(n, tx.Now()) && !force {
 			return &fault.Conflict{Reason: "node is running; delete with force=true to end its lease", Holder: n.Lease.By, ExpiresAt: n.Lease.ExpiresAt}
 		}
-		if err := s.leases.EndRun(tx, n, lease.OutcomeCancelled, c.Sub); err != nil {
+		if err := s.leases.EndRun(tx, n, leasing.OutcomeCancelled, c.Sub); err != nil {
 			return err
 		}
-		var edges []*graph.Edge
-		if err := tx.EdgesOf(c.Tenant, id, graph.EdgeQuery{Dir: graph.DirBoth}, func(e *graph.Edge, _ []byte) (bool, error) {
+		var edges []*graphstore.Edge
+		if err := tx.EdgesOf(c.Tenant, id, graphstore.EdgeQuery{Dir: graphstore.DirBoth}, func(e *graphstore.Edge, _ []byte) (bool, error) {
 			edges = append(edges, e)
 			return true, nil
 		}); err != nil {
@@ -38,7 +38,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string, force bool) e
 			retire := s.retireEdgeTx
 			if e.To == id {
 				// The node itself is going: no parent field to keep in step.
-				retire = func(tx *graph.Tx, c Caller, e *graph.Edge) error { return tx.EdgeRetire(c.Tenant, e, c.Sub, nil) }
+				retire = func(tx *graphstore.Tx, c Caller, e *graphstore.Edge) error { return tx.EdgeRetire(c.Tenant, e, c.Sub, nil) }
 			}
 			if err := retire(tx, c, e); err != nil {
 				return err

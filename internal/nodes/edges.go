@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // EdgeSpec is the body of an edge create.
@@ -19,7 +19,7 @@ type EdgeSpec struct {
 // AddEdge stores a live edge. assigned edges are the server's alone; a
 // depends_on edge's props.on_fail is cancel (default) or ignore; a node has at
 // most one parent.
-func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.Edge, error) {
+func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graphstore.Edge, error) {
 	if err := validEdgeKey(spec.From, spec.Type, spec.To); err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.
 	if props == nil {
 		props = map[string]any{}
 	}
-	if spec.Type == graph.EdgeDependsOn {
+	if spec.Type == graphstore.EdgeDependsOn {
 		switch v := props["on_fail"]; v {
 		case nil:
 			props["on_fail"] = OnFailCancel
@@ -36,12 +36,12 @@ func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.
 			return nil, fault.Invalidf("props.on_fail", "must be %q or %q", OnFailCancel, OnFailIgnore)
 		}
 	}
-	if spec.From == spec.To && (spec.Type == graph.EdgeDependsOn || spec.Type == graph.EdgeParentOf) {
+	if spec.From == spec.To && (spec.Type == graphstore.EdgeDependsOn || spec.Type == graphstore.EdgeParentOf) {
 		return nil, &fault.Cycle{From: spec.From, Type: spec.Type, To: spec.To}
 	}
-	e := &graph.Edge{From: spec.From, Type: spec.Type, To: spec.To, Props: props, CreatedBy: c.Sub}
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
-		if spec.Type != graph.EdgeParentOf {
+	e := &graphstore.Edge{From: spec.From, Type: spec.Type, To: spec.To, Props: props, CreatedBy: c.Sub}
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
+		if spec.Type != graphstore.EdgeParentOf {
 			return tx.EdgeInsert(c.Tenant, e)
 		}
 		child, err := tx.NodeGet(c.Tenant, spec.To)
@@ -68,15 +68,15 @@ func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graph.
 
 func validEdgeKey(from, typ, to string) error {
 	switch {
-	case !graph.ValidID(from):
+	case !graphstore.ValidID(from):
 		return fault.Invalidf("from", "is not a valid node id")
-	case !graph.ValidID(to):
+	case !graphstore.ValidID(to):
 		return fault.Invalidf("to", "is not a valid node id")
-	case !graph.ValidEdgeType(typ):
+	case !graphstore.ValidEdgeType(typ):
 		return fault.Invalidf("type", "must match [a-z][a-z0-9_]{0,63}")
-	case typ == graph.EdgeAssigned:
+	case typ == graphstore.EdgeAssigned:
 		return fault.Invalidf("type", "assigned edges are managed by the server: claim and release instead")
-	case (typ == graph.EdgeDependsOn || typ == graph.EdgeParentOf) && (graph.IsIdentityID(from) || graph.IsIdentityID(to)):
+	case (typ == graphstore.EdgeDependsOn || typ == graphstore.EdgeParentOf) && (graphstore.IsIdentityID(from) || graphstore.IsIdentityID(to)):
 		return fault.Invalidf("type", "identity nodes take no part in %s", typ)
 	}
 	return nil
@@ -87,7 +87,7 @@ func (s *Service) RetireEdge(ctx context.Context, c Caller, from, typ, to string
 	if err := validEdgeKey(from, typ, to); err != nil {
 		return err
 	}
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		e, err := tx.EdgeGet(c.Tenant, from, typ, to)
 		if err != nil {
 			return err
@@ -101,11 +101,11 @@ func (s *Service) RetireEdge(ctx context.Context, c Caller, from, typ, to string
 }
 
 // retireEdgeTx retires e and keeps the child's parent field in step.
-func (s *Service) retireEdgeTx(tx *graph.Tx, c Caller, e *graph.Edge) error {
+func (s *Service) retireEdgeTx(tx *graphstore.Tx, c Caller, e *graphstore.Edge) error {
 	if err := tx.EdgeRetire(c.Tenant, e, c.Sub, nil); err != nil {
 		return err
 	}
-	if e.Type != graph.EdgeParentOf {
+	if e.Type != graphstore.EdgeParentOf {
 		return nil
 	}
 	child, err := tx.NodeGet(c.Tenant, e.To)

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
 // FailParams end a run that did not succeed.
 type FailParams struct {
-	lease.HolderParams
+	leasing.HolderParams
 	Error string
 	// Requeue (the default) puts the node back in its queue while it has
 	// attempts left; false ends it as failed.
@@ -29,7 +29,7 @@ const MaxErrorLength = 64 << 10
 // backoff) while attempts < max_attempts, else dead; failed when Requeue is
 // false. A node that ends failed or dead fails its parent when the parent's
 // on_child_fail is fail.
-func (s *Service) Fail(ctx context.Context, p FailParams) (*graph.Node, error) {
+func (s *Service) Fail(ctx context.Context, p FailParams) (*graphstore.Node, error) {
 	if p.Error == "" {
 		return nil, fault.Invalidf("error", "is required")
 	}
@@ -39,8 +39,8 @@ func (s *Service) Fail(ctx context.Context, p FailParams) (*graph.Node, error) {
 	if p.RetryIn != nil && *p.RetryIn < 0 {
 		return nil, fault.Invalidf("retry_in_ms", "must not be negative")
 	}
-	var out *graph.Node
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	var out *graphstore.Node
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err
@@ -55,8 +55,8 @@ func (s *Service) Fail(ctx context.Context, p FailParams) (*graph.Node, error) {
 }
 
 // FailTx is Fail inside an open transaction.
-func (s *Service) FailTx(tx *graph.Tx, n *graph.Node, p FailParams) (*graph.Node, error) {
-	if err := lease.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
+func (s *Service) FailTx(tx *graphstore.Tx, n *graphstore.Node, p FailParams) (*graphstore.Node, error) {
+	if err := leasing.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
 		return nil, err
 	}
 	if err := lifecycle.Fail(tx, s.leases, n, lifecycle.FailParams{

@@ -3,7 +3,7 @@ package nodes
 import (
 	"context"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // What another package needs to make and cancel nodes inside a transaction
@@ -18,20 +18,20 @@ func (s *Service) Defaults(ctx context.Context, tenant string) (Defaults, error)
 // Prepare validates spec as a create by c would, and builds the node it
 // describes (not yet stored; a UUIDv7 id when spec names none). field
 // prefixes the names of invalid fields ("template.").
-func (s *Service) Prepare(c Caller, spec NodeSpec, def Defaults, field string) (*graph.Node, error) {
+func (s *Service) Prepare(c Caller, spec NodeSpec, def Defaults, field string) (*graphstore.Node, error) {
 	return s.prepare(c, spec, def, field)
 }
 
 // InsertTx stores a prepared node in tx with its parent_of edge and a
 // depends_on edge (on_fail: cancel) to each of dependsOn; its created event
 // and theirs are part of tx.
-func (s *Service) InsertTx(tx *graph.Tx, c Caller, n *graph.Node, dependsOn []string) error {
+func (s *Service) InsertTx(tx *graphstore.Tx, c Caller, n *graphstore.Node, dependsOn []string) error {
 	return s.insertTx(tx, c, n, dependsOn)
 }
 
 // CancelTx is Cancel inside tx: node id and every non-terminal descendant
 // and dependent that cancels with it.
-func (s *Service) CancelTx(tx *graph.Tx, c Caller, id, reason string) ([]string, error) {
+func (s *Service) CancelTx(tx *graphstore.Tx, c Caller, id, reason string) ([]string, error) {
 	root, err := tx.NodeGet(c.Tenant, id)
 	if err != nil {
 		return nil, err

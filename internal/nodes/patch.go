@@ -12,8 +12,8 @@ import (
 
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
@@ -85,21 +85,21 @@ type PatchParams struct {
 // Patch applies a merge patch. A dispatcher may change every patchable field;
 // the holder of the node's live lease only title, body, props, labels and
 // blobs.
-func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error) {
-	var out *graph.Node
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+func (s *Service) Patch(ctx context.Context, p PatchParams) (*graphstore.Node, error) {
+	var out *graphstore.Node
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err
 		}
-		if graph.IsIdentityID(n.ID) {
+		if graphstore.IsIdentityID(n.ID) {
 			return &fault.Conflict{Reason: "identity nodes are managed by the server"}
 		}
 		if !p.Dispatcher {
 			if !p.Patch.HolderOnly() {
 				return &fault.Forbidden{Reason: "a lease holder may change only title, body, props, labels and blobs"}
 			}
-			if err := lease.CheckHolder(n, lease.HolderParams{By: p.Sub}, tx.Now()); err != nil {
+			if err := leasing.CheckHolder(n, leasing.HolderParams{By: p.Sub}, tx.Now()); err != nil {
 				return &fault.Forbidden{Reason: "only a dispatcher or the node's lease holder may change it"}
 			}
 		}
@@ -121,7 +121,7 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error)
 			return err
 		}
 		out = n
-		return tx.Emit(p.Tenant, graph.EventUpdated, n.ID, p.Sub, map[string]any{"fields": changed})
+		return tx.Emit(p.Tenant, graphstore.EventUpdated, n.ID, p.Sub, map[string]any{"fields": changed})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error patching node: %w", err)
@@ -129,7 +129,7 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graph.Node, error)
 	return out, nil
 }
 
-func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
+func applyPatch(n *graphstore.Node, p NodePatch) ([]string, error) {
 	var changed []string
 	keys := make([]string, 0, len(p.fields))
 	for k := range p.fields {
@@ -153,7 +153,7 @@ func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
 			}
 		case "queue":
 			var v string
-			if !null && (json.Unmarshal(raw, &v) != nil || !graph.ValidQueue(v)) {
+			if !null && (json.Unmarshal(raw, &v) != nil || !graphstore.ValidQueue(v)) {
 				return nil, bad("must be 1-128 characters of [A-Za-z0-9._:-], or null")
 			}
 			lifecycle.MoveQueue(n, v)
@@ -168,7 +168,7 @@ func applyPatch(n *graph.Node, p NodePatch) ([]string, error) {
 			if !null && json.Unmarshal(raw, &v) != nil {
 				return nil, bad("must be an identity, or null")
 			}
-			if problem := graph.SubjectProblem(v); !null && problem != "" {
+			if problem := graphstore.SubjectProblem(v); !null && problem != "" {
 				return nil, bad("must be an identity, or null: an identity " + problem)
 			}
 			n.Target = v

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // FuzzNodePatch: any patch body is either rejected with fault.Invalid or
@@ -29,7 +29,7 @@ func FuzzNodePatch(f *testing.F) {
 			}
 			return
 		}
-		n := &graph.Node{ID: "n", Type: "t", Status: graph.StatusQueued, Queue: "q", MaxAttempts: 3,
+		n := &graphstore.Node{ID: "n", Type: "t", Status: graphstore.StatusQueued, Queue: "q", MaxAttempts: 3,
 			Labels: []string{}, Props: map[string]any{}, CreatedAt: time.Unix(0, 0)}
 		if _, err := applyPatch(n, p); err != nil {
 			if !errors.As(err, &invalid) {
@@ -40,11 +40,11 @@ func FuzzNodePatch(f *testing.F) {
 		switch {
 		case n.MaxAttempts < 1:
 			t.Fatal("max_attempts below 1")
-		case n.Queue != "" && !graph.ValidQueue(n.Queue):
+		case n.Queue != "" && !graphstore.ValidQueue(n.Queue):
 			t.Fatalf("invalid queue %q", n.Queue)
-		case n.Target != "" && !graph.ValidSubject(n.Target):
+		case n.Target != "" && !graphstore.ValidSubject(n.Target):
 			t.Fatalf("invalid target %q", n.Target)
-		case n.Queue == "" && n.Status == graph.StatusQueued:
+		case n.Queue == "" && n.Status == graphstore.StatusQueued:
 			t.Fatal("queued without a queue")
 		case n.TimeoutMS != nil && *n.TimeoutMS < 1:
 			t.Fatal("timeout below 1")

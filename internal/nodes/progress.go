@@ -6,14 +6,14 @@ import (
 	"math"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
 // ProgressParams report progress of a running node.
 type ProgressParams struct {
-	lease.HolderParams
+	leasing.HolderParams
 	Pct     *float64
 	Message *string
 	Usage   map[string]float64
@@ -21,8 +21,8 @@ type ProgressParams struct {
 
 // ProgressResult is the node and its renewed lease.
 type ProgressResult struct {
-	Node  *graph.Node
-	Lease *graph.Lease
+	Node  *graphstore.Node
+	Lease *graphstore.Lease
 }
 
 // Progress records the holder's progress and renews its lease: activity is a
@@ -38,7 +38,7 @@ func (s *Service) Progress(ctx context.Context, p ProgressParams) (*ProgressResu
 		return nil, err
 	}
 	var out *ProgressResult
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
 			return err
@@ -53,12 +53,12 @@ func (s *Service) Progress(ctx context.Context, p ProgressParams) (*ProgressResu
 }
 
 // ProgressTx is Progress inside an open transaction.
-func (s *Service) ProgressTx(tx *graph.Tx, n *graph.Node, p ProgressParams) (*ProgressResult, error) {
+func (s *Service) ProgressTx(tx *graphstore.Tx, n *graphstore.Node, p ProgressParams) (*ProgressResult, error) {
 	res, err := s.leases.RenewTx(tx, n, p.HolderParams)
 	if err != nil {
 		return nil, err
 	}
-	prog := &graph.Progress{UpdatedAt: tx.Now().UTC()}
+	prog := &graphstore.Progress{UpdatedAt: tx.Now().UTC()}
 	if n.Progress != nil {
 		*prog = *n.Progress
 		prog.UpdatedAt = tx.Now().UTC()
@@ -84,7 +84,7 @@ func (s *Service) ProgressTx(tx *graph.Tx, n *graph.Node, p ProgressParams) (*Pr
 	if len(p.Usage) > 0 {
 		data["usage"] = p.Usage
 	}
-	if err := tx.Emit(n.Tenant, graph.EventProgress, n.ID, p.By, data); err != nil {
+	if err := tx.Emit(n.Tenant, graphstore.EventProgress, n.ID, p.By, data); err != nil {
 		return nil, err
 	}
 	if err := lifecycle.RollUp(tx, n, p.Usage); err != nil {

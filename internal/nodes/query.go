@@ -5,17 +5,17 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 )
 
 // NodeView is a node as the API shows it: stored fields plus readiness.
 type NodeView struct {
-	*graph.Node
+	*graphstore.Node
 	Readiness
 }
 
-func viewTx(tx *graph.Tx, n *graph.Node) (NodeView, error) {
+func viewTx(tx *graphstore.Tx, n *graphstore.Node) (NodeView, error) {
 	r, err := ReadinessTx(tx, n)
 	return NodeView{Node: n, Readiness: r}, err
 }
@@ -23,7 +23,7 @@ func viewTx(tx *graph.Tx, n *graph.Node) (NodeView, error) {
 // Views computes the views of nodes just written, in a fresh snapshot. Only
 // a node at rest (open or queued) can be ready, so the answers of claims and
 // completions need no snapshot at all.
-func (s *Service) Views(nodes ...*graph.Node) ([]NodeView, error) {
+func (s *Service) Views(nodes ...*graphstore.Node) ([]NodeView, error) {
 	out := make([]NodeView, len(nodes))
 	atRest := false
 	for i, n := range nodes {
@@ -36,7 +36,7 @@ func (s *Service) Views(nodes ...*graph.Node) ([]NodeView, error) {
 	if !atRest {
 		return out, nil
 	}
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		for i, n := range nodes {
 			v, err := viewTx(tx, n)
 			if err != nil {
@@ -52,7 +52,7 @@ func (s *Service) Views(nodes ...*graph.Node) ([]NodeView, error) {
 // Get returns one node.
 func (s *Service) Get(tenant, id string) (NodeView, error) {
 	var v NodeView
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(tenant, id)
 		if err != nil {
 			return err
@@ -67,14 +67,14 @@ func (s *Service) Get(tenant, id string) (NodeView, error) {
 // readiness equals it. Identity nodes (identity:<sub>, the far end of
 // assigned edges) are not work: they are listed only when q asks for type
 // identity.
-func (s *Service) List(tenant string, q graph.NodeQuery, ready *bool) ([]NodeView, string, error) {
+func (s *Service) List(tenant string, q graphstore.NodeQuery, ready *bool) ([]NodeView, string, error) {
 	var out []NodeView
 	var next string
-	err := s.store.View(func(tx *graph.Tx) error {
-		workOnly := q.Type != graph.IdentityType
+	err := s.store.View(func(tx *graphstore.Tx) error {
+		workOnly := q.Type != graphstore.IdentityType
 		if ready != nil || workOnly {
-			q.Match = func(tx *graph.Tx, n *graph.Node) (bool, error) {
-				if workOnly && n.Type == graph.IdentityType {
+			q.Match = func(tx *graphstore.Tx, n *graphstore.Node) (bool, error) {
+				if workOnly && n.Type == graphstore.IdentityType {
 					return false, nil
 				}
 				if ready == nil {
@@ -101,7 +101,7 @@ func (s *Service) List(tenant string, q graph.NodeQuery, ready *bool) ([]NodeVie
 }
 
 // Edges returns one page of the edges of node id.
-func (s *Service) Edges(tenant, id string, q graph.EdgeQuery, limit int, cursor string) ([]*graph.Edge, string, error) {
+func (s *Service) Edges(tenant, id string, q graphstore.EdgeQuery, limit int, cursor string) ([]*graphstore.Edge, string, error) {
 	if cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
 		if err != nil || len(raw) < 2 {
@@ -109,9 +109,9 @@ func (s *Service) Edges(tenant, id string, q graph.EdgeQuery, limit int, cursor 
 		}
 		q.After = raw
 	}
-	var out []*graph.Edge
+	var out []*graphstore.Edge
 	var next string
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		if ok, err := tx.NodeExists(tenant, id); err != nil || !ok {
 			if err == nil {
 				err = &fault.NotFound{What: "node", ID: id}
@@ -119,7 +119,7 @@ func (s *Service) Edges(tenant, id string, q graph.EdgeQuery, limit int, cursor 
 			return err
 		}
 		var last []byte
-		return tx.EdgesOf(tenant, id, q, func(e *graph.Edge, c []byte) (bool, error) {
+		return tx.EdgesOf(tenant, id, q, func(e *graphstore.Edge, c []byte) (bool, error) {
 			if len(out) == limit {
 				next = base64.RawURLEncoding.EncodeToString(last)
 				return false, nil
@@ -138,13 +138,13 @@ const MaxSubgraphNodes = 10000
 // Subgraph walks breadth first from id over live edges of the given types
 // (every type when none are given) in both directions, up to depth hops, and
 // returns the nodes reached and the edges walked.
-func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]NodeView, []*graph.Edge, error) {
+func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]NodeView, []*graphstore.Edge, error) {
 	if len(types) == 0 {
 		types = []string{""}
 	}
 	var nodes []NodeView
-	var edges []*graph.Edge
-	err := s.store.View(func(tx *graph.Tx) error {
+	var edges []*graphstore.Edge
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		root, err := tx.NodeGet(tenant, id)
 		if err != nil {
 			return err
@@ -161,7 +161,7 @@ func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]Node
 			var next []string
 			for _, nid := range frontier {
 				for _, typ := range types {
-					es, err := tx.LiveEdges(tenant, nid, typ, graph.DirBoth)
+					es, err := tx.LiveEdges(tenant, nid, typ, graphstore.DirBoth)
 					if err != nil {
 						return err
 					}
@@ -206,7 +206,7 @@ func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]Node
 type LeaseView struct {
 	NodeID string
 	Queue  string
-	*graph.Lease
+	*graphstore.Lease
 }
 
 // Leases returns one page of the live leases of tenant, in node id order.
@@ -221,14 +221,14 @@ func (s *Service) Leases(tenant, holder, queue string, limit int, cursor string)
 		}
 		after = string(raw[2:])
 	}
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
 		return tx.LiveLeaseIDs(tenant, after, func(_, id string) (bool, error) {
 			n, err := tx.NodeGet(tenant, id)
 			if err != nil {
 				return false, err
 			}
-			if !lease.Live(n, now) || (holder != "" && n.Lease.By != holder) || (queue != "" && n.Queue != queue) {
+			if !leasing.Live(n, now) || (holder != "" && n.Lease.By != holder) || (queue != "" && n.Queue != queue) {
 				return true, nil
 			}
 			if len(out) == limit {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // QueueView is a queue as the API shows it.
@@ -15,7 +15,7 @@ type QueueView struct {
 	Queue       string
 	Paused      bool
 	MaxRunning  int64
-	Counts      map[graph.Status]int64
+	Counts      map[graphstore.Status]int64
 	Ready       int
 	OldestReady *time.Time
 }
@@ -34,11 +34,11 @@ func (s *Service) Queues(tenant string) ([]QueueView, error) {
 		byName[st.Queue] = v
 		order = append(order, st.Queue)
 	}
-	err := s.store.View(func(tx *graph.Tx) error {
-		return tx.QueueSettingsList(tenant, func(queue string, q graph.QueueSettings) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
+		return tx.QueueSettingsList(tenant, func(queue string, q graphstore.QueueSettings) error {
 			v, ok := byName[queue]
 			if !ok {
-				v = &QueueView{Queue: queue, Counts: map[graph.Status]int64{}}
+				v = &QueueView{Queue: queue, Counts: map[graphstore.Status]int64{}}
 				byName[queue] = v
 				order = append(order, queue)
 			}
@@ -72,7 +72,7 @@ func (s *Service) Queue(tenant, queue string) (QueueView, error) {
 			return v, nil
 		}
 	}
-	return QueueView{Queue: queue, Counts: map[graph.Status]int64{}}, nil
+	return QueueView{Queue: queue, Counts: map[graphstore.Status]int64{}}, nil
 }
 
 // QueueChange is a change of a queue's settings; nil fields stay.
@@ -83,13 +83,13 @@ type QueueChange struct {
 
 // SetQueue changes a queue's settings and wakes its claimers.
 func (s *Service) SetQueue(ctx context.Context, c Caller, queue string, ch QueueChange) (QueueView, error) {
-	if !graph.ValidQueue(queue) {
+	if !graphstore.ValidQueue(queue) {
 		return QueueView{}, fault.Invalidf("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	if ch.MaxRunning != nil && *ch.MaxRunning < 0 {
 		return QueueView{}, fault.Invalidf("max_running", "must be 0 (no cap) or more")
 	}
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		q, err := tx.QueueSettingsGet(c.Tenant, queue)
 		if err != nil {
 			return err

@@ -3,7 +3,7 @@ package nodes
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
@@ -16,30 +16,30 @@ type Readiness struct {
 }
 
 // ReadinessTx explains n's readiness at tx's instant under the claimable
-// rule (lifecycle.Claimable, graph.Tx.ClaimRefusals): open or queued, run_at
+// rule (lifecycle.Claimable, graphstore.Tx.ClaimRefusals): open or queued, run_at
 // passed, every depends_on target done (or ended, with on_fail: ignore),
 // every child terminal, and its queue not paused; BlockedBy names what
 // blocks it. An identity node is never ready: it stands for a caller, it is
 // not work. A queue at its max_running and a handoff target concern who
 // claims and when, not the node's readiness.
-func ReadinessTx(tx *graph.Tx, n *graph.Node) (Readiness, error) {
+func ReadinessTx(tx *graphstore.Tx, n *graphstore.Node) (Readiness, error) {
 	r := Readiness{BlockedBy: []string{}}
-	if !n.Status.AtRest() || n.Type == graph.IdentityType {
+	if !n.Status.AtRest() || n.Type == graphstore.IdentityType {
 		return r, nil
 	}
 	refused, _, err := tx.ClaimRefusals(n, "")
 	if err != nil {
 		return r, err
 	}
-	if refused&graph.RefusedDelayed != 0 {
+	if refused&graphstore.RefusedDelayed != 0 {
 		r.RunAt = n.RunAt
 	}
-	if refused&graph.RefusedBlocked != 0 {
+	if refused&graphstore.RefusedBlocked != 0 {
 		if r.BlockedBy, err = lifecycle.Blocking(tx, n); err != nil {
 			return r, err
 		}
 	}
-	r.Paused = refused&graph.RefusedPaused != 0
+	r.Paused = refused&graphstore.RefusedPaused != 0
 	r.Ready = r.RunAt == nil && len(r.BlockedBy) == 0 && !r.Paused
 	return r, nil
 }

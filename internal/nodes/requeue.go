@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
 )
 
 // Requeue puts a failed, dead or cancelled node back at rest (queued, or open
 // without a queue) with attempts = 0, a clear error and no delay.
-func (s *Service) Requeue(ctx context.Context, c Caller, id, reason string) (*graph.Node, error) {
-	var out *graph.Node
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+func (s *Service) Requeue(ctx context.Context, c Caller, id, reason string) (*graphstore.Node, error) {
+	var out *graphstore.Node
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
 			return err

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/duration"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/testsignal"
@@ -18,7 +18,7 @@ type Defaults struct {
 	MaxAttempts int64
 	// Backoff is the retry backoff of a node created without one (the
 	// tenant's retry_initial_ms and retry_max_ms, factor 2); nil: none.
-	Backoff *graph.Backoff
+	Backoff *graphstore.Backoff
 }
 
 // DefaultsFunc returns the defaults of a tenant.
@@ -30,10 +30,10 @@ type Service struct {
 	// enables them.
 	TestSignals TestSignals
 
-	store    *graph.Store
-	leases   *lease.Service
+	store    *graphstore.Store
+	leases   *leasing.Service
 	defaults DefaultsFunc
-	limits   lease.LimitsFunc
+	limits   leasing.LimitsFunc
 	log      *slog.Logger
 }
 
@@ -47,10 +47,10 @@ type TestSignals struct {
 
 // Config wires a Service.
 type Config struct {
-	Store    *graph.Store
-	Leases   *lease.Service
+	Store    *graphstore.Store
+	Leases   *leasing.Service
 	Defaults DefaultsFunc
-	Limits   lease.LimitsFunc
+	Limits   leasing.LimitsFunc
 	Logger   *slog.Logger
 }
 
@@ -72,7 +72,7 @@ type Caller struct {
 // Dependency failure handling, the on_fail prop of a depends_on edge.
 const (
 	OnFailCancel = "cancel"
-	OnFailIgnore = graph.OnFailIgnore
+	OnFailIgnore = graphstore.OnFailIgnore
 )
 
 // Child failure handling, a node's on_child_fail.

@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
 // bundle is a work service over a real store in t.TempDir(), on a fake clock.
 type bundle struct {
-	store  *graph.Store
-	leases *lease.Service
+	store  *graphstore.Store
+	leases *leasing.Service
 	work   *nodes.Service
 	clk    *clocktest.Fake
 	head   nodes.Caller // a dispatcher
@@ -27,13 +27,13 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{Dir: t.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: t.TempDir(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	limits := func(context.Context, string) (lease.Limits, error) {
-		return lease.Limits{TTLDefault: 30 * time.Second, TTLMax: time.Hour}, nil
+	limits := func(context.Context, string) (leasing.Limits, error) {
+		return leasing.Limits{TTLDefault: 30 * time.Second, TTLMax: time.Hour}, nil
 	}
-	leases := lease.New(lease.Config{Store: store, Clock: clk, Limits: limits})
+	leases := leasing.New(leasing.Config{Store: store, Clock: clk, Limits: limits})
 	require.NoError(t, leases.Start(context.Background()))
 	t.Cleanup(leases.Stop)
 	w := nodes.New(nodes.Config{Store: store, Leases: leases, Limits: limits,
@@ -76,31 +76,31 @@ func (b *bundle) create(t *testing.T, specs ...nodes.NodeSpec) {
 	require.NoError(t, err)
 }
 
-func (b *bundle) get(t *testing.T, id string) *graph.Node {
+func (b *bundle) get(t *testing.T, id string) *graphstore.Node {
 	t.Helper()
-	var n *graph.Node
-	require.NoError(t, b.store.View(func(tx *graph.Tx) (err error) {
+	var n *graphstore.Node
+	require.NoError(t, b.store.View(func(tx *graphstore.Tx) (err error) {
 		n, err = tx.NodeGet("acme", id)
 		return err
 	}))
 	return n
 }
 
-func (b *bundle) status(t *testing.T, id string) graph.Status {
+func (b *bundle) status(t *testing.T, id string) graphstore.Status {
 	t.Helper()
 	return b.get(t, id).Status
 }
 
 // claim takes node id for c directly (not through claim-next).
-func (b *bundle) claim(t *testing.T, c nodes.Caller, id string) *lease.ClaimResult {
+func (b *bundle) claim(t *testing.T, c nodes.Caller, id string) *leasing.ClaimResult {
 	t.Helper()
-	res, err := b.leases.Claim(context.Background(), lease.ClaimParams{Tenant: c.Tenant, NodeID: id, By: c.Sub})
+	res, err := b.leases.Claim(context.Background(), leasing.ClaimParams{Tenant: c.Tenant, NodeID: id, By: c.Sub})
 	require.NoError(t, err)
 	return res
 }
 
-func holder(c nodes.Caller, id string) lease.HolderParams {
-	return lease.HolderParams{Tenant: c.Tenant, NodeID: id, By: c.Sub}
+func holder(c nodes.Caller, id string) leasing.HolderParams {
+	return leasing.HolderParams{Tenant: c.Tenant, NodeID: id, By: c.Sub}
 }
 
 // claimNext asks queue q for one node for c, and answers its id ("" for none).
@@ -119,11 +119,11 @@ func (b *bundle) claimNext(t *testing.T, p nodes.ClaimNextParams) string {
 }
 
 // events are the types of node id's events after seq, in order.
-func (b *bundle) eventTypes(t *testing.T, id string) []graph.EventType {
+func (b *bundle) eventTypes(t *testing.T, id string) []graphstore.EventType {
 	t.Helper()
 	evs, err := b.work.NodeEvents("acme", id, 0, 1000)
 	require.NoError(t, err)
-	out := make([]graph.EventType, 0, len(evs))
+	out := make([]graphstore.EventType, 0, len(evs))
 	for _, e := range evs {
 		out = append(out, e.Type)
 	}

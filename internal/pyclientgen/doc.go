@@ -1,7 +1,7 @@
 // Package pyclientgen writes the generated half of the Python client
 // (clients/python/tether_client): the typed models (models.py) and the
 // operation methods of the sync and async clients (_operations.py), from
-// api/openapi.yaml. The hand-written runtime beside them (transport,
+// openapi.yaml. The hand-written runtime beside them (transport,
 // problem exceptions, lease keeper) is what the generated methods call.
 //
 // No OpenAPI generator for Python runs on these machines (PyPI is out of

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	specPath = "../../api/openapi.yaml"
+	specPath = "../../openapi.yaml"
 	pkgDir   = "../../clients/python/tether_client"
 )
 

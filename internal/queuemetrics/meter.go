@@ -8,14 +8,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
-// Meter is the per-queue series: a graph.QueueMeter for the counters and
+// Meter is the per-queue series: a graphstore.QueueMeter for the counters and
 // histograms, a prometheus.Collector for the gauges. Register it with
 // Register.
 type Meter struct {
-	store  *graph.Store
+	store  *graphstore.Store
 	labels *labeller
 
 	claimWait, runTime *prometheus.HistogramVec
@@ -44,7 +44,7 @@ var (
 )
 
 // New builds the meter of store's queues; Register wires it.
-func New(store *graph.Store, lim Limits) *Meter {
+func New(store *graphstore.Store, lim Limits) *Meter {
 	tq := []string{"tenant", "queue"}
 	return &Meter{
 		store:   store,
@@ -82,8 +82,8 @@ func (m *Meter) Register(reg prometheus.Registerer) error {
 }
 
 // QueueObserved counts one durable transaction's outcomes
-// (graph.QueueMeter).
-func (m *Meter) QueueObserved(obs []graph.QueueObservation) {
+// (graphstore.QueueMeter).
+func (m *Meter) QueueObserved(obs []graphstore.QueueObservation) {
 	now := m.store.Clock().Now()
 	m.labels.mu.Lock()
 	defer m.labels.mu.Unlock()
@@ -93,19 +93,19 @@ func (m *Meter) QueueObserved(obs []graph.QueueObservation) {
 		s := m.seriesOf(k)
 		m.count(k, o.What, now)
 		switch o.What {
-		case graph.QueueCreated:
+		case graphstore.QueueCreated:
 			s.created.Inc()
-		case graph.QueueClaimed:
+		case graphstore.QueueClaimed:
 			s.claimWait.Observe(o.Took.Seconds())
-		case graph.QueueRunEnded:
+		case graphstore.QueueRunEnded:
 			s.runTime.Observe(o.Took.Seconds())
-		case graph.QueueCompleted:
+		case graphstore.QueueCompleted:
 			s.completed.Inc()
-		case graph.QueueFailed:
+		case graphstore.QueueFailed:
 			s.failed.Inc()
-		case graph.QueueDead:
+		case graphstore.QueueDead:
 			s.dead.Inc()
-		case graph.QueueExpired:
+		case graphstore.QueueExpired:
 			s.expired.Inc()
 		}
 	}
@@ -140,7 +140,7 @@ func (m *Meter) Describe(ch chan<- *prometheus.Desc) {
 // depthKey is one depth series.
 type depthKey struct {
 	labelKey
-	status graph.Status
+	status graphstore.Status
 }
 
 // queueStat is one queue's numbers at a scrape.
@@ -151,7 +151,7 @@ type queueStat struct {
 }
 
 type statusCount struct {
-	status graph.Status
+	status graphstore.Status
 	n      int64
 }
 
@@ -162,7 +162,7 @@ type statusCount struct {
 func (m *Meter) Collect(ch chan<- prometheus.Metric) {
 	now := m.store.Clock().Now()
 	var stats []queueStat
-	m.store.EachQueueStat(func(tenant, queue string, counts map[graph.Status]int64, _ int, oldest time.Time) {
+	m.store.EachQueueStat(func(tenant, queue string, counts map[graphstore.Status]int64, _ int, oldest time.Time) {
 		qs := queueStat{tenant: tenant, queue: queue, oldest: oldest, counts: make([]statusCount, 0, len(counts))}
 		for st, n := range counts {
 			qs.counts = append(qs.counts, statusCount{st, n})

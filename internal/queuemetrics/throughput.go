@@ -3,7 +3,7 @@ package queuemetrics
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // The throughput history: per queue, how many nodes were created, completed
@@ -41,14 +41,14 @@ func (h *history) at(minute int64) *minuteCounts {
 }
 
 // count adds one outcome at now to k's history (call with labels.mu held).
-func (m *Meter) count(k labelKey, what graph.QueueOutcome, now time.Time) {
+func (m *Meter) count(k labelKey, what graphstore.QueueOutcome, now time.Time) {
 	var field func(*minuteCounts) *int64
 	switch what {
-	case graph.QueueCreated:
+	case graphstore.QueueCreated:
 		field = func(c *minuteCounts) *int64 { return &c.created }
-	case graph.QueueCompleted:
+	case graphstore.QueueCompleted:
 		field = func(c *minuteCounts) *int64 { return &c.completed }
-	case graph.QueueFailed:
+	case graphstore.QueueFailed:
 		field = func(c *minuteCounts) *int64 { return &c.failed }
 	default:
 		return

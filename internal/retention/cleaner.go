@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/clock"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
@@ -25,7 +25,7 @@ const (
 
 // Config wires a Cleaner.
 type Config struct {
-	Store *graph.Store
+	Store *graphstore.Store
 	Clock clock.Clock
 	// Retention returns how long tenant keeps what finished; 0 keeps it
 	// forever.
@@ -148,7 +148,7 @@ func (c *Cleaner) Pass(ctx context.Context) error {
 			}
 			var nodes, groups int
 			var moreNodes, moreGroups bool
-			err := c.cfg.Store.Update(ctx, func(tx *graph.Tx) error {
+			err := c.cfg.Store.Update(ctx, func(tx *graphstore.Tx) error {
 				var err error
 				nodes, moreNodes, err = tx.PurgeFinished(tenant, cutoff, c.cfg.Batch)
 				return err
@@ -156,7 +156,7 @@ func (c *Cleaner) Pass(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			err = c.cfg.Store.Update(ctx, func(tx *graph.Tx) error {
+			err = c.cfg.Store.Update(ctx, func(tx *graphstore.Tx) error {
 				var err error
 				groups, moreGroups, err = tx.PurgeEvents(tenant, cutoff, c.cfg.Batch)
 				return err

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tether-run/tether/internal/retention"
 )
@@ -21,14 +21,14 @@ import (
 // the work service to make nodes, and a record of each removal's
 // transaction.
 type rig struct {
-	store   *graph.Store
-	leases  *lease.Service
+	store   *graphstore.Store
+	leases  *leasing.Service
 	work    *nodes.Service
 	clk     *clocktest.Fake
 	cleaner *retention.Cleaner
 
 	mu    sync.Mutex
-	perTx map[*graph.Tx]int // nodes removed by each transaction
+	perTx map[*graphstore.Tx]int // nodes removed by each transaction
 }
 
 // keep is each tenant's retention: acme an hour, initech two, globex
@@ -40,20 +40,20 @@ const batch = 3
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graph.Open(graph.Options{Dir: t.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: t.TempDir(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	r := &rig{store: store, clk: clk, perTx: map[*graph.Tx]int{}}
-	store.OnNodeGone(func(tx *graph.Tx, tenant, id string) error {
+	r := &rig{store: store, clk: clk, perTx: map[*graphstore.Tx]int{}}
+	store.OnNodeGone(func(tx *graphstore.Tx, tenant, id string) error {
 		r.mu.Lock()
 		r.perTx[tx]++
 		r.mu.Unlock()
 		return nil
 	})
-	limits := func(context.Context, string) (lease.Limits, error) {
-		return lease.Limits{TTLDefault: time.Hour, TTLMax: time.Hour}, nil
+	limits := func(context.Context, string) (leasing.Limits, error) {
+		return leasing.Limits{TTLDefault: time.Hour, TTLMax: time.Hour}, nil
 	}
-	r.leases = lease.New(lease.Config{Store: store, Clock: clk, Limits: limits})
+	r.leases = leasing.New(leasing.Config{Store: store, Clock: clk, Limits: limits})
 	r.work = nodes.New(nodes.Config{Store: store, Leases: r.leases, Limits: limits,
 		Defaults: func(context.Context, string) (nodes.Defaults, error) { return nodes.Defaults{MaxAttempts: 1}, nil }})
 	r.cleaner = retention.New(retention.Config{
@@ -76,9 +76,9 @@ func (r *rig) done(t *testing.T, tenant, id string) uint64 {
 	t.Helper()
 	r.create(t, tenant, id)
 	ctx := context.Background()
-	res, err := r.leases.Claim(ctx, lease.ClaimParams{Tenant: tenant, NodeID: id, By: "alice"})
+	res, err := r.leases.Claim(ctx, leasing.ClaimParams{Tenant: tenant, NodeID: id, By: "alice"})
 	require.NoError(t, err)
-	_, err = r.work.Complete(ctx, nodes.CompleteParams{HolderParams: lease.HolderParams{Tenant: tenant, NodeID: id, By: "alice"}})
+	_, err = r.work.Complete(ctx, nodes.CompleteParams{HolderParams: leasing.HolderParams{Tenant: tenant, NodeID: id, By: "alice"}})
 	require.NoError(t, err)
 	return res.Lease.Fence
 }
@@ -93,7 +93,7 @@ func (r *rig) exists(t *testing.T, tenant, id string) bool {
 	return true
 }
 
-func (r *rig) events(t *testing.T, tenant string) []graph.Event {
+func (r *rig) events(t *testing.T, tenant string) []graphstore.Event {
 	t.Helper()
 	evs, err := r.work.Events(tenant, r.store.EventHorizon(tenant), 10000)
 	require.NoError(t, err)

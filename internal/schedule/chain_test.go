@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
@@ -33,11 +33,11 @@ func TestChainStrandedStepsAreCancelled(t *testing.T) {
 
 	r.finish(t, run.Nodes[0], false)
 	for _, id := range run.Nodes[1:] {
-		require.Equal(t, graph.StatusQueued, r.node(t, id).Status, "stranded, not yet cancelled")
+		require.Equal(t, graphstore.StatusQueued, r.node(t, id).Status, "stranded, not yet cancelled")
 	}
 	r.fireAt(t, "s", minute(1))
 	for _, id := range run.Nodes[1:] {
-		require.Equal(t, graph.StatusCancelled, r.node(t, id).Status)
+		require.Equal(t, graphstore.StatusCancelled, r.node(t, id).Status)
 	}
 	runs := r.runs(t, "s")
 	require.Equal(t, RunFailed, runs[0].Status)
@@ -59,9 +59,9 @@ func TestOneShotFiresOnceAndIsRemoved(t *testing.T) {
 
 	_, err = r.sched.Get("acme", id)
 	require.ErrorAs(t, err, new(*fault.NotFound))
-	made, _, err := r.work.List("acme", graph.NodeQuery{Type: "job", Limit: 10}, nil)
+	made, _, err := r.work.List("acme", graphstore.NodeQuery{Type: "job", Limit: 10}, nil)
 	require.NoError(t, err)
 	require.Len(t, made, 1)
-	require.Equal(t, graph.SchedulePrefix+id, made[0].CreatedBy)
+	require.Equal(t, graphstore.SchedulePrefix+id, made[0].CreatedBy)
 	require.Equal(t, at, made[0].CreatedAt)
 }

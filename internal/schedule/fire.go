@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
@@ -17,7 +17,7 @@ const fireBudget = 10000
 // firing is one pass over a schedule inside a write transaction.
 type firing struct {
 	s      *Service
-	tx     *graph.Tx
+	tx     *graphstore.Tx
 	tenant string
 	rec    *Record
 	def    nodes.Defaults
@@ -32,7 +32,7 @@ type firing struct {
 // and stores the record with its next fire. Everything commits together:
 // a fire, its nodes, their created events, its run record and the
 // schedule's next fire, so no fire is lost or made twice by a crash.
-func (s *Service) fireTx(tx *graph.Tx, tenant, id string, def nodes.Defaults) error {
+func (s *Service) fireTx(tx *graphstore.Tx, tenant, id string, def nodes.Defaults) error {
 	var rec Record
 	ok, err := tx.ScheduleGet(tenant, id, &rec)
 	if err != nil {
@@ -151,7 +151,7 @@ func (f *firing) settle() error {
 
 // settle is the failure count's part of firing.settle; over, when not nil,
 // is called with each run found over.
-func settle(tx *graph.Tx, tenant string, rec *Record, over func(runState) error) error {
+func settle(tx *graphstore.Tx, tenant string, rec *Record, over func(runState) error) error {
 	var keep []RunRef
 	for _, p := range rec.Pending {
 		st, err := stateOf(tx, tenant, p.Nodes)
@@ -308,7 +308,7 @@ func (f *firing) fire(at time.Time, trig Trigger, by string, overlap Overlap, co
 		ids = append(ids, n.ID)
 	}
 	for _, a := range after {
-		e := &graph.Edge{From: ids[0], Type: graph.EdgeDependsOn, To: a, CreatedBy: c.Sub,
+		e := &graphstore.Edge{From: ids[0], Type: graphstore.EdgeDependsOn, To: a, CreatedBy: c.Sub,
 			Props: map[string]any{"on_fail": nodes.OnFailIgnore}}
 		if err := tx.EdgeInsert(f.tenant, e); err != nil {
 			return nil, err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/deadline"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // Ref names a schedule of a tenant.
@@ -51,7 +51,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return nil
 	}
 	l := s.loop
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		return tx.ScheduleListAll(func(tenant, id string, raw []byte) error {
 			var rec Record
 			if _, err := rec.UnmarshalMsg(raw); err != nil {
@@ -165,7 +165,7 @@ func (l *loop) run(ctx context.Context) {
 func (l *loop) fireAll(refs []Ref) {
 	// Not the stop signal: a fire begun is finished, so Stop never leaves
 	// one half made (it could not be anyway: it is one transaction).
-	ctx, durable := graph.WithBarrier(context.Background())
+	ctx, durable := graphstore.WithBarrier(context.Background())
 	var failed []Ref
 	for _, ref := range refs {
 		if err := l.s.fire(ctx, ref); err != nil {
@@ -190,7 +190,7 @@ func (s *Service) fire(ctx context.Context, ref Ref) error {
 	if err != nil {
 		return err
 	}
-	err = s.store.Update(ctx, func(tx *graph.Tx) error { return s.fireTx(tx, ref.Tenant, ref.ID, def) })
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) error { return s.fireTx(tx, ref.Tenant, ref.ID, def) })
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

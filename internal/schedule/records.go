@@ -2,15 +2,15 @@ package schedule
 
 // Schedule and run records are stored in MessagePack by a codec generated
 // by github.com/tinylib/msgp (records_gen.go; `go generate ./schedule/`), as
-// maps keyed by the JSON names (internal/graph/foreign_records.go): a field may be
-// added, and any other change bumps graph.FormatVersion. The JSON tags are
+// maps keyed by the JSON names (internal/graphstore/foreign_records.go): a field may be
+// added, and any other change bumps graphstore.FormatVersion. The JSON tags are
 // the stored names, and how format 4 stored the records (RecordFromJSON,
 // RunFromJSON).
 
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
@@ -23,7 +23,7 @@ import (
 //msgp:replace SkipReason with:string
 //msgp:replace nodes.NodeSpec with:nodeTemplate
 
-// Record is a schedule as stored (graph.SchedulePut): its settings, and the
+// Record is a schedule as stored (graphstore.SchedulePut): its settings, and the
 // firing state the loop keeps in step with each fire.
 type Record struct {
 	ID              string           `json:"id"`
@@ -72,7 +72,7 @@ type RunRef struct {
 	After []string `json:"after,omitempty"`
 }
 
-// Run is one fire as stored (graph.ScheduleRunPut): the nodes it made, or
+// Run is one fire as stored (graphstore.ScheduleRunPut): the nodes it made, or
 // why it made none. A skipped record may stand for several fires in a row
 // with the same reason (Count, from ScheduledAt to LastScheduledAt).
 type Run struct {
@@ -109,7 +109,7 @@ type nodeTemplate struct {
 	RunAt       *time.Time     `json:"run_at,omitempty"`
 	DelayMS     *int64         `json:"delay_ms,omitempty"`
 	TimeoutMS   *int64         `json:"timeout_ms,omitempty"`
-	Backoff     *graph.Backoff `json:"backoff,omitempty"`
+	Backoff     *graphstore.Backoff `json:"backoff,omitempty"`
 	Parent      *string        `json:"parent,omitempty"`
 	OnChildFail *string        `json:"on_child_fail,omitempty"`
 	DependsOn   []string       `json:"depends_on,omitempty"`
@@ -117,9 +117,9 @@ type nodeTemplate struct {
 }
 
 // RecordFromJSON recodes a schedule record that store format 4 (and before)
-// kept as JSON; graph.Open calls it to migrate such a store.
-func RecordFromJSON(raw []byte) ([]byte, error) { return graph.RecodeJSON[Record](raw) }
+// kept as JSON; graphstore.Open calls it to migrate such a store.
+func RecordFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[Record](raw) }
 
 // RunFromJSON recodes a run record that store format 4 (and before) kept as
-// JSON; graph.Open calls it to migrate such a store.
-func RunFromJSON(raw []byte) ([]byte, error) { return graph.RecodeJSON[Run](raw) }
+// JSON; graphstore.Open calls it to migrate such a store.
+func RunFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[Run](raw) }

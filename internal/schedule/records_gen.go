@@ -5,7 +5,7 @@ package schedule
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tinylib/msgp/msgp"
 )
@@ -1446,7 +1446,7 @@ func (z *nodeTemplate) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Backoff = nil
 			} else {
 				if z.Backoff == nil {
-					z.Backoff = new(graph.Backoff)
+					z.Backoff = new(graphstore.Backoff)
 				}
 				bts, err = z.Backoff.UnmarshalMsg(bts)
 				if err != nil {

@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
 // rig is a schedule service over a real store in t.TempDir(), on a fake
 // clock, whose firing loop signals every pass (TestSignals.Fired).
 type rig struct {
-	store  *graph.Store
-	leases *lease.Service
+	store  *graphstore.Store
+	leases *leasing.Service
 	work   *nodes.Service
 	sched  *Service
 	clk    *clocktest.Fake
@@ -31,13 +31,13 @@ var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	clk := clocktest.New(t0)
-	store, err := graph.Open(graph.Options{Dir: t.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: t.TempDir(), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
-	limits := func(context.Context, string) (lease.Limits, error) {
-		return lease.Limits{TTLDefault: time.Hour, TTLMax: time.Hour}, nil
+	limits := func(context.Context, string) (leasing.Limits, error) {
+		return leasing.Limits{TTLDefault: time.Hour, TTLMax: time.Hour}, nil
 	}
-	leases := lease.New(lease.Config{Store: store, Clock: clk, Limits: limits})
+	leases := leasing.New(leasing.Config{Store: store, Clock: clk, Limits: limits})
 	w := nodes.New(nodes.Config{Store: store, Leases: leases, Limits: limits,
 		Defaults: func(context.Context, string) (nodes.Defaults, error) { return nodes.Defaults{MaxAttempts: 1}, nil }})
 	r := &rig{store: store, leases: leases, work: w, clk: clk}
@@ -105,10 +105,10 @@ func (r *rig) runs(t *testing.T, id string) []RunView {
 	return out
 }
 
-func (r *rig) node(t *testing.T, id string) *graph.Node {
+func (r *rig) node(t *testing.T, id string) *graphstore.Node {
 	t.Helper()
-	var n *graph.Node
-	require.NoError(t, r.store.View(func(tx *graph.Tx) (err error) {
+	var n *graphstore.Node
+	require.NoError(t, r.store.View(func(tx *graphstore.Tx) (err error) {
 		n, err = tx.NodeGet("acme", id)
 		return err
 	}))
@@ -119,9 +119,9 @@ func (r *rig) node(t *testing.T, id string) *graph.Node {
 func (r *rig) finish(t *testing.T, id string, ok bool) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := r.leases.Claim(ctx, lease.ClaimParams{Tenant: "acme", NodeID: id, By: "alice"})
+	_, err := r.leases.Claim(ctx, leasing.ClaimParams{Tenant: "acme", NodeID: id, By: "alice"})
 	require.NoError(t, err)
-	h := lease.HolderParams{Tenant: "acme", NodeID: id, By: "alice"}
+	h := leasing.HolderParams{Tenant: "acme", NodeID: id, By: "alice"}
 	if ok {
 		_, err = r.work.Complete(ctx, nodes.CompleteParams{HolderParams: h})
 	} else {
@@ -133,6 +133,6 @@ func (r *rig) finish(t *testing.T, id string, ok bool) {
 
 func minute(i int) time.Time { return time.Date(2026, 1, 2, 3, 5+i, 0, 0, time.UTC) }
 
-func leaseClaim(id string) lease.ClaimParams {
-	return lease.ClaimParams{Tenant: "acme", NodeID: id, By: "alice"}
+func leaseClaim(id string) leasing.ClaimParams {
+	return leasing.ClaimParams{Tenant: "acme", NodeID: id, By: "alice"}
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 )
 
 // RunStatus is where a run stands, read from its nodes.
@@ -52,9 +52,9 @@ type runState struct {
 // and the steps after it are stranded; a live head gives the run its
 // status (running when any node runs). A run whose nodes were all deleted
 // is deleted.
-func stateOf(tx *graph.Tx, tenant string, nodes []string) (runState, error) {
+func stateOf(tx *graphstore.Tx, tenant string, nodes []string) (runState, error) {
 	var st runState
-	var head *graph.Node
+	var head *graphstore.Node
 	running, present := false, 0
 	for _, id := range nodes {
 		n, err := tx.NodeGet(tenant, id)
@@ -69,17 +69,17 @@ func stateOf(tx *graph.Tx, tenant string, nodes []string) (runState, error) {
 		switch {
 		case !n.Status.Terminal():
 			st.live = append(st.live, id)
-			running = running || n.Status == graph.StatusRunning
+			running = running || n.Status == graphstore.StatusRunning
 			if head != nil && head.Status.Terminal() {
 				st.stranded = append(st.stranded, id)
 			}
 		case n.UpdatedAt.After(st.endedAt):
 			st.endedAt = n.UpdatedAt
 		}
-		if n.Status == graph.StatusDone && len(n.Result) > 0 {
+		if n.Status == graphstore.StatusDone && len(n.Result) > 0 {
 			st.result = n.Result
 		}
-		if head == nil && n.Status != graph.StatusDone {
+		if head == nil && n.Status != graphstore.StatusDone {
 			head = n
 		}
 	}
@@ -122,7 +122,7 @@ type RunView struct {
 	Result   json.RawMessage
 }
 
-func viewRun(tx *graph.Tx, tenant, id string, r Run) (RunView, error) {
+func viewRun(tx *graphstore.Tx, tenant, id string, r Run) (RunView, error) {
 	v := RunView{Run: r, ScheduleID: id}
 	if r.Skipped != "" {
 		v.Status = RunSkipped

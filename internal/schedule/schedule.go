@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
@@ -125,9 +125,9 @@ const (
 
 // caller is who a schedule's fires act as: its nodes are created_by
 // schedule:<id>, and so are their events. No token or key may have a
-// subject with that prefix (graph.SubjectProblem), so none passes for it.
+// subject with that prefix (graphstore.SubjectProblem), so none passes for it.
 func caller(tenant, id string) nodes.Caller {
-	return nodes.Caller{Tenant: tenant, Sub: graph.SchedulePrefix + id, Dispatcher: true}
+	return nodes.Caller{Tenant: tenant, Sub: graphstore.SchedulePrefix + id, Dispatcher: true}
 }
 
 func (r *Record) timing() (timing, error) { return parseTiming(r.Cron, r.At, r.Timezone) }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tether-run/tether/internal/startstop"
@@ -27,7 +27,7 @@ import (
 
 // Config wires a Service.
 type Config struct {
-	Store  *graph.Store
+	Store  *graphstore.Store
 	Work   *nodes.Service
 	Clock  clock.Clock // the store's clock when nil
 	Logger *slog.Logger
@@ -45,7 +45,7 @@ type Service struct {
 	// enables them.
 	TestSignals TestSignals
 
-	store *graph.Store
+	store *graphstore.Store
 	work  *nodes.Service
 	clock clock.Clock
 	log   *slog.Logger
@@ -88,7 +88,7 @@ type View struct {
 
 // track tells the loop, once tx commits, when schedule id is next due (rec
 // nil: never, it is gone).
-func (s *Service) track(tx *graph.Tx, tenant, id string, rec *Record) {
+func (s *Service) track(tx *graphstore.Tx, tenant, id string, rec *Record) {
 	var due time.Time
 	if rec != nil && rec.Enabled && rec.NextFireAt != nil {
 		due = rec.due(tenant, *rec.NextFireAt)
@@ -124,7 +124,7 @@ func (s *Service) Create(ctx context.Context, tenant, by string, st Settings) (V
 		return View{}, err
 	}
 	var v View
-	err = s.store.Update(ctx, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var old Record
 		if ok, err := tx.ScheduleGet(tenant, rec.ID, &old); err != nil || ok {
 			if err == nil {
@@ -190,7 +190,7 @@ func (s *Service) checkNodes(tenant string, rec *Record, def nodes.Defaults) err
 
 // view builds the view of rec at now: the failure count settled as the next
 // fire would settle it (nothing is written), and the next fires.
-func view(tx *graph.Tx, tenant string, rec Record, now time.Time) (View, error) {
+func view(tx *graphstore.Tx, tenant string, rec Record, now time.Time) (View, error) {
 	rec.Pending = append([]RunRef(nil), rec.Pending...)
 	if err := settle(tx, tenant, &rec, nil); err != nil {
 		return View{}, err
@@ -221,7 +221,7 @@ func view(tx *graph.Tx, tenant string, rec Record, now time.Time) (View, error) 
 // Get returns schedule id of tenant.
 func (s *Service) Get(tenant, id string) (View, error) {
 	var v View
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		rec, err := load(tx, tenant, id)
 		if err != nil {
 			return err
@@ -232,7 +232,7 @@ func (s *Service) Get(tenant, id string) (View, error) {
 	return v, err
 }
 
-func load(tx *graph.Tx, tenant, id string) (Record, error) {
+func load(tx *graphstore.Tx, tenant, id string) (Record, error) {
 	var rec Record
 	ok, err := tx.ScheduleGet(tenant, id, &rec)
 	if err != nil {
@@ -257,7 +257,7 @@ func (s *Service) List(tenant, cursor string, limit int) ([]View, string, error)
 	}
 	var out []View
 	more := false
-	err = s.store.View(func(tx *graph.Tx) error {
+	err = s.store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
 		take := pageOf[Record](&out, &more, limit, "schedule", func(rec Record) (View, error) { return view(tx, tenant, rec, now) })
 		return tx.ScheduleList(tenant, after, func(_ string, raw []byte) (bool, error) { return take(raw) })
@@ -410,7 +410,7 @@ func (s *Service) Update(ctx context.Context, tenant, id, by string, p Patch) (V
 		return View{}, err
 	}
 	var v View
-	err = s.store.Update(ctx, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		rec, err := load(tx, tenant, id)
 		if err != nil {
 			return err
@@ -484,7 +484,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenant, id, by string, enabled
 		return View{}, fault.Invalidf("note", "must be at most %d bytes", MaxNoteLength)
 	}
 	var v View
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		rec, err := load(tx, tenant, id)
 		if err != nil {
 			return err
@@ -518,7 +518,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenant, id, by string, enabled
 // Delete removes a schedule and its run history. The nodes its runs made
 // stay: they are the tenant's work like any other.
 func (s *Service) Delete(ctx context.Context, tenant, id string) error {
-	err := s.store.Update(ctx, func(tx *graph.Tx) error {
+	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if _, err := load(tx, tenant, id); err != nil {
 			return err
 		}
@@ -547,7 +547,7 @@ func (s *Service) Trigger(ctx context.Context, tenant, id, by string, overlap *O
 		return RunView{}, err
 	}
 	var v RunView
-	err = s.store.Update(ctx, func(tx *graph.Tx) error {
+	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		rec, err := load(tx, tenant, id)
 		if err != nil {
 			return err
@@ -596,7 +596,7 @@ func (s *Service) Runs(tenant, id, cursor string, limit int) ([]RunView, string,
 	}
 	var out []RunView
 	more := false
-	err := s.store.View(func(tx *graph.Tx) error {
+	err := s.store.View(func(tx *graphstore.Tx) error {
 		if _, err := load(tx, tenant, id); err != nil {
 			return err
 		}

@@ -8,11 +8,11 @@ import (
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/internal/fleet"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/mcp"
 	"github.com/tether-run/tether/internal/queuemetrics"
 	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 // settings are the serve options, from flags over the environment over defaults.
@@ -79,8 +79,8 @@ func loadEnv() (settings, error) {
 		"TETHER_RETENTION_MS":                {&retentionMS, 604800000},
 		"TETHER_CLEANER_INTERVAL_MS":         {&cleanerMS, 1000},
 		// 0: no cap.
-		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, httpapi.DefaultWaitsPerIdentity},
-		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, httpapi.DefaultWaitsPerTenant},
+		"TETHER_MAX_WAITS_PER_IDENTITY": {&waitsIdentity, api.DefaultWaitsPerIdentity},
+		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
 		"TETHER_BLOB_MAX_BYTES":         {&blobMax, 32 << 20},
 		"TETHER_BLOB_GRACE_MS":          {&blobGraceMS, 3600000},
 		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
@@ -120,8 +120,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_WORKER_OFFLINE_RETENTION_MS must be from 1 to %d (a day: no worker is kept longer)", int64(maxWorkerOfflineMS))
 	case waitsIdentity < 0 || waitsTenant < 0 || waitsIdentity > 1<<20 || waitsTenant > 1<<20:
 		return s, fmt.Errorf("TETHER_MAX_WAITS_PER_IDENTITY and TETHER_MAX_WAITS_PER_TENANT must be from 0 (no cap) to %d", 1<<20)
-	case retentionMS != 0 && (retentionMS < tenant.MinRetentionMS || retentionMS > tenant.MaxRetentionMS):
-		return s, fmt.Errorf("TETHER_RETENTION_MS must be 0 (keep forever) or from %d to %d", tenant.MinRetentionMS, int64(tenant.MaxRetentionMS))
+	case retentionMS != 0 && (retentionMS < tenancy.MinRetentionMS || retentionMS > tenancy.MaxRetentionMS):
+		return s, fmt.Errorf("TETHER_RETENTION_MS must be 0 (keep forever) or from %d to %d", tenancy.MinRetentionMS, int64(tenancy.MaxRetentionMS))
 	case cleanerMS < 1:
 		return s, fmt.Errorf("TETHER_CLEANER_INTERVAL_MS must be at least 1")
 	case blobMax < 1:
@@ -154,7 +154,7 @@ func loadEnv() (settings, error) {
 	case retryInitialMS == 0:
 		retryInitialMS = -1 // the tenant package's "no backoff"
 	}
-	keys, err := tenant.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
+	keys, err := tenancy.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
 	if err != nil {
 		return s, fmt.Errorf("TETHER_JWT_PUBLIC_KEYS: %w", err)
 	}
@@ -163,14 +163,14 @@ func loadEnv() (settings, error) {
 		WorkerStaleAfter:       time.Duration(workerStaleMS) * time.Millisecond,
 		WorkerOfflineRetention: time.Duration(workerOfflineMS) * time.Millisecond,
 		MaxBodyBytes:           maxBody,
-		Waits:                  httpapi.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
+		Waits:                  api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
 		BlobMaxBytes:           blobMax,
 		BlobGrace:              time.Duration(blobGraceMS) * time.Millisecond,
 		SkillMDPath:            os.Getenv("TETHER_SKILL_MD_PATH"),
 		OperatorTokens:         envflag.List("TETHER_OPERATOR_TOKENS"),
 		CleanerInterval:        time.Duration(cleanerMS) * time.Millisecond,
 		QueueMetrics:           queuemetrics.Limits{MaxTenants: int(metricsTenants), MaxQueues: int(metricsQueues)},
-		Tenant: tenant.Config{
+		Tenant: tenancy.Config{
 			JWTSecrets:      envflag.List("TETHER_JWT_SECRET"),
 			PublicKeys:      keys,
 			Issuer:          os.Getenv("TETHER_JWT_ISSUER"),
@@ -179,7 +179,7 @@ func loadEnv() (settings, error) {
 			LeftClawTokens:  envflag.List("LEFT_CLAW_TOKEN", "LEFT_CLAW_TOKENS"),
 			RightClawTokens: envflag.List("RIGHT_CLAW_TOKEN", "RIGHT_CLAW_TOKENS"),
 			TTLCeilingMS:    ttlCeiling,
-			Defaults: tenant.Policy{
+			Defaults: tenancy.Policy{
 				ClaimTTLDefaultMS:  ttlDefault,
 				ClaimTTLMaxMS:      ttlMax,
 				MaxAttemptsDefault: maxAttempts,
@@ -193,7 +193,7 @@ func loadEnv() (settings, error) {
 	return s, nil
 }
 
-// noCapIfZero maps a setting's 0 ("no cap") to httpapi.WaitLimits' negative.
+// noCapIfZero maps a setting's 0 ("no cap") to api.WaitLimits' negative.
 func noCapIfZero(v int64) int {
 	if v == 0 {
 		return -1

@@ -24,7 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tether-run/tether/internal/envflag"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/mcp"
 	"github.com/tether-run/tether/internal/memlimit"
 	"github.com/tether-run/tether/internal/server"
@@ -83,7 +83,7 @@ or not, and every request counts in /metrics.`,
 			if err != nil {
 				return err
 			}
-			if s.Server.AccessLog, err = httpapi.ParseAccessLog(lo.access); err != nil {
+			if s.Server.AccessLog, err = api.ParseAccessLog(lo.access); err != nil {
 				return fmt.Errorf("TETHER_ACCESS_LOG: %w", err)
 			}
 			return serve(cmd.Context(), s, log)
@@ -96,7 +96,7 @@ or not, and every request counts in /metrics.`,
 	cmd.Flags().BoolVar(&dev, "dev", false, "development mode: generate a secret and print an admin token")
 	cmd.Flags().StringVar(&lo.format, "log-format", envflag.String("TETHER_LOG_FORMAT", "text"), "log format: text or json (TETHER_LOG_FORMAT)")
 	cmd.Flags().StringVar(&lo.level, "log-level", envflag.String("TETHER_LOG_LEVEL", "info"), "lowest level logged: debug, info, warn or error (TETHER_LOG_LEVEL)")
-	cmd.Flags().StringVar(&lo.access, "access-log", envflag.String("TETHER_ACCESS_LOG", httpapi.AccessLogErrors), "requests logged: errors, all, sample:N or off (TETHER_ACCESS_LOG)")
+	cmd.Flags().StringVar(&lo.access, "access-log", envflag.String("TETHER_ACCESS_LOG", api.AccessLogErrors), "requests logged: errors, all, sample:N or off (TETHER_ACCESS_LOG)")
 	return cmd
 }
 

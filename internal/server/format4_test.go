@@ -16,7 +16,7 @@ import (
 
 	"github.com/tether-run/tether/internal/backup"
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/testserver"
 )
@@ -110,7 +110,7 @@ func TestAFormat4DataDirIsMigrated(t *testing.T) {
 	madeAt := time.UnixMilli(fix.MadeAtUnixMS).UTC()
 	dir := filepath.Join(t.TempDir(), "data")
 	loadShifted(t, stream, dir, time.Since(madeAt)+time.Hour)
-	rep, err := graph.Check(dir)
+	rep, err := graphstore.Check(dir)
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.Format)
 	require.Empty(t, rep.Problems)
@@ -135,9 +135,9 @@ func TestAFormat4DataDirIsMigrated(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, "the API key authenticates: %s", got)
 		srv.Stop()
 
-		rep, err = graph.Check(dir)
+		rep, err = graphstore.Check(dir)
 		require.NoError(t, err)
-		require.Equal(t, graph.FormatVersion, rep.Format)
+		require.Equal(t, graphstore.FormatVersion, rep.Format)
 		require.Empty(t, rep.Problems)
 		// A tenant, a key, two workers, three messages, two schedules, a run.
 		require.Equal(t, 10, rep.ForeignRecords)
@@ -154,7 +154,7 @@ func TestABackupOfFormat4Restores(t *testing.T) {
 	st, err := backup.Restore(bytes.NewReader(stream), dir)
 	require.NoError(t, err)
 	require.Equal(t, int64(21), st.Records)
-	rep, err := graph.Check(dir)
+	rep, err := graphstore.Check(dir)
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.Format)
 	require.Empty(t, rep.Problems)
@@ -173,8 +173,8 @@ func TestABackupOfFormat4Restores(t *testing.T) {
 		require.JSONEq(t, string(fix.Responses[path]), string(got), "GET %s", path)
 	}
 	srv.Stop()
-	rep, err = graph.Check(dir)
+	rep, err = graphstore.Check(dir)
 	require.NoError(t, err)
-	require.Equal(t, graph.FormatVersion, rep.Format)
+	require.Equal(t, graphstore.FormatVersion, rep.Format)
 	require.Empty(t, rep.Problems)
 }

@@ -2,18 +2,18 @@ package server
 
 import (
 	"github.com/tether-run/tether/internal/fleet"
-	"github.com/tether-run/tether/internal/graph"
+	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/message"
 	"github.com/tether-run/tether/internal/schedule"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 // jsonRecoders are the owners' recodings of the records store formats 3
-// and 4 kept as JSON: graph.Open migrates such a data directory with them.
-func jsonRecoders() graph.Recoders {
-	return graph.Recoders{
-		Tenant:      tenant.TenantFromJSON,
-		APIKey:      tenant.APIKeyFromJSON,
+// and 4 kept as JSON: graphstore.Open migrates such a data directory with them.
+func jsonRecoders() graphstore.Recoders {
+	return graphstore.Recoders{
+		Tenant:      tenancy.TenantFromJSON,
+		APIKey:      tenancy.APIKeyFromJSON,
 		Worker:      fleet.FromJSON,
 		Message:     message.FromJSON,
 		Schedule:    schedule.RecordFromJSON,

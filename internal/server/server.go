@@ -16,10 +16,10 @@ import (
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/fleet"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/httpapi"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/kv"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/message"
 	"github.com/tether-run/tether/internal/nodes"
@@ -27,7 +27,7 @@ import (
 	"github.com/tether-run/tether/internal/retention"
 	"github.com/tether-run/tether/internal/schedule"
 	"github.com/tether-run/tether/internal/startstop"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 // Config is everything a server needs.
@@ -37,14 +37,14 @@ type Config struct {
 	// KV, when set, is the storage engine (one shard's etcd-backed store,
 	// say) instead of Badger in DataDir; the server closes it at Shutdown.
 	KV             *kv.Store
-	Tenant         tenant.Config
+	Tenant         tenancy.Config
 	ReaperInterval time.Duration
 	MaxBodyBytes   int64
 	SkillMDPath    string
 	Clock          clock.Clock
 	Logger         *slog.Logger
 	// AccessLog says which requests Logger records (TETHER_ACCESS_LOG).
-	AccessLog httpapi.AccessLog
+	AccessLog api.AccessLog
 
 	// WorkerStaleAfter is TETHER_WORKER_STALE_MS (fleet.DefaultStaleAfter when zero).
 	WorkerStaleAfter time.Duration
@@ -58,7 +58,7 @@ type Config struct {
 	CleanerInterval time.Duration
 	// Waits cap the long polls, event streams and MCP sessions and streams
 	// open at once (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
-	Waits httpapi.WaitLimits
+	Waits api.WaitLimits
 	// QueueMetrics bound the label values of the per-queue series
 	// (TETHER_METRICS_MAX_TENANTS, TETHER_METRICS_MAX_QUEUES).
 	QueueMetrics queuemetrics.Limits
@@ -88,13 +88,13 @@ type MCPHandler interface {
 
 // Server is a running Tether.
 type Server struct {
-	Store   *graph.Store
-	Tenants *tenant.Service
-	Leases  *lease.Service
+	Store   *graphstore.Store
+	Tenants *tenancy.Service
+	Leases  *leasing.Service
 	Work    *nodes.Service
 	Workers *fleet.Registry
 	Cleaner *retention.Cleaner
-	API     *httpapi.Server
+	API     *api.Server
 	http    *http.Server
 	log     *slog.Logger
 
@@ -122,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		skill = b
 	}
-	store, err := graph.Open(graph.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger, Recoders: jsonRecoders()})
+	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger, Recoders: jsonRecoders()})
 	if err != nil {
 		return nil, err
 	}
@@ -141,22 +141,22 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		undo.pushStop(svc.Stop)
 		return nil
 	}
-	tenants, err := tenant.NewService(cfg.Tenant, store, cfg.Clock)
+	tenants, err := tenancy.NewService(cfg.Tenant, store, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
-	limits := func(ctx context.Context, t string) (lease.Limits, error) {
+	limits := func(ctx context.Context, t string) (leasing.Limits, error) {
 		p, err := tenants.Policy(ctx, t)
 		if err != nil {
-			return lease.Limits{}, err
+			return leasing.Limits{}, err
 		}
-		return lease.Limits{
+		return leasing.Limits{
 			TTLDefault:           time.Duration(p.ClaimTTLDefaultMS) * time.Millisecond,
 			TTLMax:               time.Duration(p.ClaimTTLMaxMS) * time.Millisecond,
 			MaxLeasesPerIdentity: p.MaxLeasesPerIdentity,
 		}, nil
 	}
-	leases := lease.New(lease.Config{
+	leases := leasing.New(leasing.Config{
 		Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
 		ReaperInterval: cfg.ReaperInterval, Limits: limits,
 	})
@@ -166,7 +166,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			p, err := tenants.Policy(ctx, t)
 			d := nodes.Defaults{MaxAttempts: p.MaxAttemptsDefault}
 			if p.RetryInitialMS > 0 {
-				d.Backoff = &graph.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenant.RetryFactor}
+				d.Backoff = &graphstore.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenancy.RetryFactor}
 			}
 			return d, err
 		},
@@ -206,10 +206,10 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := start(cleaner); err != nil {
 		return nil, err
 	}
-	a := httpapi.New(httpapi.Config{
+	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
-	}, httpapi.Deps{
+	}, api.Deps{
 		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,
 	})
@@ -234,7 +234,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 // openBlobs opens the blob store in DataDir/blobs (an in-memory store keeps
 // its blobs in BlobDir, or in a temporary directory, tmp, removed at
 // shutdown); Open starts its sweeps.
-func openBlobs(cfg Config, store *graph.Store, tenants *tenant.Service) (b *blob.Service, tmp string, err error) {
+func openBlobs(cfg Config, store *graphstore.Store, tenants *tenancy.Service) (b *blob.Service, tmp string, err error) {
 	dir := cfg.BlobDir
 	if dir == "" && cfg.DataDir != "" && !cfg.InMemory {
 		dir = filepath.Join(cfg.DataDir, "blobs")

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/apitest"
-	"github.com/tether-run/tether/internal/graph"
-	"github.com/tether-run/tether/internal/lease"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/message"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tether-run/tether/internal/schedule"
@@ -46,7 +46,7 @@ func TestServerServesItsRecordsAfterARestart(t *testing.T) {
 	id, q := "job-1", "q"
 	_, err := s.Work.Create(ctx, head, nodes.NodeSpec{ID: &id, Type: "task", Queue: &q}, nil)
 	require.NoError(t, err)
-	claimed, err := s.Leases.Claim(ctx, lease.ClaimParams{Tenant: "acme", NodeID: id, By: "alice"})
+	claimed, err := s.Leases.Claim(ctx, leasing.ClaimParams{Tenant: "acme", NodeID: id, By: "alice"})
 	require.NoError(t, err)
 	_, err = s.Messages.Send(ctx, message.SendParams{Tenant: "acme", From: "head", To: "alice", Body: "hello after restart"})
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestServerServesItsRecordsAfterARestart(t *testing.T) {
 	node, err := alice.GetNodeWithResponse(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, node.StatusCode(), string(node.Body))
-	require.Equal(t, client.NodeStatus(graph.StatusRunning), node.JSON200.Status)
+	require.Equal(t, client.NodeStatus(graphstore.StatusRunning), node.JSON200.Status)
 	require.Equal(t, "alice", node.JSON200.Lease.By)
 	require.EqualValues(t, claimed.Lease.Fence, node.JSON200.Lease.Fence)
 	require.False(t, node.JSON200.Lease.ExpiresAt.Before(claimed.Lease.ExpiresAt), "a restart never shortens a lease")
@@ -108,15 +108,15 @@ func TestShutdownDrainsAndClosesTheStore(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the long poll outlived Shutdown")
 	}
-	require.Error(t, s.Store.Update(ctx, func(*graph.Tx) error { return nil }), "the store is closed")
+	require.Error(t, s.Store.Update(ctx, func(*graphstore.Tx) error { return nil }), "the store is closed")
 
-	again, err := graph.Open(graph.Options{Dir: s.DataDir})
+	again, err := graphstore.Open(graphstore.Options{Dir: s.DataDir})
 	require.NoError(t, err, "the data dir is released")
 	require.NoError(t, again.Close())
 }
 
 // waitForClaimer returns once a claim-next long poll waits on queue q.
-func waitForClaimer(t *testing.T, store *graph.Store, tenant, q string) {
+func waitForClaimer(t *testing.T, store *graphstore.Store, tenant, q string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -141,10 +141,10 @@ func TestFailedOpenLeavesNothingRunning(t *testing.T) {
 	require.Error(t, err)
 	require.Nil(t, srv)
 
-	store, err := graph.Open(graph.Options{Dir: cfg.DataDir})
+	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir})
 	require.NoError(t, err, "the data dir is released")
 	require.NoError(t, store.Close())
-	// graph.Store.Close signals its list-sync goroutine and does not wait
+	// graphstore.Store.Close signals its list-sync goroutine and does not wait
 	// for it, so one may still be on its way out: allow it a moment.
 	deadline := time.Now().Add(5 * time.Second)
 	for len(tetherGoroutines()) > 0 && time.Now().Before(deadline) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/tenant"
+	"github.com/tether-run/tether/internal/tenancy"
 )
 
 // Secret signs the tokens of every test server.
@@ -47,11 +47,11 @@ func Config(t testing.TB) server.Config {
 		Clock:          clocktest.New(time.Now().UTC().Truncate(time.Millisecond)),
 		ReaperInterval: time.Second,
 		MaxBodyBytes:   64 << 10,
-		Tenant: tenant.Config{
+		Tenant: tenancy.Config{
 			JWTSecrets:   []string{Secret},
 			HeadTokens:   []string{"head-static-token"},
 			TTLCeilingMS: 86400000,
-			Defaults:     tenant.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
+			Defaults:     tenancy.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
 		},
 	}
 }

@@ -22,7 +22,7 @@
 //	  message.Service     Swept    a timed expiry sweep (the next one due)
 //	requests:
 //	  nodes.Service       Parked   a claim-next long poll waits (its queue)
-//	  httpapi.Server      Waiting  a waiting request holds its place (its subject)
+//	  api.Server      Waiting  a waiting request holds its place (its subject)
 //	                      Served   a request is answered, counted, logged
 //	the test filesystem:
 //	  lazyfs.FS           Released the kernel's last close of a file arrived

@@ -13,10 +13,10 @@
 //
 // What is traced, when on:
 //   - every HTTP request: a server span, child of the caller's W3C
-//     traceparent header when there is one (internal/httpapi/tracing.go);
+//     traceparent header when there is one (api/tracing.go);
 //   - each store write a request makes: a child span covering its wait for
 //     the writer's commit, which many requests share (group commit), from
-//     the moment it is queued until it is durable (internal/graph/trace.go);
+//     the moment it is queued until it is durable (internal/graphstore/trace.go);
 //   - the creating request's trace context, kept on each node it creates as
 //     props.traceparent (Prop), unless the caller set one: a claim returns
 //     the node with it, and `tether work` starts each run's span with a link

@@ -1,6 +1,6 @@
 """A typed Python client for the Tether HTTP API, sync and async, over httpx.
 
-The operations and models are generated from api/openapi.yaml
+The operations and models are generated from openapi.yaml
 (_operations.py, models.py: ``make generate``); the transport, the
 problem+json exceptions and the lease keepers are written by hand.
 

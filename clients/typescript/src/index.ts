@@ -1,6 +1,6 @@
 // A thin typed client for the Tether HTTP API.
 //
-// The types in ./schema.ts are generated from api/openapi.yaml by
+// The types in ./schema.ts are generated from openapi.yaml by
 // openapi-typescript (`npm run generate`); the runtime is openapi-fetch. This file
 // only adds the bearer token and turns problem+json answers into TetherProblem.
 import createClient, { type Client, defaultPathSerializer } from "openapi-fetch";

@@ -1,0 +1,179 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/nodes"
+)
+
+type queueJSON struct {
+	Queue         string                 `json:"queue"`
+	Paused        bool                   `json:"paused"`
+	MaxRunning    int64                  `json:"max_running"`
+	Counts        map[graphstore.Status]int64 `json:"counts"`
+	Ready         int                    `json:"ready"`
+	OldestReadyAt *Time                  `json:"oldest_ready_at"`
+}
+
+func toQueue(v nodes.QueueView) queueJSON {
+	counts := map[graphstore.Status]int64{}
+	for _, st := range graphstore.Statuses() {
+		counts[st] = v.Counts[st]
+	}
+	return queueJSON{Queue: v.Queue, Paused: v.Paused, MaxRunning: v.MaxRunning, Counts: counts, Ready: v.Ready, OldestReadyAt: timePtr(v.OldestReady)}
+}
+
+func (s *Server) listQueues(c echo.Context) error {
+	views, err := s.work.Queues(principal(c).Tenant)
+	if err != nil {
+		return err
+	}
+	items := make([]queueJSON, len(views))
+	for i, v := range views {
+		items[i] = toQueue(v)
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Server) setQueue(c echo.Context, ch nodes.QueueChange) error {
+	v, err := s.work.SetQueue(c.Request().Context(), caller(c), c.Param("queue"), ch)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, toQueue(v))
+}
+
+func (s *Server) pauseQueue(c echo.Context) error {
+	paused := true
+	return s.setQueue(c, nodes.QueueChange{Paused: &paused})
+}
+
+func (s *Server) resumeQueue(c echo.Context) error {
+	paused := false
+	return s.setQueue(c, nodes.QueueChange{Paused: &paused})
+}
+
+func (s *Server) patchQueue(c echo.Context) error {
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var b struct {
+		MaxRunning *int64 `json:"max_running"`
+	}
+	if err := decodeStrict(body, &b, false); err != nil {
+		return err
+	}
+	if b.MaxRunning == nil {
+		return fault.Invalidf("max_running", "is required (0 removes the cap)")
+	}
+	return s.setQueue(c, nodes.QueueChange{MaxRunning: b.MaxRunning})
+}
+
+// claimFields are the members of a claim-next body; a complete's next
+// carries them too.
+type claimFields struct {
+	Session string   `json:"session"`
+	TTLMS   *int64   `json:"ttl_ms"`
+	WaitMS  *int64   `json:"wait_ms"`
+	Types   []string `json:"types"`
+	Labels  []string `json:"labels"`
+}
+
+// params are the params of a claim of one node from queue.
+func (b claimFields) params(who nodes.Caller, queue string, waitEnd <-chan struct{}) nodes.ClaimNextParams {
+	return nodes.ClaimNextParams{
+		Caller: who, Queue: queue, Session: b.Session, TTL: msOf(b.TTLMS), Wait: msOf(b.WaitMS),
+		WaitEnd: waitEnd, Types: b.Types, Labels: b.Labels, Max: 1,
+	}
+}
+
+type claimNextBody struct {
+	claimFields
+	Max *int `json:"max"`
+}
+
+func (s *Server) claimNextParams(c echo.Context, many bool) (nodes.ClaimNextParams, error) {
+	body, err := s.readBody(c)
+	if err != nil {
+		return nodes.ClaimNextParams{}, err
+	}
+	var b claimNextBody
+	if err := decodeStrict(body, &b, true); err != nil {
+		return nodes.ClaimNextParams{}, err
+	}
+	p := b.params(caller(c), c.Param("queue"), s.stopped())
+	switch {
+	case b.Max != nil && !many:
+		return p, fault.Invalidf("max", "unknown field: use POST /v1/queues/{queue}/claims to claim many")
+	case b.Max != nil && (*b.Max < 1 || *b.Max > 1000):
+		return p, fault.Invalidf("max", "must be an integer from 1 to 1000")
+	case b.Max != nil:
+		p.Max = *b.Max
+	}
+	return p, nil
+}
+
+// claimNext is POST /v1/queues/{queue}/claim: 200 with a claim, or 204 when
+// nothing became ready within wait_ms.
+func (s *Server) claimNext(c echo.Context) error {
+	p, err := s.claimNextParams(c, false)
+	if err != nil {
+		return err
+	}
+	if p.Wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	got, err := s.work.ClaimNext(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	if len(got) == 0 {
+		return c.NoContent(http.StatusNoContent)
+	}
+	out, err := s.claimJSON(got[0])
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// claimMany is POST /v1/queues/{queue}/claims: up to max claims at once.
+func (s *Server) claimMany(c echo.Context) error {
+	p, err := s.claimNextParams(c, true)
+	if err != nil {
+		return err
+	}
+	if p.Wait > 0 {
+		release, err := s.waiters.acquire(principal(c))
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	got, err := s.work.ClaimNext(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	nodes := make([]*graphstore.Node, len(got))
+	for i, r := range got {
+		nodes[i] = r.Node
+	}
+	views, err := s.work.Views(nodes...)
+	if err != nil {
+		return err
+	}
+	items := make([]claimedJSON, len(got))
+	for i, r := range got {
+		items[i] = claimedJSON{Lease: toLease(r.Node.ID, r.Lease), Node: toNode(views[i])}
+	}
+	return writeJSON(c, http.StatusOK, &claimedList{Items: items})
+}

@@ -1,0 +1,62 @@
+package graphstore
+
+// The claimable rule: whether a node may be claimed now, apart from its
+// lease and its attempts (the lease package's). It is decided here, beside
+// the ready index, from what the store keeps in memory, and the index and
+// the claim gate share it: the ready index holds the queued nodes that are
+// not blocked (nodeState.ready) and offers those whose run_at has come and
+// whose target and filters match the claimer; every claim, from claim-next
+// or by id, applies the whole rule to the record it is about to change
+// (ClaimRefusals, through lifecycle.Claimable). Naming what blocks a node is
+// an explanation of a refusal, not part of the rule (lifecycle.Blocking).
+
+// Refusals is the set of reasons the claimable rule refuses a node; zero: it
+// may be claimed.
+type Refusals uint8
+
+const (
+	RefusedNotAtRest Refusals = 1 << iota // not open or queued
+	RefusedBlocked                        // an unmet dependency or an unfinished child
+	RefusedDelayed                        // run_at has not come
+	RefusedPaused                         // its queue is paused
+	RefusedFull                           // its queue is at its max_running
+	RefusedReserved                       // reserved (target) for another identity
+)
+
+// blocked reports whether the node has an unmet dependency or an unfinished
+// child, by its blocker counts.
+func (st *nodeState) blocked() bool { return st.deps > 0 || st.children > 0 }
+
+// ClaimRefusals applies the claimable rule to n as by would claim it, at
+// tx's instant: at rest, not blocked, run_at come, its queue neither paused
+// nor at its max_running, and reserved for by or no one. It returns the
+// queue's settings it read (zero for a node without a queue).
+func (tx *Tx) ClaimRefusals(n *Node, by string) (Refusals, QueueSettings, error) {
+	var r Refusals
+	var q QueueSettings
+	if !n.Status.AtRest() {
+		r |= RefusedNotAtRest
+	}
+	if st := tx.state(nodeRef{n.Tenant, n.ID}); st != nil && st.blocked() {
+		r |= RefusedBlocked
+	}
+	if n.RunAt != nil && n.RunAt.After(tx.Now()) {
+		r |= RefusedDelayed
+	}
+	if n.Queue != "" {
+		var err error
+		if q, err = tx.QueueSettingsGet(n.Tenant, n.Queue); err != nil {
+			return r, q, err
+		}
+		if q.Paused {
+			r |= RefusedPaused
+		}
+		if q.MaxRunning > 0 && tx.QueueCount(n.Tenant, n.Queue, StatusRunning) >= q.MaxRunning {
+			r |= RefusedFull
+		}
+	}
+	if n.Target != "" && n.Target != by {
+		r |= RefusedReserved
+	}
+	return r, q, nil
+}

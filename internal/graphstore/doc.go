@@ -1,0 +1,109 @@
+// Package graph is Tether's model: nodes, edges (live and retired), events,
+// comments, queue settings, and the records other packages own (tenants, API
+// keys, workers, idempotency, messages, blobs, schedules and their runs),
+// stored in a kv.Store (the storage engine). It knows nothing of HTTP. Of
+// leases it keeps what is stored and indexed (a node's live assigned edge in
+// its record, live leases by id and holder); what a claim, renewal, release or
+// expiry decides is package lease's.
+//
+// What is stored, and only that (keys.go): node records (each with its live
+// assigned edge, so a claim and a completion write no edge key, and with
+// pointers to the event groups of the transactions that wrote it, so they
+// write no pointer key either: node_events.go), live and retired edges,
+// deleted nodes' last fences, event groups with per-node pointers,
+// comments and the small records. Every record is MessagePack from a
+// generated codec under one format version (format.go): the graph's own
+// (records.go, records_gen.go), and the records other packages own
+// (tenants, API keys, workers, messages, schedules and runs) in their
+// owners' generated codecs (foreign_records.go). A data directory of format
+// 3 or 4, which kept the latter as JSON, is recoded at open, resumably, with
+// the owners' recoders (format_json_records.go); any other version is
+// refused with both versions named. An
+// event's data is a MessagePack map; the writer's hot paths build it
+// already encoded, key by key (event_data.go).
+//
+// What lives in memory, derived from the records (state.go, rebuild.go),
+// kept small because every node holds it (TestQueuedNodeMemory measures it
+// per queued node):
+//   - every node's state, in one table entry found through a map keyed by a
+//     hash of its ref (node_index.go): what many nodes share (queue, type,
+//     target, parent, holder, label set) as interned atoms of one word
+//     (interned.go), its place in the list indexes (by tenant in list
+//     order, by status, by queue and status, by parent, live leases by id
+//     and by holder; lists.go, kept off the writer), its blocker counts
+//     (unmet depends_on targets, unfinished children), how many live
+//     depends_on edges point at it, and, while it runs, its encoded record,
+//     so a running node's hot paths never read the store; a queued or open
+//     node's record is read from the store (through the writer's
+//     transaction, once per transaction) when it is claimed, read or
+//     changed, so the backlog's records live on disk (on an engine whose
+//     reads are round trips, etcd, every live node's record stays in
+//     memory instead: Store.liveRecords);
+//   - every live edge, from both ends;
+//   - the fences of deleted nodes;
+//   - the ready mirror (ready_mirror.go, ready_filter*.go): exactly the
+//     queued nodes with no blocker, per tenant-queue in claim order, indexed
+//     by target, type and label so a filtered claim-next finds its first
+//     match in O(log n); its trees hold the table's entries themselves, one
+//     tree per order, and none in age order: a queue's oldest claimable
+//     node is the first of one of its claim indexes' priority bands, a seek
+//     per band (ready_oldest.go); delayed ones wait in a deadline heap for a
+//     timer;
+//   - each tenant's last event seq (read from the store on first use);
+//   - when each live node last became ready or was claimed (nodeState.since,
+//     stamped by Tx.apply), from which a QueueMeter is told how long claims
+//     waited and runs lasted (queue_meter.go).
+//
+// Rebuilding: Open scans the node records (one goroutine reads them, another
+// decodes them, in key order), then the live edges (counting blockers and
+// dependents), then the kept fences, and indexes every node (the lists and
+// the ready mirror built side by side, from the nodes sorted once, the
+// mirror's kinds of trees each filled by a goroutine of its own: load),
+// with the proportional GC off and the soft memory limit as its guard
+// (rebuild_gc.go); then it has kv reopen its engine (kv.Store.Reopen), which lets go of the
+// table pages the scan mapped in, before the writer starts. tether check
+// (check.go) derives the same state and compares it with a recount from the
+// records.
+//
+// Invariants:
+//   - Every record of a tenant lives under a key that carries the tenant id
+//     right after the record tag (keys.go), so no range over one tenant's
+//     keys can reach another's. Only start-up ranges across tenants.
+//   - Writes run on kv's single writer goroutine. A transaction changes the
+//     in-memory state through its own copies (Tx.mut, Tx.edges); Tx.apply
+//     folds them into the table and the ready mirror only when it succeeds,
+//     before any other hook and before the next transaction runs, so the
+//     writer always sees exactly what committed before it.
+//   - Readers (View) read records from a snapshot that holds every write
+//     acknowledged before it began: what is durable, and the renewals
+//     answered before they are durable (UpdateEager; a restart only ever
+//     lengthens a live lease, so what a reader saw of one is never taken
+//     back). A renewal of a claim not yet durable is answered and shown
+//     only once that claim is, so no claim is seen early. The in-memory
+//     indexes readers walk may be a few commits ahead, so every list
+//     re-reads each record and checks its filters on it. The in-memory
+//     records (nodeState.record) are the writer's alone.
+//   - An entry in the ready mirror's trees changes its state only on the
+//     writer, under the mirror's lock, after it has left the trees when the
+//     change moves it (readyMirror.trackLocked): a walk, under the same
+//     lock, never sees an entry change in a tree.
+//   - The list indexes never lag a list: Tx.apply only marks the entries it
+//     changed, and every walk of the list indexes first moves each marked
+//     entry to where its state puts it now (a background loop does the same
+//     every 50 ms), so a list holds every commit before it began.
+//     Nothing not yet durable reaches a reader but those renewals: event
+//     long polls are woken by OnDurable hooks (a renewal emits no event).
+//   - Event seqs are handed out on the writer in commit order, so seq
+//     strictly increases per tenant; a transaction's events are stored as one
+//     group under the seq of its last event (consecutive groups when they
+//     encode larger than maxEventGroupBytes), with one pointer per node: in the
+//     node's record when the transaction wrote it (at most maxRecordPointers
+//     there), else a key; NodeEvents merges the two in seq order, and a
+//     deleted node's record pointers become keys.
+//   - At most one live edge per (from, type, to); retiring moves it to
+//     history under the seq of its edge_added event, never erasing it.
+//   - A depends_on or parent_of edge that would close a cycle through either
+//     type is refused.
+//   - A deleted node's last fence is kept, so a node re-created under its id
+//     continues the fence numbers.
+package graphstore

@@ -1,0 +1,279 @@
+package graphstore
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"github.com/tether-run/tether/internal/fault"
+)
+
+// Direction of an edge walk relative to a node.
+type Direction string
+
+// Directions.
+const (
+	DirOut  Direction = "out"
+	DirIn   Direction = "in"
+	DirBoth Direction = "both"
+)
+
+// EdgeQuery selects the edges of one node.
+type EdgeQuery struct {
+	Dir            Direction
+	Type           string
+	IncludeRetired bool
+	After          []byte
+}
+
+// Cursor phases: the first byte of an edge cursor.
+const (
+	phaseLiveOut    = 'O'
+	phaseLiveIn     = 'I'
+	phaseRetiredOut = 'P'
+	phaseRetiredIn  = 'Q'
+)
+
+// EdgesOf lists the edges of node id: live ones first (out, then in, each in
+// (type, peer) order), then retired ones (out, then in, oldest first per
+// peer) when asked. fn receives each edge with the cursor that resumes the
+// walk right after it; q.After takes such a cursor. In a View only durable
+// edges are listed.
+func (tx *Tx) EdgesOf(tenant, id string, q EdgeQuery, fn func(e *Edge, cursor []byte) (bool, error)) error {
+	var phases []byte
+	if q.Dir != DirIn {
+		phases = append(phases, phaseLiveOut)
+	}
+	if q.Dir != DirOut {
+		phases = append(phases, phaseLiveIn)
+	}
+	if q.IncludeRetired {
+		if q.Dir != DirIn {
+			phases = append(phases, phaseRetiredOut)
+		}
+		if q.Dir != DirOut {
+			phases = append(phases, phaseRetiredIn)
+		}
+	}
+	var afterPhase byte
+	var afterRest []byte
+	if len(q.After) > 0 {
+		afterPhase, afterRest = q.After[0], q.After[1:]
+		if !bytes.Contains(phases, []byte{afterPhase}) {
+			return fault.Invalidf("cursor", "not a cursor of this list")
+		}
+	}
+	skipping := afterPhase != 0
+	for _, ph := range phases {
+		if skipping && ph != afterPhase {
+			continue
+		}
+		var after []byte
+		if skipping {
+			after, skipping = afterRest, false
+		}
+		var more bool
+		var err error
+		switch ph {
+		case phaseLiveOut, phaseLiveIn:
+			more, err = tx.walkLive(tenant, id, q.Type, ph, after, fn)
+		default:
+			more, err = tx.walkRetired(tenant, id, q.Type, ph, after, fn)
+		}
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func slotCursor(phase byte, typ, peer string) []byte {
+	c := append([]byte{phase}, typ...)
+	c = append(c, keySeparator)
+	return append(c, peer...)
+}
+
+// walkLive lists the live edges of one direction in (type, peer) order,
+// strictly after the cursor rest `after` (type 0x00 peer).
+func (tx *Tx) walkLive(tenant, id, typ string, phase byte, after []byte, fn func(*Edge, []byte) (bool, error)) (bool, error) {
+	dir := DirOut
+	if phase == phaseLiveIn {
+		dir = DirIn
+	}
+	for _, le := range tx.liveEdges(tenant, id, typ, dir) {
+		peer := le.e.To
+		if dir == DirIn {
+			peer = le.e.From
+		}
+		cur := slotCursor(phase, le.e.Type, peer)
+		if after != nil && bytes.Compare(cur[1:], after) <= 0 {
+			continue
+		}
+		e := le.e.clone()
+		if !tx.writable {
+			// Only what is durable: the stored record, if there is one yet.
+			r, err := tx.storedLiveEdge(tenant, le.e.From, le.e.Type, le.e.To)
+			if err != nil {
+				return false, err
+			}
+			if r == nil || r.Seq != le.seq {
+				continue
+			}
+			e = &r.Edge
+		}
+		more, err := fn(e, cur)
+		if err != nil || !more {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// walkRetired lists retired edges of one direction from the store, in key
+// order, strictly after the cursor rest `after`.
+func (tx *Tx) walkRetired(tenant, id, typ string, phase byte, after []byte, fn func(*Edge, []byte) (bool, error)) (bool, error) {
+	tag := byte(tagRetiredOut)
+	if phase == phaseRetiredIn {
+		tag = tagRetiredIn
+	}
+	base := newKey(tag, tenant).str(id)
+	baseLen := len(base.bytes())
+	prefix := base.bytes()
+	if typ != "" {
+		prefix = newKey(tag, tenant).str(id).str(typ).bytes()
+	}
+	var start []byte
+	if after != nil {
+		start = append(newKey(tag, tenant).str(id).bytes(), after...)
+	}
+	more := true
+	err := tx.kv.Scan(prefix, start, false, tag == tagRetiredOut, func(key, val []byte) (bool, error) {
+		var e Edge
+		if tag == tagRetiredOut {
+			if err := decode(val, &e, key); err != nil {
+				return false, err
+			}
+		} else {
+			parts := splitKey(key, 5) // tenant, to, type, from, seq
+			if len(parts) != 5 || len(parts[4]) != 8 {
+				return true, nil
+			}
+			out := retiredEdgeKey(tagRetiredOut, tenant, string(parts[3]), string(parts[2]), string(parts[1]), uint64FromBytes(parts[4]))
+			ok, err := tx.getRecord(out, &e)
+			if err != nil {
+				return false, err
+			}
+			if !ok {
+				return true, nil
+			}
+		}
+		cursor := append([]byte{phase}, key[baseLen:]...)
+		var err error
+		more, err = fn(&e, cursor)
+		return more, err
+	})
+	return more, err
+}
+
+// liveEdges returns the live edges of id of one type ("" for all) in one
+// direction, in (type, peer) order, as this transaction sees them.
+func (tx *Tx) liveEdges(tenant, id, typ string, dir Direction) []*liveEdge {
+	t := tx.store.table
+	var out []*liveEdge
+	seen := map[edgeSlot]bool{}
+	for ref, le := range tx.edges {
+		if ref.tenant != tenant || (typ != "" && ref.typ != typ) {
+			continue
+		}
+		var slot edgeSlot
+		switch {
+		case dir == DirOut && ref.from == id:
+			slot = edgeSlot{ref.typ, ref.to}
+		case dir == DirIn && ref.to == id:
+			slot = edgeSlot{ref.typ, ref.from}
+		default:
+			continue
+		}
+		seen[slot] = true
+		if le != nil {
+			out = append(out, le)
+		}
+	}
+	if !tx.writable {
+		t.mu.RLock()
+		defer t.mu.RUnlock()
+	}
+	if e, ok := t.nodes.get(nodeRef{tenant, id}); ok {
+		m := e.outEdges()
+		if dir == DirIn {
+			m = e.inEdges()
+		}
+		for slot, le := range m {
+			if (typ == "" || slot.typ == typ) && !seen[slot] {
+				out = append(out, le)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *liveEdge) int {
+		if c := strings.Compare(a.e.Type, b.e.Type); c != 0 {
+			return c
+		}
+		if dir == DirIn {
+			return strings.Compare(a.e.From, b.e.From)
+		}
+		return strings.Compare(a.e.To, b.e.To)
+	})
+	return out
+}
+
+// LiveEdges returns the live edges of id of one type in one direction.
+func (tx *Tx) LiveEdges(tenant, id, typ string, dir Direction) ([]*Edge, error) {
+	var out []*Edge
+	err := tx.EdgesOf(tenant, id, EdgeQuery{Dir: dir, Type: typ}, func(e *Edge, _ []byte) (bool, error) {
+		out = append(out, e)
+		return true, nil
+	})
+	return out, err
+}
+
+// reaches reports whether a path of live depends_on/parent_of edges leads from
+// start to goal.
+func (tx *Tx) reaches(tenant, start, goal string) bool {
+	if start == goal {
+		return true
+	}
+	seen := map[string]bool{start: true}
+	frontier := []string{start}
+	for len(frontier) > 0 {
+		id := frontier[len(frontier)-1]
+		frontier = frontier[:len(frontier)-1]
+		for _, le := range tx.liveEdges(tenant, id, "", DirOut) {
+			if le.e.Type != EdgeDependsOn && le.e.Type != EdgeParentOf {
+				continue
+			}
+			if le.e.To == goal {
+				return true
+			}
+			if !seen[le.e.To] {
+				seen[le.e.To] = true
+				frontier = append(frontier, le.e.To)
+			}
+		}
+	}
+	return false
+}
+
+// IdentityEnsure creates the identity node of sub if it does not exist yet.
+func (tx *Tx) IdentityEnsure(tenant, sub string) error {
+	id := IdentityID(sub)
+	ok, err := tx.NodeExists(tenant, id)
+	if err != nil || ok {
+		return err
+	}
+	n := &Node{
+		Tenant: tenant, ID: id, Type: IdentityType, Title: sub, Status: StatusOpen,
+		Labels: []string{}, Props: map[string]any{}, Usage: map[string]float64{},
+		UsageTotal: map[string]float64{}, OnChildFail: "fail", CreatedBy: sub,
+	}
+	return tx.NodeInsert(n, sub)
+}

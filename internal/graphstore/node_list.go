@@ -1,0 +1,228 @@
+package graphstore
+
+import (
+	"encoding/base64"
+	"slices"
+
+	"github.com/google/btree"
+
+	"github.com/tether-run/tether/internal/fault"
+)
+
+// NodeQuery filters and pages a node list. Empty fields do not filter.
+type NodeQuery struct {
+	Type, Status, Queue, Label, Target, Parent, Holder string
+	// Search, when set, keeps the nodes whose id or title contains it,
+	// ignoring case (a walk of the chosen index, for people and dashboards).
+	Search string
+	// Created and Updated keep the nodes whose created_at, updated_at fall
+	// in the range.
+	Created, Updated TimeRange
+	// Match, when set, is a further predicate (readiness, for example) that
+	// the caller evaluates in the same snapshot.
+	Match  func(*Tx, *Node) (bool, error)
+	Limit  int
+	Cursor string
+}
+
+// index kinds, the first byte of a cursor, so that a cursor from one index is
+// never applied to another.
+const (
+	cursorAll    = 'a'
+	cursorStatus = 's'
+	cursorQueue  = 'q'
+	cursorParent = 'p'
+)
+
+// NodeList returns one page of nodes in list order (priority high first, then
+// creation old first, then id) and the cursor of the next page ("" at the end).
+// It walks the most selective in-memory index the filters allow and reads
+// each record from the transaction's snapshot, checking the filters on it.
+func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
+	status := q.Status
+	if q.Holder != "" && status == "" {
+		status = string(StatusRunning)
+	}
+	var kind byte
+	switch {
+	case q.Parent != "":
+		kind = cursorParent
+	case q.Queue != "" && status != "":
+		kind = cursorQueue
+	case status != "":
+		kind = cursorStatus
+	default:
+		kind = cursorAll
+	}
+	var pivot *nodeEntry
+	if q.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+		if err != nil || len(raw) < 1+orderKeyLength || raw[0] != kind {
+			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
+		}
+		pivot = &nodeEntry{ref: nodeRef{tenant, string(raw[1+orderKeyLength:])}}
+		copy(pivot.listedOrder[:], raw[1:1+orderKeyLength])
+	}
+	tree := func(ti *tenantIndex) *btree.BTreeG[*nodeEntry] {
+		switch kind {
+		case cursorParent:
+			return ti.byParent[atomOf(q.Parent)]
+		case cursorQueue:
+			return ti.byQueue[queueStatus{atomOf(q.Queue), codeOf(Status(status))}]
+		case cursorStatus:
+			return ti.byStatus[codeOf(Status(status))]
+		}
+		return ti.all
+	}
+	tx.store.table.syncLists()
+	limit := q.Limit
+	if limit < 1 {
+		return nil, "", fault.Invalidf("limit", "must be at least 1")
+	}
+	var out []*Node
+	next := ""
+	const chunk = 128
+	for done := false; !done; {
+		ids, last := tx.store.table.ascend(tenant, tree, pivot, chunk)
+		if len(ids) < chunk {
+			done = true
+		}
+		pivot = last
+		for _, id := range ids {
+			n, err := tx.NodeGet(tenant, id)
+			if _, gone := err.(*fault.NotFound); gone {
+				continue // not durable yet, or deleted since
+			}
+			if err != nil {
+				return nil, "", err
+			}
+			ok, err := matches(tx, n, q, status)
+			if err != nil {
+				return nil, "", err
+			}
+			if !ok {
+				continue
+			}
+			if len(out) == limit {
+				// One more match exists: the page ends at the previous node.
+				next = encodeCursor(kind, out[len(out)-1].order(), out[len(out)-1].ID)
+				return out, next, nil
+			}
+			out = append(out, n)
+		}
+	}
+	return out, next, nil
+}
+
+// ascend returns up to n ids of one of tenant's indexes strictly after
+// pivot (from the start when nil), and the last entry returned.
+func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nodeEntry], pivot *nodeEntry, n int) ([]string, *nodeEntry) {
+	l := t.lists
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ti, ok := l.tenants[tenant]
+	if !ok {
+		return nil, nil
+	}
+	tr := pick(ti)
+	if tr == nil {
+		return nil, nil
+	}
+	var ids []string
+	var last *nodeEntry
+	visit := func(e *nodeEntry) bool {
+		if pivot != nil && !lessEntry(pivot, e) {
+			return true
+		}
+		ids = append(ids, e.ref.id)
+		last = e
+		return len(ids) < n
+	}
+	if pivot == nil {
+		tr.Ascend(visit)
+	} else {
+		tr.AscendGreaterOrEqual(pivot, visit)
+	}
+	if last == nil {
+		return ids, nil
+	}
+	// A copy: the entry itself may move once the lock is released.
+	return ids, &nodeEntry{ref: last.ref, listedOrder: last.listedOrder}
+}
+
+func encodeCursor(kind byte, order []byte, id string) string {
+	b := append([]byte{kind}, order...)
+	b = append(b, id...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func matches(tx *Tx, n *Node, q NodeQuery, status string) (bool, error) {
+	switch {
+	case q.Type != "" && n.Type != q.Type,
+		status != "" && string(n.Status) != status,
+		q.Queue != "" && n.Queue != q.Queue,
+		q.Target != "" && n.Target != q.Target,
+		q.Parent != "" && n.Parent != q.Parent,
+		q.Label != "" && !slices.Contains(n.Labels, q.Label),
+		q.Holder != "" && (n.Lease == nil || n.Lease.By != q.Holder),
+		!q.Created.Contains(n.CreatedAt),
+		!q.Updated.Contains(n.UpdatedAt),
+		q.Search != "" && !containsFold(n.ID, q.Search) && !containsFold(n.Title, q.Search):
+		return false, nil
+	}
+	if q.Match != nil {
+		return q.Match(tx, n)
+	}
+	return true, nil
+}
+
+// LiveLeaseIDs calls fn with the id of every node of tenant holding a live
+// lease record, in id order, starting after id `after` ("" from the start).
+// tenant "" walks every tenant (start-up only).
+func (tx *Tx) LiveLeaseIDs(tenant, after string, fn func(tenant, id string) (bool, error)) error {
+	t := tx.store.table
+	t.syncLists()
+	l := t.lists
+	var tenants []string
+	l.mu.RLock()
+	if tenant == "" {
+		for name := range l.tenants {
+			tenants = append(tenants, name)
+		}
+		slices.Sort(tenants)
+	} else {
+		tenants = []string{tenant}
+	}
+	l.mu.RUnlock()
+	for _, name := range tenants {
+		pivot := after
+		if tenant == "" {
+			pivot = ""
+		}
+		for {
+			var ids []string
+			l.mu.RLock()
+			if ti, ok := l.tenants[name]; ok {
+				ti.leased.AscendGreaterOrEqual(&nodeEntry{ref: nodeRef{name, pivot}}, func(e *nodeEntry) bool {
+					if e.ref.id == pivot && pivot != "" {
+						return true
+					}
+					ids = append(ids, e.ref.id)
+					return len(ids) < 128
+				})
+			}
+			l.mu.RUnlock()
+			for _, id := range ids {
+				more, err := fn(name, id)
+				if err != nil || !more {
+					return err
+				}
+			}
+			if len(ids) < 128 {
+				break
+			}
+			pivot = ids[len(ids)-1]
+		}
+	}
+	return nil
+}

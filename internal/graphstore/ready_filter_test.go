@@ -1,0 +1,286 @@
+package graphstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/clock/clocktest"
+)
+
+// testItem is the entry of a ready node of acme's queue q.
+func testItem(id string, priority, created int64, typ, target string, labels ...string) *nodeEntry {
+	e := &nodeEntry{ref: nodeRef{"acme", id}, st: nodeState{status: codeQueued, queue: atomOf("q"), typ: atomOf(typ), target: atomOf(target), labels: labelSetOf(labels)}}
+	copy(e.st.order[:], orderBytes(priority, created))
+	return e
+}
+
+// inQueue is e moved to another queue of its tenant.
+func inQueue(queue string, e *nodeEntry) *nodeEntry {
+	e.st.queue = atomOf(queue)
+	return e
+}
+
+// bruteForce is what a filtered walk must give: every claimable item, in
+// claim order, that the filter's claimer may take, spelled out apart from
+// ReadyFilter.matches.
+func bruteForce(items map[string]*nodeEntry, now int64, f ReadyFilter) []string {
+	var all []*nodeEntry
+	for _, it := range items {
+		if target := it.st.target.String(); it.st.runAt > now || (target != "" && target != f.Sub) {
+			continue
+		}
+		if len(f.Types) > 0 && !slices.Contains(f.Types, it.st.typ.String()) {
+			continue
+		}
+		carries := true
+		for _, l := range f.Labels {
+			carries = carries && slices.Contains(it.st.labels.labelList(), l)
+		}
+		if carries {
+			all = append(all, it)
+		}
+	}
+	slices.SortFunc(all, compareClaimOrder)
+	var ids []string
+	for _, it := range all {
+		ids = append(ids, it.ref.id)
+	}
+	return ids
+}
+
+func walkFiltered(m *readyMirror, now time.Time, f ReadyFilter, limit int) []string {
+	var got []string
+	m.ascendFiltered("acme", "q", now, f, func(id string) bool {
+		got = append(got, id)
+		return len(got) < limit
+	})
+	return got
+}
+
+func TestReadyFilterWalkEqualsBruteForce(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	m := newReadyMirror(clk)
+	defer m.close()
+	rng := rand.New(rand.NewPCG(3, 5))
+	types := []string{"build", "test", "lint", "deploy", "rare"}
+	labels := []string{"x", "y", "z", "gpu", "eu", "us"}
+	subs := []string{"", "", "", "alice", "bob"}
+	pick := func(from []string, p float64) []string {
+		var out []string
+		for _, s := range from {
+			if rng.Float64() < p {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	items := map[string]*nodeEntry{}
+	// Enough items that walks cross many chunks and horizons, and the
+	// indexes of every type, label and target change under them.
+	for step := range 6000 {
+		id := fmt.Sprintf("n%04d", rng.IntN(3000))
+		switch rng.IntN(10) {
+		case 0, 1:
+			if old, ok := items[id]; ok {
+				m.remove(old)
+			}
+			delete(items, id)
+		default:
+			typ := types[rng.IntN(len(types)-1)]
+			if rng.IntN(50) == 0 {
+				typ = "rare"
+			}
+			it := testItem(id, int64(rng.IntN(4)), int64(rng.IntN(1000)), typ, subs[rng.IntN(len(subs))], pick(labels, 0.3)...)
+			if rng.IntN(10) == 0 {
+				it.st.runAt = clk.Now().UnixMilli() + int64(1+rng.IntN(60000))
+			}
+			if old, ok := items[id]; ok {
+				m.remove(old)
+			}
+			m.add(it)
+			items[id] = it
+		}
+		if step%200 != 0 {
+			continue
+		}
+		if rng.IntN(3) == 0 {
+			clk.Advance(time.Duration(rng.IntN(20000)) * time.Millisecond)
+		}
+		now := clk.Now()
+		for range 30 {
+			f := ReadyFilter{
+				Types:  pick(types, 0.25),
+				Labels: pick(labels, 0.2),
+				Sub:    subs[rng.IntN(len(subs))],
+			}
+			want := bruteForce(items, now.UnixMilli(), f)
+			require.Equal(t, want, walkFiltered(m, now, f, len(items)+1), "step %d filter %+v", step, f)
+			if k := rng.IntN(100) + 1; k < len(want) {
+				require.Equal(t, want[:k], walkFiltered(m, now, f, k), "step %d filter %+v stopped after %d", step, f, k)
+			}
+		}
+	}
+	// The repeated type stands for one: its items come out once.
+	f := ReadyFilter{Types: []string{"build", "build", "test"}, Sub: "alice"}
+	require.Equal(t, bruteForce(items, clk.Now().UnixMilli(), f), walkFiltered(m, clk.Now(), f, len(items)+1))
+}
+
+func TestReadyFilterPicksTheNarrowestSource(t *testing.T) {
+	t.Parallel()
+	m := newReadyMirror(clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+	defer m.close()
+	for i := range 1000 {
+		labels := []string{"common"}
+		if i%100 == 0 {
+			labels = append(labels, "rare")
+		}
+		m.add(testItem(fmt.Sprintf("o%04d", i), 0, int64(i), []string{"build", "test"}[i%2], "", labels...))
+		m.add(testItem(fmt.Sprintf("b%04d", i), 0, int64(i), "build", "bob"))
+	}
+	q := m.queues[tenantQueue{"acme", "q"}]
+	size := func(f ReadyFilter) int {
+		n := 0
+		for _, t := range f.normal().sources(q, nil) {
+			n += t.Len()
+		}
+		return n
+	}
+	require.Equal(t, 1000, size(ReadyFilter{Sub: "alice"}), "bob's nodes are not alice's to walk past")
+	require.Equal(t, 2000, size(ReadyFilter{Sub: "bob"}))
+	require.Equal(t, 10, size(ReadyFilter{Labels: []string{"common", "rare"}, Sub: "alice"}), "the rarest label")
+	require.Equal(t, 10, size(ReadyFilter{Types: []string{"build"}, Labels: []string{"rare"}}))
+	require.Equal(t, 500, size(ReadyFilter{Types: []string{"build"}, Labels: []string{"common"}}), "the type, rarer than the label")
+	require.Equal(t, 0, size(ReadyFilter{Labels: []string{"nowhere"}, Sub: "bob"}), "a label nobody carries")
+	require.Equal(t, 0, size(ReadyFilter{Types: []string{"deploy"}, Sub: "bob"}), "a type nobody has")
+	require.Equal(t, 1500, size(ReadyFilter{Types: []string{"build", "lint"}, Sub: "bob"}), "the union of the types of both partitions")
+}
+
+func TestReadyFilterWakesOnlyMatchingWaiters(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	m := newReadyMirror(clk)
+	defer m.close()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	gpu, stopGPU := m.watch("acme", "q", ReadyFilter{Labels: []string{"gpu", "eu"}, Sub: "alice"})
+	builds, stopBuilds := m.watch("acme", "q", ReadyFilter{Types: []string{"build", "deploy"}, Sub: "alice"})
+	bob, stopBob := m.watch("acme", "q", ReadyFilter{Sub: "bob"})
+	waiting, woken := m.waitStats("acme", "q")
+	require.Equal(t, 3, waiting, "three waiters filed")
+	require.Zero(t, woken)
+
+	m.add(testItem("t1", 0, 1, "test", "", "gpu"))             // gpu without eu; not a build
+	m.add(testItem("t2", 0, 2, "build", "carol", "gpu", "eu")) // carol's
+	m.add(testItem("t3", 0, 3, "build", "", "gpu"))
+	m.add(inQueue("other", testItem("t4", 0, 4, "test", "bob")))
+	require.True(t, closed(builds), "an untargeted build wakes the build waiter")
+	require.False(t, closed(gpu), "nodes without both labels, or reserved to carol, do not wake the gpu waiter")
+	require.True(t, closed(bob), "an untargeted node wakes a waiter without filters")
+	waiting, woken = m.waitStats("acme", "q")
+	require.Equal(t, 1, waiting)
+	require.EqualValues(t, 2, woken)
+
+	later := clk.Now().Add(time.Minute)
+	it := testItem("t5", 0, 5, "test", "alice", "eu", "gpu")
+	it.st.runAt = later.UnixMilli()
+	m.add(it)
+	require.False(t, closed(gpu), "a delayed node wakes nobody before its run_at")
+	clk.Advance(time.Minute)
+	m.ascend("acme", "q", clk.Now(), func(string) bool { return false }) // promotes
+	require.True(t, closed(gpu), "it wakes its target once due")
+
+	stopGPU()
+	stopBuilds()
+	stopBob()
+	stopBob() // stop twice, or after a wake, is harmless
+	kicked, stopKicked := m.watch("acme", "q", ReadyFilter{Labels: []string{"nowhere"}, Sub: "dave"})
+	defer stopKicked()
+	m.notify("acme", "q")
+	require.True(t, closed(kicked), "Kick wakes every waiter of the queue")
+	waiting, woken = m.waitStats("acme", "q")
+	require.Zero(t, waiting)
+	require.EqualValues(t, 4, woken)
+}
+
+// TestReadyIDsFollowNodeChangesAndRestart checks the filtered walk of the
+// store against the node records, as nodes change type, labels and target
+// while ready, and after a restart derives the mirror afresh.
+func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	s, err := Open(Options{Dir: dir, Clock: clk})
+	require.NoError(t, err)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	types, labels, targets := []string{"build", "test"}, []string{"x", "y", "gpu"}, []string{"", "", "alice", "bob"}
+	shape := func(n *Node) {
+		n.Type, n.Target, n.Labels = types[rng.IntN(2)], targets[rng.IntN(4)], []string{}
+		for _, l := range labels {
+			if rng.IntN(2) == 0 {
+				n.Labels = append(n.Labels, l)
+			}
+		}
+	}
+	for i := range 200 {
+		n := newNode("acme", fmt.Sprintf("n%03d", i), int64(rng.IntN(3)))
+		shape(n)
+		insert(t, s, n)
+	}
+	for i := range 100 {
+		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+			n, err := tx.NodeGet("acme", fmt.Sprintf("n%03d", rng.IntN(200)))
+			if err != nil {
+				return err
+			}
+			shape(n)
+			if i%10 == 0 {
+				n.Status = StatusDone
+			}
+			return tx.NodePut(n)
+		}))
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		for _, f := range []ReadyFilter{
+			{Sub: "alice"}, {Sub: "carol"}, {Types: []string{"build"}, Sub: "bob"},
+			{Labels: []string{"gpu"}, Sub: "alice"}, {Types: []string{"test", "build"}, Labels: []string{"x", "y"}, Sub: "bob"},
+		} {
+			var want, got []string
+			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
+				nodes, _, err := tx.NodeList("acme", NodeQuery{Queue: "q", Status: string(StatusQueued), Limit: 1000})
+				if err != nil {
+					return err
+				}
+				items := map[string]*nodeEntry{}
+				for _, n := range nodes {
+					items[n.ID] = testItem(n.ID, n.Priority, n.CreatedAt.UnixNano(), n.Type, n.Target, n.Labels...)
+				}
+				want = bruteForce(items, clk.Now().UnixMilli(), f)
+				tx.ReadyIDs("acme", "q", f, func(id string) bool { got = append(got, id); return true })
+				return nil
+			}))
+			require.NotEmpty(t, want, "%s: filter %+v selects something", when, f)
+			require.Equal(t, want, got, "%s: filter %+v", when, f)
+		}
+	}
+	check(s, "after the changes")
+	require.NoError(t, s.Close())
+	s, err = Open(Options{Dir: dir, Clock: clk})
+	require.NoError(t, err)
+	defer s.Close()
+	check(s, "after a restart")
+}

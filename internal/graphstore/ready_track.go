@@ -1,0 +1,123 @@
+package graphstore
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// countMove is one node moving between statuses of a queue ("" for none).
+type countMove struct {
+	tenant, queue string
+	from, to      Status
+}
+
+// trackLocked moves a node's entry to the state st (nil: the node is gone)
+// in the ready mirror and its queue's status counts, and sets e.st to it
+// (had: e held a state before; a new entry's is ignored). It runs on the
+// writer inside Tx.apply, under the mirror's mu, so claim-next (also on the
+// writer) always sees what the transactions before it left, and readers
+// walking the trees never see an entry change in them: an entry leaves the
+// trees before its state changes and enters them after. The counts readers
+// are shown move only once the change is durable: track appends the moves
+// to shown, for the caller to apply then (showCounts).
+func (m *readyMirror) trackLocked(e *nodeEntry, had bool, st *nodeState, shown *[]countMove) {
+	var old *nodeState
+	if had {
+		old = &e.st
+		m.leaveLocked(e, st)
+	}
+	m.countLocked(e.ref.tenant, old, st, shown)
+	if st == nil {
+		return
+	}
+	e.st = *st
+	if e.mirror == mirrorNone && e.st.ready() {
+		m.addLocked(e)
+	}
+}
+
+// track is trackLocked under the lock.
+func (m *readyMirror) track(e *nodeEntry, had bool, st *nodeState, shown *[]countMove) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.trackLocked(e, had, st, shown)
+}
+
+// leaveLocked takes e out of the mirror when st (nil: gone) files it
+// elsewhere or not at all: anything the trees compare or the filters read
+// changes.
+func (m *readyMirror) leaveLocked(e *nodeEntry, st *nodeState) {
+	if e.mirror == mirrorNone {
+		return
+	}
+	old := &e.st
+	if st == nil || !st.ready() || old.queue != st.queue || old.order != st.order || old.runAt != st.runAt ||
+		old.typ != st.typ || old.target != st.target || old.labels != st.labels {
+		m.removeLocked(e)
+	}
+}
+
+// countLocked moves a node between its queues' status counts, from old to
+// st (nil: none).
+func (m *readyMirror) countLocked(tenant string, old, st *nodeState, shown *[]countMove) {
+	var oq, nq string
+	var os, ns Status
+	if old != nil {
+		oq, os = old.queue.String(), old.status.Status()
+	}
+	if st != nil {
+		nq, ns = st.queue.String(), st.status.Status()
+	}
+	if oq == nq && os == ns {
+		return
+	}
+	if oq != "" {
+		m.count(tenant, oq, os, "")
+		*shown = append(*shown, countMove{tenant, oq, os, ""})
+	}
+	if nq != "" {
+		m.count(tenant, nq, "", ns)
+		*shown = append(*shown, countMove{tenant, nq, "", ns})
+	}
+}
+
+// showCounts applies count moves to the counts readers are shown.
+func (m *readyMirror) showCounts(moves []countMove) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, mv := range moves {
+		q := m.queue(tenantQueue{mv.tenant, mv.queue})
+		if mv.from != "" {
+			q.shown[mv.from]--
+			if q.shown[mv.from] <= 0 {
+				delete(q.shown, mv.from)
+			}
+		}
+		if mv.to != "" {
+			q.shown[mv.to]++
+		}
+		m.dropIfIdle(tenantQueue{mv.tenant, mv.queue}, q)
+	}
+}
+
+// readySets returns every queue's ready entries (claimable or delayed) by
+// tenant and queue, for tether check.
+func (m *readyMirror) readySets() map[tenantQueue][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[tenantQueue][]string{}
+	for tq, q := range m.queues {
+		for _, ix := range append([]*claimIndex{q.open}, slices.Collect(maps.Values(q.targeted))...) {
+			ix.all.Ascend(func(e *nodeEntry) bool {
+				out[tq] = append(out[tq], e.ref.id)
+				return true
+			})
+		}
+	}
+	for _, e := range m.delayed.Due(time.Unix(1<<62, 0), m.delayed.Len()) {
+		tq := tenantQueue{e.ref.tenant, e.st.queue.String()}
+		out[tq] = append(out[tq], e.ref.id)
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package graphstore
+
+import (
+	"sync/atomic"
+
+	"github.com/tether-run/tether/internal/kv"
+)
+
+// scanNodes calls fn for every stored node record, in key order, with the
+// node decoded and the record's bytes (fn may keep val; n is reused for the
+// next record, so fn copies what it keeps of it).
+//
+// Reading the store and decoding are the two halves of a start-up's node
+// scan, each about as long as the other at a million nodes. They overlap:
+// this goroutine reads and hands records over in batches, another decodes
+// them and calls fn, so fn runs on one goroutine, in order.
+func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *Node, val []byte)) error {
+	batches := make(chan *recordBatch, 4)
+	failed := make(chan error, 1)
+	var stop atomic.Bool
+	go func() {
+		var n Node // decoded into again and again: msgp reuses its maps and slices
+		var err error
+		for b := range batches {
+			for i := 0; err == nil && i < len(b.vals); i++ {
+				n.Assigned, n.Lease, n.RunAt, n.Blobs = nil, nil, nil, nil
+				if err = decode(b.vals[i], &n, b.key(i)); err != nil {
+					stop.Store(true)
+					break
+				}
+				fn(nodeRef{intern(n.Tenant), n.ID}, &n, b.vals[i])
+			}
+		}
+		failed <- err
+	}()
+	b := newRecordBatch()
+	err := ktx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		b.add(key, val)
+		if len(b.vals) == recordBatchLen {
+			batches <- b
+			b = newRecordBatch()
+		}
+		return !stop.Load(), nil
+	})
+	batches <- b
+	close(batches)
+	if derr := <-failed; derr != nil {
+		return derr
+	}
+	return err
+}
+
+// recordBatchLen is how many records the scan hands over at a time.
+const recordBatchLen = 512
+
+// recordBatch is records read and not yet decoded: the values as the store
+// gave them (copies the decoder may keep), the keys copied into one buffer
+// (the store reuses its key's bytes), kept only to name a record that does
+// not decode.
+type recordBatch struct {
+	keys []byte
+	ends []int
+	vals [][]byte
+}
+
+func newRecordBatch() *recordBatch {
+	return &recordBatch{ends: make([]int, 0, recordBatchLen), vals: make([][]byte, 0, recordBatchLen)}
+}
+
+func (b *recordBatch) add(key, val []byte) {
+	b.keys = append(b.keys, key...)
+	b.ends = append(b.ends, len(b.keys))
+	b.vals = append(b.vals, val)
+}
+
+func (b *recordBatch) key(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = b.ends[i-1]
+	}
+	return b.keys[start:b.ends[i]]
+}

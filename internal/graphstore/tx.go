@@ -1,0 +1,474 @@
+package graphstore
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tinylib/msgp/msgp"
+
+	"github.com/tether-run/tether/internal/kv"
+)
+
+// Tx is one transaction: read-only from View, read-write inside Update. The
+// domain methods (NodeGet, NodeInsert, EdgeInsert, ...) are the only way other
+// packages touch records.
+//
+// A write transaction runs on the store's writer. It reads and changes the
+// in-memory state through its own copies (nodes, edges), which apply folds
+// into the table when it succeeds; its records go to a kv transaction.
+type Tx struct {
+	kv       *kv.Txn
+	store    *Store
+	now      time.Time
+	writable bool
+
+	nodes  map[nodeRef]*nodeState // changed in this transaction; nil: deleted
+	edges  map[edgeRef]*liveEdge  // live edges added (or nil: retired) here
+	fences map[nodeRef]uint64     // fences of nodes deleted here
+	// assigned holds the assigned edges added (or nil: retired) here, to be
+	// written into their nodes' records, and whether the record was written
+	// since the edge changed.
+	assigned map[nodeRef]assignedChange
+	blobs    map[blobRef]*blobState // blobs changed here; nil: deleted
+
+	seqs   map[string]uint64 // next event seq per tenant, applied on success
+	events []Event
+	marks  map[string]retentionMark // retention marks changed here (retention.go)
+
+	// read is the record of a queued or open node that storedRecord last
+	// read from the store in a write transaction, so a claim's read and
+	// its write of the node read the store once; any write of a node's key
+	// forgets it.
+	read struct {
+		ref nodeRef
+		b   []byte
+	}
+
+	// last is the node state a write transaction looked up last (or set),
+	// so the several lookups one op makes of a node (read, check, change,
+	// move) cost one access to maps of up to millions of entries.
+	last struct {
+		ref nodeRef
+		st  *nodeState
+		ok  bool
+	}
+}
+
+// txMaps are a write transaction's maps of changes, kept on the writer from
+// one successful transaction to the next: cleared, a map keeps its room, so a
+// transaction of many ops (a chunk of claims or completions) does not grow
+// its maps from nothing each time. Maps that grew past maxSpareMap are
+// dropped: ranging over a cleared map still walks its room, which a
+// one-op transaction after a big one should not pay for. 256 holds a chunk
+// of 128 completions or claims.
+type txMaps struct {
+	nodes    map[nodeRef]*nodeState
+	edges    map[edgeRef]*liveEdge
+	assigned map[nodeRef]assignedChange
+}
+
+const maxSpareMap = 256
+
+// keep takes tx's maps for the next transaction. It runs last in tx.apply:
+// no hook of tx reads them after that (OnDurable hooks never do), and the
+// next transaction starts only after every hook of this one has run.
+func (m *txMaps) keep(tx *Tx) {
+	*m = txMaps{}
+	if len(tx.nodes) <= maxSpareMap {
+		m.nodes = tx.nodes
+	}
+	if len(tx.edges) <= maxSpareMap {
+		m.edges = tx.edges
+	}
+	if len(tx.assigned) <= maxSpareMap {
+		m.assigned = tx.assigned
+	}
+}
+
+// lend gives the kept maps, cleared, to a new write transaction.
+func (m *txMaps) lend(tx *Tx) {
+	clear(m.nodes)
+	clear(m.edges)
+	clear(m.assigned)
+	tx.nodes, tx.edges, tx.assigned = m.nodes, m.edges, m.assigned
+	*m = txMaps{}
+}
+
+// edgeRef names a live edge.
+type edgeRef struct{ tenant, from, typ, to string }
+
+// Now is the instant this transaction acts at.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+// OnCommit registers f to run on the writer right after this transaction
+// succeeds (never if it does not), before the next transaction runs. What f
+// changes is seen by later writes at once, and by readers possibly before
+// the transaction is durable: use OnDurable for what readers must not see
+// early.
+func (tx *Tx) OnCommit(f func()) { tx.kv.OnApply(f) }
+
+// OnDurable registers f to run once this transaction is on stable storage,
+// in commit order.
+func (tx *Tx) OnDurable(f func()) { tx.kv.OnDurable(f) }
+
+var errReadOnly = kv.ErrReadOnly
+
+// state returns the in-memory state of a node as this transaction sees it
+// (nil when there is no such node). The result is read-only: use mut to
+// change it.
+func (tx *Tx) state(ref nodeRef) *nodeState {
+	if tx.last.ok && tx.last.ref == ref {
+		return tx.last.st
+	}
+	if tx.nodes != nil {
+		if st, ok := tx.nodes[ref]; ok {
+			tx.remember(ref, st)
+			return st
+		}
+	}
+	t := tx.store.table
+	if !tx.writable {
+		t.mu.RLock()
+		defer t.mu.RUnlock()
+	}
+	e, ok := t.nodes.get(ref)
+	if !ok {
+		return nil
+	}
+	if !tx.writable {
+		st := e.st
+		return &st
+	}
+	tx.remember(ref, &e.st)
+	return &e.st
+}
+
+// remember makes st the last state looked up, as ref's.
+func (tx *Tx) remember(ref nodeRef, st *nodeState) {
+	tx.last.ref, tx.last.st, tx.last.ok = ref, st, true
+}
+
+// NodesChanged is how many nodes this transaction has changed so far.
+func (tx *Tx) NodesChanged() int { return len(tx.nodes) }
+
+// mut returns this transaction's own copy of a node's state, to change
+// (nil when there is no such node).
+func (tx *Tx) mut(ref nodeRef) *nodeState {
+	if st, ok := tx.nodes[ref]; ok {
+		return st
+	}
+	cur := tx.state(ref)
+	if cur == nil {
+		return nil
+	}
+	st := *cur
+	tx.setState(ref, &st)
+	return &st
+}
+
+func (tx *Tx) setState(ref nodeRef, st *nodeState) {
+	if tx.nodes == nil {
+		tx.nodes = map[nodeRef]*nodeState{}
+	}
+	tx.nodes[ref] = st
+	tx.remember(ref, st)
+}
+
+// apply folds this transaction's state changes into the table and the ready
+// mirror, and its last event seqs into the store's. It runs on the writer
+// when the transaction has succeeded.
+func (tx *Tx) apply() {
+	s := tx.store
+	defer s.spare.keep(tx)
+	for tenant, seq := range tx.seqs {
+		s.seqs[tenant] = seq
+	}
+	if len(tx.blobs) > 0 {
+		tx.applyBlobs()
+	}
+	if len(tx.nodes) == 0 && len(tx.edges) == 0 && len(tx.fences) == 0 {
+		return
+	}
+	t := s.table
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var moves []countMove
+	var meter QueueMeter
+	if box := s.meter.Load(); box != nil {
+		meter = box.m
+	}
+	var obs []QueueObservation
+	now := tx.now.UnixNano()
+	// The mirror's lock is held across the loop: entries in its trees
+	// change state only under it (trackLocked).
+	s.ready.mu.Lock()
+	defer s.ready.mu.Unlock()
+	for ref, st := range tx.nodes {
+		e, had := t.nodes.get(ref)
+		var old *nodeState
+		if had {
+			o := e.st
+			old = &o
+		}
+		if st != nil {
+			st.since = sinceOf(old, st, now)
+		}
+		if meter != nil {
+			obs = appendMoves(obs, ref, old, st, now)
+		}
+		switch {
+		case st == nil && had:
+			t.mark(e, false)
+			t.nodes.delete(ref)
+			s.ready.trackLocked(e, true, nil, &moves)
+		case st == nil:
+		case had:
+			if listKeyOf(&e.st) != listKeyOf(st) {
+				t.mark(e, false)
+			}
+			s.ready.trackLocked(e, true, st, &moves) // sets e.st
+		default:
+			e = &nodeEntry{ref: ref}
+			t.nodes.set(ref, e)
+			t.mark(e, true)
+			s.ready.trackLocked(e, false, st, &moves) // sets e.st
+		}
+		t.noteFinished(ref, old, st)
+	}
+	if len(moves) > 0 {
+		tx.OnDurable(func() { s.ready.showCounts(moves) })
+	}
+	if meter != nil {
+		if obs = tx.appendOutcomes(obs); len(obs) > 0 {
+			tx.OnDurable(func() { meter.QueueObserved(obs) })
+		}
+	}
+	for ref, f := range tx.fences {
+		t.fences[ref] = f
+	}
+	for ref, le := range tx.edges {
+		from, _ := t.nodes.get(nodeRef{ref.tenant, ref.from})
+		to, _ := t.nodes.get(nodeRef{ref.tenant, ref.to})
+		if le == nil {
+			if from != nil && from.edges != nil {
+				delete(from.edges.out, edgeSlot{ref.typ, ref.to})
+				from.dropEdgesIfNone()
+			}
+			if to != nil && to.edges != nil {
+				delete(to.edges.in, edgeSlot{ref.typ, ref.from})
+				to.dropEdgesIfNone()
+			}
+			continue
+		}
+		if from != nil {
+			from.addOut(edgeSlot{ref.typ, ref.to}, le)
+		}
+		if to != nil {
+			to.addIn(edgeSlot{ref.typ, ref.from}, le)
+		}
+	}
+}
+
+// finish writes the events of the transaction, grouped per tenant under the
+// seq of the last one, with one per-node pointer to the group.
+func (tx *Tx) finish() error {
+	if err := tx.flushAssigned(); err != nil {
+		return err
+	}
+	if len(tx.events) == 0 {
+		return nil
+	}
+	if tenant := tx.events[0].Tenant; allOfTenant(tx.events, tenant) {
+		return tx.writeEventGroup(tenant, tx.events)
+	}
+	groups := map[string][]Event{}
+	var order []string
+	for _, ev := range tx.events {
+		if _, ok := groups[ev.Tenant]; !ok {
+			order = append(order, ev.Tenant)
+		}
+		groups[ev.Tenant] = append(groups[ev.Tenant], ev)
+	}
+	for _, tenant := range order {
+		if err := tx.writeEventGroup(tenant, groups[tenant]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allOfTenant reports whether every event is of tenant (the usual case:
+// a transaction acts for one tenant).
+func allOfTenant(evs []Event, tenant string) bool {
+	for _, ev := range evs {
+		if ev.Tenant != tenant {
+			return false
+		}
+	}
+	return true
+}
+
+// smallGroup is how many events a group may hold before writeEventGroup
+// finds the nodes already indexed with a set rather than a scan.
+const smallGroup = 16
+
+// maxEventGroupBytes bounds one event group's record: a transaction's
+// events of one tenant that encode larger (a cancel of thousands of nodes)
+// are written as consecutive groups, each under its own last seq. Well below
+// what either engine takes for one value (Badger's 1 MiB, etcd's request
+// size).
+const maxEventGroupBytes = 512 << 10
+
+// writeEventGroup writes the events of one tenant as one group under the
+// seq of its last event (halves of it, again and again, while it encodes
+// larger than maxEventGroupBytes), and the group's pointer for each node
+// once: in the node's record when this transaction wrote it, else as a key.
+func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
+	last := evs[len(evs)-1].Seq
+	b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
+	if err != nil {
+		return fmt.Errorf("error encoding events: %w", err)
+	}
+	if len(b) > maxEventGroupBytes && len(evs) > 1 {
+		half := len(evs) / 2
+		if err := tx.writeEventGroup(tenant, evs[:half]); err != nil {
+			return err
+		}
+		return tx.writeEventGroup(tenant, evs[half:])
+	}
+	if err := tx.kv.Set(tx.scratchKey(tagEvent, tenant).u64(last).done(tx), b); err != nil {
+		return err
+	}
+	var seen map[string]bool
+	if len(evs) > smallGroup {
+		seen = map[string]bool{}
+	}
+	for i, ev := range evs {
+		if ev.NodeID == "" {
+			continue
+		}
+		if seen != nil {
+			if seen[ev.NodeID] {
+				continue
+			}
+			seen[ev.NodeID] = true
+		} else if slices.ContainsFunc(evs[:i], func(e Event) bool { return e.NodeID == ev.NodeID }) {
+			continue
+		}
+		if ok, err := tx.pointFromRecord(tenant, ev.NodeID, last); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := tx.kv.Set(tx.scratchKey(tagNodeEvent, tenant).str(ev.NodeID).u64(last).done(tx), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pointFromRecord adds the group seq to the pointers at the end of the node's
+// record (node_events.go) when this transaction wrote the record and it has
+// room, and reports whether it did; otherwise the pointer is a key of its own.
+func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
+	key := tx.scratchKey(tagNode, tenant).last(id)
+	tx.store.keyScratch = key
+	if !tx.kv.Wrote(key) {
+		return false, nil
+	}
+	record, ok, err := tx.kv.Get(key)
+	if err != nil || !ok {
+		return false, err
+	}
+	var horizon uint64 // pointers behind it go only to make room
+	if _, seqs := recordPointers(record); len(seqs)/8 >= maxRecordPointers {
+		horizon = tx.mark(tenant).horizon
+	}
+	if record, ok = withRecordPointer(record, seq, horizon); !ok {
+		return false, nil
+	}
+	tx.forgetRead()
+	if err := tx.kv.Set(key, record); err != nil {
+		return false, err
+	}
+	if st := tx.nodes[nodeRef{tenant, id}]; st != nil && st.record != nil {
+		st.record = &record // what NodeGet and the next putNode read
+	}
+	return true, nil
+}
+
+// flushAssigned rewrites the record of each node whose assigned edge changed
+// after the transaction last wrote it.
+func (tx *Tx) flushAssigned() error {
+	for ref, ac := range tx.assigned {
+		if ac.written {
+			continue // written with it
+		}
+		a := ac.rec
+		st := tx.state(ref)
+		if st == nil {
+			continue // deleted
+		}
+		n, err := tx.NodeGet(ref.tenant, ref.id)
+		if err != nil {
+			return err
+		}
+		if sameAssigned(n.Assigned, a) {
+			continue
+		}
+		if err := tx.NodePutQuiet(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameAssigned(a, b *liveEdgeRecord) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Seq == b.Seq && a.Edge.To == b.Edge.To
+}
+
+// encode and decode are the store's codec (records_gen.go).
+func encode(v msgp.Marshaler) ([]byte, error) { return v.MarshalMsg(nil) }
+
+func decode(b []byte, v msgp.Unmarshaler, what []byte) error {
+	if _, err := v.UnmarshalMsg(b); err != nil {
+		return fmt.Errorf("error decoding %q: %w", what, err)
+	}
+	return nil
+}
+
+func (tx *Tx) getRecord(key []byte, v msgp.Unmarshaler) (bool, error) {
+	b, ok, err := tx.kv.Get(key)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return true, decode(b, v, key)
+}
+
+// scratchKey starts a key in the writer's reusable buffer, for a key only
+// handed to kv Set or Delete (which copy it) in a write transaction; done
+// gives the key back and keeps the buffer, and the key is valid until the
+// next scratchKey.
+func (tx *Tx) scratchKey(tag byte, tenant string) *keyBuilder {
+	return newKeyIn(tx.store.keyScratch, tag, tenant)
+}
+
+// done is the key built since scratchKey; it keeps the (maybe grown) buffer
+// for the next one.
+func (k *keyBuilder) done(tx *Tx) []byte {
+	tx.store.keyScratch = k.b
+	return k.b
+}
+
+func (tx *Tx) setRecord(key []byte, v msgp.Marshaler) error {
+	b, err := encode(v)
+	if err != nil {
+		return err
+	}
+	return tx.kv.Set(key, b)
+}
