@@ -44,12 +44,12 @@ func toComment(c *graphstore.Comment) commentJSON {
 }
 
 type eventJSON struct {
-	Seq    uint64          `json:"seq"`
-	At     Time            `json:"at"`
+	Seq    uint64               `json:"seq"`
+	At     Time                 `json:"at"`
 	Type   graphstore.EventType `json:"type"`
-	NodeID string          `json:"node_id"`
-	By     string          `json:"by"`
-	Data   map[string]any  `json:"data"`
+	NodeID string               `json:"node_id"`
+	By     string               `json:"by"`
+	Data   map[string]any       `json:"data"`
 }
 
 func toEvent(ev graphstore.Event) eventJSON {

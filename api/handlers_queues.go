@@ -11,12 +11,12 @@ import (
 )
 
 type queueJSON struct {
-	Queue         string                 `json:"queue"`
-	Paused        bool                   `json:"paused"`
-	MaxRunning    int64                  `json:"max_running"`
+	Queue         string                      `json:"queue"`
+	Paused        bool                        `json:"paused"`
+	MaxRunning    int64                       `json:"max_running"`
 	Counts        map[graphstore.Status]int64 `json:"counts"`
-	Ready         int                    `json:"ready"`
-	OldestReadyAt *Time                  `json:"oldest_ready_at"`
+	Ready         int                         `json:"ready"`
+	OldestReadyAt *Time                       `json:"oldest_ready_at"`
 }
 
 func toQueue(v nodes.QueueView) queueJSON {

@@ -93,12 +93,12 @@ func (s *Server) claim(ctx context.Context, p *tenancy.Principal, id string, b c
 // value and sorting the keys.
 
 type claimAnswer struct {
-	OK      bool         `json:"ok"`
+	OK      bool              `json:"ok"`
 	Status  graphstore.Status `json:"status"`
-	Renewed bool         `json:"renewed"`
-	Lease   leaseJSON    `json:"lease"`
-	Edge    *edgeJSON    `json:"edge"`
-	Node    nodeJSON     `json:"node"`
+	Renewed bool              `json:"renewed"`
+	Lease   leaseJSON         `json:"lease"`
+	Edge    *edgeJSON         `json:"edge"`
+	Node    nodeJSON          `json:"node"`
 	capped
 }
 
@@ -116,36 +116,36 @@ func cappedTo(isCapped bool, max time.Duration) capped {
 }
 
 type renewAnswer struct {
-	OK          bool         `json:"ok"`
+	OK          bool              `json:"ok"`
 	Status      graphstore.Status `json:"status"`
-	Lease       leaseJSON    `json:"lease"`
-	InboxUnread int64        `json:"inbox_unread"`
+	Lease       leaseJSON         `json:"lease"`
+	InboxUnread int64             `json:"inbox_unread"`
 }
 
 type extendAnswer struct {
-	OK     bool         `json:"ok"`
+	OK     bool              `json:"ok"`
 	Status graphstore.Status `json:"status"`
-	Lease  leaseJSON    `json:"lease"`
+	Lease  leaseJSON         `json:"lease"`
 	capped
 }
 
 type releaseAnswer struct {
-	OK     bool         `json:"ok"`
+	OK     bool              `json:"ok"`
 	Status graphstore.Status `json:"status"`
 }
 
 type nodeAnswer struct {
-	OK     bool         `json:"ok"`
+	OK     bool              `json:"ok"`
 	Status graphstore.Status `json:"status"`
-	Node   nodeJSON     `json:"node"`
+	Node   nodeJSON          `json:"node"`
 }
 
 type progressAnswer struct {
-	OK          bool         `json:"ok"`
+	OK          bool              `json:"ok"`
 	Status      graphstore.Status `json:"status"`
-	Lease       leaseJSON    `json:"lease"`
-	Node        nodeJSON     `json:"node"`
-	InboxUnread int64        `json:"inbox_unread"`
+	Lease       leaseJSON         `json:"lease"`
+	Node        nodeJSON          `json:"node"`
+	InboxUnread int64             `json:"inbox_unread"`
 }
 
 func (s *Server) claimJSON(res *leasing.ClaimResult) (*claimAnswer, error) {

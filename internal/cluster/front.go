@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/ui"
 	"github.com/tether-run/tether/internal/version"
 )

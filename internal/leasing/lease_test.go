@@ -439,7 +439,10 @@ func TestARunsEdgeRetiresTheSameFromTheRecordOrTheStore(t *testing.T) {
 		}
 		require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
 			return tx.EdgesOf("acme", id, graphstore.EdgeQuery{Dir: graphstore.DirOut, Type: graphstore.EdgeAssigned, IncludeRetired: true},
-				func(e *graphstore.Edge, _ []byte) (bool, error) { retired[id] = append(retired[id], e); return true, nil })
+				func(e *graphstore.Edge, _ []byte) (bool, error) {
+					retired[id] = append(retired[id], e)
+					return true, nil
+				})
 		}))
 		require.Len(t, retired[id], 2, "both runs' edges retired, none left live")
 	}

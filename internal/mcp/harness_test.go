@@ -11,10 +11,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/mcp"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/testserver"

@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/client"
 )
 
 // DefaultSessionTimeout ends an HTTP session that sent no request for this

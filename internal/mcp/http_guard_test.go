@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/internal/apitest"
 	"github.com/tether-run/tether/internal/mcp"
 )
 

@@ -12,8 +12,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/mcp"
 )
 

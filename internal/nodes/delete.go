@@ -38,7 +38,9 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string, force bool) e
 			retire := s.retireEdgeTx
 			if e.To == id {
 				// The node itself is going: no parent field to keep in step.
-				retire = func(tx *graphstore.Tx, c Caller, e *graphstore.Edge) error { return tx.EdgeRetire(c.Tenant, e, c.Sub, nil) }
+				retire = func(tx *graphstore.Tx, c Caller, e *graphstore.Edge) error {
+					return tx.EdgeRetire(c.Tenant, e, c.Sub, nil)
+				}
 			}
 			if err := retire(tx, c, e); err != nil {
 				return err

@@ -5,10 +5,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/internal/fleet"
-	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/mcp"
 	"github.com/tether-run/tether/internal/queuemetrics"
 	"github.com/tether-run/tether/internal/server"

@@ -23,8 +23,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/internal/mcp"
 	"github.com/tether-run/tether/internal/memlimit"
 	"github.com/tether-run/tether/internal/server"

@@ -13,11 +13,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/fleet"
 	"github.com/tether-run/tether/internal/graphstore"
-	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/logger"
