@@ -11,6 +11,7 @@ import (
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 const (
@@ -21,7 +22,7 @@ const (
 func putBlob(t *testing.T, s *Store, tenant, sha string, size int64) {
 	t.Helper()
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
-		return tx.BlobInsert(tenant, sha, &BlobRecord{Size: size, ContentType: "text/plain", CreatedBy: "head"})
+		return tx.BlobInsert(tenant, sha, &records.BlobRecord{Size: size, ContentType: "text/plain", CreatedBy: "head"})
 	}))
 }
 
@@ -131,16 +132,16 @@ func TestOpenRefusesAnotherFormatNamingBoth(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	for _, stored := range []int{migratesFrom - 1, FormatVersion + 1} {
+	for _, stored := range []int{records.MigratesFrom - 1, records.FormatVersion + 1} {
 		db, err := kv.Open(kv.Options{Dir: dir})
 		require.NoError(t, err)
 		db.Start()
-		require.NoError(t, db.Update(context.Background(), func(tx *kv.Txn) error { return tx.Set(formatKey, []byte(fmt.Sprint(stored))) }))
+		require.NoError(t, db.Update(context.Background(), func(tx *kv.Txn) error { return tx.Set(records.FormatKey, []byte(fmt.Sprint(stored))) }))
 		require.NoError(t, db.Close())
 
 		_, err = Open(Options{Dir: dir})
 		require.ErrorContains(t, err, fmt.Sprintf("holds store format %d", stored))
-		require.ErrorContains(t, err, fmt.Sprintf("reads format %d (and migrates %d)", FormatVersion, migratesFrom))
+		require.ErrorContains(t, err, fmt.Sprintf("reads format %d (and migrates %d)", records.FormatVersion, records.MigratesFrom))
 	}
 }
 
@@ -160,7 +161,7 @@ func TestCheckFindsANodeNamingAMissingBlob(t *testing.T) {
 
 	s, err = Open(Options{Dir: dir})
 	require.NoError(t, err)
-	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error { return tx.Delete(blobKey("acme", shaA)) }))
+	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error { return tx.Delete(records.BlobKey("acme", shaA)) }))
 	require.NoError(t, s.Close())
 	rep, err = Check(dir)
 	require.NoError(t, err)

@@ -1,6 +1,10 @@
 package graphstore
 
-import "github.com/tinylib/msgp/msgp"
+import (
+	"github.com/tinylib/msgp/msgp"
+
+	"github.com/tether-run/tether/internal/records"
+)
 
 // foreignRecords checks that every record another package owns is one
 // MessagePack map and nothing after it, as its generated codec writes it
@@ -11,7 +15,7 @@ func (c *checker) foreignRecords() error {
 		return nil
 	}
 	for _, k := range (Recoders{}).kinds() {
-		err := c.tx.Scan([]byte{k.tag, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		err := c.tx.Scan([]byte{k.tag, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			c.r.ForeignRecords++
 			if msgp.NextType(val) != msgp.MapType {
 				c.r.problem("%s record %q is not a MessagePack map", k.name, key)

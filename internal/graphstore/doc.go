@@ -1,26 +1,28 @@
-// Package graph is Tether's model: nodes, edges (live and retired), events,
-// comments, queue settings, and the records other packages own (tenants, API
-// keys, workers, idempotency, messages, blobs, schedules and their runs),
-// stored in a kv.Store (the storage engine). It knows nothing of HTTP. Of
+// Package graphstore is Tether's model: nodes, edges (live and retired),
+// events, comments, queue settings, idempotency and blob records, stored in a
+// kv.Store (the storage engine) as the records package lays them out. The
+// records other packages own (tenants, API keys, workers, messages,
+// schedules and their runs) commit in its transactions but are reached
+// through Tx.Records (records.Txn), not through its model. It knows nothing of HTTP. Of
 // leases it keeps what is stored and indexed (a node's live assigned edge in
 // its record, live leases by id and holder); what a claim, renewal, release or
 // expiry decides is package lease's.
 //
-// What is stored, and only that (keys.go): node records (each with its live
+// What is stored, and only that (records/keys.go): node records (each with its live
 // assigned edge, so a claim and a completion write no edge key, and with
 // pointers to the event groups of the transactions that wrote it, so they
 // write no pointer key either: node_events.go), live and retired edges,
 // deleted nodes' last fences, event groups with per-node pointers,
 // comments and the small records. Every record is MessagePack from a
-// generated codec under one format version (format.go): the graph's own
-// (records.go, records_gen.go), and the records other packages own
-// (tenants, API keys, workers, messages, schedules and runs) in their
-// owners' generated codecs (foreign_records.go). A data directory of format
+// generated codec under one format version (records.FormatVersion, checked
+// at open: format_check.go): the model's own (package records), and the
+// records other packages own in their owners' generated codecs
+// (records/foreign.go). A data directory of format
 // 3 or 4, which kept the latter as JSON, is recoded at open, resumably, with
 // the owners' recoders (format_json_records.go); any other version is
 // refused with both versions named. An
 // event's data is a MessagePack map; the writer's hot paths build it
-// already encoded, key by key (event_data.go).
+// already encoded, key by key (records.Data).
 //
 // What lives in memory, derived from the records (state.go, rebuild.go),
 // kept small because every node holds it (TestQueuedNodeMemory measures it
@@ -59,15 +61,17 @@
 // dependents), then the kept fences, and indexes every node (the lists and
 // the ready mirror built side by side, from the nodes sorted once, the
 // mirror's kinds of trees each filled by a goroutine of its own: load),
-// with the proportional GC off and the soft memory limit as its guard
-// (rebuild_gc.go); then it has kv reopen its engine (kv.Store.Reopen), which lets go of the
-// table pages the scan mapped in, before the writer starts. tether check
+// inside the caller's Options.DuringRebuild (serve turns the proportional
+// GC off there, with the soft memory limit as its guard); then, when the
+// caller sets Options.ReleaseScanPages (server.Open does), it has kv reopen
+// its engine (kv.Store.Reopen), which lets go of the table pages the scan
+// mapped in, before the writer starts. tether check
 // (check.go) derives the same state and compares it with a recount from the
 // records.
 //
 // Invariants:
 //   - Every record of a tenant lives under a key that carries the tenant id
-//     right after the record tag (keys.go), so no range over one tenant's
+//     right after the record tag (records/keys.go), so no range over one tenant's
 //     keys can reach another's. Only start-up ranges across tenants.
 //   - Writes run on kv's single writer goroutine. A transaction changes the
 //     in-memory state through its own copies (Tx.mut, Tx.edges); Tx.apply

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Formats 3 and 4 stored the records other packages own as those packages'
@@ -31,7 +32,7 @@ type Recoders struct {
 // and that encoded by its generated codec.
 func RecodeJSON[T any, P interface {
 	*T
-	Record
+	records.Record
 }](raw []byte) ([]byte, error) {
 	var v T
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -48,12 +49,12 @@ type jsonRecordKind struct {
 
 func (r Recoders) kinds() []jsonRecordKind {
 	return []jsonRecordKind{
-		{"tenant", tagTenant, r.Tenant},
-		{"API key", tagAPIKey, r.APIKey},
-		{"worker", tagWorker, r.Worker},
-		{"message", tagMessage, r.Message},
-		{"schedule", tagSchedule, r.Schedule},
-		{"schedule run", tagScheduleRun, r.ScheduleRun},
+		{"tenant", records.TagTenant, r.Tenant},
+		{"API key", records.TagAPIKey, r.APIKey},
+		{"worker", records.TagWorker, r.Worker},
+		{"message", records.TagMessage, r.Message},
+		{"schedule", records.TagSchedule, r.Schedule},
+		{"schedule run", records.TagScheduleRun, r.ScheduleRun},
 	}
 }
 
@@ -72,7 +73,7 @@ func (s *Store) recodeJSONRecords(r Recoders) error {
 				continue
 			}
 			found := false
-			if err := tx.Scan([]byte{k.tag, keySeparator}, nil, false, true, func(_, val []byte) (bool, error) {
+			if err := tx.Scan([]byte{k.tag, records.KeySeparator}, nil, false, true, func(_, val []byte) (bool, error) {
 				found = isJSONRecord(val)
 				return !found, nil
 			}); err != nil {
@@ -109,7 +110,7 @@ type recodedRecord struct {
 }
 
 func (s *Store) recodeKind(k jsonRecordKind) (int, error) {
-	prefix := []byte{k.tag, keySeparator}
+	prefix := []byte{k.tag, records.KeySeparator}
 	var after []byte
 	total := 0
 	for {

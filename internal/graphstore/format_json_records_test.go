@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-run/tether/internal/etcdtest"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // jsonRecord is one record as formats 3 and 4 stored it.
@@ -51,7 +52,7 @@ func writeFormat4(t *testing.T, s *Store, recs []jsonRecord) {
 			return nil
 		}))
 	}
-	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error { return tx.Set(formatKey, []byte("4")) }))
+	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error { return tx.Set(records.FormatKey, []byte("4")) }))
 }
 
 // mapFromJSON stands in for an owner's FromJSON: a JSON object as a
@@ -72,15 +73,15 @@ func allRecoders(f FromJSON) Recoders {
 // n run records of one schedule (more than a recoding batch).
 func format4Records(n int) []jsonRecord {
 	recs := []jsonRecord{
-		{key: tenantKey("acme"), json: `{"id":"acme","policy":{"retention_ms":5}}`},
-		{key: apiKeyKey("acme", "k1"), json: `{"id":"k1","sub":"bot","roles":["worker"],"secret_sha256":"ab"}`},
-		{key: workerKey("acme", "alice", "w1"), json: `{"by":"alice","worker":"w1","meta":{"pid":42}}`, ttl: 24 * time.Hour},
-		{key: messageKey("acme", "m1"), json: `{"id":"m1","to":"alice","body":"hi"}`},
-		{key: messageKey("acme", "m2"), json: `{"id":"m2","to":"alice","body":"read"}`, ttl: 7 * 24 * time.Hour},
-		{key: scheduleKey("acme", "s"), json: `{"id":"s","template":{"type":"t","props":{"k":[1,"x"]}}}`},
+		{key: records.TenantKey("acme"), json: `{"id":"acme","policy":{"retention_ms":5}}`},
+		{key: records.APIKeyKey("acme", "k1"), json: `{"id":"k1","sub":"bot","roles":["worker"],"secret_sha256":"ab"}`},
+		{key: records.WorkerKey("acme", "alice", "w1"), json: `{"by":"alice","worker":"w1","meta":{"pid":42}}`, ttl: 24 * time.Hour},
+		{key: records.MessageKey("acme", "m1"), json: `{"id":"m1","to":"alice","body":"hi"}`},
+		{key: records.MessageKey("acme", "m2"), json: `{"id":"m2","to":"alice","body":"read"}`, ttl: 7 * 24 * time.Hour},
+		{key: records.ScheduleKey("acme", "s"), json: `{"id":"s","template":{"type":"t","props":{"k":[1,"x"]}}}`},
 	}
 	for i := range n {
-		recs = append(recs, jsonRecord{key: scheduleRunKey("acme", "s", uint64(i+1)), json: fmt.Sprintf(`{"seq":%d,"trigger":"manual"}`, i+1)})
+		recs = append(recs, jsonRecord{key: records.ScheduleRunKey("acme", "s", uint64(i+1)), json: fmt.Sprintf(`{"seq":%d,"trigger":"manual"}`, i+1)})
 	}
 	return recs
 }
@@ -113,7 +114,7 @@ func storedFormat(t *testing.T, s *Store) string {
 	t.Helper()
 	var f string
 	require.NoError(t, s.kv.View(func(tx *kv.Txn) error {
-		b, _, err := tx.Get(formatKey)
+		b, _, err := tx.Get(records.FormatKey)
 		f = string(b)
 		return err
 	}))
@@ -162,7 +163,7 @@ func TestAFormat4StoresJSONRecordsAreRecoded(t *testing.T) {
 
 			s, err = ec.open(t, allRecoders(mapFromJSON))
 			require.NoError(t, err)
-			require.Equal(t, fmt.Sprint(FormatVersion), storedFormat(t, s))
+			require.Equal(t, fmt.Sprint(records.FormatVersion), storedFormat(t, s))
 			after := storedRecords(t, s, recs)
 			require.Len(t, after, len(recs))
 			for _, r := range recs {
@@ -214,7 +215,7 @@ func TestAnInterruptedRecodingResumes(t *testing.T) {
 	s, err = Open(Options{Dir: dir, Recoders: allRecoders(counting)})
 	require.NoError(t, err)
 	require.Equal(t, 100, calls, "the second open recoded only what the first had not")
-	require.Equal(t, fmt.Sprint(FormatVersion), storedFormat(t, s))
+	require.Equal(t, fmt.Sprint(records.FormatVersion), storedFormat(t, s))
 	stored := storedRecords(t, s, recs)
 	require.Len(t, stored, len(recs))
 	for key, r := range stored {
@@ -264,13 +265,13 @@ func TestCheckFindsAForeignRecordThatIsNotMessagePack(t *testing.T) {
 	good, err := mapFromJSON([]byte(`{"id":"acme"}`))
 	require.NoError(t, err)
 	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error {
-		if err := tx.Set(tenantKey("acme"), good); err != nil {
+		if err := tx.Set(records.TenantKey("acme"), good); err != nil {
 			return err
 		}
-		if err := tx.Set(messageKey("acme", "m1"), append(good, 0xc0)); err != nil {
+		if err := tx.Set(records.MessageKey("acme", "m1"), append(good, 0xc0)); err != nil {
 			return err
 		}
-		return tx.Set(workerKey("acme", "alice", "w1"), []byte(`{"by":"alice"}`))
+		return tx.Set(records.WorkerKey("acme", "alice", "w1"), []byte(`{"by":"alice"}`))
 	}))
 	require.NoError(t, s.Close())
 	rep, err := Check(dir)

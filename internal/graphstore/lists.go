@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/google/btree"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // listSyncEvery is how often the list indexes catch up when nothing lists.
@@ -36,7 +38,7 @@ const listSyncEvery = 50 * time.Millisecond
 
 // listKey is where an entry sits in the list indexes.
 type listKey struct {
-	order  [orderKeyLength]byte
+	order  [records.OrderKeyLength]byte
 	status statusCode
 	queue  atom
 	parent atom
@@ -50,7 +52,7 @@ func listKeyOf(st *nodeState) listKey {
 // compareEntry orders a tenant's listed nodes in list order: by order bytes,
 // then id.
 func compareEntry(a, b *nodeEntry) int {
-	if c := compareOrder(&a.listedOrder, &b.listedOrder); c != 0 {
+	if c := records.CompareOrder(&a.listedOrder, &b.listedOrder); c != 0 {
 		return c
 	}
 	return strings.Compare(a.ref.id, b.ref.id)

@@ -11,6 +11,8 @@ package graphstore
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // QueueOutcome is what happened to a node of a queue.
@@ -116,15 +118,15 @@ func (tx *Tx) appendOutcomes(obs []QueueObservation) []QueueObservation {
 		ev := &tx.events[i]
 		var what QueueOutcome
 		switch ev.Type {
-		case EventCreated:
+		case records.EventCreated:
 			what = QueueCreated
-		case EventCompleted:
+		case records.EventCompleted:
 			what = QueueCompleted
-		case EventFailed:
+		case records.EventFailed:
 			what = QueueFailed
-		case EventDead:
+		case records.EventDead:
 			what = QueueDead
-		case EventExpired:
+		case records.EventExpired:
 			what = QueueExpired
 		default:
 			continue
@@ -144,7 +146,7 @@ func (tx *Tx) appendOutcomes(obs []QueueObservation) []QueueObservation {
 // created (zero when none). It walks the queues the ready mirror holds, not
 // the nodes, under the mirror's lock: fn must be quick and must not call the
 // store.
-func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[Status]int64, ready int, oldestReady time.Time)) {
+func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[records.Status]int64, ready int, oldestReady time.Time)) {
 	m := s.ready
 	m.mu.Lock()
 	defer m.mu.Unlock()

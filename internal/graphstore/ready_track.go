@@ -4,12 +4,14 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // countMove is one node moving between statuses of a queue ("" for none).
 type countMove struct {
 	tenant, queue string
-	from, to      Status
+	from, to      records.Status
 }
 
 // trackLocked moves a node's entry to the state st (nil: the node is gone)
@@ -62,7 +64,7 @@ func (m *readyMirror) leaveLocked(e *nodeEntry, st *nodeState) {
 // st (nil: none).
 func (m *readyMirror) countLocked(tenant string, old, st *nodeState, shown *[]countMove) {
 	var oq, nq string
-	var os, ns Status
+	var os, ns records.Status
 	if old != nil {
 		oq, os = old.queue.String(), old.status.Status()
 	}

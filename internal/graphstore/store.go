@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Options configure a Store.
@@ -36,6 +37,17 @@ type Options struct {
 	// formats 3 and 4 stored (format_json_records.go); server.Open passes
 	// every owner's.
 	Recoders Recoders
+	// DuringRebuild, when set, is called before Open rebuilds the in-memory
+	// state from the records, and the func it returns once the rebuild is
+	// done: the process tunes its runtime for the scan there (serve pauses
+	// the proportional GC, its rebuild_gc.go). nil leaves the runtime alone.
+	DuringRebuild func() (done func())
+	// ReleaseScanPages has Open reopen the storage engine
+	// (kv.Store.Reopen) after the rebuild has scanned every record and
+	// before the writer starts, so the table pages the scan mapped in are
+	// let go of and the server's RSS once ready is its live state (Badger;
+	// an engine that maps nothing does nothing). server.Open sets it.
+	ReleaseScanPages bool
 }
 
 // Store is the graph: its records in a kv.Store, and the in-memory state
@@ -61,9 +73,9 @@ type Store struct {
 	seqs    map[string]uint64
 	spare   txMaps // the last successful write transaction's maps, for the next
 	scratch []byte // encoding buffer
-	// keyScratch is the writer's buffer for keys handed to kv Set and
+	// keyScratch is the writer's builder for keys handed to kv Set and
 	// Delete (Tx.scratchKey); only write transactions use it, one at a time
-	keyScratch []byte
+	keyScratch records.KeyBuilder
 
 	// queueSettings caches committed queue settings (tenantQueue ->
 	// QueueSettings); written through by QueueSettingsPut's commit hook.
@@ -108,7 +120,8 @@ type StoreStats = kv.Stats
 func (s *Store) Stats() *StoreStats { return s.kv.Stats() }
 
 // Open opens (or creates) the store in opts.Dir, rebuilds the in-memory
-// state from its records and starts its writer.
+// state from its records (within opts.DuringRebuild), reopens the engine
+// when opts.ReleaseScanPages says so, and starts its writer.
 func Open(opts Options) (*Store, error) {
 	opts.Clock = clock.OrReal(opts.Clock)
 	opts.Logger = logger.OrDiscard(opts.Logger)
@@ -141,17 +154,22 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	started := time.Now()
-	resumeGC := pauseGC()
+	done := func() {}
+	if opts.DuringRebuild != nil {
+		done = opts.DuringRebuild()
+	}
 	err = s.rebuild()
-	resumeGC()
+	done()
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
 	s.log.Info("in-memory state rebuilt", "nodes", s.table.nodes.len(), "took", time.Since(started).Round(time.Millisecond))
-	if err := db.Reopen(); err != nil {
-		db.Close()
-		return nil, err
+	if opts.ReleaseScanPages {
+		if err := db.Reopen(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	db.Start()
 	go s.table.syncLoop(s.closing)
@@ -161,13 +179,13 @@ func Open(opts Options) (*Store, error) {
 			return nil, fmt.Errorf("error migrating the data directory %s from store format %d: %w", opts.Dir, stored, err)
 		}
 	}
-	if stored != FormatVersion {
+	if stored != records.FormatVersion {
 		if err := s.writeFormat(); err != nil {
 			s.Close()
 			return nil, err
 		}
 		if stored != 0 && s.log != nil {
-			s.log.Info("store format migrated", "from", stored, "to", FormatVersion)
+			s.log.Info("store format migrated", "from", stored, "to", records.FormatVersion)
 		}
 	}
 	return s, nil

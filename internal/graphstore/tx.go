@@ -8,6 +8,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Tx is one transaction: read-only from View, read-write inside Update. The
@@ -33,7 +34,7 @@ type Tx struct {
 	blobs    map[blobRef]*blobState // blobs changed here; nil: deleted
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
-	events []Event
+	events []records.Event
 	marks  map[string]retentionMark // retention marks changed here (retention.go)
 
 	// read is the record of a queued or open node that storedRecord last
@@ -113,6 +114,12 @@ func (tx *Tx) OnCommit(f func()) { tx.kv.OnApply(f) }
 func (tx *Tx) OnDurable(f func()) { tx.kv.OnDurable(f) }
 
 var errReadOnly = kv.ErrReadOnly
+
+// Records reads and writes, in this transaction, the records other packages
+// own (tenants, API keys, workers, messages, schedules and their runs):
+// the model only stores them, so they are reached through records.Txn
+// rather than through methods of Tx.
+func (tx *Tx) Records() records.Txn { return records.On(tx.kv) }
 
 // state returns the in-memory state of a node as this transaction sees it
 // (nil when there is no such node). The result is read-only: use mut to
@@ -282,7 +289,7 @@ func (tx *Tx) finish() error {
 	if tenant := tx.events[0].Tenant; allOfTenant(tx.events, tenant) {
 		return tx.writeEventGroup(tenant, tx.events)
 	}
-	groups := map[string][]Event{}
+	groups := map[string][]records.Event{}
 	var order []string
 	for _, ev := range tx.events {
 		if _, ok := groups[ev.Tenant]; !ok {
@@ -300,7 +307,7 @@ func (tx *Tx) finish() error {
 
 // allOfTenant reports whether every event is of tenant (the usual case:
 // a transaction acts for one tenant).
-func allOfTenant(evs []Event, tenant string) bool {
+func allOfTenant(evs []records.Event, tenant string) bool {
 	for _, ev := range evs {
 		if ev.Tenant != tenant {
 			return false
@@ -324,9 +331,9 @@ const maxEventGroupBytes = 512 << 10
 // seq of its last event (halves of it, again and again, while it encodes
 // larger than maxEventGroupBytes), and the group's pointer for each node
 // once: in the node's record when this transaction wrote it, else as a key.
-func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
+func (tx *Tx) writeEventGroup(tenant string, evs []records.Event) error {
 	last := evs[len(evs)-1].Seq
-	b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
+	b, err := (&records.EventGroup{Events: evs}).MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("error encoding events: %w", err)
 	}
@@ -337,7 +344,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 		}
 		return tx.writeEventGroup(tenant, evs[half:])
 	}
-	if err := tx.kv.Set(tx.scratchKey(tagEvent, tenant).u64(last).done(tx), b); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(records.TagEvent, tenant).U64(last).Bytes(), b); err != nil {
 		return err
 	}
 	var seen map[string]bool
@@ -353,7 +360,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 				continue
 			}
 			seen[ev.NodeID] = true
-		} else if slices.ContainsFunc(evs[:i], func(e Event) bool { return e.NodeID == ev.NodeID }) {
+		} else if slices.ContainsFunc(evs[:i], func(e records.Event) bool { return e.NodeID == ev.NodeID }) {
 			continue
 		}
 		if ok, err := tx.pointFromRecord(tenant, ev.NodeID, last); err != nil || ok {
@@ -362,7 +369,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 			}
 			continue
 		}
-		if err := tx.kv.Set(tx.scratchKey(tagNodeEvent, tenant).str(ev.NodeID).u64(last).done(tx), nil); err != nil {
+		if err := tx.kv.Set(tx.scratchKey(records.TagNodeEvent, tenant).Str(ev.NodeID).U64(last).Bytes(), nil); err != nil {
 			return err
 		}
 	}
@@ -373,8 +380,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 // record (node_events.go) when this transaction wrote the record and it has
 // room, and reports whether it did; otherwise the pointer is a key of its own.
 func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
-	key := tx.scratchKey(tagNode, tenant).last(id)
-	tx.store.keyScratch = key
+	key := tx.scratchKey(records.TagNode, tenant).Last(id)
 	if !tx.kv.Wrote(key) {
 		return false, nil
 	}
@@ -425,7 +431,7 @@ func (tx *Tx) flushAssigned() error {
 	return nil
 }
 
-func sameAssigned(a, b *liveEdgeRecord) bool {
+func sameAssigned(a, b *records.LiveEdgeRecord) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -450,19 +456,11 @@ func (tx *Tx) getRecord(key []byte, v msgp.Unmarshaler) (bool, error) {
 	return true, decode(b, v, key)
 }
 
-// scratchKey starts a key in the writer's reusable buffer, for a key only
-// handed to kv Set or Delete (which copy it) in a write transaction; done
-// gives the key back and keeps the buffer, and the key is valid until the
-// next scratchKey.
-func (tx *Tx) scratchKey(tag byte, tenant string) *keyBuilder {
-	return newKeyIn(tx.store.keyScratch, tag, tenant)
-}
-
-// done is the key built since scratchKey; it keeps the (maybe grown) buffer
-// for the next one.
-func (k *keyBuilder) done(tx *Tx) []byte {
-	tx.store.keyScratch = k.b
-	return k.b
+// scratchKey starts a key in the writer's reusable builder, for a key only
+// handed to kv Set or Delete (which copy it) in a write transaction; the
+// key is valid until the next scratchKey.
+func (tx *Tx) scratchKey(tag byte, tenant string) *records.KeyBuilder {
+	return tx.store.keyScratch.Reset(tag, tenant)
 }
 
 func (tx *Tx) setRecord(key []byte, v msgp.Marshaler) error {

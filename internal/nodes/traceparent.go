@@ -3,7 +3,7 @@ package nodes
 import (
 	"context"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/tracing"
 )
 
@@ -11,7 +11,7 @@ import (
 // node's props (tracing.Prop), unless the caller set that prop itself, so
 // the run that claims the node can link to the request that made it. With
 // tracing off there is no span context and nothing is added.
-func keepTraceparent(ctx context.Context, nodes []*graphstore.Node) {
+func keepTraceparent(ctx context.Context, nodes []*records.Node) {
 	tp := tracing.Traceparent(ctx)
 	if tp == "" {
 		return

@@ -2,7 +2,7 @@ package schedule
 
 // Schedule and run records are stored in MessagePack by a codec generated
 // by github.com/tinylib/msgp (records_gen.go; `go generate ./schedule/`), as
-// maps keyed by the JSON names (internal/graphstore/foreign_records.go): a field may be
+// maps keyed by the JSON names (internal/records/foreign.go): a field may be
 // added, and any other change bumps graphstore.FormatVersion. The JSON tags are
 // the stored names, and how format 4 stored the records (RecordFromJSON,
 // RunFromJSON).
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 //go:generate go tool msgp -file records.go -o records_gen.go -tests=false -io=false -unexported
@@ -23,7 +24,7 @@ import (
 //msgp:replace SkipReason with:string
 //msgp:replace nodes.NodeSpec with:nodeTemplate
 
-// Record is a schedule as stored (graphstore.SchedulePut): its settings, and the
+// Record is a schedule as stored (records.Txn.SchedulePut): its settings, and the
 // firing state the loop keeps in step with each fire.
 type Record struct {
 	ID              string           `json:"id"`
@@ -72,7 +73,7 @@ type RunRef struct {
 	After []string `json:"after,omitempty"`
 }
 
-// Run is one fire as stored (graphstore.ScheduleRunPut): the nodes it made, or
+// Run is one fire as stored (records.Txn.ScheduleRunPut): the nodes it made, or
 // why it made none. A skipped record may stand for several fires in a row
 // with the same reason (Count, from ScheduledAt to LastScheduledAt).
 type Run struct {
@@ -96,24 +97,24 @@ type Run struct {
 // (a conversion checks that at compile time, so a field added to NodeSpec
 // must be added here too), with a codec.
 type nodeTemplate struct {
-	ID          *string             `json:"id,omitempty"`
-	Type        string              `json:"type"`
-	Title       *string             `json:"title,omitempty"`
-	Body        *string             `json:"body,omitempty"`
-	Queue       *string             `json:"queue,omitempty"`
-	Priority    *int64              `json:"priority,omitempty"`
-	Target      *string             `json:"target,omitempty"`
-	Labels      []string            `json:"labels,omitempty"`
-	Props       map[string]any      `json:"props,omitempty"`
-	MaxAttempts *int64              `json:"max_attempts,omitempty"`
-	RunAt       *time.Time          `json:"run_at,omitempty"`
-	DelayMS     *int64              `json:"delay_ms,omitempty"`
-	TimeoutMS   *int64              `json:"timeout_ms,omitempty"`
-	Backoff     *graphstore.Backoff `json:"backoff,omitempty"`
-	Parent      *string             `json:"parent,omitempty"`
-	OnChildFail *string             `json:"on_child_fail,omitempty"`
-	DependsOn   []string            `json:"depends_on,omitempty"`
-	Blobs       []string            `json:"blobs,omitempty"`
+	ID          *string          `json:"id,omitempty"`
+	Type        string           `json:"type"`
+	Title       *string          `json:"title,omitempty"`
+	Body        *string          `json:"body,omitempty"`
+	Queue       *string          `json:"queue,omitempty"`
+	Priority    *int64           `json:"priority,omitempty"`
+	Target      *string          `json:"target,omitempty"`
+	Labels      []string         `json:"labels,omitempty"`
+	Props       map[string]any   `json:"props,omitempty"`
+	MaxAttempts *int64           `json:"max_attempts,omitempty"`
+	RunAt       *time.Time       `json:"run_at,omitempty"`
+	DelayMS     *int64           `json:"delay_ms,omitempty"`
+	TimeoutMS   *int64           `json:"timeout_ms,omitempty"`
+	Backoff     *records.Backoff `json:"backoff,omitempty"`
+	Parent      *string          `json:"parent,omitempty"`
+	OnChildFail *string          `json:"on_child_fail,omitempty"`
+	DependsOn   []string         `json:"depends_on,omitempty"`
+	Blobs       []string         `json:"blobs,omitempty"`
 }
 
 // RecordFromJSON recodes a schedule record that store format 4 (and before)

@@ -5,8 +5,8 @@ package schedule
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -1446,7 +1446,7 @@ func (z *nodeTemplate) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Backoff = nil
 			} else {
 				if z.Backoff == nil {
-					z.Backoff = new(graphstore.Backoff)
+					z.Backoff = new(records.Backoff)
 				}
 				bts, err = z.Backoff.UnmarshalMsg(bts)
 				if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/testserver"
 )
 
@@ -137,7 +138,7 @@ func TestAFormat4DataDirIsMigrated(t *testing.T) {
 
 		rep, err = graphstore.Check(dir)
 		require.NoError(t, err)
-		require.Equal(t, graphstore.FormatVersion, rep.Format)
+		require.Equal(t, records.FormatVersion, rep.Format)
 		require.Empty(t, rep.Problems)
 		// A tenant, a key, two workers, three messages, two schedules, a run.
 		require.Equal(t, 10, rep.ForeignRecords)
@@ -175,6 +176,6 @@ func TestABackupOfFormat4Restores(t *testing.T) {
 	srv.Stop()
 	rep, err = graphstore.Check(dir)
 	require.NoError(t, err)
-	require.Equal(t, graphstore.FormatVersion, rep.Format)
+	require.Equal(t, records.FormatVersion, rep.Format)
 	require.Empty(t, rep.Problems)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tether-run/tether/internal/message"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tether-run/tether/internal/queuemetrics"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/retention"
 	"github.com/tether-run/tether/internal/schedule"
 	"github.com/tether-run/tether/internal/startstop"
@@ -36,7 +37,11 @@ type Config struct {
 	InMemory bool // tests only: no durability
 	// KV, when set, is the storage engine (one shard's etcd-backed store,
 	// say) instead of Badger in DataDir; the server closes it at Shutdown.
-	KV             *kv.Store
+	KV *kv.Store
+	// DuringRebuild is called around the store's rebuild at open
+	// (graphstore.Options.DuringRebuild): serve pauses the proportional GC
+	// there. nil: the runtime is left alone.
+	DuringRebuild  func() (done func())
 	Tenant         tenancy.Config
 	ReaperInterval time.Duration
 	MaxBodyBytes   int64
@@ -122,7 +127,12 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		skill = b
 	}
-	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger, Recoders: jsonRecoders()})
+	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger, Recoders: jsonRecoders(),
+		DuringRebuild: cfg.DuringRebuild,
+		// The rebuild's scan maps the tables in; a server lets go of them
+		// before it serves, so its RSS once ready is its live state.
+		ReleaseScanPages: true,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +176,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 			p, err := tenants.Policy(ctx, t)
 			d := nodes.Defaults{MaxAttempts: p.MaxAttemptsDefault}
 			if p.RetryInitialMS > 0 {
-				d.Backoff = &graphstore.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenancy.RetryFactor}
+				d.Backoff = &records.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenancy.RetryFactor}
 			}
 			return d, err
 		},
