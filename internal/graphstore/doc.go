@@ -53,7 +53,7 @@
 //     timer;
 //   - each tenant's last event seq (read from the store on first use);
 //   - when each live node last became ready or was claimed (nodeState.since,
-//     stamped by Tx.apply), from which a QueueMeter is told how long claims
+//     stamped by table.fold), from which a QueueMeter is told how long claims
 //     waited and runs lasted (queue_meter.go).
 //
 // Rebuilding: Open scans the node records (one goroutine reads them, another
@@ -75,9 +75,11 @@
 //     keys can reach another's. Only start-up ranges across tenants.
 //   - Writes run on kv's single writer goroutine. A transaction changes the
 //     in-memory state through its own copies (Tx.mut, Tx.edges); Tx.apply
-//     folds them into the table and the ready mirror only when it succeeds,
+//     hands them, as a change set (changes.go), to table.fold, which folds
+//     them into the table and the ready mirror only when it succeeds,
 //     before any other hook and before the next transaction runs, so the
-//     writer always sees exactly what committed before it.
+//     writer always sees exactly what committed before it. The derived
+//     state reads nothing of a Tx but its change set.
 //   - Readers (View) read records from a snapshot that holds every write
 //     acknowledged before it began: what is durable, and the renewals
 //     answered before they are durable (UpdateEager; a restart only ever
@@ -91,7 +93,7 @@
 //     writer, under the mirror's lock, after it has left the trees when the
 //     change moves it (readyMirror.trackLocked): a walk, under the same
 //     lock, never sees an entry change in a tree.
-//   - The list indexes never lag a list: Tx.apply only marks the entries it
+//   - The list indexes never lag a list: table.fold only marks the entries it
 //     changed, and every walk of the list indexes first moves each marked
 //     entry to where its state puts it now (a background loop does the same
 //     every 50 ms), so a list holds every commit before it began.

@@ -3,7 +3,7 @@ package graphstore
 // The list indexes: each tenant's nodes in list order, by status, by queue
 // and status and by parent, and its leased nodes by id and by holder. They
 // serve lists (NodeList, LiveLeaseIDs, HeldNodeIDs) and nothing the writer
-// decides, so the writer does not keep them up: Tx.apply only marks each
+// decides, so the writer does not keep them up: table.fold only marks each
 // entry it changed (table.mark), and catching up (table.syncLists) moves a
 // marked entry once, from the key it is listed under to the one its state
 // gives now, however many commits changed it meanwhile (a job claimed and

@@ -17,7 +17,7 @@ import (
 // not copies: a queued node costs the index a few tree slots and no
 // allocation. What the trees compare and the filters read (the entry's
 // order, run_at, type, target and labels, in e.st) changes only on the
-// writer in Tx.apply, under the mirror's mu, and only after the entry has
+// writer in table.fold, under the mirror's mu, and only after the entry has
 // left the trees (leaveLocked): readers walk them under mu, so they never
 // see an entry mid-change. The entry's mirror field says where it is filed.
 type readyTree = btree.BTreeG[*nodeEntry]

@@ -17,7 +17,7 @@ type countMove struct {
 // trackLocked moves a node's entry to the state st (nil: the node is gone)
 // in the ready mirror and its queue's status counts, and sets e.st to it
 // (had: e held a state before; a new entry's is ignored). It runs on the
-// writer inside Tx.apply, under the mirror's mu, so claim-next (also on the
+// writer inside table.fold, under the mirror's mu, so claim-next (also on the
 // writer) always sees what the transactions before it left, and readers
 // walking the trees never see an entry change in them: an entry leaves the
 // trees before its state changes and enters them after. The counts readers

@@ -5,7 +5,7 @@ package graphstore
 // and, while a node runs, the record itself. It is derived from the
 // records, rebuilt at open (rebuild.go), changed by write transactions
 // through their own copies (Tx.mut) and folded in on the writer when a
-// transaction succeeds (Tx.apply), so a failed transaction leaves nothing.
+// transaction succeeds (Tx.apply, through its change set: changes.go), so a failed transaction leaves nothing.
 //
 // The writer reads it without a lock (it alone changes it); readers outside
 // the writer (readiness in a GET) take mu for reading. The list indexes are
@@ -42,7 +42,7 @@ type nodeState struct {
 	// retention; 0 while the node is not finished.
 	changed int64
 	// since is when the node last became ready or was claimed (unix ns;
-	// stamped by Tx.apply, queue_meter.go), so a claim knows how long the
+	// stamped by table.fold, queue_meter.go), so a claim knows how long the
 	// node waited and an ended run how long it ran. Rebuilt from the
 	// record at open: the lease's claimed_at, else updated_at.
 	since int64

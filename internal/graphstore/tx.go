@@ -182,9 +182,9 @@ func (tx *Tx) setState(ref nodeRef, st *nodeState) {
 	tx.remember(ref, st)
 }
 
-// apply folds this transaction's state changes into the table and the ready
-// mirror, and its last event seqs into the store's. It runs on the writer
-// when the transaction has succeeded.
+// apply folds this transaction's changes into the in-memory state, through
+// a change set (changes.go), and its last event seqs into the store's. It
+// runs on the writer when the transaction has succeeded.
 func (tx *Tx) apply() {
 	s := tx.store
 	defer s.spare.keep(tx)
@@ -194,86 +194,20 @@ func (tx *Tx) apply() {
 	if len(tx.blobs) > 0 {
 		tx.applyBlobs()
 	}
-	if len(tx.nodes) == 0 && len(tx.edges) == 0 && len(tx.fences) == 0 {
+	cs := changeSet{now: tx.now.UnixNano(), nodes: tx.nodes, edges: tx.edges, fences: tx.fences, events: tx.events}
+	if cs.empty() {
 		return
 	}
-	t := s.table
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var moves []countMove
 	var meter QueueMeter
 	if box := s.meter.Load(); box != nil {
 		meter = box.m
 	}
-	var obs []QueueObservation
-	now := tx.now.UnixNano()
-	// The mirror's lock is held across the loop: entries in its trees
-	// change state only under it (trackLocked).
-	s.ready.mu.Lock()
-	defer s.ready.mu.Unlock()
-	for ref, st := range tx.nodes {
-		e, had := t.nodes.get(ref)
-		var old *nodeState
-		if had {
-			o := e.st
-			old = &o
-		}
-		if st != nil {
-			st.since = sinceOf(old, st, now)
-		}
-		if meter != nil {
-			obs = appendMoves(obs, ref, old, st, now)
-		}
-		switch {
-		case st == nil && had:
-			t.mark(e, false)
-			t.nodes.delete(ref)
-			s.ready.trackLocked(e, true, nil, &moves)
-		case st == nil:
-		case had:
-			if listKeyOf(&e.st) != listKeyOf(st) {
-				t.mark(e, false)
-			}
-			s.ready.trackLocked(e, true, st, &moves) // sets e.st
-		default:
-			e = &nodeEntry{ref: ref}
-			t.nodes.set(ref, e)
-			t.mark(e, true)
-			s.ready.trackLocked(e, false, st, &moves) // sets e.st
-		}
-		t.noteFinished(ref, old, st)
-	}
+	moves, obs := s.table.fold(&cs, s.ready, meter != nil)
 	if len(moves) > 0 {
 		tx.OnDurable(func() { s.ready.showCounts(moves) })
 	}
-	if meter != nil {
-		if obs = tx.appendOutcomes(obs); len(obs) > 0 {
-			tx.OnDurable(func() { meter.QueueObserved(obs) })
-		}
-	}
-	for ref, f := range tx.fences {
-		t.fences[ref] = f
-	}
-	for ref, le := range tx.edges {
-		from, _ := t.nodes.get(nodeRef{ref.tenant, ref.from})
-		to, _ := t.nodes.get(nodeRef{ref.tenant, ref.to})
-		if le == nil {
-			if from != nil && from.edges != nil {
-				delete(from.edges.out, edgeSlot{ref.typ, ref.to})
-				from.dropEdgesIfNone()
-			}
-			if to != nil && to.edges != nil {
-				delete(to.edges.in, edgeSlot{ref.typ, ref.from})
-				to.dropEdgesIfNone()
-			}
-			continue
-		}
-		if from != nil {
-			from.addOut(edgeSlot{ref.typ, ref.to}, le)
-		}
-		if to != nil {
-			to.addIn(edgeSlot{ref.typ, ref.from}, le)
-		}
+	if len(obs) > 0 {
+		tx.OnDurable(func() { meter.QueueObserved(obs) })
 	}
 }
 
