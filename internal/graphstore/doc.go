@@ -1,28 +1,42 @@
 // Package graphstore is Tether's model: nodes, edges (live and retired),
 // events, comments, queue settings, idempotency and blob records, stored in a
 // kv.Store (the storage engine) as the records package lays them out. The
-// records other packages own (tenants, API keys, workers, messages,
-// schedules and their runs) commit in its transactions but are reached
-// through Tx.Records (records.Txn), not through its model. It knows nothing of HTTP. Of
-// leases it keeps what is stored and indexed (a node's live assigned edge in
-// its record, live leases by id and holder); what a claim, renewal, release or
-// expiry decides is package lease's.
+// records other packages own (tenants, API keys, workers, messages, schedules
+// and their runs) commit in its transactions but are reached through
+// Tx.Records (records.Txn), not through its model. It knows nothing of HTTP.
+// Of leases it keeps what is stored and indexed (a node's live assigned edge
+// in its record, live leases by id and holder); what a claim, renewal, release
+// or expiry decides is package lease's.
 //
-// What is stored, and only that (records/keys.go): node records (each with its live
-// assigned edge, so a claim and a completion write no edge key, and with
+// What is stored, and only that (records/keys.go): node records (each with its
+// live assigned edge, so a claim and a completion write no edge key, and with
 // pointers to the event groups of the transactions that wrote it, so they
 // write no pointer key either: node_events.go), live and retired edges,
-// deleted nodes' last fences, event groups with per-node pointers,
-// comments and the small records. Every record is MessagePack from a
-// generated codec under one format version (records.FormatVersion, checked
-// at open: format_check.go): the model's own (package records), and the
-// records other packages own in their owners' generated codecs
-// (records/foreign.go). A data directory of format
-// 3 or 4, which kept the latter as JSON, is recoded at open, resumably, with
-// the owners' recoders (format_json_records.go); any other version is
-// refused with both versions named. An
-// event's data is a MessagePack map; the writer's hot paths build it
-// already encoded, key by key (records.Data).
+// deleted nodes' last fences, event groups with per-node pointers, comments
+// and the small records. Every record is MessagePack from a generated codec
+// under one format version (records.FormatVersion, checked at open:
+// format_check.go): the model's own (package records), and the records other
+// packages own in their owners' generated codecs (records/foreign.go). A data
+// directory of format 3 or 4, which kept the latter as JSON, is recoded at
+// open, resumably, with the owners' recoders (format_json_records.go); any
+// other version is refused with both versions named. An event's data is a
+// MessagePack map; the writer's hot paths build it already encoded, key by key
+// (records.Data).
+//
+// Its files, by what they serve:
+//   - the store and its transactions: store.go, tx.go, changes.go (what a
+//     transaction hands the derived state), trace.go;
+//   - nodes: node.go, node_query.go, node_list.go, subject.go,
+//     idempotency.go; the claim rule and blockers: claimable.go,
+//     blockers.go;
+//   - edges: edge.go, edge_list.go; events and comments: event.go,
+//     node_events.go, comment.go; queues: queue_record.go; blobs:
+//     blob_records.go;
+//   - the derived state: state.go, node_index.go, interned.go, lists.go,
+//     held.go, finished.go, ready_*.go, rebuild*.go, and the queue
+//     observations fold makes of it (queue_meter.go);
+//   - upkeep: retention.go, check*.go, format_check.go,
+//     format_json_records.go.
 //
 // What lives in memory, derived from the records (state.go, rebuild.go),
 // kept small because every node holds it (TestQueuedNodeMemory measures it
@@ -65,14 +79,13 @@
 // GC off there, with the soft memory limit as its guard); then, when the
 // caller sets Options.ReleaseScanPages (server.Open does), it has kv reopen
 // its engine (kv.Store.Reopen), which lets go of the table pages the scan
-// mapped in, before the writer starts. tether check
-// (check.go) derives the same state and compares it with a recount from the
-// records.
+// mapped in, before the writer starts. tether check (check.go) derives the
+// same state and compares it with a recount from the records.
 //
 // Invariants:
 //   - Every record of a tenant lives under a key that carries the tenant id
-//     right after the record tag (records/keys.go), so no range over one tenant's
-//     keys can reach another's. Only start-up ranges across tenants.
+//     right after the record tag (records/keys.go), so no range over one
+//     tenant's keys can reach another's. Only start-up ranges across tenants.
 //   - Writes run on kv's single writer goroutine. A transaction changes the
 //     in-memory state through its own copies (Tx.mut, Tx.edges); Tx.apply
 //     hands them, as a change set (changes.go), to table.fold, which folds

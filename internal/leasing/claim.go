@@ -280,7 +280,7 @@ func (s *Service) ExtendTx(tx *graphstore.Tx, n *records.Node, p HolderParams, b
 		return nil, err
 	}
 	if err := tx.EmitData(n.Tenant, records.EventExtended, n.ID, p.By, records.Data().
-		Uint("fence", n.Lease.Fence).Str("expires_at", graphstore.Stamp(n.Lease.ExpiresAt)).Bool("capped_to_max", res.Capped).
+		Uint("fence", n.Lease.Fence).Str("expires_at", records.Stamp(n.Lease.ExpiresAt)).Bool("capped_to_max", res.Capped).
 		Done()); err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func Fail(tx *graphstore.Tx, runs Runs, n *records.Node, p FailParams) error {
 		if delay := retryDelay(n, p.RetryIn); delay > 0 {
 			at := tx.Now().Add(delay).UTC()
 			n.RunAt = &at
-			data["run_at"] = graphstore.Stamp(at)
+			data["run_at"] = records.Stamp(at)
 		}
 	}
 	if err := tx.NodePut(n); err != nil {

@@ -1,14 +1,15 @@
 // Package records is what Tether stores, and how: the key layout (keys.go),
-// the records the model keeps (nodes, edges, events, comments, queue
-// settings, idempotency and blob records: records.go), their generated
-// MessagePack codec (records_gen.go; make generate-codecs), an event's data
-// (event_data.go), the statuses and event types (node.go, event_types.go)
-// and the store format version (format.go). The records other packages own
-// (tenants, API keys, workers, messages, schedules and their runs) keep their
-// shapes and codecs in their owners' packages and their keys here
-// (foreign.go). It imports no other Tether package: package graphstore
-// reads and writes these records in its transactions, and everything else
-// reaches them through it.
+// the records the model keeps (nodes, edges, events, comments, queue settings,
+// idempotency and blob records: records.go), their generated MessagePack codec
+// (records_gen.go; make generate-codecs), an event's data (event_data.go) and
+// its timestamps (stamp.go), the statuses and event types (node.go,
+// event_types.go) and the store format version (format.go). The records other
+// packages own (tenants, API keys, workers, messages, schedules and their
+// runs) keep their shapes and codecs in their owners' packages and their keys
+// here (foreign.go), read and written through records.Txn (owned.go). It
+// imports no Tether package but kv: package graphstore reads and writes the
+// model's records in its transactions, and hands out a records.Txn for the
+// others.
 //
 // Invariants:
 //   - Every record of a tenant lives under a key that carries the tenant id
