@@ -314,7 +314,9 @@ func (tx *Tx) writeEventGroup(tenant string, evs []records.Event) error {
 // record (node_events.go) when this transaction wrote the record and it has
 // room, and reports whether it did; otherwise the pointer is a key of its own.
 func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
-	key := tx.scratchKey(records.TagNode, tenant).Last(id)
+	kb := tx.scratchKey(records.TagNode, tenant)
+	key := kb.Last(id)
+	kb.Keep(key)
 	if !tx.kv.Wrote(key) {
 		return false, nil
 	}

@@ -69,8 +69,9 @@ type KeyBuilder struct{ b []byte }
 
 // NewKey starts a key of tenant under tag.
 func NewKey(tag byte, tenant string) *KeyBuilder {
-	k := &KeyBuilder{b: make([]byte, 0, 64)}
-	return k.Reset(tag, tenant)
+	b := append(make([]byte, 0, 64), tag, KeySeparator)
+	b = append(b, tenant...)
+	return &KeyBuilder{b: append(b, KeySeparator)}
 }
 
 // Reset starts a new key in k's buffer, keeping its room, for a key only
@@ -91,11 +92,17 @@ func (k *KeyBuilder) Str(s string) *KeyBuilder {
 	return k
 }
 
-// Last appends a final variable-length part with no separator after it.
+// Last appends a final variable-length part with no separator after it and
+// returns the key. It leaves k as it was (so a key that stays on the
+// caller's stack does not move to the heap): a reused builder takes back
+// what Last grew with Keep.
 func (k *KeyBuilder) Last(s string) []byte {
-	k.b = append(k.b, s...)
-	return k.b
+	return append(k.b, s...)
 }
+
+// Keep makes key, which Last built from k, k's buffer, so the next Reset
+// reuses its room.
+func (k *KeyBuilder) Keep(key []byte) { k.b = key }
 
 // U64 appends a fixed-width big-endian number.
 func (k *KeyBuilder) U64(v uint64) *KeyBuilder {
