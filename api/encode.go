@@ -438,6 +438,10 @@ func (n *nodeJSON) appendJSON(b []byte) ([]byte, error) {
 	b = appendTime(b, n.UpdatedAt)
 	b = append(b, `,"blobs":`...)
 	b = appendStrings(b, n.Blobs)
+	if n.Traceparent != nil {
+		b = append(b, `,"traceparent":`...)
+		b = appendString(b, *n.Traceparent)
+	}
 	return append(b, '}'), nil
 }
 

@@ -7,22 +7,18 @@ import (
 )
 
 // foreignRecords checks that every record another package owns is one
-// MessagePack map and nothing after it, as its generated codec writes it
-// (from format 5; before, they were JSON). What the map holds is its
-// owner's to judge.
+// MessagePack map and nothing after it, as its generated codec writes it.
+// What the map holds is its owner's to judge.
 func (c *checker) foreignRecords() error {
-	if c.r.Format < 5 {
-		return nil
-	}
-	for _, k := range (Recoders{}).kinds() {
-		err := c.tx.Scan([]byte{k.tag, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+	for _, k := range records.ForeignKinds() {
+		err := c.tx.Scan([]byte{k.Tag, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			c.r.ForeignRecords++
 			if msgp.NextType(val) != msgp.MapType {
-				c.r.problem("%s record %q is not a MessagePack map", k.name, key)
+				c.r.problem("%s record %q is not a MessagePack map", k.Name, key)
 				return true, nil
 			}
 			if rest, err := msgp.Skip(val); err != nil || len(rest) > 0 {
-				c.r.problem("%s record %q is not one whole MessagePack map", k.name, key)
+				c.r.problem("%s record %q is not one whole MessagePack map", k.Name, key)
 			}
 			return true, nil
 		})

@@ -15,13 +15,18 @@
 // deleted nodes' last fences, event groups with per-node pointers, comments
 // and the small records. Every record is MessagePack from a generated codec
 // under one format version (records.FormatVersion, checked at open:
-// format_check.go): the model's own (package records), and the records other
-// packages own in their owners' generated codecs (records/foreign.go). A data
-// directory of format 3 or 4, which kept the latter as JSON, is recoded at
-// open, resumably, with the owners' recoders (format_json_records.go); any
-// other version is refused with both versions named. An event's data is a
-// MessagePack map; the writer's hot paths build it already encoded, key by key
-// (records.Data).
+// format_check.go): the model's own (package records) as tuples of variable
+// length, so a field is appended without a new format and a record written
+// before it reads with it zero, and the records other packages own as maps
+// in their owners' generated codecs (records/foreign.go). Beside the format,
+// a fields marker records how many fields of each tuple the releases that
+// opened the store write. Open takes a directory of format 5 as it is (no
+// record rewritten, only the markers) and refuses, naming both versions, an
+// older format (run the previous release on it first), a newer one, and a
+// store holding more fields of a record than this release knows, which it
+// would drop on rewriting it (docs/upgrades.md). An event's data is a
+// MessagePack map; the writer's hot paths build it already encoded, key by
+// key (records.Data).
 //
 // Its files, by what they serve:
 //   - the store and its transactions: store.go, tx.go, changes.go (what a
@@ -35,8 +40,7 @@
 //   - the derived state: state.go, node_index.go, interned.go, lists.go,
 //     held.go, finished.go, ready_*.go, rebuild*.go, and the queue
 //     observations fold makes of it (queue_meter.go);
-//   - upkeep: retention.go, check*.go, format_check.go,
-//     format_json_records.go.
+//   - upkeep: retention.go, check*.go, format_check.go.
 //
 // What lives in memory, derived from the records (state.go, rebuild.go),
 // kept small because every node holds it (TestQueuedNodeMemory measures it

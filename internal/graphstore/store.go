@@ -33,10 +33,6 @@ type Options struct {
 	// graph closes it on Close. Its reads being round trips, the store
 	// then keeps every live node's record in memory (Store.liveRecords).
 	KV *kv.Store
-	// Recoders recode the records other packages own from the JSON that
-	// formats 3 and 4 stored (format_json_records.go); server.Open passes
-	// every owner's.
-	Recoders Recoders
 	// DuringRebuild, when set, is called before Open rebuilds the in-memory
 	// state from the records, and the func it returns once the rebuild is
 	// done: the process tunes its runtime for the scan there (serve pauses
@@ -173,20 +169,13 @@ func Open(opts Options) (*Store, error) {
 	}
 	db.Start()
 	go s.table.syncLoop(s.closing)
-	if stored != 0 && stored < 5 {
-		if err := s.recodeJSONRecords(opts.Recoders); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("error migrating the data directory %s from store format %d: %w", opts.Dir, stored, err)
-		}
+	wrote, err := s.writeFormat(stored)
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
-	if stored != records.FormatVersion {
-		if err := s.writeFormat(); err != nil {
-			s.Close()
-			return nil, err
-		}
-		if stored != 0 && s.log != nil {
-			s.log.Info("store format migrated", "from", stored, "to", records.FormatVersion)
-		}
+	if wrote && stored.Version != 0 && s.log != nil {
+		s.log.Info("store format markers written", "from", stored.Version, "to", records.FormatVersion)
 	}
 	return s, nil
 }

@@ -17,3 +17,22 @@ type Record interface {
 	msgp.Marshaler
 	msgp.Unmarshaler
 }
+
+// ForeignKind is a kind of record another package owns, by the tag of its
+// keys (keys.go).
+type ForeignKind struct {
+	Name string
+	Tag  byte
+}
+
+// ForeignKinds are the kinds of records other packages own.
+func ForeignKinds() []ForeignKind {
+	return []ForeignKind{
+		{"tenant", TagTenant},
+		{"API key", TagAPIKey},
+		{"worker", TagWorker},
+		{"message", TagMessage},
+		{"schedule", TagSchedule},
+		{"schedule run", TagScheduleRun},
+	}
+}

@@ -1,16 +1,15 @@
 package schedule
 
 // Schedule and run records are stored in MessagePack by a codec generated
-// by github.com/tinylib/msgp (records_gen.go; `go generate ./schedule/`), as
-// maps keyed by the JSON names (internal/records/foreign.go): a field may be
-// added, and any other change bumps graphstore.FormatVersion. The JSON tags are
-// the stored names, and how format 4 stored the records (RecordFromJSON,
-// RunFromJSON).
+// by github.com/tinylib/msgp (records_gen.go; `go generate
+// ./internal/schedule/`), as maps keyed by the JSON names
+// (internal/records/foreign.go): a field may be added, and any
+// other change bumps records.FormatVersion. The JSON tags are the stored
+// names.
 
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -116,11 +115,3 @@ type nodeTemplate struct {
 	DependsOn   []string         `json:"depends_on,omitempty"`
 	Blobs       []string         `json:"blobs,omitempty"`
 }
-
-// RecordFromJSON recodes a schedule record that store format 4 (and before)
-// kept as JSON; graphstore.Open calls it to migrate such a store.
-func RecordFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[Record](raw) }
-
-// RunFromJSON recodes a run record that store format 4 (and before) kept as
-// JSON; graphstore.Open calls it to migrate such a store.
-func RunFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[Run](raw) }

@@ -127,7 +127,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		skill = b
 	}
-	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger, Recoders: jsonRecoders(),
+	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger,
 		DuringRebuild: cfg.DuringRebuild,
 		// The rebuild's scan maps the tables in; a server lets go of them
 		// before it serves, so its RSS once ready is its live state.
