@@ -15,7 +15,7 @@ import (
 
 func benchService(b *testing.B, nodes int, clk clock.Clock) *Service {
 	b.Helper()
-	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), Clock: clk, ReleaseScanPages: true})
 	if err != nil {
 		b.Fatal(err)
 	}
