@@ -91,7 +91,7 @@ type Server struct {
 	Store   *graphstore.Store
 	Tenants *tenancy.Service
 	Leases  *leasing.Service
-	Work    *nodes.Service
+	Nodes   *nodes.Service
 	Workers *fleet.Registry
 	Cleaner *retention.Cleaner
 	API     *api.Server
@@ -160,7 +160,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
 		ReaperInterval: cfg.ReaperInterval, Limits: limits,
 	})
-	w := nodes.New(nodes.Config{
+	nodeService := nodes.New(nodes.Config{
 		Store: store, Leases: leases, Logger: cfg.Logger, Limits: limits,
 		Defaults: func(ctx context.Context, t string) (nodes.Defaults, error) {
 			p, err := tenants.Policy(ctx, t)
@@ -199,7 +199,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := start(blobs); err != nil {
 		return nil, err
 	}
-	schedules := schedule.New(schedule.Config{Store: store, Work: w, Clock: cfg.Clock, Logger: cfg.Logger})
+	schedules := schedule.New(schedule.Config{Store: store, Nodes: nodeService, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err := start(schedules); err != nil {
 		return nil, err
 	}
@@ -210,14 +210,14 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
 	}, api.Deps{
-		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
+		Store: store, Tenants: tenants, Leases: leases, Nodes: nodeService, Workers: workers, Retention: cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
+	s := &Server{Store: store, Tenants: tenants, Leases: leases, Nodes: nodeService, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
 		Messages: messages, Blobs: blobs, Schedules: schedules, closers: undo}
 	if cfg.MCP != nil {
 		s.mcp = cfg.MCP(a.Handler())
-		a.MountMCP(s.mcp)
+		a.RouteMCP(s.mcp)
 	}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
