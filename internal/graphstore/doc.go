@@ -1,10 +1,10 @@
-// Package graph is Tether's model: nodes, edges (live and retired), events,
+// Package graphstore is Tether's model: nodes, edges (live and retired), events,
 // comments, queue settings, and the records other packages own (tenants, API
 // keys, workers, idempotency, messages, blobs, schedules and their runs),
 // stored in a kv.Store (the storage engine). It knows nothing of HTTP. Of
 // leases it keeps what is stored and indexed (a node's live assigned edge in
 // its record, live leases by id and holder); what a claim, renewal, release or
-// expiry decides is package lease's.
+// expiry decides is package leasing's.
 //
 // What is stored, and only that (keys.go): node records (each with its live
 // assigned edge, so a claim and a completion write no edge key, and with
