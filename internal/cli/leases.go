@@ -50,15 +50,11 @@ func (c *cli) claimCommand() *cobra.Command {
 		Short: "Claim a node: a lease for --ttl, renewed with `tether renew`",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			res, err := ask(c, func(api *apiClient) (*client.ClaimNodeResponse, error) {
+			return call(c, cmd, func(api *apiClient) (*client.ClaimNodeResponse, error) {
 				return api.ClaimNodeWithResponse(cmd.Context(), a[0], client.ClaimRequest{
 					TTLMS: ifSet(cmd, "ttl", millis(ttl)), Session: ifSet(cmd, "session", session),
 				})
-			})
-			if err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { claimLine(w, res.JSON200) })
+			}, func(w io.Writer, res *client.ClaimNodeResponse) { claimLine(w, res.JSON200) })
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "lease TTL (default: the tenant's, 5m unless set)")
@@ -145,15 +141,11 @@ func (c *cli) releaseCommand() *cobra.Command {
 		Short: "Give a node back to its queue (the attempt is not counted), or hand it --to someone",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			res, err := ask(c, func(api *apiClient) (*client.ReleaseNodeResponse, error) {
+			return call(c, cmd, func(api *apiClient) (*client.ReleaseNodeResponse, error) {
 				return api.ReleaseNodeWithResponse(cmd.Context(), a[0], client.ReleaseRequest{
 					Reason: ifSet(cmd, "reason", reason), To: ifSet(cmd, "to", to), Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd),
 				})
-			})
-			if err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			}, func(w io.Writer, res *client.ReleaseNodeResponse) {
 				fmt.Fprintf(w, "%s released: %s\n", a[0], res.JSON200.Status)
 			})
 		},
