@@ -102,6 +102,7 @@ type nodeJSON struct {
 	CreatedAt   Time                `json:"created_at"`
 	UpdatedAt   Time                `json:"updated_at"`
 	Blobs       []string            `json:"blobs"`
+	Traceparent *string             `json:"traceparent,omitempty"`
 }
 
 type progressJSON struct {
@@ -145,6 +146,7 @@ func toNode(v nodes.NodeView) nodeJSON {
 		BlockedBy: v.BlockedBy, Result: n.Result, Error: n.Error,
 		Usage: n.Usage, UsageTotal: n.UsageTotal, Version: n.Version, CreatedBy: n.CreatedBy,
 		CreatedAt: Time(n.CreatedAt), UpdatedAt: Time(n.UpdatedAt), Blobs: n.Blobs,
+		Traceparent: fieldPtr(&n.Traceparent),
 	}
 	if out.Labels == nil {
 		out.Labels = []string{}

@@ -91,6 +91,10 @@ func (v *nodeJSON) appendJSON(b []byte) ([]byte, error) {
 	b = appendTime(b, v.UpdatedAt)
 	b = append(b, `,"blobs":`...)
 	b = appendStrings(b, v.Blobs)
+	if v.Traceparent != nil {
+		b = append(b, `,"traceparent":`...)
+		b = appendStringPtr(b, v.Traceparent)
+	}
 	return append(b, '}'), nil
 }
 

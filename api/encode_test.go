@@ -68,6 +68,7 @@ func testNodes() []nodes.NodeView {
 		case 3:
 			n.Lease = &graphstore.Lease{By: s, Session: s, Fence: uint64(i) << 40, TTLMS: 60000, ClaimedAt: at, RenewedAt: at, ExpiresAt: at.Add(time.Minute)}
 			n.Progress = &graphstore.Progress{UpdatedAt: at}
+			n.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		}
 		out = append(out, nodes.NodeView{Node: n, Readiness: nodes.Readiness{Ready: i%2 == 0, BlockedBy: []string{s}}})
 	}

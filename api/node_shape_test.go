@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,6 +47,7 @@ var specOnly = []string{
 var storedNotCreated = []string{
 	"tenant", "status", "attempts", "lease", "last_fence", "result", "error", "progress",
 	"last_run", "usage", "usage_total", "version", "created_by", "created_at", "updated_at",
+	"traceparent", // the trace context of the create request, not of its body
 }
 
 func jsonNames(t reflect.Type) []string {
@@ -118,6 +120,14 @@ func TestNodeAppenderWritesEveryField(t *testing.T) {
 	want := jsonNames(reflect.TypeFor[nodeJSON]())
 	for _, v := range testNodes() {
 		n := toNode(v)
+		// A member left out when empty is written once set.
+		rv := reflect.ValueOf(&n).Elem()
+		for i := range rv.NumField() {
+			f := rv.Type().Field(i)
+			if strings.Contains(f.Tag.Get("json"), ",omitempty") && f.Type.Kind() == reflect.Pointer && rv.Field(i).IsNil() {
+				rv.Field(i).Set(reflect.New(f.Type.Elem()))
+			}
+		}
 		b, err := n.appendJSON(nil)
 		require.NoError(t, err)
 		var keys []string

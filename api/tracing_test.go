@@ -14,7 +14,7 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/tracing"
+	"github.com/tether-run/tether/internal/traceparent"
 )
 
 // withTraceparent sends ctx's span context as the W3C traceparent header.
@@ -62,21 +62,28 @@ func TestTracing(t *testing.T) {
 	require.Equal(t, server.SpanContext.TraceID(), commit.SpanContext.TraceID())
 
 	want := "00-" + server.SpanContext.TraceID().String() + "-" + server.SpanContext.SpanID().String() + "-01"
-	require.Equal(t, want, res.JSON201.Props[tracing.Prop], "the node keeps the creating request's trace context")
+	require.Equal(t, ptr(want), res.JSON201.Traceparent, "the node keeps the creating request's trace context")
+	require.Empty(t, res.JSON201.Props, "in a field of its own, not in the caller's props")
 
 	claim, err := e.user("alice").ClaimNextWithResponse(ctx, "tq", client.ClaimNextRequest{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, claim.StatusCode(), string(claim.Body))
-	require.Equal(t, want, claim.JSON200.Node.Props[tracing.Prop], "a claim returns it, for the run to link to")
-	sc, ok := tracing.SpanContext(want)
+	require.Equal(t, ptr(want), claim.JSON200.Node.Traceparent, "a claim returns it, for the run to link to")
+	got, err := e.dispatcher().GetNodeWithResponse(ctx, "traced")
+	require.NoError(t, err)
+	require.Equal(t, ptr(want), got.JSON200.Traceparent)
+	sc, ok := traceparent.Parse(want)
 	require.True(t, ok)
 	require.Equal(t, server.SpanContext.SpanID(), sc.SpanID())
 
-	// A caller's own traceparent prop is kept.
+	// A caller's own traceparent prop is user data: kept as given, beside
+	// the server's field.
 	own := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	mine, err := e.dispatcher().CreateNodeWithResponse(ctx, nil, client.NodeCreate{Type: "task", Props: &map[string]any{tracing.Prop: own}}, withTraceparent(callerCtx))
+	mine, err := e.dispatcher().CreateNodeWithResponse(ctx, nil, client.NodeCreate{Type: "task", Props: &map[string]any{"traceparent": own}}, withTraceparent(callerCtx))
 	require.NoError(t, err)
-	require.Equal(t, own, mine.JSON201.Props[tracing.Prop])
+	require.Equal(t, map[string]any{"traceparent": own}, mine.JSON201.Props)
+	require.NotNil(t, mine.JSON201.Traceparent)
+	require.NotEqual(t, own, *mine.JSON201.Traceparent)
 }
 
 // TestTracingOff: without a tracer a traceparent header changes nothing.
@@ -90,5 +97,6 @@ func TestTracingOff(t *testing.T) {
 	res, err := e.dispatcher().CreateNodeWithResponse(context.Background(), nil, client.NodeCreate{Type: "task"}, withTraceparent(callerCtx))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, res.StatusCode(), string(res.Body))
-	require.NotContains(t, res.JSON201.Props, tracing.Prop)
+	require.Nil(t, res.JSON201.Traceparent)
+	require.NotContains(t, string(res.Body), "traceparent")
 }

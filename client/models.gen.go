@@ -1154,10 +1154,7 @@ type Node struct {
 	Priority int64     `json:"priority"`
 	Progress *Progress `json:"progress"`
 
-	// Props Free-form. `traceparent` (a W3C trace context) is set by the server when it
-	// traces requests (OpenTelemetry, off by default) and the caller set none: the
-	// creating request's span, returned with the node by every claim so a run can
-	// link to the request that made its node.
+	// Props Free-form, the caller's own; the server keeps none of its data here.
 	Props map[string]interface{} `json:"props"`
 	Queue *string                `json:"queue"`
 
@@ -1180,10 +1177,16 @@ type Node struct {
 	Target *string `json:"target"`
 
 	// TimeoutMS A run longer than this is treated as expired, however often renewed.
-	TimeoutMS *int64    `json:"timeout_ms"`
-	Title     string    `json:"title"`
-	Type      string    `json:"type"`
-	UpdatedAt time.Time `json:"updated_at"`
+	TimeoutMS *int64 `json:"timeout_ms"`
+	Title     string `json:"title"`
+
+	// Traceparent The W3C trace context of the request that created the node, kept by a server
+	// that traces requests (OpenTelemetry, off by default) when that request had a
+	// span; absent otherwise. Returned with the node by every claim, so a run can
+	// link to the request that made its node.
+	Traceparent *string   `json:"traceparent,omitempty"`
+	Type        string    `json:"type"`
+	UpdatedAt   time.Time `json:"updated_at"`
 
 	// Usage Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.
 	Usage Usage `json:"usage"`
@@ -1264,9 +1267,7 @@ type NodeCreate struct {
 	Priority *int64 `json:"priority,omitempty"`
 
 	// Props Free-form JSON properties of the node (structured input, metadata); without
-	// it the node has none. A server that traces requests (OpenTelemetry, off by
-	// default) adds `traceparent`, the creating request's W3C trace context, unless
-	// it is given here.
+	// it the node has none. They are the caller's own: the server adds nothing.
 	Props *map[string]interface{} `json:"props,omitempty"`
 
 	// Queue With a queue the node starts `queued`, without it starts `open`.

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tether-run/tether/internal/tracing"
+	"github.com/tether-run/tether/internal/traceparent"
 )
 
 // Exec is the Handler of `tether work`: it runs a command for each node.
@@ -69,7 +69,7 @@ func (e *Exec) Work(ctx context.Context, job *Job) (any, error) {
 	if job.InboxPath != "" {
 		env = append(env, "TETHER_INBOX="+job.InboxPath)
 	}
-	if tp := tracing.Traceparent(ctx); tp != "" {
+	if tp := traceparent.Of(ctx); tp != "" {
 		env = append(env, "TRACEPARENT="+tp)
 	}
 	var started func(*os.Process)

@@ -1,8 +1,8 @@
 package runner
 
-// Traces of the runner (package internal/tracing): with a tracer, each run
-// is a span of its own trace, linked to the request that created its node
-// (the node's props.traceparent, which the claim returned); the handler's
+// Traces of the runner: with a tracer, each run is a span of its own trace,
+// linked to the request that created its node (the node's traceparent,
+// which the claim returned); the handler's
 // context carries the span, and a command gets it as TRACEPARENT, so that
 // their own spans join it.
 
@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/internal/tracing"
+	"github.com/tether-run/tether/internal/traceparent"
 )
 
 // runSpanName names a run's span.
@@ -23,8 +23,10 @@ const runSpanName = "tether.work.run"
 
 // traceparentOf is the trace context a claimed node carries ("" for none).
 func traceparentOf(n client.Node) string {
-	tp, _ := n.Props[tracing.Prop].(string)
-	return tp
+	if n.Traceparent == nil {
+		return ""
+	}
+	return *n.Traceparent
 }
 
 // startRun starts c's span in ctx; without a tracer it is a span that
@@ -43,7 +45,7 @@ func (s *slot) startRun(ctx context.Context, c *hold) (context.Context, trace.Sp
 			attribute.String("tether.worker", s.name),
 		),
 	}
-	if sc, ok := tracing.SpanContext(c.traceparent); ok {
+	if sc, ok := traceparent.Parse(c.traceparent); ok {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("tether.link", "created_by")}}))
 	}
 	return s.r.cfg.Tracer.Start(ctx, runSpanName, opts...)

@@ -1,9 +1,10 @@
 // Command tether-appendgen writes the appendJSON methods of the HTTP API's
 // flat answer types (api/encode_gen.go) from their struct definitions: each
 // field in order, named and written as encoding/json would, by the
-// appenders of api/encode.go. A field added to such a type is then encoded
-// with no hand-written line. It reads the source, not the compiled package,
-// so it runs even when the generated file no longer compiles.
+// appenders of api/encode.go (omitempty only on a pointer, left out when
+// nil). A field added to such a type is then encoded with no hand-written
+// line. It reads the source, not the compiled package, so it runs even when
+// the generated file no longer compiles.
 //
 //	cd api && go run ../cmd/tether-appendgen -in dto.go -out encode_gen.go nodeJSON leaseJSON edgeJSON
 package main
@@ -97,7 +98,7 @@ func writeAppender(w *bytes.Buffer, name string, st *ast.StructType) error {
 			return fmt.Errorf("%s: embedded or grouped fields are not generated", name)
 		}
 		goName := field.Names[0].Name
-		key := goName
+		key, omitEmpty := goName, false
 		if field.Tag != nil {
 			tag, _ := strconv.Unquote(field.Tag.Value)
 			jsonTag := reflect.StructTag(tag).Get("json")
@@ -105,7 +106,11 @@ func writeAppender(w *bytes.Buffer, name string, st *ast.StructType) error {
 				continue
 			}
 			k, opts, _ := strings.Cut(jsonTag, ",")
-			if opts != "" {
+			switch opts {
+			case "":
+			case "omitempty":
+				omitEmpty = true
+			default:
 				return fmt.Errorf("%s.%s: json options (%s) are not generated", name, goName, opts)
 			}
 			if k != "" {
@@ -113,6 +118,9 @@ func writeAppender(w *bytes.Buffer, name string, st *ast.StructType) error {
 			}
 		}
 		typ := types(field.Type)
+		if omitEmpty && (!strings.HasPrefix(typ, "*") || sep == "{") {
+			return fmt.Errorf("%s.%s: omitempty is generated for a pointer after the first field only", name, goName)
+		}
 		stmt, ok := kinds[typ]
 		if !ok && strings.HasPrefix(typ, "*") && strings.HasSuffix(typ, "JSON") {
 			stmt, ok = answerPointer, true
@@ -121,8 +129,15 @@ func writeAppender(w *bytes.Buffer, name string, st *ast.StructType) error {
 			return fmt.Errorf("%s.%s: no appender for %s: add it to kinds", name, goName, typ)
 		}
 		usesErr = usesErr || strings.Contains(stmt, "err")
+		if omitEmpty {
+			// encoding/json leaves a nil pointer out, member and all.
+			fmt.Fprintf(&body, "if v.%s != nil {\n", goName)
+		}
 		fmt.Fprintf(&body, "b = append(b, `%s%s:`...)\n", sep, strconv.Quote(key))
 		fmt.Fprintf(&body, stmt, "v."+goName)
+		if omitEmpty {
+			body.WriteString("}\n")
+		}
 		sep = ","
 	}
 	fmt.Fprintf(w, "\nfunc (v *%s) appendJSON(b []byte) ([]byte, error) {\nif v == nil {\nreturn append(b, \"null\"...), nil\n}\n", name)

@@ -22,8 +22,9 @@ every per-node pointer names an event of that node; each live edge's seq is its
 edge_added event; the blocker counts and the ready set recounted from the
 edges agree with what the server derives at start; every record another
 package owns (tenants, API keys, workers, messages, schedules, runs) is one
-MessagePack map (store format 5 on; format 4 kept them as JSON, which a
-server migrates when it opens the directory).
+MessagePack map. A directory of a store format this release does not open,
+or one a newer release wrote record fields into that this one does not know,
+is refused as the server refuses it (docs/upgrades.md).
 
 The server must not be running on DATA_DIR. Exits 1 on any disagreement.`,
 		Args: usageArgs(cobra.ExactArgs(1)),

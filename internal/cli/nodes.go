@@ -127,6 +127,9 @@ func showNode(w io.Writer, n *client.Node) {
 	if len(n.Props) > 0 {
 		row("props", "%s", compactJSON(n.Props))
 	}
+	if n.Traceparent != nil {
+		row("traceparent", "%s", *n.Traceparent)
+	}
 	if n.Progress != nil {
 		row("progress", "%s", progressText(n.Progress))
 	}

@@ -131,16 +131,17 @@ func TestOpenRefusesAnotherFormatNamingBoth(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	for _, stored := range []int{migratesFrom - 1, FormatVersion + 1} {
-		db, err := kv.Open(kv.Options{Dir: dir})
-		require.NoError(t, err)
-		db.Start()
-		require.NoError(t, db.Update(context.Background(), func(tx *kv.Txn) error { return tx.Set(formatKey, []byte(fmt.Sprint(stored))) }))
-		require.NoError(t, db.Close())
-
+	for stored, says := range map[int]string{
+		opensFrom - 1:     "open it once with the previous release",
+		FormatVersion + 1: "written by a newer release",
+	} {
+		setMarker(t, dir, formatKey, []byte(fmt.Sprint(stored)))
 		_, err = Open(Options{Dir: dir})
 		require.ErrorContains(t, err, fmt.Sprintf("holds store format %d", stored))
-		require.ErrorContains(t, err, fmt.Sprintf("reads format %d (and migrates %d)", FormatVersion, migratesFrom))
+		require.ErrorContains(t, err, fmt.Sprintf("this release opens formats %d to %d", opensFrom, FormatVersion))
+		require.ErrorContains(t, err, says)
+		_, err = Check(dir)
+		require.ErrorContains(t, err, fmt.Sprintf("holds store format %d", stored))
 	}
 }
 

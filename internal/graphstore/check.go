@@ -65,8 +65,8 @@ func Check(dir string) (*CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &CheckReport{Format: stored}
-	if stored == 0 {
+	r := &CheckReport{Format: stored.version}
+	if stored.version == 0 {
 		return r, nil
 	}
 	if err := s.derive(s.table, s.ready); err != nil {

@@ -3,14 +3,10 @@ package graphstore
 import "github.com/tinylib/msgp/msgp"
 
 // foreignRecords checks that every record another package owns is one
-// MessagePack map and nothing after it, as its generated codec writes it
-// (from format 5; before, they were JSON). What the map holds is its
-// owner's to judge.
+// MessagePack map and nothing after it, as its generated codec writes it.
+// What the map holds is its owner's to judge.
 func (c *checker) foreignRecords() error {
-	if c.r.Format < 5 {
-		return nil
-	}
-	for _, k := range (Recoders{}).kinds() {
+	for _, k := range foreignKinds() {
 		err := c.tx.Scan([]byte{k.tag, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			c.r.ForeignRecords++
 			if msgp.NextType(val) != msgp.MapType {

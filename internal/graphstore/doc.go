@@ -13,12 +13,17 @@
 // deleted nodes' last fences, event groups with per-node pointers,
 // comments and the small records. Every record is MessagePack from a
 // generated codec under one format version (format.go): the graph's own
-// (records.go, records_gen.go), and the records other packages own
-// (tenants, API keys, workers, messages, schedules and runs) in their
-// owners' generated codecs (foreign_records.go). A data directory of format
-// 3 or 4, which kept the latter as JSON, is recoded at open, resumably, with
-// the owners' recoders (format_json_records.go); any other version is
-// refused with both versions named. An
+// (records.go, records_gen.go) as tuples of variable length, so a field is
+// appended without a new format and a record written before it reads with
+// it zero, and the records other packages own (tenants, API keys, workers,
+// messages, schedules and runs) as maps in their owners' generated codecs
+// (foreign_records.go). Beside the format, a fields marker records how many
+// fields of each tuple the releases that opened the store write. Open takes
+// a directory of format 5 as it is (no record rewritten, only the markers)
+// and refuses, naming both versions, an older format (run the previous
+// release on it first), a newer one, and a store holding more fields of a
+// record than this release knows, which it would drop on rewriting it
+// (docs/upgrades.md). An
 // event's data is a MessagePack map; the writer's hot paths build it
 // already encoded, key by key (event_data.go).
 //

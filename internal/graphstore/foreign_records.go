@@ -17,3 +17,21 @@ type Record interface {
 	msgp.Marshaler
 	msgp.Unmarshaler
 }
+
+// foreignKind is a kind of record another package owns, by the tag of its
+// keys (keys.go).
+type foreignKind struct {
+	name string
+	tag  byte
+}
+
+func foreignKinds() []foreignKind {
+	return []foreignKind{
+		{"tenant", tagTenant},
+		{"API key", tagAPIKey},
+		{"worker", tagWorker},
+		{"message", tagMessage},
+		{"schedule", tagSchedule},
+		{"schedule run", tagScheduleRun},
+	}
+}

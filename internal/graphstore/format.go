@@ -3,7 +3,11 @@ package graphstore
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/tinylib/msgp/msgp"
 
 	"github.com/tether-run/tether/internal/kv"
 )
@@ -19,50 +23,195 @@ import (
 //	5: the records other packages own (tenants, API keys, workers,
 //	   messages, schedules and their runs) are MessagePack too, in their
 //	   owners' generated codecs, instead of JSON (foreign_records.go).
-const FormatVersion = 5
+//	6: the graph's tuples have a variable length: a record with fewer
+//	   fields than its type reads the missing ones as zero, so a field is
+//	   appended without a new format (records.go); the fields marker holds
+//	   how many fields the newest release that opened the store wrote. The
+//	   node record's 33rd field is its trace context.
+//
+// docs/upgrades.md is the policy: which formats a release opens, and what
+// an older release does with a newer store.
+const FormatVersion = 6
 
-// migratesFrom is the oldest format this server opens and moves to
-// FormatVersion. A format-3 store is a format-4 store without pointers in
-// its records (every pointer is a key, which format 4 reads too); both hold
-// the other packages' records as JSON, which Open recodes before it writes
-// the new version (format_json_records.go).
-const migratesFrom = 3
+// opensFrom is the oldest format this release opens. A format-5 store is a
+// format-6 one whose records all have the fields format 5 knew, so opening
+// it rewrites no record: only the markers. Formats 3 and 4 held the other
+// packages' records as JSON; the release that writes format 5 recodes them.
+const opensFrom = 5
 
-var formatKey = []byte{0x01, 'f', 'o', 'r', 'm', 'a', 't'}
+var (
+	formatKey = []byte{0x01, 'f', 'o', 'r', 'm', 'a', 't'}
+	// fieldsKey is the fields marker: a MessagePack map from each tuple
+	// record's name (tupleRecords) to the most fields a release that opened
+	// the store writes in it. A release that knows fewer fields of a record
+	// than the marker says refuses the store, since it would drop the
+	// fields it does not know from every record it rewrites.
+	fieldsKey = []byte{0x01, 'f', 'i', 'e', 'l', 'd', 's'}
+)
 
-// checkFormat reads the format of the data directory: 0 for a fresh (empty)
-// store, which takes the current one; a version this server neither reads
-// nor migrates is refused with both named.
-func (s *Store) checkFormat(dir string) (stored int, err error) {
+// tupleRecords are the graph's records encoded as tuples (records.go), by
+// their names in the fields marker, each with a zero value to count its
+// fields by.
+func tupleRecords() []struct {
+	name string
+	zero msgp.Marshaler
+} {
+	return []struct {
+		name string
+		zero msgp.Marshaler
+	}{
+		{"node", &Node{}}, {"edge", &Edge{}}, {"live_edge", &liveEdgeRecord{}},
+		{"event", &Event{}}, {"event_group", &eventGroup{}}, {"comment", &Comment{}},
+		{"lease", &Lease{}}, {"progress", &Progress{}}, {"run_end", &RunEnd{}},
+		{"backoff", &Backoff{}}, {"queue_settings", &QueueSettings{}},
+		{"idempotency", &IdempotencyRecord{}}, {"blob", &BlobRecord{}},
+	}
+}
+
+// knownFields is how many fields this release writes in each tuple record.
+func knownFields() map[string]uint32 {
+	out := map[string]uint32{}
+	for _, r := range tupleRecords() {
+		b, err := r.zero.MarshalMsg(nil)
+		if err != nil {
+			panic(err) // a zero value always encodes
+		}
+		n, _, err := msgp.ReadArrayHeaderBytes(b)
+		if err != nil {
+			panic(err)
+		}
+		out[r.name] = n
+	}
+	return out
+}
+
+// storeFormat is what a data directory's markers say.
+type storeFormat struct {
+	version int               // 0 for a fresh (empty) store
+	fields  map[string]uint32 // nil when the store has no fields marker (format 5)
+}
+
+// checkFormat reads the format of the data directory: version 0 for a fresh
+// (empty) store, which takes the current one. A format this release does not
+// open, and a store a newer release wrote fields into that this one does not
+// know, are refused with both versions named.
+func (s *Store) checkFormat(dir string) (stored storeFormat, err error) {
 	err = s.kv.View(func(tx *kv.Txn) error {
 		b, ok, err := tx.Get(formatKey)
 		if err != nil {
 			return err
 		}
-		if ok {
-			stored, _ = strconv.Atoi(string(b))
-			if stored < migratesFrom || stored > FormatVersion {
-				return fmt.Errorf("the data directory %s holds store format %d, and this server reads format %d (and migrates %d): run the release that wrote it, or start from an empty directory", dir, stored, FormatVersion, migratesFrom)
+		if !ok {
+			empty := true
+			if err := tx.Scan(nil, nil, false, false, func(_, _ []byte) (bool, error) {
+				empty = false
+				return false, nil
+			}); err != nil {
+				return err
+			}
+			if !empty {
+				return fmt.Errorf("the data directory %s holds store format 1 (JSON records, before the binary codec), and this release opens formats %d to %d: it cannot be upgraded in place; export what you need with the release that wrote it, or start from an empty directory", dir, opensFrom, FormatVersion)
 			}
 			return nil
 		}
-		empty := true
-		if err := tx.Scan(nil, nil, false, false, func(_, _ []byte) (bool, error) {
-			empty = false
-			return false, nil
-		}); err != nil {
+		v, err := strconv.Atoi(string(b))
+		switch {
+		case err != nil:
+			return fmt.Errorf("the data directory %s holds a store format marker this release cannot read (%q), and this release opens formats %d to %d", dir, b, opensFrom, FormatVersion)
+		case v > FormatVersion:
+			return fmt.Errorf("the data directory %s holds store format %d, written by a newer release, and this release opens formats %d to %d: run the newer release on it, or start from an empty directory", dir, v, opensFrom, FormatVersion)
+		case v < opensFrom:
+			return fmt.Errorf("the data directory %s holds store format %d, and this release opens formats %d to %d: open it once with the previous release (it writes format %d, migrating formats 3 and 4), then with this one", dir, v, opensFrom, FormatVersion, opensFrom)
+		}
+		stored.version = v
+		b, ok, err = tx.Get(fieldsKey)
+		if err != nil || !ok {
 			return err
 		}
-		if !empty {
-			return fmt.Errorf("the data directory %s holds store format 1 (JSON records, before the binary codec), and this server reads format %d: run the release that wrote it, or start from an empty directory", dir, FormatVersion)
+		if stored.fields, err = decodeFields(b); err != nil {
+			return fmt.Errorf("the data directory %s holds a fields marker this release cannot read: %w", dir, err)
 		}
-		return nil
+		return newerFields(dir, stored)
 	})
 	return stored, err
 }
 
-func (s *Store) writeFormat() error {
-	return s.kv.Update(context.Background(), func(tx *kv.Txn) error {
-		return tx.Set(formatKey, []byte(strconv.Itoa(FormatVersion)))
+// newerFields refuses a store whose fields marker names a record this
+// release knows fewer fields of, or does not know at all.
+func newerFields(dir string, stored storeFormat) error {
+	known := knownFields()
+	names := make([]string, 0, len(stored.fields))
+	for name := range stored.fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var newer []string
+	for _, name := range names {
+		n := stored.fields[name]
+		switch mine, ok := known[name]; {
+		case !ok:
+			newer = append(newer, fmt.Sprintf("%s records, which this release does not know", name))
+		case n > mine:
+			newer = append(newer, fmt.Sprintf("%s records of %d fields, and this release knows %d", name, n, mine))
+		}
+	}
+	if len(newer) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the data directory %s (store format %d) was written by a newer release: it holds %s; this release, of store format %d, would drop what it does not know: run the newer release on it, or start from an empty directory", dir, stored.version, strings.Join(newer, "; "), FormatVersion)
+}
+
+func decodeFields(b []byte) (map[string]uint32, error) {
+	n, b, err := msgp.ReadMapHeaderBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint32, n)
+	for ; n > 0; n-- {
+		var k string
+		var v uint32
+		if k, b, err = msgp.ReadStringBytes(b); err != nil {
+			return nil, err
+		}
+		if v, b, err = msgp.ReadUint32Bytes(b); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func encodeFields(fields map[string]uint32) []byte {
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	b := msgp.AppendMapHeader(nil, uint32(len(names)))
+	for _, name := range names {
+		b = msgp.AppendUint32(msgp.AppendString(b, name), fields[name])
+	}
+	return b
+}
+
+// writeFormat brings the markers up to this release: its format version
+// and its fields (checkFormat refused a store whose marker says more). It
+// writes nothing when they say so already, and reports whether it wrote.
+func (s *Store) writeFormat(stored storeFormat) (bool, error) {
+	fields := knownFields()
+	same := stored.version == FormatVersion && len(stored.fields) == len(fields)
+	for name, n := range stored.fields {
+		if n != fields[name] {
+			same = false
+		}
+	}
+	if same {
+		return false, nil
+	}
+	return true, s.kv.Update(context.Background(), func(tx *kv.Txn) error {
+		if err := tx.Set(formatKey, []byte(strconv.Itoa(FormatVersion))); err != nil {
+			return err
+		}
+		return tx.Set(fieldsKey, encodeFields(fields))
 	})
 }

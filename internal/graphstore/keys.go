@@ -38,6 +38,7 @@ import (
 //	H|t|id                          schedule record (the schedule package's)
 //	h|t|id|seq                      run record of a schedule: fire seq (the schedule package's)
 //	0x01 "format"                   the store format version (format.go)
+//	0x01 "fields"                   the fields marker: fields per tuple record (format.go)
 //
 // order is 16 bytes: priority descending, then creation time ascending.
 const (

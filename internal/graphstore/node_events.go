@@ -6,7 +6,7 @@ import (
 )
 
 // A node's pointers to the event groups that hold its events live in two
-// places (format 4):
+// places (from format 4):
 //
 //   - at the end of its record, after the MessagePack tuple, for the groups of
 //     transactions that wrote the record anyway (a create, a claim, a
@@ -20,8 +20,10 @@ import (
 //
 //	seq_1 .. seq_k  (8 bytes each, big-endian, ascending)  k (1 byte)  0xFF
 //
-// A record without them ends with its tuple, whose last field (Blobs, an
-// array of sha256 hex strings) never ends in 0xFF. The pointers belong to the
+// A record without them ends with its tuple, whose last field never ends in
+// 0xFF: Traceparent, a string (hex and dashes, or empty: 0xA0), and in a
+// format-5 record Blobs, an array of sha256 hex strings; a field appended
+// later must keep that true (records.go). The pointers belong to the
 // store, not to the Node: putNode carries them from the record it replaces,
 // so no caller can drop them, and NodeGet's decoding ignores them.
 

@@ -186,56 +186,6 @@ func TestCheckFindsABrokenRecordPointer(t *testing.T) {
 	require.Contains(t, fmt.Sprint(rep.Problems), "has an event of b with no pointer from it")
 }
 
-// TestAFormat3StoreIsMigrated: a store of format 3 (every event pointer a
-// key) opens, reads as before, takes record pointers from then on, and is
-// format 4 afterwards.
-func TestAFormat3StoreIsMigrated(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir})
-	require.NoError(t, err)
-	insert(t, s, newNode("acme", "a", 0))
-	// Make it what format 3 wrote: the pointer as a key, none in the record.
-	seqs := storedPointers(t, s, "acme", "a")
-	require.Len(t, seqs, 1)
-	setRecordPointers(t, s, "acme", "a")
-	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error {
-		if err := tx.Set(nodeEventKey("acme", "a", seqs[0]), nil); err != nil {
-			return err
-		}
-		return tx.Set(formatKey, []byte("3"))
-	}))
-	require.NoError(t, s.Close())
-	rep, err := Check(dir)
-	require.NoError(t, err)
-	require.Empty(t, rep.Problems)
-	require.Equal(t, 3, rep.Format)
-
-	s, err = Open(Options{Dir: dir})
-	require.NoError(t, err)
-	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
-		n, err := tx.NodeGet("acme", "a")
-		if err != nil {
-			return err
-		}
-		n.Title = "after"
-		if err := tx.NodePut(n); err != nil {
-			return err
-		}
-		return tx.Emit("acme", EventUpdated, "a", "head", nil)
-	}))
-	require.Len(t, storedPointers(t, s, "acme", "a"), 1, "the new group, in the record")
-	require.Equal(t, 1, pointerKeys(t, s, "acme", "a"), "the old one, a key")
-	feed, paged := eventsOf(t, s, "acme", "a", 1)
-	require.Len(t, feed, 2)
-	require.Equal(t, feed, paged)
-	require.NoError(t, s.Close())
-	rep, err = Check(dir)
-	require.NoError(t, err)
-	require.Empty(t, rep.Problems)
-	require.Equal(t, FormatVersion, rep.Format)
-}
-
 // TestALargeTransactionsEventsAreStoredAsSeveralGroups: the events of one
 // transaction that encode larger than maxEventGroupBytes are stored as
 // consecutive groups, each within the bound; the feed and every node's

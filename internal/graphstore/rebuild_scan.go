@@ -23,7 +23,10 @@ func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *Node, val []byte)) error {
 		var err error
 		for b := range batches {
 			for i := 0; err == nil && i < len(b.vals); i++ {
-				n.Assigned, n.Lease, n.RunAt, n.Blobs = nil, nil, nil, nil
+				// A record written before a field was appended leaves that
+				// field as it was (records.go), so only fields every
+				// stored record has may carry over from the last one.
+				n = Node{Labels: n.Labels, Props: n.Props, Usage: n.Usage, UsageTotal: n.UsageTotal}
 				if err = decode(b.vals[i], &n, b.key(i)); err != nil {
 					stop.Store(true)
 					break

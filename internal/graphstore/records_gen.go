@@ -28,24 +28,38 @@ func (z *Backoff) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 3 {
-		err = msgp.ArrayError{Wanted: 3, Got: zb0001}
-		return
-	}
-	z.InitialMS, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "InitialMS")
-		return
-	}
-	z.MaxMS, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "MaxMS")
-		return
-	}
-	z.Factor, bts, err = msgp.ReadFloat64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Factor")
-		return
+	for zb0001 > 0 {
+		z.InitialMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "InitialMS")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.MaxMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "MaxMS")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Factor, bts, err = msgp.ReadFloat64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Factor")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -78,34 +92,54 @@ func (z *BlobRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 5 {
-		err = msgp.ArrayError{Wanted: 5, Got: zb0001}
-		return
-	}
-	z.Size, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Size")
-		return
-	}
-	z.ContentType, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "ContentType")
-		return
-	}
-	z.CreatedBy, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedBy")
-		return
-	}
-	z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedAt")
-		return
-	}
-	z.UnrefAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "UnrefAt")
-		return
+	for zb0001 > 0 {
+		z.Size, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Size")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.ContentType, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "ContentType")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedBy, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "CreatedBy")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "CreatedAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.UnrefAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "UnrefAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -139,39 +173,62 @@ func (z *Comment) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 6 {
-		err = msgp.ArrayError{Wanted: 6, Got: zb0001}
-		return
-	}
-	z.ID, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "ID")
-		return
-	}
-	z.NodeID, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "NodeID")
-		return
-	}
-	z.By, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "By")
-		return
-	}
-	z.Body, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Body")
-		return
-	}
-	z.Seq, bts, err = msgp.ReadUint64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Seq")
-		return
-	}
-	z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedAt")
-		return
+	for zb0001 > 0 {
+		z.ID, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "ID")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "NodeID")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.By, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "By")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Body, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Body")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Seq, bts, err = msgp.ReadUint64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Seq")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "CreatedAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -218,78 +275,104 @@ func (z *Edge) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 7 {
-		err = msgp.ArrayError{Wanted: 7, Got: zb0001}
-		return
-	}
-	z.From, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "From")
-		return
-	}
-	z.Type, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Type")
-		return
-	}
-	z.To, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "To")
-		return
-	}
-	var zb0002 uint32
-	zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Props")
-		return
-	}
-	if z.Props == nil {
-		z.Props = make(map[string]interface{}, zb0002)
-	} else if len(z.Props) > 0 {
-		clear(z.Props)
-	}
-	var field []byte
-	_ = field
-	for zb0002 > 0 {
-		var za0002 interface{}
-		zb0002--
-		var za0001 string
-		za0001, bts, err = msgp.ReadStringBytes(bts)
+	for zb0001 > 0 {
+		z.From, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "From")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Type, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Type")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.To, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "To")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		var zb0002 uint32
+		zb0002, bts, err = msgp.ReadMapHeaderBytes(bts)
 		if err != nil {
 			err = msgp.WrapError(err, "Props")
 			return
 		}
-		za0002, bts, err = msgp.ReadIntfBytes(bts)
+		if z.Props == nil {
+			z.Props = make(map[string]interface{}, zb0002)
+		} else if len(z.Props) > 0 {
+			clear(z.Props)
+		}
+		var field []byte
+		_ = field
+		for zb0002 > 0 {
+			var za0002 interface{}
+			zb0002--
+			var za0001 string
+			za0001, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Props")
+				return
+			}
+			za0002, bts, err = msgp.ReadIntfBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Props", za0001)
+				return
+			}
+			z.Props[za0001] = za0002
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedBy, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Props", za0001)
+			err = msgp.WrapError(err, "CreatedBy")
 			return
 		}
-		z.Props[za0001] = za0002
-	}
-	z.CreatedBy, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedBy")
-		return
-	}
-	z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedAt")
-		return
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
 		if err != nil {
+			err = msgp.WrapError(err, "CreatedAt")
 			return
 		}
-		z.RetiredAt = nil
-	} else {
-		if z.RetiredAt == nil {
-			z.RetiredAt = new(time.Time)
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		*z.RetiredAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "RetiredAt")
-			return
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.RetiredAt = nil
+		} else {
+			if z.RetiredAt == nil {
+				z.RetiredAt = new(time.Time)
+			}
+			*z.RetiredAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RetiredAt")
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
 		}
 	}
 	o = bts
@@ -340,43 +423,66 @@ func (z *Event) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 6 {
-		err = msgp.ArrayError{Wanted: 6, Got: zb0001}
-		return
-	}
-	z.Seq, bts, err = msgp.ReadUint64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Seq")
-		return
-	}
-	z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "At")
-		return
-	}
-	{
-		var zb0002 string
-		zb0002, bts, err = msgp.ReadStringBytes(bts)
+	for zb0001 > 0 {
+		z.Seq, bts, err = msgp.ReadUint64Bytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Type")
+			err = msgp.WrapError(err, "Seq")
 			return
 		}
-		z.Type = EventType(zb0002)
-	}
-	z.NodeID, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "NodeID")
-		return
-	}
-	z.By, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "By")
-		return
-	}
-	bts, err = z.Data.UnmarshalMsg(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Data")
-		return
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "At")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		{
+			var zb0002 string
+			zb0002, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Type")
+				return
+			}
+			z.Type = EventType(zb0002)
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "NodeID")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.By, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "By")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		bts, err = z.Data.UnmarshalMsg(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Data")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -438,37 +544,51 @@ func (z *IdempotencyRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 3 {
-		err = msgp.ArrayError{Wanted: 3, Got: zb0001}
-		return
-	}
-	z.Hash, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Hash")
-		return
-	}
-	var zb0002 uint32
-	zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "NodeIDs")
-		return
-	}
-	if cap(z.NodeIDs) >= int(zb0002) {
-		z.NodeIDs = (z.NodeIDs)[:zb0002]
-	} else {
-		z.NodeIDs = make([]string, zb0002)
-	}
-	for za0001 := range z.NodeIDs {
-		z.NodeIDs[za0001], bts, err = msgp.ReadStringBytes(bts)
+	for zb0001 > 0 {
+		z.Hash, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "NodeIDs", za0001)
+			err = msgp.WrapError(err, "Hash")
 			return
 		}
-	}
-	z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedAt")
-		return
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		var zb0002 uint32
+		zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "NodeIDs")
+			return
+		}
+		if cap(z.NodeIDs) >= int(zb0002) {
+			z.NodeIDs = (z.NodeIDs)[:zb0002]
+		} else {
+			z.NodeIDs = make([]string, zb0002)
+		}
+		for za0001 := range z.NodeIDs {
+			z.NodeIDs[za0001], bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "NodeIDs", za0001)
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "CreatedAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -507,44 +627,70 @@ func (z *Lease) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 7 {
-		err = msgp.ArrayError{Wanted: 7, Got: zb0001}
-		return
-	}
-	z.By, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "By")
-		return
-	}
-	z.Session, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Session")
-		return
-	}
-	z.Fence, bts, err = msgp.ReadUint64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Fence")
-		return
-	}
-	z.TTLMS, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "TTLMS")
-		return
-	}
-	z.ClaimedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "ClaimedAt")
-		return
-	}
-	z.RenewedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "RenewedAt")
-		return
-	}
-	z.ExpiresAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "ExpiresAt")
-		return
+	for zb0001 > 0 {
+		z.By, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "By")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Session, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Session")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Fence, bts, err = msgp.ReadUint64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Fence")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.TTLMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "TTLMS")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.ClaimedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "ClaimedAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.RenewedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "RenewedAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.ExpiresAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "ExpiresAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -559,8 +705,8 @@ func (z *Lease) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 32
-	o = append(o, 0xdc, 0x0, 0x20)
+	// array header, size 33
+	o = append(o, 0xdc, 0x0, 0x21)
 	o = msgp.AppendString(o, z.Tenant)
 	o = msgp.AppendString(o, z.ID)
 	o = msgp.AppendString(o, z.Type)
@@ -670,6 +816,7 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	for za0008 := range z.Blobs {
 		o = msgp.AppendString(o, z.Blobs[za0008])
 	}
+	o = msgp.AppendString(o, z.Traceparent)
 	return
 }
 
@@ -681,393 +828,527 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 32 {
-		err = msgp.ArrayError{Wanted: 32, Got: zb0001}
-		return
-	}
-	z.Tenant, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Tenant")
-		return
-	}
-	z.ID, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "ID")
-		return
-	}
-	z.Type, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Type")
-		return
-	}
-	z.Title, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Title")
-		return
-	}
-	z.Body, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Body")
-		return
-	}
-	{
-		var zb0002 string
-		zb0002, bts, err = msgp.ReadStringBytes(bts)
+	for zb0001 > 0 {
+		z.Tenant, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Status")
+			err = msgp.WrapError(err, "Tenant")
 			return
 		}
-		z.Status = Status(zb0002)
-	}
-	z.Queue, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Queue")
-		return
-	}
-	z.Priority, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Priority")
-		return
-	}
-	z.Target, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Target")
-		return
-	}
-	var zb0003 uint32
-	zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Labels")
-		return
-	}
-	if cap(z.Labels) >= int(zb0003) {
-		z.Labels = (z.Labels)[:zb0003]
-	} else {
-		z.Labels = make([]string, zb0003)
-	}
-	for za0001 := range z.Labels {
-		z.Labels[za0001], bts, err = msgp.ReadStringBytes(bts)
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.ID, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Labels", za0001)
+			err = msgp.WrapError(err, "ID")
 			return
 		}
-	}
-	var zb0004 uint32
-	zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Props")
-		return
-	}
-	if z.Props == nil {
-		z.Props = make(map[string]interface{}, zb0004)
-	} else if len(z.Props) > 0 {
-		clear(z.Props)
-	}
-	var field []byte
-	_ = field
-	for zb0004 > 0 {
-		var za0003 interface{}
-		zb0004--
-		var za0002 string
-		za0002, bts, err = msgp.ReadStringBytes(bts)
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Type, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Type")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Title, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Title")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Body, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Body")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		{
+			var zb0002 string
+			zb0002, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Status")
+				return
+			}
+			z.Status = Status(zb0002)
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Queue, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Queue")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Priority, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Priority")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Target, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Target")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		var zb0003 uint32
+		zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Labels")
+			return
+		}
+		if cap(z.Labels) >= int(zb0003) {
+			z.Labels = (z.Labels)[:zb0003]
+		} else {
+			z.Labels = make([]string, zb0003)
+		}
+		for za0001 := range z.Labels {
+			z.Labels[za0001], bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Labels", za0001)
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		var zb0004 uint32
+		zb0004, bts, err = msgp.ReadMapHeaderBytes(bts)
 		if err != nil {
 			err = msgp.WrapError(err, "Props")
 			return
 		}
-		za0003, bts, err = msgp.ReadIntfBytes(bts)
+		if z.Props == nil {
+			z.Props = make(map[string]interface{}, zb0004)
+		} else if len(z.Props) > 0 {
+			clear(z.Props)
+		}
+		var field []byte
+		_ = field
+		for zb0004 > 0 {
+			var za0003 interface{}
+			zb0004--
+			var za0002 string
+			za0002, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Props")
+				return
+			}
+			za0003, bts, err = msgp.ReadIntfBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Props", za0002)
+				return
+			}
+			z.Props[za0002] = za0003
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Attempts, bts, err = msgp.ReadInt64Bytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Props", za0002)
+			err = msgp.WrapError(err, "Attempts")
 			return
 		}
-		z.Props[za0002] = za0003
-	}
-	z.Attempts, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Attempts")
-		return
-	}
-	z.MaxAttempts, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "MaxAttempts")
-		return
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.MaxAttempts, bts, err = msgp.ReadInt64Bytes(bts)
 		if err != nil {
+			err = msgp.WrapError(err, "MaxAttempts")
 			return
 		}
-		z.RunAt = nil
-	} else {
-		if z.RunAt == nil {
-			z.RunAt = new(time.Time)
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		*z.RunAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.RunAt = nil
+		} else {
+			if z.RunAt == nil {
+				z.RunAt = new(time.Time)
+			}
+			*z.RunAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "RunAt")
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.TimeoutMS = nil
+		} else {
+			if z.TimeoutMS == nil {
+				z.TimeoutMS = new(int64)
+			}
+			*z.TimeoutMS, bts, err = msgp.ReadInt64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "TimeoutMS")
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.Backoff = nil
+		} else {
+			if z.Backoff == nil {
+				z.Backoff = new(Backoff)
+			}
+			var zb0005 uint32
+			zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Backoff")
+				return
+			}
+			for zb0005 > 0 {
+				z.Backoff.InitialMS, bts, err = msgp.ReadInt64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Backoff", "InitialMS")
+					return
+				}
+				if zb0005--; zb0005 == 0 {
+					break
+				}
+				z.Backoff.MaxMS, bts, err = msgp.ReadInt64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Backoff", "MaxMS")
+					return
+				}
+				if zb0005--; zb0005 == 0 {
+					break
+				}
+				z.Backoff.Factor, bts, err = msgp.ReadFloat64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Backoff", "Factor")
+					return
+				}
+				if zb0005--; zb0005 == 0 {
+					break
+				}
+				for ; zb0005 > 0; zb0005-- {
+					bts, err = msgp.Skip(bts)
+					if err != nil {
+						err = msgp.WrapError(err)
+						return
+					}
+				}
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Parent, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "RunAt")
+			err = msgp.WrapError(err, "Parent")
 			return
 		}
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.OnChildFail, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
+			err = msgp.WrapError(err, "OnChildFail")
 			return
 		}
-		z.TimeoutMS = nil
-	} else {
-		if z.TimeoutMS == nil {
-			z.TimeoutMS = new(int64)
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		*z.TimeoutMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.Lease = nil
+		} else {
+			if z.Lease == nil {
+				z.Lease = new(Lease)
+			}
+			bts, err = z.Lease.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Lease")
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.LastFence, bts, err = msgp.ReadUint64Bytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "TimeoutMS")
+			err = msgp.WrapError(err, "LastFence")
 			return
 		}
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
-		if err != nil {
-			return
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		z.Backoff = nil
-	} else {
-		if z.Backoff == nil {
-			z.Backoff = new(Backoff)
+		{
+			var zb0006 []byte
+			zb0006, bts, err = msgp.ReadBytesBytes(bts, []byte(z.Result))
+			if err != nil {
+				err = msgp.WrapError(err, "Result")
+				return
+			}
+			z.Result = json.RawMessage(zb0006)
 		}
-		var zb0005 uint32
-		zb0005, bts, err = msgp.ReadArrayHeaderBytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Backoff")
-			return
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		if zb0005 != 3 {
-			err = msgp.ArrayError{Wanted: 3, Got: zb0005}
-			return
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.Error = nil
+		} else {
+			if z.Error == nil {
+				z.Error = new(string)
+			}
+			*z.Error, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Error")
+				return
+			}
 		}
-		z.Backoff.InitialMS, bts, err = msgp.ReadInt64Bytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Backoff", "InitialMS")
-			return
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		z.Backoff.MaxMS, bts, err = msgp.ReadInt64Bytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Backoff", "MaxMS")
-			return
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.Progress = nil
+		} else {
+			if z.Progress == nil {
+				z.Progress = new(Progress)
+			}
+			bts, err = z.Progress.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Progress")
+				return
+			}
 		}
-		z.Backoff.Factor, bts, err = msgp.ReadFloat64Bytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Backoff", "Factor")
-			return
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-	}
-	z.Parent, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Parent")
-		return
-	}
-	z.OnChildFail, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "OnChildFail")
-		return
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
-		if err != nil {
-			return
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.LastRun = nil
+		} else {
+			if z.LastRun == nil {
+				z.LastRun = new(RunEnd)
+			}
+			bts, err = z.LastRun.UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "LastRun")
+				return
+			}
 		}
-		z.Lease = nil
-	} else {
-		if z.Lease == nil {
-			z.Lease = new(Lease)
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		bts, err = z.Lease.UnmarshalMsg(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Lease")
-			return
-		}
-	}
-	z.LastFence, bts, err = msgp.ReadUint64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "LastFence")
-		return
-	}
-	{
-		var zb0006 []byte
-		zb0006, bts, err = msgp.ReadBytesBytes(bts, []byte(z.Result))
-		if err != nil {
-			err = msgp.WrapError(err, "Result")
-			return
-		}
-		z.Result = json.RawMessage(zb0006)
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
-		if err != nil {
-			return
-		}
-		z.Error = nil
-	} else {
-		if z.Error == nil {
-			z.Error = new(string)
-		}
-		*z.Error, bts, err = msgp.ReadStringBytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Error")
-			return
-		}
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
-		if err != nil {
-			return
-		}
-		z.Progress = nil
-	} else {
-		if z.Progress == nil {
-			z.Progress = new(Progress)
-		}
-		bts, err = z.Progress.UnmarshalMsg(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Progress")
-			return
-		}
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
-		if err != nil {
-			return
-		}
-		z.LastRun = nil
-	} else {
-		if z.LastRun == nil {
-			z.LastRun = new(RunEnd)
-		}
-		bts, err = z.LastRun.UnmarshalMsg(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "LastRun")
-			return
-		}
-	}
-	var zb0007 uint32
-	zb0007, bts, err = msgp.ReadMapHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Usage")
-		return
-	}
-	if z.Usage == nil {
-		z.Usage = make(map[string]float64, zb0007)
-	} else if len(z.Usage) > 0 {
-		clear(z.Usage)
-	}
-	for zb0007 > 0 {
-		var za0005 float64
-		zb0007--
-		var za0004 string
-		za0004, bts, err = msgp.ReadStringBytes(bts)
+		var zb0007 uint32
+		zb0007, bts, err = msgp.ReadMapHeaderBytes(bts)
 		if err != nil {
 			err = msgp.WrapError(err, "Usage")
 			return
 		}
-		za0005, bts, err = msgp.ReadFloat64Bytes(bts)
-		if err != nil {
-			err = msgp.WrapError(err, "Usage", za0004)
-			return
+		if z.Usage == nil {
+			z.Usage = make(map[string]float64, zb0007)
+		} else if len(z.Usage) > 0 {
+			clear(z.Usage)
 		}
-		z.Usage[za0004] = za0005
-	}
-	var zb0008 uint32
-	zb0008, bts, err = msgp.ReadMapHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "UsageTotal")
-		return
-	}
-	if z.UsageTotal == nil {
-		z.UsageTotal = make(map[string]float64, zb0008)
-	} else if len(z.UsageTotal) > 0 {
-		clear(z.UsageTotal)
-	}
-	for zb0008 > 0 {
-		var za0007 float64
-		zb0008--
-		var za0006 string
-		za0006, bts, err = msgp.ReadStringBytes(bts)
+		for zb0007 > 0 {
+			var za0005 float64
+			zb0007--
+			var za0004 string
+			za0004, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Usage")
+				return
+			}
+			za0005, bts, err = msgp.ReadFloat64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Usage", za0004)
+				return
+			}
+			z.Usage[za0004] = za0005
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		var zb0008 uint32
+		zb0008, bts, err = msgp.ReadMapHeaderBytes(bts)
 		if err != nil {
 			err = msgp.WrapError(err, "UsageTotal")
 			return
 		}
-		za0007, bts, err = msgp.ReadFloat64Bytes(bts)
+		if z.UsageTotal == nil {
+			z.UsageTotal = make(map[string]float64, zb0008)
+		} else if len(z.UsageTotal) > 0 {
+			clear(z.UsageTotal)
+		}
+		for zb0008 > 0 {
+			var za0007 float64
+			zb0008--
+			var za0006 string
+			za0006, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UsageTotal")
+				return
+			}
+			za0007, bts, err = msgp.ReadFloat64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "UsageTotal", za0006)
+				return
+			}
+			z.UsageTotal[za0006] = za0007
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Version, bts, err = msgp.ReadInt64Bytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "UsageTotal", za0006)
+			err = msgp.WrapError(err, "Version")
 			return
 		}
-		z.UsageTotal[za0006] = za0007
-	}
-	z.Version, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Version")
-		return
-	}
-	z.CreatedBy, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedBy")
-		return
-	}
-	z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "CreatedAt")
-		return
-	}
-	z.UpdatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "UpdatedAt")
-		return
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedBy, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
+			err = msgp.WrapError(err, "CreatedBy")
 			return
 		}
-		z.Assigned = nil
-	} else {
-		if z.Assigned == nil {
-			z.Assigned = new(liveEdgeRecord)
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		var zb0009 uint32
-		zb0009, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Assigned")
+			err = msgp.WrapError(err, "CreatedAt")
 			return
 		}
-		if zb0009 != 2 {
-			err = msgp.ArrayError{Wanted: 2, Got: zb0009}
-			return
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		bts, err = z.Assigned.Edge.UnmarshalMsg(bts)
+		z.UpdatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Assigned", "Edge")
+			err = msgp.WrapError(err, "UpdatedAt")
 			return
 		}
-		z.Assigned.Seq, bts, err = msgp.ReadUint64Bytes(bts)
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.Assigned = nil
+		} else {
+			if z.Assigned == nil {
+				z.Assigned = new(liveEdgeRecord)
+			}
+			var zb0009 uint32
+			zb0009, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Assigned")
+				return
+			}
+			for zb0009 > 0 {
+				bts, err = z.Assigned.Edge.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Assigned", "Edge")
+					return
+				}
+				if zb0009--; zb0009 == 0 {
+					break
+				}
+				z.Assigned.Seq, bts, err = msgp.ReadUint64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Assigned", "Seq")
+					return
+				}
+				if zb0009--; zb0009 == 0 {
+					break
+				}
+				for ; zb0009 > 0; zb0009-- {
+					bts, err = msgp.Skip(bts)
+					if err != nil {
+						err = msgp.WrapError(err)
+						return
+					}
+				}
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		var zb0010 uint32
+		zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Assigned", "Seq")
+			err = msgp.WrapError(err, "Blobs")
 			return
 		}
-	}
-	var zb0010 uint32
-	zb0010, bts, err = msgp.ReadArrayHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Blobs")
-		return
-	}
-	if cap(z.Blobs) >= int(zb0010) {
-		z.Blobs = (z.Blobs)[:zb0010]
-	} else {
-		z.Blobs = make([]string, zb0010)
-	}
-	for za0008 := range z.Blobs {
-		z.Blobs[za0008], bts, err = msgp.ReadStringBytes(bts)
+		if cap(z.Blobs) >= int(zb0010) {
+			z.Blobs = (z.Blobs)[:zb0010]
+		} else {
+			z.Blobs = make([]string, zb0010)
+		}
+		for za0008 := range z.Blobs {
+			z.Blobs[za0008], bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Blobs", za0008)
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Traceparent, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Blobs", za0008)
+			err = msgp.WrapError(err, "Traceparent")
 			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
 		}
 	}
 	o = bts
@@ -1149,6 +1430,7 @@ func (z *Node) Msgsize() (s int) {
 	for za0008 := range z.Blobs {
 		s += msgp.StringPrefixSize + len(z.Blobs[za0008])
 	}
+	s += msgp.StringPrefixSize + len(z.Traceparent)
 	return
 }
 
@@ -1175,35 +1457,49 @@ func (z *Progress) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 3 {
-		err = msgp.ArrayError{Wanted: 3, Got: zb0001}
-		return
-	}
-	if msgp.IsNil(bts) {
-		bts, err = msgp.ReadNilBytes(bts)
+	for zb0001 > 0 {
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.Pct = nil
+		} else {
+			if z.Pct == nil {
+				z.Pct = new(float64)
+			}
+			*z.Pct, bts, err = msgp.ReadFloat64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Pct")
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Message, bts, err = msgp.ReadStringBytes(bts)
 		if err != nil {
+			err = msgp.WrapError(err, "Message")
 			return
 		}
-		z.Pct = nil
-	} else {
-		if z.Pct == nil {
-			z.Pct = new(float64)
+		if zb0001--; zb0001 == 0 {
+			break
 		}
-		*z.Pct, bts, err = msgp.ReadFloat64Bytes(bts)
+		z.UpdatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Pct")
+			err = msgp.WrapError(err, "UpdatedAt")
 			return
 		}
-	}
-	z.Message, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Message")
-		return
-	}
-	z.UpdatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "UpdatedAt")
-		return
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -1239,19 +1535,30 @@ func (z *QueueSettings) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 2 {
-		err = msgp.ArrayError{Wanted: 2, Got: zb0001}
-		return
-	}
-	z.Paused, bts, err = msgp.ReadBoolBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Paused")
-		return
-	}
-	z.MaxRunning, bts, err = msgp.ReadInt64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "MaxRunning")
-		return
+	for zb0001 > 0 {
+		z.Paused, bts, err = msgp.ReadBoolBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Paused")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.MaxRunning, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "MaxRunning")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -1283,29 +1590,46 @@ func (z *RunEnd) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 4 {
-		err = msgp.ArrayError{Wanted: 4, Got: zb0001}
-		return
-	}
-	z.By, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "By")
-		return
-	}
-	z.Fence, bts, err = msgp.ReadUint64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Fence")
-		return
-	}
-	z.Outcome, bts, err = msgp.ReadStringBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Outcome")
-		return
-	}
-	z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "At")
-		return
+	for zb0001 > 0 {
+		z.By, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "By")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Fence, bts, err = msgp.ReadUint64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Fence")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Outcome, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Outcome")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.At, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "At")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return
@@ -1369,26 +1693,34 @@ func (z *eventGroup) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 1 {
-		err = msgp.ArrayError{Wanted: 1, Got: zb0001}
-		return
-	}
-	var zb0002 uint32
-	zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Events")
-		return
-	}
-	if cap(z.Events) >= int(zb0002) {
-		z.Events = (z.Events)[:zb0002]
-	} else {
-		z.Events = make([]Event, zb0002)
-	}
-	for za0001 := range z.Events {
-		bts, err = z.Events[za0001].UnmarshalMsg(bts)
+	for zb0001 > 0 {
+		var zb0002 uint32
+		zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
 		if err != nil {
-			err = msgp.WrapError(err, "Events", za0001)
+			err = msgp.WrapError(err, "Events")
 			return
+		}
+		if cap(z.Events) >= int(zb0002) {
+			z.Events = (z.Events)[:zb0002]
+		} else {
+			z.Events = make([]Event, zb0002)
+		}
+		for za0001 := range z.Events {
+			bts, err = z.Events[za0001].UnmarshalMsg(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Events", za0001)
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
 		}
 	}
 	o = bts
@@ -1426,19 +1758,30 @@ func (z *liveEdgeRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		err = msgp.WrapError(err)
 		return
 	}
-	if zb0001 != 2 {
-		err = msgp.ArrayError{Wanted: 2, Got: zb0001}
-		return
-	}
-	bts, err = z.Edge.UnmarshalMsg(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Edge")
-		return
-	}
-	z.Seq, bts, err = msgp.ReadUint64Bytes(bts)
-	if err != nil {
-		err = msgp.WrapError(err, "Seq")
-		return
+	for zb0001 > 0 {
+		bts, err = z.Edge.UnmarshalMsg(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Edge")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Seq, bts, err = msgp.ReadUint64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Seq")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
 	}
 	o = bts
 	return

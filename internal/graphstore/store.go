@@ -32,10 +32,6 @@ type Options struct {
 	// graph closes it on Close. Its reads being round trips, the store
 	// then keeps every live node's record in memory (Store.liveRecords).
 	KV *kv.Store
-	// Recoders recode the records other packages own from the JSON that
-	// formats 3 and 4 stored (format_json_records.go); server.Open passes
-	// every owner's.
-	Recoders Recoders
 }
 
 // Store is the graph: its records in a kv.Store, and the in-memory state
@@ -155,20 +151,13 @@ func Open(opts Options) (*Store, error) {
 	}
 	db.Start()
 	go s.table.syncLoop(s.closing)
-	if stored != 0 && stored < 5 {
-		if err := s.recodeJSONRecords(opts.Recoders); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("error migrating the data directory %s from store format %d: %w", opts.Dir, stored, err)
-		}
+	wrote, err := s.writeFormat(stored)
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
-	if stored != FormatVersion {
-		if err := s.writeFormat(); err != nil {
-			s.Close()
-			return nil, err
-		}
-		if stored != 0 && s.log != nil {
-			s.log.Info("store format migrated", "from", stored, "to", FormatVersion)
-		}
+	if wrote && stored.version != 0 && s.log != nil {
+		s.log.Info("store format markers written", "from", stored.version, "to", FormatVersion)
 	}
 	return s, nil
 }

@@ -4,25 +4,19 @@ import (
 	"context"
 
 	"github.com/tether-run/tether/internal/graphstore"
-	"github.com/tether-run/tether/internal/tracing"
+	"github.com/tether-run/tether/internal/traceparent"
 )
 
-// keepTraceparent puts the creating request's trace context into each new
-// node's props (tracing.Prop), unless the caller set that prop itself, so
-// the run that claims the node can link to the request that made it. With
-// tracing off there is no span context and nothing is added.
+// keepTraceparent keeps the creating request's trace context on each new
+// node (Node.Traceparent, a field of its own: the caller's props are left
+// as given), so the run that claims the node can link to the request that
+// made it. With tracing off there is no span context and nothing is kept.
 func keepTraceparent(ctx context.Context, nodes []*graphstore.Node) {
-	tp := tracing.Traceparent(ctx)
+	tp := traceparent.Of(ctx)
 	if tp == "" {
 		return
 	}
 	for _, n := range nodes {
-		if _, set := n.Props[tracing.Prop]; set {
-			continue
-		}
-		if n.Props == nil {
-			n.Props = map[string]any{}
-		}
-		n.Props[tracing.Prop] = tp
+		n.Traceparent = tp
 	}
 }

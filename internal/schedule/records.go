@@ -5,15 +5,13 @@ package schedule
 // ./internal/schedule/`), as maps keyed by the JSON names
 // (internal/graphstore/foreign_records.go): a field may be added, and any
 // other change bumps graphstore.FormatVersion. The JSON tags are the stored
-// names, and how format 4 stored the records (RecordFromJSON, RunFromJSON).
-// The node template and chain are nodes.NodeSpec, stored by its own codec
-// (internal/nodes/spec_gen.go), so a field added to a create body is kept by
-// a schedule without a change here; records_test.go holds the bytes.
+// names. The node template and chain are nodes.NodeSpec, stored by its own
+// codec (internal/nodes/spec_gen.go), so a field added to a create body is
+// kept by a schedule without a change here; records_test.go holds the bytes.
 
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
 )
 
@@ -94,10 +92,3 @@ type Run struct {
 	LastScheduledAt *time.Time `json:"last_scheduled_at,omitempty"`
 }
 
-// RecordFromJSON recodes a schedule record that store format 4 (and before)
-// kept as JSON; graphstore.Open calls it to migrate such a store.
-func RecordFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[Record](raw) }
-
-// RunFromJSON recodes a run record that store format 4 (and before) kept as
-// JSON; graphstore.Open calls it to migrate such a store.
-func RunFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[Run](raw) }

@@ -122,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		skill = b
 	}
-	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger, Recoders: jsonRecoders()})
+	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

@@ -5,14 +5,9 @@ package tenancy
 // ./internal/tenancy/`), as maps keyed by the JSON names
 // (internal/graphstore/foreign_records.go): a field may be added, and any
 // other change bumps graphstore.FormatVersion. The JSON tags are the stored
-// names, and how format 4 stored the records (TenantFromJSON,
-// APIKeyFromJSON).
+// names.
 
-import (
-	"time"
-
-	"github.com/tether-run/tether/internal/graphstore"
-)
+import "time"
 
 //go:generate go tool msgp -file records.go -o records_gen.go -tests=false -io=false -unexported
 //msgp:tag json
@@ -55,11 +50,3 @@ type apiKeyRecord struct {
 	APIKey
 	SecretSHA256 string `json:"secret_sha256"` // hex
 }
-
-// TenantFromJSON recodes a tenant record that store format 4 (and before)
-// kept as JSON; graphstore.Open calls it to migrate such a store.
-func TenantFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[tenantRecord](raw) }
-
-// APIKeyFromJSON recodes an API key record that store format 4 (and before)
-// kept as JSON; graphstore.Open calls it to migrate such a store.
-func APIKeyFromJSON(raw []byte) ([]byte, error) { return graphstore.RecodeJSON[apiKeyRecord](raw) }

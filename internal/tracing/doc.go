@@ -17,10 +17,13 @@
 //   - each store write a request makes: a child span covering its wait for
 //     the writer's commit, which many requests share (group commit), from
 //     the moment it is queued until it is durable (internal/graphstore/trace.go);
-//   - the creating request's trace context, kept on each node it creates as
-//     props.traceparent (Prop), unless the caller set one: a claim returns
-//     the node with it, and `tether work` starts each run's span with a link
-//     to it (and hands the run's own context to the command as TRACEPARENT).
+//   - the creating request's trace context, kept on each node it creates in
+//     the node's own traceparent field (never in the caller's props): a
+//     claim returns the node with it, and `tether work` starts each run's
+//     span with a link to it (and hands the run's own context to the command
+//     as TRACEPARENT). Converting between a span and a traceparent is
+//     package internal/traceparent's, which links no exporter, so the
+//     runner can use it without gRPC.
 //
 // Invariants:
 //   - Off, nothing is set up: no middleware, no provider; the store's check

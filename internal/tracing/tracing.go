@@ -8,14 +8,10 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// Prop is the node prop that holds the creating request's trace context.
-const Prop = "traceparent"
 
 // Enabled reports whether the environment (getenv) asks for traces.
 func Enabled(getenv func(string) string) bool {
@@ -55,27 +51,6 @@ func Setup(ctx context.Context, service string, getenv func(string) string) (tra
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	return tp, tp.Shutdown, nil
-}
-
-// Traceparent is ctx's span context as a W3C traceparent ("" when ctx has
-// no valid one).
-func Traceparent(ctx context.Context) string {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return ""
-	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	return c["traceparent"]
-}
-
-// SpanContext parses a W3C traceparent; false when it is not a valid one.
-func SpanContext(traceparent string) (trace.SpanContext, bool) {
-	if traceparent == "" {
-		return trace.SpanContext{}, false
-	}
-	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
-	sc := trace.SpanContextFromContext(ctx)
-	return sc, sc.IsValid()
 }
 
 // Flush sends the spans still buffered through stop (Setup's), for at most

@@ -157,10 +157,7 @@ class Node(TypedDict):
     # When set, only this identity may claim the node.
     target: Optional[str]
     labels: List[str]
-    # Free-form. `traceparent` (a W3C trace context) is set by the server when it
-    # traces requests (OpenTelemetry, off by default) and the caller set none: the
-    # creating request's span, returned with the node by every claim so a run can
-    # link to the request that made its node.
+    # Free-form, the caller's own; the server keeps none of its data here.
     props: Dict[str, Any]
     # Claims counted so far (a voluntary release gives one back).
     attempts: int
@@ -195,6 +192,11 @@ class Node(TypedDict):
     # each once. A referenced blob is kept; one no node references is
     # collected after the grace period (`TETHER_BLOB_GRACE_MS`).
     blobs: List[str]
+    # The W3C trace context of the request that created the node, kept by a server
+    # that traces requests (OpenTelemetry, off by default) when that request had a
+    # span; absent otherwise. Returned with the node by every claim, so a run can
+    # link to the request that made its node.
+    traceparent: NotRequired[str]
 
 
 class NodeList(TypedDict):
@@ -220,9 +222,7 @@ class NodeCreate(TypedDict):
     # Tags to filter on (`claim_next`'s `labels`, the `label` filter of lists). Without them the node has none.
     labels: NotRequired[List[str]]
     # Free-form JSON properties of the node (structured input, metadata); without
-    # it the node has none. A server that traces requests (OpenTelemetry, off by
-    # default) adds `traceparent`, the creating request's W3C trace context, unless
-    # it is given here.
+    # it the node has none. They are the caller's own: the server adds nothing.
     props: NotRequired[Dict[str, Any]]
     # Defaults to the tenant's `max_attempts_default`.
     max_attempts: NotRequired[int]

@@ -1854,12 +1854,7 @@ export interface components {
             /** @description When set, only this identity may claim the node. */
             target: string | null;
             labels: string[];
-            /**
-             * @description Free-form. `traceparent` (a W3C trace context) is set by the server when it
-             *     traces requests (OpenTelemetry, off by default) and the caller set none: the
-             *     creating request's span, returned with the node by every claim so a run can
-             *     link to the request that made its node.
-             */
+            /** @description Free-form, the caller's own; the server keeps none of its data here. */
             props: {
                 [key: string]: unknown;
             };
@@ -1915,6 +1910,13 @@ export interface components {
              *     collected after the grace period (`TETHER_BLOB_GRACE_MS`).
              */
             blobs: string[];
+            /**
+             * @description The W3C trace context of the request that created the node, kept by a server
+             *     that traces requests (OpenTelemetry, off by default) when that request had a
+             *     span; absent otherwise. Returned with the node by every claim, so a run can
+             *     link to the request that made its node.
+             */
+            readonly traceparent?: string;
         };
         NodeList: {
             items: components["schemas"]["Node"][];
@@ -1942,9 +1944,7 @@ export interface components {
             labels?: string[];
             /**
              * @description Free-form JSON properties of the node (structured input, metadata); without
-             *     it the node has none. A server that traces requests (OpenTelemetry, off by
-             *     default) adds `traceparent`, the creating request's W3C trace context, unless
-             *     it is given here.
+             *     it the node has none. They are the caller's own: the server adds nothing.
              */
             props?: {
                 [key: string]: unknown;
