@@ -232,4 +232,3 @@ func translate(err error) error {
 	}
 	return err
 }
-
