@@ -240,7 +240,6 @@ func TestOutcomesAreTheLifecycles(t *testing.T) {
 	}
 }
 
-
 // graph names the statuses the store keeps, all of them.
 func TestStatusesAreTheStores(t *testing.T) {
 	t.Parallel()
