@@ -253,3 +253,27 @@ func TestStatusesAreTheStores(t *testing.T) {
 	}
 	require.ElementsMatch(t, stored, public)
 }
+
+func TestCancelEndsTheLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	b.task(t, "parent", "")
+	_, err := b.store.Create(ctx, "acme", graph.NodeSpec{ID: "child", Type: "task", Queue: "q", Parent: "parent"})
+	require.NoError(t, err)
+	children, err := b.store.Graph().Children(ctx, "acme", "parent")
+	require.NoError(t, err)
+	require.Equal(t, []string{"child"}, children)
+	l, err := b.store.ClaimNext(ctx, lease.ClaimNextParams{Tenant: "acme", Queue: "q", Worker: "alice"})
+	require.NoError(t, err)
+
+	ids, err := b.store.Cancel(ctx, "acme", "parent", "not needed")
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"parent", "child"}, ids)
+	require.ErrorIs(t, b.store.Complete(ctx, l, nil), lease.ErrLeaseLost)
+	require.Equal(t, graph.StatusCancelled, b.node(t, "child").Status)
+	carried, err := b.store.Graph().CarriedBy(ctx, "acme", "alice")
+	require.NoError(t, err)
+	require.Len(t, carried, 1)
+	require.Equal(t, graph.OutcomeCancelled, carried[0].Outcome)
+}

@@ -169,7 +169,7 @@ type FailParams struct {
 
 // Create makes a node in tenant with its full semantics: its queue, its
 // parent and dependencies (depends_on edges), the tenant's defaults and
-// its created event. It returns the node as stored.
+// its created event. It returns the node as read right after.
 func (s *Store) Create(ctx context.Context, tenant string, spec graph.NodeSpec) (*graph.Node, error) {
 	if err := s.check(tenant, "", spec.CreatedBy); err != nil {
 		return nil, err
@@ -297,6 +297,18 @@ func (s *Store) Fail(ctx context.Context, l *Lease, p FailParams) error {
 	}
 	_, err = s.core.Work.Fail(ctx, fp)
 	return translate(l.NodeID, err)
+}
+
+// Cancel cancels node id of tenant and, with it, every unfinished
+// descendant and dependent that cancels with it; their live leases end
+// (their holders' next act fails with ErrLeaseLost). It returns the ids it
+// cancelled.
+func (s *Store) Cancel(ctx context.Context, tenant, id, reason string) ([]string, error) {
+	if err := s.check(tenant, "", ""); err != nil {
+		return nil, err
+	}
+	ids, err := s.core.Work.Cancel(ctx, nodes.Caller{Tenant: tenant, Sub: s.by, Dispatcher: true}, id, reason)
+	return ids, translate(id, err)
 }
 
 // holder is the term l names, fence checked, once the Store is known open.
