@@ -117,7 +117,7 @@ type NodeSpec struct {
 	// must be done before it may run.
 	Parent    string
 	DependsOn []string
-	// CreatedBy names its creator (Options.Identity when empty).
+	// CreatedBy names its creator (lease.Options.Identity when empty).
 	CreatedBy string
 }
 

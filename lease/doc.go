@@ -43,6 +43,8 @@
 //     live its full TTL afresh, so a lost renewal never shortens a lease.
 //   - Every call is confined to its tenant: a node of another tenant is not
 //     found.
-//   - Close stops the background services and closes the store; the
-//     directory can be opened again, by Open or by `tether serve`.
+//   - A directory is open in one process, one Store, at a time (the
+//     store's lock): Open fails while `tether serve` or another Store has
+//     it. Close stops the background services and closes the store; the
+//     directory can then be opened again, by Open or by `tether serve`.
 package lease

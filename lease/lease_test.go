@@ -277,3 +277,14 @@ func TestCancelEndsTheLease(t *testing.T) {
 	require.Len(t, carried, 1)
 	require.Equal(t, graph.OutcomeCancelled, carried[0].Outcome)
 }
+
+func TestADirectoryIsOpenOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := lease.Open(b.dir, lease.Options{})
+	require.Error(t, err, "the store's lock")
+	require.NoError(t, b.store.Close())
+	again, err := lease.Open(b.dir, lease.Options{})
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+}
