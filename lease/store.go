@@ -336,7 +336,7 @@ func (s *Store) check(tenant, worker, creator string) error {
 			continue
 		}
 		if problem := graphstore.SubjectProblem(sub); problem != "" {
-			return fmt.Errorf("%w: worker %q %s", graph.ErrInvalid, sub, problem)
+			return fmt.Errorf("%w: identity %q %s", graph.ErrInvalid, sub, problem)
 		}
 	}
 	return nil
