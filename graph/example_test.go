@@ -43,15 +43,14 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	g := store.Graph()
-	carriers, err := g.Carriers(ctx, "acme", "report")
+	carriers, err := store.Graph().Carriers(ctx, "acme", "report") // alice fence 1 released, bob fence 2 done
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, a := range carriers {
 		fmt.Println(a.Worker, "fence", a.Fence, a.Outcome)
 	}
-	byBob, err := g.CarriedBy(ctx, "acme", "bob")
+	byBob, err := store.Graph().CarriedBy(ctx, "acme", "bob")
 	if err != nil {
 		log.Fatal(err)
 	}
