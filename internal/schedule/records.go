@@ -91,4 +91,3 @@ type Run struct {
 	// record stands for.
 	LastScheduledAt *time.Time `json:"last_scheduled_at,omitempty"`
 }
-

@@ -1,9 +1,9 @@
-// Package server assembles a Tether server from its domain packages: the
-// store, tenants, leases, the nodes service, workers, schedules, messages,
-// blobs, retention (the cleaner), the HTTP API and, when `tether serve` wires
-// it, the MCP handler at /mcp. It is the one
-// place that knows how they are wired, used by `tether serve` and by tests
-// that start a real server on a free port.
+// Package server assembles a Tether server: the store and its domain
+// services (tenants, leases, the nodes service, workers, schedules, messages,
+// blobs, retention), which package core wires and the in-process public
+// packages share, then the HTTP API and, when `tether serve` wires it, the
+// MCP handler at /mcp. It is used by `tether serve` and by tests that start
+// a real server on a free port.
 //
 // Invariants:
 //   - Open returns a server whose store is open and whose leases were rebuilt
@@ -14,8 +14,8 @@
 //     schedule's catch-up window.
 //   - Every background service (the reaper, the message sweep, the blob
 //     sweeps, the firing loop, the cleaner) has one shape, startstop's:
-//     Open starts them in that order and stacks each Stop, with the store's
-//     Close beneath them (closers.go).
+//     core.Open starts them in that order and stacks each Stop, with the
+//     store's Close beneath them (core's closers.go).
 //   - A failed Open undoes what it built, last first: nothing it started
 //     keeps running and the store is closed.
 //   - Shutdown drains in-flight requests before the background services stop
