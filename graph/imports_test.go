@@ -7,7 +7,7 @@ import (
 )
 
 // graph reads the model; it never imports the services that write it (the
-// lifecycle, leases, work, tenants) nor the HTTP API, so that a Graph can be handed
+// lifecycle, leases, nodes, tenants) nor the HTTP API, so that a Graph can be handed
 // to code that must not write and lease stays the one entry point.
 func TestImportsNoDomain(t *testing.T) {
 	t.Parallel()

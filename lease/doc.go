@@ -8,7 +8,7 @@
 // its Graph (package graph: queries, who carried what) and its Tenants
 // (package tenant: policies and API keys). The Store sits above both because
 // creating a node with its full semantics (queues, dependencies, parents,
-// events, tenant defaults) and leasing it need the work and lease services,
+// events, tenant defaults) and leasing it need the nodes and leasing services,
 // which the read-only graph must not import.
 //
 // A lease is a term: a claim grants a *Lease naming the node, the worker and

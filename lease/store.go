@@ -178,7 +178,7 @@ func (s *Store) Create(ctx context.Context, tenant string, spec graph.NodeSpec) 
 	if by == "" {
 		by = s.by
 	}
-	n, err := s.core.Work.Create(ctx, nodes.Caller{Tenant: tenant, Sub: by, Dispatcher: true}, nodeSpec(spec), nil)
+	n, err := s.core.Nodes.Create(ctx, nodes.Caller{Tenant: tenant, Sub: by, Dispatcher: true}, nodeSpec(spec), nil)
 	if err != nil {
 		return nil, translate(spec.ID, err)
 	}
@@ -206,7 +206,7 @@ func (s *Store) ClaimNext(ctx context.Context, p ClaimNextParams) (*Lease, error
 	if err := s.check(p.Tenant, p.Worker, ""); err != nil {
 		return nil, err
 	}
-	rs, err := s.core.Work.ClaimNext(ctx, nodes.ClaimNextParams{
+	rs, err := s.core.Nodes.ClaimNext(ctx, nodes.ClaimNextParams{
 		Caller: nodes.Caller{Tenant: p.Tenant, Sub: p.Worker}, Queue: p.Queue, Session: p.Session,
 		TTL: p.TTL, Wait: p.Wait, WaitEnd: s.stop, Types: p.Types, Labels: p.Labels, Max: 1,
 	})
@@ -275,7 +275,7 @@ func (s *Store) Complete(ctx context.Context, l *Lease, result any) error {
 			return fmt.Errorf("%w: result: %w", graph.ErrInvalid, err)
 		}
 	}
-	_, err = s.core.Work.Complete(ctx, nodes.CompleteParams{HolderParams: hp, Result: raw})
+	_, err = s.core.Nodes.Complete(ctx, nodes.CompleteParams{HolderParams: hp, Result: raw})
 	return translate(l.NodeID, err)
 }
 
@@ -295,7 +295,7 @@ func (s *Store) Fail(ctx context.Context, l *Lease, p FailParams) error {
 	if p.RetryIn > 0 {
 		fp.RetryIn = &p.RetryIn
 	}
-	_, err = s.core.Work.Fail(ctx, fp)
+	_, err = s.core.Nodes.Fail(ctx, fp)
 	return translate(l.NodeID, err)
 }
 
@@ -307,7 +307,7 @@ func (s *Store) Cancel(ctx context.Context, tenant, id, reason string) ([]string
 	if err := s.check(tenant, "", ""); err != nil {
 		return nil, err
 	}
-	ids, err := s.core.Work.Cancel(ctx, nodes.Caller{Tenant: tenant, Sub: s.by, Dispatcher: true}, id, reason)
+	ids, err := s.core.Nodes.Cancel(ctx, nodes.Caller{Tenant: tenant, Sub: s.by, Dispatcher: true}, id, reason)
 	return ids, translate(id, err)
 }
 

@@ -56,7 +56,7 @@ type Core struct {
 	Store     *graphstore.Store
 	Tenants   *tenancy.Service
 	Leases    *leasing.Service
-	Work      *nodes.Service
+	Nodes     *nodes.Service
 	Workers   *fleet.Registry
 	Cleaner   *retention.Cleaner
 	Messages  *message.Service
@@ -113,7 +113,7 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 		Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
 		ReaperInterval: cfg.ReaperInterval, Limits: limits,
 	})
-	w := nodes.New(nodes.Config{
+	nodeService := nodes.New(nodes.Config{
 		Store: store, Leases: leases, Logger: cfg.Logger, Limits: limits,
 		Defaults: func(ctx context.Context, t string) (nodes.Defaults, error) {
 			p, err := tenants.Policy(ctx, t)
@@ -152,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if err := start(blobs); err != nil {
 		return nil, err
 	}
-	schedules := schedule.New(schedule.Config{Store: store, Work: w, Clock: cfg.Clock, Logger: cfg.Logger})
+	schedules := schedule.New(schedule.Config{Store: store, Nodes: nodeService, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err := start(schedules); err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 		return nil, err
 	}
 	return &Core{
-		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner,
+		Store: store, Tenants: tenants, Leases: leases, Nodes: nodeService, Workers: workers, Cleaner: cleaner,
 		Messages: messages, Blobs: blobs, Schedules: schedules, closers: undo,
 	}, nil
 }

@@ -1,5 +1,5 @@
 // Package core opens a Tether without its HTTP front: the store and every
-// domain service over it (tenants, leases, the work engine, workers,
+// domain service over it (tenants, leases, the nodes service, workers,
 // messages, blobs, schedules, retention), wired the one way they are wired.
 // internal/server puts the HTTP API on top of a Core; the public packages
 // lease, graph and tenant use a Core in-process. Both therefore open a data
@@ -16,7 +16,7 @@
 //     store's Close (closers.go); Close undoes them last first.
 //   - A failed Open undoes what it built, last first: nothing it started
 //     keeps running and the store is closed.
-//   - The tenant policy is the one source of the limits the lease and work
+//   - The tenant policy is the one source of the limits the leasing and nodes
 //     services apply (TTL default and max, leases per identity, max
 //     attempts, retry backoff, retention, blob quota): they read it per call.
 package core

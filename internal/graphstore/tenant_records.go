@@ -4,7 +4,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 )
 
-// The tenant package owns the shape of tenant and API key records; the graph
+// The tenancy package owns the shape of tenant and API key records; the graph
 // stores them under the tenant's keys like everything else.
 
 // TenantRecordGet decodes the tenant record into v; false when there is none.

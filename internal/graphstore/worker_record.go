@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The worker package owns the shape of worker heartbeat records; the graph
+// The fleet package owns the shape of worker heartbeat records; the graph
 // stores them under the tenant's keys, one per (identity, worker name).
 
 // WorkerRecordGet decodes the record of worker of identity by into v; false

@@ -1,5 +1,5 @@
 // Package server assembles a Tether server: the store and its domain
-// services (tenants, leases, the work engine, workers, schedules, messages,
+// services (tenants, leases, the nodes service, workers, schedules, messages,
 // blobs, retention), which package core wires and the in-process public
 // packages share, then the HTTP API and, when `tether serve` wires it, the
 // MCP handler at /mcp. It is used by `tether serve` and by tests that start
@@ -8,8 +8,8 @@
 // Invariants:
 //   - Open returns a server whose store is open and whose leases were rebuilt
 //     from it (every one the previous server may have renewed given its
-//     full TTL afresh, the others reaped: lease.Service.Start).
-//   - Open starts the schedules' firing loop once the work engine is ready;
+//     full TTL afresh, the others reaped: leasing.Service.Start).
+//   - Open starts the schedules' firing loop once the nodes service is ready;
 //     fires missed while the server was down are made then, within each
 //     schedule's catch-up window.
 //   - Every background service (the reaper, the message sweep, the blob

@@ -90,7 +90,7 @@ type Server struct {
 	Store   *graphstore.Store
 	Tenants *tenancy.Service
 	Leases  *leasing.Service
-	Work    *nodes.Service
+	Nodes   *nodes.Service
 	Workers *fleet.Registry
 	Cleaner *retention.Cleaner
 	API     *api.Server
@@ -134,14 +134,14 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
 	}, api.Deps{
-		Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Work: c.Work, Workers: c.Workers, Retention: c.Cleaner.Stats(),
+		Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Workers: c.Workers, Retention: c.Cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: c.Messages, Blobs: c.Blobs, Schedules: c.Schedules,
 	})
-	s := &Server{Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Work: c.Work, Workers: c.Workers, Cleaner: c.Cleaner, API: a, log: cfg.Logger,
+	s := &Server{Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Workers: c.Workers, Cleaner: c.Cleaner, API: a, log: cfg.Logger,
 		Messages: c.Messages, Blobs: c.Blobs, Schedules: c.Schedules, core: c}
 	if cfg.MCP != nil {
 		s.mcp = cfg.MCP(a.Handler())
-		a.MountMCP(s.mcp)
+		a.RouteMCP(s.mcp)
 	}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
