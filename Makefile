@@ -90,12 +90,12 @@ lint: ## gofmt, go vet and staticcheck
 
 .PHONY: generate
 generate: ## Regenerate the Go client, the Python client's generated modules (and the TypeScript types) from openapi.yaml
-	$(GO) generate ./client/
+	$(GO) generate ./client/ ./api/
 	$(GO) run ./cmd/tether-pygen -spec openapi.yaml -out clients/python/tether_client
 	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
 # The packages whose stored records have a generated codec (msgp).
-CODEC_PKGS := ./internal/records/ ./internal/tenancy/ ./internal/fleet/ ./internal/message/ ./internal/schedule/
+CODEC_PKGS := ./internal/records/ ./internal/nodes/ ./internal/tenancy/ ./internal/fleet/ ./internal/message/ ./internal/schedule/
 
 .PHONY: generate-codecs
 generate-codecs: ## Regenerate the stored records' MessagePack codecs (*_gen.go) with msgp
@@ -103,7 +103,7 @@ generate-codecs: ## Regenerate the stored records' MessagePack codecs (*_gen.go)
 
 .PHONY: verify
 verify: generate generate-codecs ## Fail when generated code is stale
-	@git diff --exit-code -- client/ clients/python/tether_client/ || (echo "client/ or clients/python/tether_client/ is stale: run make generate and commit" && exit 1)
+	@git diff --exit-code -- client/ api/encode_gen.go clients/python/tether_client/ || (echo "client/, api/encode_gen.go or clients/python/tether_client/ is stale: run make generate and commit" && exit 1)
 	@git diff --exit-code -- $(patsubst ./%/,%/*_gen.go,$(CODEC_PKGS)) || (echo "a stored records' codec is stale: run make generate-codecs and commit" && exit 1)
 	@untracked=$$(git ls-files --others --exclude-standard -- $(patsubst ./%/,%/*_gen.go,$(CODEC_PKGS))); if [ -n "$$untracked" ]; then echo "generated but not committed: $$untracked"; exit 1; fi
 

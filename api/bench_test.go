@@ -136,7 +136,7 @@ func (be *benchEnv) queuedNamed(q string, n int, name func(i int) string) []stri
 			specs = append(specs, nodes.NodeSpec{ID: ptr(id), Type: "task", Queue: ptr(q)})
 			ids = append(ids, id)
 		}
-		_, err := be.srv.Work.CreateBatch(ctx, nodes.Caller{Tenant: "acme", Sub: "head", Dispatcher: true}, specs, "items", nil)
+		_, err := be.srv.Nodes.CreateBatch(ctx, nodes.Caller{Tenant: "acme", Sub: "head", Dispatcher: true}, specs, "items", nil)
 		require.NoError(be.b, err)
 	}
 	return ids
@@ -148,7 +148,7 @@ func (be *benchEnv) claimed(prefix, q string, n int) (ids []string, fences []uin
 	be.queued(prefix, q, n)
 	ctx := context.Background()
 	for len(ids) < n {
-		got, err := be.srv.Work.ClaimNext(ctx, nodes.ClaimNextParams{
+		got, err := be.srv.Nodes.ClaimNext(ctx, nodes.ClaimNextParams{
 			Caller: nodes.Caller{Tenant: "acme", Sub: "w1"}, Queue: q, Max: min(1000, n-len(ids)),
 		})
 		require.NoError(be.b, err)
@@ -244,7 +244,7 @@ func BenchmarkRequestCompleteNext(b *testing.B) {
 	be := startBench(b)
 	// Ids that sort as they were made, so the claim order is known.
 	ids := be.queuedNamed("jobs", b.N+1, func(i int) string { return fmt.Sprintf("cn-%09d", i) })
-	first, err := be.srv.Work.ClaimNext(context.Background(), nodes.ClaimNextParams{Caller: nodes.Caller{Tenant: "acme", Sub: "w1"}, Queue: "jobs"})
+	first, err := be.srv.Nodes.ClaimNext(context.Background(), nodes.ClaimNextParams{Caller: nodes.Caller{Tenant: "acme", Sub: "w1"}, Queue: "jobs"})
 	require.NoError(b, err)
 	require.Equal(b, ids[0], first[0].Node.ID)
 	reqs := make([]*http.Request, b.N)

@@ -25,7 +25,7 @@ func (e *env) createMany(n int, mk func(i int) nodes.NodeSpec) {
 		for j := i; j < min(n, i+nodes.MaxBatch); j++ {
 			specs = append(specs, mk(j))
 		}
-		_, err := e.srv.Work.CreateBatch(context.Background(), head, specs, "items", nil)
+		_, err := e.srv.Nodes.CreateBatch(context.Background(), head, specs, "items", nil)
 		require.NoError(e.t, err)
 	}
 }
@@ -81,7 +81,7 @@ func TestQueueClaimFilterDoesNotScan(t *testing.T) {
 	// A long poll whose filter matches nothing is not woken by the nodes
 	// that keep coming; the first it matches wakes it.
 	waiting := func() (int, int64) { return e.srv.Store.ReadyWaiters("acme", "big") }
-	e.srv.Work.TestSignals.Parked.Init(t)
+	e.srv.Nodes.TestSignals.Parked.Init(t)
 	poll := make(chan *client.ClaimNextResponse, 1)
 	go func() {
 		res, err := alice.ClaimNextWithResponse(ctx, "big", client.ClaimNextRequest{Labels: &[]string{"gpu", "eu"}, WaitMS: ptr(int64(20000))})
@@ -90,7 +90,7 @@ func TestQueueClaimFilterDoesNotScan(t *testing.T) {
 		}
 		poll <- res
 	}()
-	e.srv.Work.TestSignals.Parked.WaitFor(t, func(q string) bool { return q == "big" })
+	e.srv.Nodes.TestSignals.Parked.WaitFor(t, func(q string) bool { return q == "big" })
 	n, _ := waiting()
 	require.Equal(t, 1, n, "the poll waits")
 	_, before := waiting()

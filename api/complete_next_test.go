@@ -135,7 +135,7 @@ func TestCompleteWithNextLongPolls(t *testing.T) {
 		err error
 	}
 	ch := make(chan answer, 1)
-	e.srv.Work.TestSignals.Parked.Init(t)
+	e.srv.Nodes.TestSignals.Parked.Init(t)
 	go func() {
 		res, err := alice.CompleteNodeWithResponse(context.Background(), "only", client.CompleteRequest{
 			Fence: ptr(cur.Lease.Fence), Next: &client.NextClaimRequest{Queue: "q", WaitMS: ptr(int64(5000))},
@@ -144,7 +144,7 @@ func TestCompleteWithNextLongPolls(t *testing.T) {
 	}()
 	// The completion lands before the poll parks: once it is parked, the
 	// call is still waiting for a next node.
-	e.srv.Work.TestSignals.Parked.WaitFor(t, func(q string) bool { return q == "q" })
+	e.srv.Nodes.TestSignals.Parked.WaitFor(t, func(q string) bool { return q == "q" })
 	require.Equal(t, client.NodeStatusDone, e.nodeStatus("only"))
 	select {
 	case a := <-ch:

@@ -42,10 +42,13 @@
 //   - openapi.yaml describes every route and response; the API tests validate
 //     each response against it.
 //   - The hot answers (node, lease, edge, claim, completion, renew, the claims
-//     list, batch results) are written by hand-rolled appenders (encode.go)
-//     whose bytes equal encoding/json's for the same value; a field added to
-//     one of those types is added to its appender too, and encode_test.go
-//     compares the two. The hot request bodies (decode_fast.go) and batch ops
+//     list, batch results) are written by appenders whose bytes equal
+//     encoding/json's for the same value (encode_test.go compares the two).
+//     Those of the node, lease and edge are generated from their DTOs
+//     (encode_gen.go, cmd/tether-appendgen), so a field added to one needs
+//     no appender line; the others are written by hand (encode.go), and a
+//     field added to one is added to its appender too. node_shape_test.go
+//     holds the node DTO to the stored node and to openapi.yaml. The hot request bodies (decode_fast.go) and batch ops
 //     (batch_split.go) have fast paths that leave every unusual input to
 //     encoding/json, so values and errors are the decoder's either way.
 package api

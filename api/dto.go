@@ -68,6 +68,9 @@ func fieldPtr(s *string) *string {
 	return s
 }
 
+// nodeJSON is a node as answered. Its appender is generated from these
+// fields (encode_gen.go; go generate ./api/), and node_shape_test.go holds
+// them to the stored node's and to openapi.yaml's Node.
 type nodeJSON struct {
 	ID          string             `json:"id"`
 	Type        string             `json:"type"`
@@ -108,6 +111,7 @@ type progressJSON struct {
 	UpdatedAt Time     `json:"updated_at"`
 }
 
+// leaseJSON is a live lease as answered; its appender is generated.
 type leaseJSON struct {
 	NodeID    string  `json:"node_id"`
 	By        string  `json:"by"`
@@ -120,6 +124,7 @@ type leaseJSON struct {
 	ExpiresAt Time    `json:"expires_at"`
 }
 
+// edgeJSON is an edge as answered; its appender is generated.
 type edgeJSON struct {
 	From      string         `json:"from"`
 	Type      string         `json:"type"`

@@ -17,8 +17,13 @@ import (
 // reflection: the same bytes, without its per-field work and allocations.
 // Every appender's output is byte for byte what encoding/json writes for the
 // same value (HTML-safe escaping, RawMessage compacted, nil slices and maps
-// as null); encode_test.go holds them to that. Values of no fixed shape
+// as null); encode_test.go holds them to that. The appenders of the DTOs
+// that only list fields (a node, a lease, an edge) are generated from the
+// DTO's fields into encode_gen.go, so a field added to one needs no line
+// here. Values of no fixed shape
 // (props and usage of other kinds of values, NaN) go through json.Marshal.
+
+//go:generate go run ../cmd/tether-appendgen -in dto.go -out encode_gen.go nodeJSON leaseJSON edgeJSON
 
 // jsonAppender is an answer that appends its own JSON encoding to b.
 type jsonAppender interface {
@@ -287,52 +292,6 @@ func appendBackoff(b []byte, bo *records.Backoff) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (l *leaseJSON) appendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"node_id":`...)
-	b = appendString(b, l.NodeID)
-	b = append(b, `,"by":`...)
-	b = appendString(b, l.By)
-	b = append(b, `,"session":`...)
-	b = appendStringPtr(b, l.Session)
-	b = append(b, `,"fence":`...)
-	b = strconv.AppendUint(b, l.Fence, 10)
-	b = append(b, `,"ttl_ms":`...)
-	b = strconv.AppendInt(b, l.TTLMS, 10)
-	b = append(b, `,"claimed_at":`...)
-	b = appendTime(b, l.ClaimedAt)
-	b = append(b, `,"renewed_at":`...)
-	b = appendTime(b, l.RenewedAt)
-	b = append(b, `,"expires":`...)
-	b = strconv.AppendInt(b, l.Expires, 10)
-	b = append(b, `,"expires_at":`...)
-	b = appendTime(b, l.ExpiresAt)
-	return append(b, '}'), nil
-}
-
-func (e *edgeJSON) appendJSON(b []byte) ([]byte, error) {
-	if e == nil {
-		return append(b, "null"...), nil
-	}
-	b = append(b, `{"from":`...)
-	b = appendString(b, e.From)
-	b = append(b, `,"type":`...)
-	b = appendString(b, e.Type)
-	b = append(b, `,"to":`...)
-	b = appendString(b, e.To)
-	b = append(b, `,"props":`...)
-	b, err := appendMap(b, e.Props)
-	if err != nil {
-		return b, err
-	}
-	b = append(b, `,"created_by":`...)
-	b = appendString(b, e.CreatedBy)
-	b = append(b, `,"created_at":`...)
-	b = appendTime(b, e.CreatedAt)
-	b = append(b, `,"retired_at":`...)
-	b = appendTimePtr(b, e.RetiredAt)
-	return append(b, '}'), nil
-}
-
 func (p *progressJSON) appendJSON(b []byte) ([]byte, error) {
 	if p == nil {
 		return append(b, "null"...), nil
@@ -353,95 +312,6 @@ func (p *progressJSON) appendJSON(b []byte) ([]byte, error) {
 	b = appendStringPtr(b, p.Message)
 	b = append(b, `,"updated_at":`...)
 	b = appendTime(b, p.UpdatedAt)
-	return append(b, '}'), nil
-}
-
-func (n *nodeJSON) appendJSON(b []byte) ([]byte, error) {
-	var err error
-	b = append(b, `{"id":`...)
-	b = appendString(b, n.ID)
-	b = append(b, `,"type":`...)
-	b = appendString(b, n.Type)
-	b = append(b, `,"title":`...)
-	b = appendString(b, n.Title)
-	b = append(b, `,"body":`...)
-	b = appendString(b, n.Body)
-	b = append(b, `,"status":`...)
-	b = appendString(b, string(n.Status))
-	b = append(b, `,"queue":`...)
-	b = appendStringPtr(b, n.Queue)
-	b = append(b, `,"priority":`...)
-	b = strconv.AppendInt(b, n.Priority, 10)
-	b = append(b, `,"target":`...)
-	b = appendStringPtr(b, n.Target)
-	b = append(b, `,"labels":`...)
-	b = appendStrings(b, n.Labels)
-	b = append(b, `,"props":`...)
-	if b, err = appendMap(b, n.Props); err != nil {
-		return b, err
-	}
-	b = append(b, `,"attempts":`...)
-	b = strconv.AppendInt(b, n.Attempts, 10)
-	b = append(b, `,"max_attempts":`...)
-	b = strconv.AppendInt(b, n.MaxAttempts, 10)
-	b = append(b, `,"run_at":`...)
-	b = appendTimePtr(b, n.RunAt)
-	b = append(b, `,"timeout_ms":`...)
-	if n.TimeoutMS == nil {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, *n.TimeoutMS, 10)
-	}
-	b = append(b, `,"backoff":`...)
-	if b, err = appendBackoff(b, n.Backoff); err != nil {
-		return b, err
-	}
-	b = append(b, `,"parent":`...)
-	b = appendStringPtr(b, n.Parent)
-	b = append(b, `,"on_child_fail":`...)
-	b = appendString(b, n.OnChildFail)
-	b = append(b, `,"ready":`...)
-	b = appendBool(b, n.Ready)
-	b = append(b, `,"blocked_by":`...)
-	b = appendStrings(b, n.BlockedBy)
-	b = append(b, `,"lease":`...)
-	if n.Lease == nil {
-		b = append(b, "null"...)
-	} else if b, err = n.Lease.appendJSON(b); err != nil {
-		return b, err
-	}
-	b = append(b, `,"result":`...)
-	if b, err = appendRaw(b, n.Result); err != nil {
-		return b, err
-	}
-	b = append(b, `,"error":`...)
-	b = appendStringPtr(b, n.Error)
-	b = append(b, `,"progress":`...)
-	if b, err = n.Progress.appendJSON(b); err != nil {
-		return b, err
-	}
-	b = append(b, `,"usage":`...)
-	if b, err = appendMap(b, n.Usage); err != nil {
-		return b, err
-	}
-	b = append(b, `,"usage_total":`...)
-	if b, err = appendMap(b, n.UsageTotal); err != nil {
-		return b, err
-	}
-	b = append(b, `,"version":`...)
-	b = strconv.AppendInt(b, n.Version, 10)
-	b = append(b, `,"created_by":`...)
-	b = appendString(b, n.CreatedBy)
-	b = append(b, `,"created_at":`...)
-	b = appendTime(b, n.CreatedAt)
-	b = append(b, `,"updated_at":`...)
-	b = appendTime(b, n.UpdatedAt)
-	b = append(b, `,"blobs":`...)
-	b = appendStrings(b, n.Blobs)
-	if n.Traceparent != nil {
-		b = append(b, `,"traceparent":`...)
-		b = appendString(b, *n.Traceparent)
-	}
 	return append(b, '}'), nil
 }
 

@@ -81,7 +81,7 @@ func (s *Server) createComment(c echo.Context) error {
 	if req.Body == nil {
 		return fault.Invalidf("body", "is required")
 	}
-	cm, err := s.work.AddComment(c.Request().Context(), caller(c), id, *req.Body)
+	cm, err := s.nodes.AddComment(c.Request().Context(), caller(c), id, *req.Body)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *Server) listComments(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cms, next, err := s.work.Comments(principal(c).Tenant, id, limit, c.QueryParam("cursor"))
+	cms, next, err := s.nodes.Comments(principal(c).Tenant, id, limit, c.QueryParam("cursor"))
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (s *Server) listNodeEvents(c echo.Context) error {
 	if err := s.behindRetention(t, after); err != nil {
 		return err
 	}
-	evs, err := s.work.NodeEvents(t, id, after, limit)
+	evs, err := s.nodes.NodeEvents(t, id, after, limit)
 	if err == nil {
 		err = s.behindRetention(t, after)
 	}
@@ -187,7 +187,7 @@ func (s *Server) listEvents(c echo.Context) error {
 		return err
 	}
 	if wait == 0 {
-		evs, err := s.work.Events(t, after, limit)
+		evs, err := s.nodes.Events(t, after, limit)
 		if err == nil {
 			err = s.behindRetention(t, after) // a removal may have raced the read
 		}
@@ -200,7 +200,7 @@ func (s *Server) listEvents(c echo.Context) error {
 	defer cancel()
 	ctx, stop := context.WithTimeout(ctx, wait)
 	defer stop()
-	evs, err := s.work.WaitEvents(ctx, t, after, limit)
+	evs, err := s.nodes.WaitEvents(ctx, t, after, limit)
 	if errors.Is(err, context.Canceled) && r.Context().Err() == nil {
 		// The server is shutting down: answer what there is (nothing), as
 		// if the wait had run out, so the poller simply polls again.
@@ -237,7 +237,7 @@ func (s *Server) streamEvents(c echo.Context, t string, after uint64, limit int)
 	var buf []byte
 	for {
 		waitCtx, stop := context.WithTimeout(ctx, keepAliveEvery)
-		evs, err := s.work.WaitEvents(waitCtx, t, after, limit)
+		evs, err := s.nodes.WaitEvents(waitCtx, t, after, limit)
 		stop()
 		if ctx.Err() != nil {
 			return nil

@@ -90,7 +90,7 @@ func (s *Server) batch(c echo.Context) error {
 		}
 		ops, at = append(ops, op), append(at, i)
 	}
-	results, err := s.work.Batch(c.Request().Context(), callerOf(p), ops)
+	results, err := s.nodes.Batch(c.Request().Context(), callerOf(p), ops)
 	if err != nil {
 		return err
 	}

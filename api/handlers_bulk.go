@@ -57,7 +57,7 @@ func (s *Server) bulkNodes(c echo.Context) error {
 		}
 		limit = *b.Limit
 	}
-	res, err := s.work.Bulk(c.Request().Context(), caller(c), nodes.BulkParams{
+	res, err := s.nodes.Bulk(c.Request().Context(), caller(c), nodes.BulkParams{
 		Action: nodes.BulkAction(b.Action), Query: q, Ready: ready, Limit: limit,
 		DryRun: b.DryRun, Reason: b.Reason, Force: b.Force,
 	})

@@ -24,7 +24,7 @@ func (s *Server) cancelNode(c echo.Context) error {
 
 // cancel answers {ok, cancelled}; the status-verb form also names the status.
 func (s *Server) cancel(c echo.Context, id, reason string, withStatus bool) error {
-	ids, err := s.work.Cancel(c.Request().Context(), caller(c), id, reason)
+	ids, err := s.nodes.Cancel(c.Request().Context(), caller(c), id, reason)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (s *Server) requeueNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.work.Requeue(c.Request().Context(), caller(c), id, b.Reason)
+	n, err := s.nodes.Requeue(c.Request().Context(), caller(c), id, b.Reason)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *Server) listLeases(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	views, next, err := s.work.Leases(principal(c).Tenant, c.QueryParam("holder"), c.QueryParam("queue"), limit, c.QueryParam("cursor"))
+	views, next, err := s.nodes.Leases(principal(c).Tenant, c.QueryParam("holder"), c.QueryParam("queue"), limit, c.QueryParam("cursor"))
 	if err != nil {
 		return err
 	}

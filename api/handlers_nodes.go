@@ -28,11 +28,11 @@ func (s *Server) createNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.work.Create(c.Request().Context(), caller(c), spec, idem)
+	n, err := s.nodes.Create(c.Request().Context(), caller(c), spec, idem)
 	if err != nil {
 		return err
 	}
-	views, err := s.work.Views(n)
+	views, err := s.nodes.Views(n)
 	if err != nil {
 		return err
 	}
@@ -54,11 +54,11 @@ func (s *Server) createNodesBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := s.work.CreateBatch(c.Request().Context(), caller(c), req.Items, "items", idem)
+	nodes, err := s.nodes.CreateBatch(c.Request().Context(), caller(c), req.Items, "items", idem)
 	if err != nil {
 		return err
 	}
-	views, err := s.work.Views(nodes...)
+	views, err := s.nodes.Views(nodes...)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) getNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.work.Get(principal(c).Tenant, id)
+	v, err := s.nodes.Get(principal(c).Tenant, id)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (s *Server) listNodes(c echo.Context) error {
 		return err
 	}
 	nq.Limit, nq.Cursor = limit, c.QueryParam("cursor")
-	views, next, err := s.work.List(principal(c).Tenant, nq, ready)
+	views, next, err := s.nodes.List(principal(c).Tenant, nq, ready)
 	if err != nil {
 		return err
 	}
@@ -144,11 +144,11 @@ func (s *Server) patchNode(c echo.Context) error {
 			p.IfMatch = &version
 		}
 	}
-	n, err := s.work.Patch(c.Request().Context(), p)
+	n, err := s.nodes.Patch(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
-	views, err := s.work.Views(n)
+	views, err := s.nodes.Views(n)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (s *Server) deleteNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.work.Delete(c.Request().Context(), caller(c), id, force != nil && *force); err != nil {
+	if err := s.nodes.Delete(c.Request().Context(), caller(c), id, force != nil && *force); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -196,7 +196,7 @@ func (s *Server) listNodeEdges(c echo.Context) error {
 		return err
 	}
 	q.IncludeRetired = inc != nil && *inc
-	edges, next, err := s.work.Edges(principal(c).Tenant, id, q, limit, c.QueryParam("cursor"))
+	edges, next, err := s.nodes.Edges(principal(c).Tenant, id, q, limit, c.QueryParam("cursor"))
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (s *Server) getSubgraph(c echo.Context) error {
 			types = append(types, t)
 		}
 	}
-	nodes, edges, err := s.work.Subgraph(principal(c).Tenant, id, depth, types)
+	nodes, edges, err := s.nodes.Subgraph(principal(c).Tenant, id, depth, types)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *Server) createEdge(c echo.Context) error {
 	if err := decodeStrict(body, &spec, false); err != nil {
 		return err
 	}
-	e, err := s.work.AddEdge(c.Request().Context(), caller(c), spec)
+	e, err := s.nodes.AddEdge(c.Request().Context(), caller(c), spec)
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func (s *Server) deleteEdge(c echo.Context) error {
 			return fault.Invalidf(k, "is required")
 		}
 	}
-	if err := s.work.RetireEdge(c.Request().Context(), caller(c), q.Get("from"), q.Get("type"), q.Get("to")); err != nil {
+	if err := s.nodes.RetireEdge(c.Request().Context(), caller(c), q.Get("from"), q.Get("type"), q.Get("to")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -28,7 +28,7 @@ func toQueue(v nodes.QueueView) queueJSON {
 }
 
 func (s *Server) listQueues(c echo.Context) error {
-	views, err := s.work.Queues(principal(c).Tenant)
+	views, err := s.nodes.Queues(principal(c).Tenant)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (s *Server) listQueues(c echo.Context) error {
 }
 
 func (s *Server) setQueue(c echo.Context, ch nodes.QueueChange) error {
-	v, err := s.work.SetQueue(c.Request().Context(), caller(c), c.Param("queue"), ch)
+	v, err := s.nodes.SetQueue(c.Request().Context(), caller(c), c.Param("queue"), ch)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (s *Server) claimNext(c echo.Context) error {
 		}
 		defer release()
 	}
-	got, err := s.work.ClaimNext(c.Request().Context(), p)
+	got, err := s.nodes.ClaimNext(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Server) claimMany(c echo.Context) error {
 		}
 		defer release()
 	}
-	got, err := s.work.ClaimNext(c.Request().Context(), p)
+	got, err := s.nodes.ClaimNext(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Server) claimMany(c echo.Context) error {
 	for i, r := range got {
 		nodes[i] = r.Node
 	}
-	views, err := s.work.Views(nodes...)
+	views, err := s.nodes.Views(nodes...)
 	if err != nil {
 		return err
 	}

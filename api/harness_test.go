@@ -53,7 +53,7 @@ func start(t testing.TB, opts ...option) *env {
 func (e *env) watchReaper() { e.srv.Leases.TestSignals.Reaped.Init(e.t) }
 
 // waitReaped waits until the reaper has settled what fell due and readers
-// see it (lease.TestSignals.Reaped).
+// see it (leasing.TestSignals.Reaped).
 func (e *env) waitReaped() {
 	e.t.Helper()
 	e.srv.Leases.TestSignals.Reaped.Wait(e.t)

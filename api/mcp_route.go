@@ -15,15 +15,15 @@ import (
 	"github.com/tether-run/tether/internal/tenancy"
 )
 
-// MountMCP serves h, the MCP streamable HTTP transport (package mcp), at
-// /mcp behind the bearer authentication of /v1: a request without valid
+// RouteMCP routes /mcp to h, the MCP streamable HTTP transport (package mcp),
+// behind the bearer authentication of /v1: a request without valid
 // credentials gets the same 401 problem. h learns the caller from Identity,
 // and counts its sessions and streams against the caller's waits with
 // HoldWait. Its tools call /v1 as that caller, so each call meets the
 // route's role and the tenant's rate limit there. The transport's own
 // refusals, which h and the MCP SDK write as plain text, leave as problem
 // documents like every other error.
-func (s *Server) MountMCP(h http.Handler) {
+func (s *Server) RouteMCP(h http.Handler) {
 	serve := s.authenticate(func(c echo.Context) error {
 		w := &sdkRefusal{ResponseWriter: c.Response()}
 		r := c.Request()
@@ -101,7 +101,7 @@ func mcpRefusal(status int, text string, r *http.Request) error {
 }
 
 // sdkRefusal passes a response through, except an error the SDK writes as
-// text/plain (http.Error), which it keeps for MountMCP to answer as a
+// text/plain (http.Error), which it keeps for RouteMCP to answer as a
 // problem.
 type sdkRefusal struct {
 	http.ResponseWriter

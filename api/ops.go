@@ -150,7 +150,7 @@ type progressAnswer struct {
 }
 
 func (s *Server) claimJSON(res *leasing.ClaimResult) (*claimAnswer, error) {
-	views, err := s.work.Views(res.Node)
+	views, err := s.nodes.Views(res.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +352,7 @@ func (s *Server) opCompleteNode(ctx context.Context, p *tenancy.Principal, id st
 		}
 		defer release()
 	}
-	n, got, err := s.work.CompleteAndClaimNext(ctx, cp, np)
+	n, got, err := s.nodes.CompleteAndClaimNext(ctx, cp, np)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -386,7 +386,7 @@ func (s *Server) complete(ctx context.Context, p *tenancy.Principal, id string, 
 
 // completeWith completes a node and answers with it.
 func (s *Server) completeWith(ctx context.Context, cp nodes.CompleteParams) (int, any, error) {
-	n, err := s.work.Complete(ctx, cp)
+	n, err := s.nodes.Complete(ctx, cp)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -404,7 +404,7 @@ func (s *Server) nodeAnswer(n *records.Node) (int, any, error) {
 
 // nodeAnswerOf is nodeAnswer's body: {ok, status, node} for n.
 func (s *Server) nodeAnswerOf(n *records.Node) (*nodeAnswer, error) {
-	views, err := s.work.Views(n)
+	views, err := s.nodes.Views(n)
 	if err != nil {
 		return nil, err
 	}
@@ -448,7 +448,7 @@ func (s *Server) opFail(ctx context.Context, p *tenancy.Principal, id string, bo
 	if err != nil {
 		return 0, nil, err
 	}
-	n, err := s.work.Fail(ctx, fp)
+	n, err := s.nodes.Fail(ctx, fp)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -478,11 +478,11 @@ func (s *Server) opProgress(ctx context.Context, p *tenancy.Principal, id string
 	if err != nil {
 		return 0, nil, err
 	}
-	res, err := s.work.Progress(ctx, pp)
+	res, err := s.nodes.Progress(ctx, pp)
 	if err != nil {
 		return 0, nil, err
 	}
-	views, err := s.work.Views(res.Node)
+	views, err := s.nodes.Views(res.Node)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -83,7 +83,7 @@ const wakeBound = 2 * time.Second
 // Parked signal), without having answered.
 func startPoll(t *testing.T, e *env, c *client.ClientWithResponses, queue string) parkedPoll {
 	t.Helper()
-	parked := &e.srv.Work.TestSignals.Parked
+	parked := &e.srv.Nodes.TestSignals.Parked
 	parked.Init(t)
 	ch := make(chan polled, 1)
 	go func() {

@@ -14,7 +14,7 @@ import (
 	"github.com/tether-run/tether/client"
 )
 
-// TestReadAfterRenewShowsTheRenewal (issue 31): a read that starts after a
+// TestReadAfterRenewShowsTheRenewal: a read that starts after a
 // renewal's answer shows the renewed expiry, never an older one. Workers
 // each hold a node and, many times over and all at once, renew it (the fake
 // clock a millisecond on, so every renewal moves the expiry) and then read it

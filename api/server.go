@@ -52,7 +52,7 @@ type Deps struct {
 	Store   *graphstore.Store
 	Tenants *tenancy.Service
 	Leases  *leasing.Service
-	Work    *nodes.Service
+	Nodes   *nodes.Service
 	Workers *fleet.Registry
 	// Retention are the cleaner's totals, for /metrics (none when nil).
 	Retention *retention.Stats
@@ -78,7 +78,7 @@ type Server struct {
 	store   *graphstore.Store
 	tenants *tenancy.Service
 	leases  *leasing.Service
-	work    *nodes.Service
+	nodes   *nodes.Service
 	workers *fleet.Registry
 	blobs   *blob.Service
 	clock   clock.Clock
@@ -112,7 +112,7 @@ func New(cfg Config, d Deps) *Server {
 	}
 	d.Logger = logger.OrDiscard(d.Logger)
 	s := &Server{
-		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, work: d.Work,
+		cfg: cfg, store: d.Store, tenants: d.Tenants, leases: d.Leases, nodes: d.Nodes,
 		workers: d.Workers, blobs: d.Blobs, clock: d.Clock, log: d.Logger, echo: echo.New(),
 		messages: d.Messages, schedules: d.Schedules,
 	}

@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"bytes"
@@ -11,20 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/client/clienttest"
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/testserver"
 )
 
-// keepEnv is a real server on a free port; clk is its clock, or nil for the
-// wall clock.
+// keepEnv is a real server on a free port (client/clienttest); clk is its
+// clock, or nil for the wall clock.
 type keepEnv struct {
 	t   *testing.T
-	url string
+	srv *clienttest.Server
 	clk *clocktest.Fake
 }
 
@@ -32,55 +31,47 @@ type keepEnv struct {
 // (the wall clock when nil).
 func startKeepServer(t *testing.T, clk *clocktest.Fake) *keepEnv {
 	t.Helper()
-	s := testserver.Start(t, testserver.InMemory, func(cfg *server.Config) {
-		cfg.Clock = nil
-		if clk != nil {
-			cfg.Clock = clk
-		}
-		cfg.ReaperInterval = 100 * time.Millisecond
-		cfg.Tenant.Defaults.ClaimTTLDefaultMS = 30000
+	s := clienttest.New(t, &clienttest.Options{
+		InMemory: true, Clock: clk, WallClock: clk == nil,
+		ReaperInterval: 100 * time.Millisecond, ClaimTTLDefault: 30 * time.Second,
 	})
-	return &keepEnv{t: t, url: s.URL, clk: clk}
+	return &keepEnv{t: t, srv: s, clk: clk}
 }
 
 // as is a client for sub in tenant acme; doer wraps the transport when set.
-func (e *keepEnv) as(sub, role string, wrap func(HttpRequestDoer) HttpRequestDoer) *ClientWithResponses {
+func (e *keepEnv) as(sub, role string, wrap func(client.HttpRequestDoer) client.HttpRequestDoer) *client.ClientWithResponses {
 	e.t.Helper()
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"sub": sub, "tid": "acme", "roles": []string{role},
-		"exp": time.Now().Add(24 * time.Hour).Unix(),
-	}).SignedString([]byte(testserver.Secret))
-	require.NoError(e.t, err)
-	var doer HttpRequestDoer = &http.Client{Timeout: 10 * time.Second}
+	tok := e.srv.Token("acme", sub, role)
+	var doer client.HttpRequestDoer = &http.Client{Timeout: 10 * time.Second}
 	if wrap != nil {
 		doer = wrap(doer)
 	}
-	c, err := NewClientWithResponses(e.url, WithHTTPClient(doer), WithBearerToken(tok))
+	c, err := client.NewClientWithResponses(e.srv.URL, client.WithHTTPClient(doer), client.WithBearerToken(tok))
 	require.NoError(e.t, err)
 	return c
 }
 
 // claimed creates node id in queue default and claims it as c for ttl.
-func (e *keepEnv) claimed(c *ClientWithResponses, id string, ttl time.Duration) Lease {
+func (e *keepEnv) claimed(c *client.ClientWithResponses, id string, ttl time.Duration) client.Lease {
 	e.t.Helper()
 	ctx := context.Background()
 	queue := "default"
-	cr, err := e.as("head", "dispatcher", nil).CreateNodeWithResponse(ctx, nil, NodeCreate{ID: &id, Type: "task", Queue: &queue})
+	cr, err := e.as("head", "dispatcher", nil).CreateNodeWithResponse(ctx, nil, client.NodeCreate{ID: &id, Type: "task", Queue: &queue})
 	require.NoError(e.t, err)
-	require.NoError(e.t, CheckResponse(cr.HTTPResponse, cr.Body))
+	require.NoError(e.t, client.CheckResponse(cr.HTTPResponse, cr.Body))
 	ms := ttl.Milliseconds()
-	res, err := c.ClaimNodeWithResponse(ctx, id, ClaimRequest{TTLMS: &ms})
+	res, err := c.ClaimNodeWithResponse(ctx, id, client.ClaimRequest{TTLMS: &ms})
 	require.NoError(e.t, err)
-	require.NoError(e.t, CheckResponse(res.HTTPResponse, res.Body))
+	require.NoError(e.t, client.CheckResponse(res.HTTPResponse, res.Body))
 	return res.JSON200.Lease
 }
 
 // leaseOf is the node's live lease, or nil.
-func (e *keepEnv) leaseOf(id string) *Lease {
+func (e *keepEnv) leaseOf(id string) *client.Lease {
 	e.t.Helper()
 	res, err := e.as("head", "dispatcher", nil).GetNodeWithResponse(context.Background(), id)
 	require.NoError(e.t, err)
-	require.NoError(e.t, CheckResponse(res.HTTPResponse, res.Body))
+	require.NoError(e.t, client.CheckResponse(res.HTTPResponse, res.Body))
 	return res.JSON200.Lease
 }
 
@@ -88,18 +79,12 @@ func (e *keepEnv) leaseOf(id string) *Lease {
 // moves the fake clock exactly when the keeper waits on it.
 type keepSignals struct {
 	waits   chan time.Duration
-	renewed chan RenewResponse
+	renewed chan client.RenewResponse
 }
 
-func withSignals(clk clock.Clock) (*keepSignals, KeepOption) {
-	s := &keepSignals{waits: make(chan time.Duration, 16), renewed: make(chan RenewResponse, 16)}
-	return s, func(k *keeper) {
-		if clk != nil {
-			k.clock = clk
-		}
-		k.armed = func(d time.Duration) { s.waits <- d }
-		k.onRenew = func(r RenewResponse) { s.renewed <- r }
-	}
+func withSignals(clk clock.Clock) (*keepSignals, client.KeepOption) {
+	s := &keepSignals{waits: make(chan time.Duration, 16), renewed: make(chan client.RenewResponse, 16)}
+	return s, client.KeepHooks(clk, func(d time.Duration) { s.waits <- d }, func(r client.RenewResponse) { s.renewed <- r })
 }
 
 func (s *keepSignals) nextWait(t *testing.T) time.Duration {
@@ -113,14 +98,14 @@ func (s *keepSignals) nextWait(t *testing.T) time.Duration {
 	}
 }
 
-func (s *keepSignals) nextRenewal(t *testing.T) RenewResponse {
+func (s *keepSignals) nextRenewal(t *testing.T) client.RenewResponse {
 	t.Helper()
 	select {
 	case r := <-s.renewed:
 		return r
 	case <-time.After(10 * time.Second):
 		t.Fatal("the keeper did not renew")
-		return RenewResponse{}
+		return client.RenewResponse{}
 	}
 }
 
@@ -140,7 +125,7 @@ func TestKeepRenewsAtAThirdOfTheTTL(t *testing.T) {
 	lease := e.claimed(alice, "t1", 30*time.Second)
 	sig, hooks := withSignals(e.clk)
 
-	ctx, stop := Keep(t.Context(), alice, "t1", lease, hooks)
+	ctx, stop := client.Keep(t.Context(), alice, "t1", lease, hooks)
 	// Four renewals carry the lease well past its first expiry.
 	for range 4 {
 		require.Equal(t, 10*time.Second, sig.nextWait(t))
@@ -169,7 +154,7 @@ func TestKeepRenewsAnOldLeaseAtOnce(t *testing.T) {
 	e.clk.Advance(25 * time.Second) // 5 s left: past the point a renewal was due
 	sig, hooks := withSignals(e.clk)
 
-	_, stop := Keep(t.Context(), alice, "t1", lease, hooks)
+	_, stop := client.Keep(t.Context(), alice, "t1", lease, hooks)
 	require.Zero(t, sig.nextWait(t))
 	sig.nextRenewal(t)
 	require.Equal(t, 10*time.Second, sig.nextWait(t))
@@ -182,24 +167,24 @@ func TestKeepEndsWhenTheLeaseIsTaken(t *testing.T) {
 	alice := e.as("alice", "worker", nil)
 	lease := e.claimed(alice, "t1", 30*time.Second)
 	sig, hooks := withSignals(e.clk)
-	ctx, stop := Keep(t.Context(), alice, "t1", lease, hooks)
+	ctx, stop := client.Keep(t.Context(), alice, "t1", lease, hooks)
 	sig.nextWait(t)
 
 	// A dispatcher takes the node from alice and bob claims it.
 	head, bob := e.as("head", "dispatcher", nil), e.as("bob", "worker", nil)
-	rr, err := head.ReleaseNodeWithResponse(t.Context(), "t1", ReleaseRequest{})
+	rr, err := head.ReleaseNodeWithResponse(t.Context(), "t1", client.ReleaseRequest{})
 	require.NoError(t, err)
-	require.NoError(t, CheckResponse(rr.HTTPResponse, rr.Body))
-	cr, err := bob.ClaimNodeWithResponse(t.Context(), "t1", ClaimRequest{})
+	require.NoError(t, client.CheckResponse(rr.HTTPResponse, rr.Body))
+	cr, err := bob.ClaimNodeWithResponse(t.Context(), "t1", client.ClaimRequest{})
 	require.NoError(t, err)
-	require.NoError(t, CheckResponse(cr.HTTPResponse, cr.Body))
+	require.NoError(t, client.CheckResponse(cr.HTTPResponse, cr.Body))
 
 	e.clk.Advance(10 * time.Second)
 	requireDone(t, ctx)
 	cause := context.Cause(ctx)
-	require.ErrorIs(t, cause, ErrLeaseLost)
-	require.True(t, IsCode(cause, ProblemCodeLeaseLost), "%v", cause)
-	var p *Problem
+	require.ErrorIs(t, cause, client.ErrLeaseLost)
+	require.True(t, client.IsCode(cause, client.ProblemCodeLeaseLost), "%v", cause)
+	var p *client.Problem
 	require.ErrorAs(t, cause, &p)
 	require.Equal(t, "bob", *p.Holder)
 	require.Equal(t, cause, stop())
@@ -208,7 +193,7 @@ func TestKeepEndsWhenTheLeaseIsTaken(t *testing.T) {
 // flaky fails the renewals it is told to, with a network error or a 503, and
 // passes every other request on.
 type flaky struct {
-	next      HttpRequestDoer
+	next      client.HttpRequestDoer
 	failures  atomic.Int32 // renewals still to fail
 	attempted atomic.Int32
 }
@@ -238,12 +223,12 @@ func TestKeepRetriesTransientErrors(t *testing.T) {
 	t.Parallel()
 	e := startKeepServer(t, clocktest.New(time.Now().UTC().Truncate(time.Millisecond)))
 	f := &flaky{}
-	alice := e.as("alice", "worker", func(d HttpRequestDoer) HttpRequestDoer { f.next = d; return f })
+	alice := e.as("alice", "worker", func(d client.HttpRequestDoer) client.HttpRequestDoer { f.next = d; return f })
 	lease := e.claimed(alice, "t1", 30*time.Second)
 	f.failures.Store(3)
 	sig, hooks := withSignals(e.clk)
 
-	ctx, stop := Keep(t.Context(), alice, "t1", lease, hooks, KeepBackoff(time.Second, 4*time.Second))
+	ctx, stop := client.Keep(t.Context(), alice, "t1", lease, hooks, client.KeepBackoff(time.Second, 4*time.Second))
 	e.clk.Advance(sig.nextWait(t))
 	var waited time.Duration
 	for i, base := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
@@ -264,12 +249,12 @@ func TestKeepGivesUpAtTheExpiry(t *testing.T) {
 	t.Parallel()
 	e := startKeepServer(t, clocktest.New(time.Now().UTC().Truncate(time.Millisecond)))
 	f := &flaky{}
-	alice := e.as("alice", "worker", func(d HttpRequestDoer) HttpRequestDoer { f.next = d; return f })
+	alice := e.as("alice", "worker", func(d client.HttpRequestDoer) client.HttpRequestDoer { f.next = d; return f })
 	lease := e.claimed(alice, "t1", 30*time.Second)
 	f.failures.Store(1 << 20)
 	sig, hooks := withSignals(e.clk)
 
-	ctx, stop := Keep(t.Context(), alice, "t1", lease, hooks, KeepBackoff(time.Second, 8*time.Second))
+	ctx, stop := client.Keep(t.Context(), alice, "t1", lease, hooks, client.KeepBackoff(time.Second, 8*time.Second))
 	expiry := e.clk.Now().Add(30 * time.Second)
 	for ctx.Err() == nil && e.clk.Now().Before(expiry) {
 		select {
@@ -283,9 +268,9 @@ func TestKeepGivesUpAtTheExpiry(t *testing.T) {
 	}
 	requireDone(t, ctx)
 	cause := context.Cause(ctx)
-	require.ErrorIs(t, cause, ErrLeaseLost)
+	require.ErrorIs(t, cause, client.ErrLeaseLost)
 	require.ErrorContains(t, cause, "without a successful renewal")
-	var p *Problem
+	var p *client.Problem
 	if errors.As(cause, &p) {
 		require.Equal(t, http.StatusServiceUnavailable, p.Status)
 	} else {
@@ -303,7 +288,7 @@ func TestKeepStopsWithItsParent(t *testing.T) {
 	sig, hooks := withSignals(e.clk)
 	parent, cancel := context.WithCancel(t.Context())
 
-	ctx, stop := Keep(parent, alice, "t1", lease, hooks)
+	ctx, stop := client.Keep(parent, alice, "t1", lease, hooks)
 	sig.nextWait(t)
 	cancel()
 	requireDone(t, ctx)
@@ -318,9 +303,9 @@ func TestKeepRealTimer(t *testing.T) {
 	e := startKeepServer(t, nil)
 	alice := e.as("alice", "worker", nil)
 	lease := e.claimed(alice, "t1", time.Second)
-	renewed := make(chan RenewResponse, 16)
+	renewed := make(chan client.RenewResponse, 16)
 
-	ctx, stop := Keep(t.Context(), alice, "t1", lease, KeepOnRenew(func(r RenewResponse) { renewed <- r }))
+	ctx, stop := client.Keep(t.Context(), alice, "t1", lease, client.KeepOnRenew(func(r client.RenewResponse) { renewed <- r }))
 	start := time.Now()
 	for range 5 { // ~1.7 s: past the first expiry
 		select {

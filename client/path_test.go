@@ -1,10 +1,12 @@
-package client
+package client_test
 
 import (
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/client"
 )
 
 // No path parameter changes the route. "." and ".." once resolved away
@@ -16,7 +18,7 @@ func TestPathParametersStayInTheirSegment(t *testing.T) {
 	t.Parallel()
 	e := startKeepServer(t, nil)
 	var paths []string
-	c := e.as("head", "dispatcher", func(d HttpRequestDoer) HttpRequestDoer {
+	c := e.as("head", "dispatcher", func(d client.HttpRequestDoer) client.HttpRequestDoer {
 		return doerFunc(func(r *http.Request) (*http.Response, error) {
 			paths = append(paths, r.URL.EscapedPath())
 			return d.Do(r)
@@ -24,7 +26,7 @@ func TestPathParametersStayInTheirSegment(t *testing.T) {
 	})
 	ctx := t.Context()
 	id, queue := "events", "default"
-	created, err := c.CreateNodeWithResponse(ctx, nil, NodeCreate{ID: &id, Type: "task", Queue: &queue})
+	created, err := c.CreateNodeWithResponse(ctx, nil, client.NodeCreate{ID: &id, Type: "task", Queue: &queue})
 	require.NoError(t, err)
 	require.NotNil(t, created.JSON201, string(created.Body))
 
@@ -47,7 +49,7 @@ func TestPathParametersStayInTheirSegment(t *testing.T) {
 
 	_, err = c.GetNodeWithResponse(ctx, "")
 	require.ErrorContains(t, err, "path parameter id is empty")
-	_, err = c.ClaimNextWithResponse(ctx, "..", ClaimNextRequest{})
+	_, err = c.ClaimNextWithResponse(ctx, "..", client.ClaimNextRequest{})
 	require.NoError(t, err)
 	require.Equal(t, "/v1/queues/%2E%2E/claim", paths[len(paths)-1])
 }

@@ -1,6 +1,6 @@
 package runner
 
-// The runner's tests run it against a real server (internal/testserver: a
+// The runner's tests run it against a real server (client/clienttest: a
 // real store, a fake clock that decides lease expiry and retry delays) and
 // watch the nodes through the generated client. Handlers block on channels
 // the tests close, never on sleeps.
@@ -17,8 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/internal/server"
-	"github.com/tether-run/tether/internal/testserver"
+	"github.com/tether-run/tether/client/clienttest"
 )
 
 // waitFor is the most a test waits for the runner to get somewhere.
@@ -27,18 +26,15 @@ const waitFor = 10 * time.Second
 // bundle is one test's server and its clients.
 type bundle struct {
 	t     *testing.T
-	srv   *testserver.Server
+	srv   *clienttest.Server
 	head  *client.ClientWithResponses // a dispatcher, who creates the nodes
 	token string                      // the runner's worker identity
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	srv := testserver.Start(t, testserver.InMemory, func(cfg *server.Config) {
-		cfg.ReaperInterval = 20 * time.Millisecond
-	})
-	head, err := client.NewClientWithResponses(srv.URL, client.WithBearerToken(srv.Token("acme", "head", "dispatcher")))
-	require.NoError(t, err)
+	srv := clienttest.New(t, &clienttest.Options{InMemory: true, ReaperInterval: 20 * time.Millisecond})
+	head := srv.ClientFor("acme", "head", "dispatcher")
 	return &bundle{t: t, srv: srv, head: head, token: srv.Token("acme", "runner", "worker")}
 }
 

@@ -19,7 +19,7 @@
 // (a), i (a) with each complete asking for the next claim (one request per
 // job).
 //
-//	go run ./cmd/tether-bench -scenarios g -scale-nodes 10000000   # issue 35's targets
+//	go run ./cmd/tether-bench -scenarios g -scale-nodes 10000000   # the memory targets' size
 package main
 
 import (

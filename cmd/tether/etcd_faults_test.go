@@ -1,6 +1,6 @@
 package main
 
-// Fault tests of Tether on a three-member etcd cluster (issue 12): the
+// Fault tests of Tether on a three-member etcd cluster: the
 // owning Tether server killed with SIGKILL, an etcd member killed, a quorum
 // lost and restored, and an owner paused with SIGSTOP past its etcd lease.
 // The etcd members are embedded in the test process (internal/etcdtest); the

@@ -1,6 +1,6 @@
 package main
 
-// Issue 31 part 1b: on etcd, a shard's new owner honours every renewal the
+// A renewal once answered is kept across a takeover: on etcd, a shard's new owner honours every renewal the
 // old owner answered. A renewal is answered once applied, before etcd has
 // committed it. Here the old owner's connection to etcd is frozen (a proxy
 // holds its bytes), so a renewal it then answers is surely never committed,

@@ -1,7 +1,7 @@
 package main
 
-// Linearizability of leases on the etcd store under faults (issue 31 parts
-// 1b and 4): two `tether serve` processes over a three-member etcd cluster,
+// Linearizability of leases on the etcd store under faults (a renewal
+// answered is seen by later reads and kept across a takeover): two `tether serve` processes over a three-member etcd cluster,
 // holders with short leases renewing at about half their TTL through either
 // server, challengers claiming the same nodes, releases, completions and
 // reads, while the owner of the nodes' shard is killed with SIGKILL (and
@@ -13,7 +13,7 @@ package main
 // Every opening of the shard (a takeover, a handback, a reopening after a
 // broken store) is a Restart operation of the model on every node: from the
 // last fault or recovery action before it to the moment the server logged
-// it served the shard, which is after lease.Service.Start ran.
+// it served the shard, which is after leasing.Service.Start ran.
 //
 // CI runs one short run; TETHER_LINEARIZE=long runs five of three minutes;
 // TETHER_LINEARIZE_ETCD_{RUNS,SECONDS} override either.

@@ -179,7 +179,7 @@ func linWorker(ctx context.Context, c *linCluster, pool *nodePool, sub string, r
 		}
 		if out.Result == linearize.OK && in.Kind == linearize.Renew && rng.IntN(2) == 0 {
 			// A holder reads its node back: it must see the expiry it was
-			// just given (issue 31).
+			// just given, never an older one.
 			c.call(ctx, linearize.Input{Kind: linearize.Read, Node: node, Client: sub})
 		}
 		if out.Result == linearize.OK && in.Kind == linearize.Claim && in.TTL == linShortTTL && !out.Renewed {

@@ -41,15 +41,10 @@ tether token revoke. The secret is printed alone (table output) or as "token"
 				}
 				req.Roles = append(req.Roles, client.Role(role.String()))
 			}
-			api, err := c.api()
+			res, err := ask(c, func(api *apiClient) (*client.CreateTokenResponse, error) {
+				return api.CreateTokenWithResponse(cmd.Context(), req)
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.CreateTokenWithResponse(cmd.Context(), req)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			if c.output == "table" {
@@ -73,18 +68,13 @@ func (c *cli) tokenListCommand() *cobra.Command {
 		Short:   "List the tenant's API keys (admin): id, subject, roles, name (never the secret)",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			var all []client.Token
 			var cursor *string
 			for {
-				res, err := api.ListTokensWithResponse(cmd.Context(), &client.ListTokensParams{Cursor: cursor})
+				res, err := ask(c, func(api *apiClient) (*client.ListTokensResponse, error) {
+					return api.ListTokensWithResponse(cmd.Context(), &client.ListTokensParams{Cursor: cursor})
+				})
 				if err != nil {
-					return c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return err
 				}
 				if c.json() {
@@ -123,15 +113,10 @@ func (c *cli) tokenRevokeCommand() *cobra.Command {
 		Short: "Revoke an API key at once (admin); its id is in tether token ls",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
+			_, err := ask(c, func(api *apiClient) (*client.DeleteTokenResponse, error) {
+				return api.DeleteTokenWithResponse(cmd.Context(), a[0])
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.DeleteTokenWithResponse(cmd.Context(), a[0])
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			if c.json() {

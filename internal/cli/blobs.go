@@ -77,11 +77,10 @@ the blob: one no node references is collected after the server's grace period.`,
 				}
 				return nil
 			}
-			res, err := api.UploadBlobWithBodyWithResponse(cmd.Context(), contentType, body, setLength)
+			res, err := askWith(c, api, func(api *apiClient) (*client.UploadBlobResponse, error) {
+				return api.UploadBlobWithBodyWithResponse(cmd.Context(), contentType, body, setLength)
+			})
 			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			b := res.JSON201

@@ -14,6 +14,9 @@
 //     root's client flags rather than ignoring them (notAClient).
 //   - A token variable that is set but empty is a usage error, not "no
 //     token" (envToken).
+//   - A client command calls the server through ask or call (call.go), so
+//     every call fails the same way: a server that does not answer names
+//     the URL it tried, and a refusal is the server's problem document.
 //   - Nothing here reads or writes a store: every client command goes through
 //     the HTTP API; check and restore work on a stopped server's data
 //     directory through internal/graphstore and internal/backup.

@@ -31,18 +31,9 @@ func (c *cli) edgesAddCommand() *cobra.Command {
 				}
 				e.Props = &m
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.CreateEdgeWithResponse(cmd.Context(), e)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.CreateEdgeResponse, error) {
+				return api.CreateEdgeWithResponse(cmd.Context(), e)
+			}, func(w io.Writer, res *client.CreateEdgeResponse) {
 				edgeTable(w, []client.Edge{*res.JSON201})
 			})
 		},
@@ -57,15 +48,10 @@ func (c *cli) edgesRemoveCommand() *cobra.Command {
 		Short: "Retire a live edge (it stays in the history)",
 		Args:  usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
+			_, err := ask(c, func(api *apiClient) (*client.DeleteEdgeResponse, error) {
+				return api.DeleteEdgeWithResponse(cmd.Context(), &client.DeleteEdgeParams{From: a[0], Type: a[1], To: a[2]})
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.DeleteEdgeWithResponse(cmd.Context(), &client.DeleteEdgeParams{From: a[0], Type: a[1], To: a[2]})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			if !c.json() {
@@ -90,18 +76,13 @@ func (c *cli) edgesListCommand() *cobra.Command {
 			if !d.Valid() {
 				return usageErrorf("--dir must be out, in or both, not %q", dir)
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.ListNodeEdgesWithResponse(cmd.Context(), a[0], &client.ListNodeEdgesParams{
-				Dir: &d, Type: ifSet(cmd, "type", typ), IncludeRetired: ifSet(cmd, "include-retired", retired),
-				Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor),
+			res, err := ask(c, func(api *apiClient) (*client.ListNodeEdgesResponse, error) {
+				return api.ListNodeEdgesWithResponse(cmd.Context(), a[0], &client.ListNodeEdgesParams{
+					Dir: &d, Type: ifSet(cmd, "type", typ), IncludeRetired: ifSet(cmd, "include-retired", retired),
+					Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor),
+				})
 			})
 			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			nextPage(cmd, res.JSON200.NextCursor, "--cursor")

@@ -42,20 +42,18 @@ they commit (a long poll), until interrupted; -o json then prints one event per 
 			var list *client.EventList
 			var body []byte
 			if node != "" {
-				res, err := api.ListNodeEventsWithResponse(cmd.Context(), node, &client.ListNodeEventsParams{After: &after, Limit: &limit})
+				res, err := ask(c, func(api *apiClient) (*client.ListNodeEventsResponse, error) {
+					return api.ListNodeEventsWithResponse(cmd.Context(), node, &client.ListNodeEventsParams{After: &after, Limit: &limit})
+				})
 				if err != nil {
-					return c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return err
 				}
 				list, body = res.JSON200, res.Body
 			} else {
-				res, err := api.ListEventsWithResponse(cmd.Context(), &client.ListEventsParams{After: &after, Limit: &limit})
+				res, err := ask(c, func(api *apiClient) (*client.ListEventsResponse, error) {
+					return api.ListEventsWithResponse(cmd.Context(), &client.ListEventsParams{After: &after, Limit: &limit})
+				})
 				if err != nil {
-					return c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return err
 				}
 				list, body = res.JSON200, res.Body
@@ -90,12 +88,9 @@ func (c *cli) followEvents(ctx context.Context, cmd *cobra.Command, api *client.
 	wait, limit := int(followWait.Milliseconds()), 1000
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		res, err := api.ListEventsWithResponse(ctx, &client.ListEventsParams{After: &after, WaitMS: &wait, Limit: &limit})
-		if err != nil {
-			err = c.unreachable(err)
-		} else {
-			err = c.check(res.HTTPResponse, res.Body)
-		}
+		res, err := askWith(c, api, func(api *apiClient) (*client.ListEventsResponse, error) {
+			return api.ListEventsWithResponse(ctx, &client.ListEventsParams{After: &after, WaitMS: &wait, Limit: &limit})
+		})
 		if err != nil {
 			var p *client.Problem
 			if ctx.Err() != nil || (errors.As(err, &p) && p.Status < 500) {

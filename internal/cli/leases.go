@@ -50,20 +50,11 @@ func (c *cli) claimCommand() *cobra.Command {
 		Short: "Claim a node: a lease for --ttl, renewed with `tether renew`",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.ClaimNodeWithResponse(cmd.Context(), a[0], client.ClaimRequest{
-				TTLMS: ifSet(cmd, "ttl", millis(ttl)), Session: ifSet(cmd, "session", session),
-			})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { claimLine(w, res.JSON200) })
+			return call(c, cmd, func(api *apiClient) (*client.ClaimNodeResponse, error) {
+				return api.ClaimNodeWithResponse(cmd.Context(), a[0], client.ClaimRequest{
+					TTLMS: ifSet(cmd, "ttl", millis(ttl)), Session: ifSet(cmd, "session", session),
+				})
+			}, func(w io.Writer, res *client.ClaimNodeResponse) { claimLine(w, res.JSON200) })
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "lease TTL (default: the tenant's, 5m unless set)")
@@ -90,18 +81,9 @@ func (c *cli) renewCommand() *cobra.Command {
 		Short: "Renew a lease you hold for its TTL from now",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.RenewLeaseWithResponse(cmd.Context(), a[0], client.RenewRequest{Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd)})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.RenewLeaseResponse, error) {
+				return api.RenewLeaseWithResponse(cmd.Context(), a[0], client.RenewRequest{Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd)})
+			}, func(w io.Writer, res *client.RenewLeaseResponse) {
 				leaseLine(w, "renewed", res.JSON200.Lease, nil)
 				if n := res.JSON200.InboxUnread; n > 0 {
 					fmt.Fprintf(w, "%d unread message(s) in your inbox\n", n)
@@ -135,18 +117,9 @@ func (c *cli) extendCommand() *cobra.Command {
 			if by <= 0 {
 				return usageErrorf("the duration must be positive, like 1h (tether extend <id> 1h)")
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.ExtendLeaseWithResponse(cmd.Context(), a[0], client.ExtendRequest{MS: millis(by), Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd)})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.ExtendLeaseResponse, error) {
+				return api.ExtendLeaseWithResponse(cmd.Context(), a[0], client.ExtendRequest{MS: millis(by), Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd)})
+			}, func(w io.Writer, res *client.ExtendLeaseResponse) {
 				var capped *int64
 				if r := res.JSON200; r.CappedToMax != nil && *r.CappedToMax {
 					capped = r.ClaimTTLMaxMS
@@ -168,20 +141,11 @@ func (c *cli) releaseCommand() *cobra.Command {
 		Short: "Give a node back to its queue (the attempt is not counted), or hand it --to someone",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.ReleaseNodeWithResponse(cmd.Context(), a[0], client.ReleaseRequest{
-				Reason: ifSet(cmd, "reason", reason), To: ifSet(cmd, "to", to), Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd),
-			})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.ReleaseNodeResponse, error) {
+				return api.ReleaseNodeWithResponse(cmd.Context(), a[0], client.ReleaseRequest{
+					Reason: ifSet(cmd, "reason", reason), To: ifSet(cmd, "to", to), Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd),
+				})
+			}, func(w io.Writer, res *client.ReleaseNodeResponse) {
 				fmt.Fprintf(w, "%s released: %s\n", a[0], res.JSON200.Status)
 			})
 		},
@@ -226,18 +190,9 @@ func (c *cli) completeCommand() *cobra.Command {
 				}
 				body.Usage = &u
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.CompleteNodeWithResponse(cmd.Context(), a[0], body)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.CompleteNodeResponse, error) {
+				return api.CompleteNodeWithResponse(cmd.Context(), a[0], body)
+			}, func(w io.Writer, res *client.CompleteNodeResponse) {
 				fmt.Fprintf(w, "%s %s\n", a[0], res.JSON200.Status)
 			})
 		},
@@ -262,22 +217,13 @@ func (c *cli) failCommand() *cobra.Command {
 			if reason == "" {
 				return usageErrorf("--error is required: say why the run failed")
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			body := client.FailRequest{Error: reason, Fence: h.fenceArg(cmd), Session: h.sessionArg(cmd), RetryInMS: ifSet(cmd, "retry-in", millis(retryIn))}
 			if noRequeue {
 				body.Requeue = new(bool)
 			}
-			res, err := api.FailNodeWithResponse(cmd.Context(), a[0], body)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.FailNodeResponse, error) {
+				return api.FailNodeWithResponse(cmd.Context(), a[0], body)
+			}, func(w io.Writer, res *client.FailNodeResponse) {
 				n := res.JSON200.Node
 				fmt.Fprintf(w, "%s failed: now %s (attempt %d of %d)", n.ID, n.Status, n.Attempts, n.MaxAttempts)
 				if n.RunAt != nil && n.RunAt.After(time.Now()) {

@@ -40,10 +40,6 @@ survives a handoff or a requeue. A body of - is read from stdin.`,
 				}
 				body = string(b)
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			req := client.MessageCreate{
 				To: a[0], Body: body, Priority: ifSet(cmd, "priority", priority),
 				Thread: ifSet(cmd, "thread", thread),
@@ -51,14 +47,9 @@ survives a handoff or a requeue. A body of - is read from stdin.`,
 			if cmd.Flags().Changed("ttl") {
 				req.TTLMS = ptrTo(millis(ttl))
 			}
-			res, err := api.SendMessageWithResponse(cmd.Context(), req)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.SendMessageResponse, error) {
+				return api.SendMessageWithResponse(cmd.Context(), req)
+			}, func(w io.Writer, res *client.SendMessageResponse) {
 				m := res.JSON201
 				fmt.Fprintf(w, "sent %s to %s", m.ID, m.To)
 				if m.ExpiresAt != nil {
@@ -98,10 +89,6 @@ run: tether inbox --node "$TETHER_NODE_ID" --unread.`,
 			if wait < 0 || wait > time.Minute {
 				return usageErrorf("--wait must be from 0 to 60s")
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			p := &client.ListInboxParams{
 				Unread: ifSet(cmd, "unread", unread), Thread: ifSet(cmd, "thread", thread),
 				Node: ifSet(cmd, "node", node), Limit: &limit, Cursor: ifSet(cmd, "cursor", cursor),
@@ -109,11 +96,10 @@ run: tether inbox --node "$TETHER_NODE_ID" --unread.`,
 			if wait > 0 {
 				p.WaitMS = ptrTo(int(wait.Milliseconds()))
 			}
-			res, err := api.ListInboxWithResponse(cmd.Context(), p)
+			res, err := ask(c, func(api *apiClient) (*client.ListInboxResponse, error) {
+				return api.ListInboxWithResponse(cmd.Context(), p)
+			})
 			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			nextPage(cmd, res.JSON200.NextCursor, "--cursor")
@@ -141,16 +127,11 @@ func (c *cli) ackCommand() *cobra.Command {
 		Short: "Acknowledge messages you read: their senders see the read receipt",
 		Args:  usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			for _, id := range a {
-				res, err := api.AckMessageWithResponse(cmd.Context(), id)
+				res, err := ask(c, func(api *apiClient) (*client.AckMessageResponse, error) {
+					return api.AckMessageWithResponse(cmd.Context(), id)
+				})
 				if err != nil {
-					return c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return err
 				}
 				if err := c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
@@ -171,18 +152,9 @@ func (c *cli) messageCommand() *cobra.Command {
 		Short: "A message and its receipts: delivered to whom and when, read by whom and when",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.GetMessageWithResponse(cmd.Context(), a[0])
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.GetMessageResponse, error) {
+				return api.GetMessageWithResponse(cmd.Context(), a[0])
+			}, func(w io.Writer, res *client.GetMessageResponse) {
 				m := res.JSON200
 				fmt.Fprintf(w, "id\t%s\nfrom\t%s\nto\t%s\nstate\t%s\npriority\t%d\nsent\t%s\n", m.ID, m.From, m.To, m.State, m.Priority, stamp(m.CreatedAt))
 				if m.Thread != nil {

@@ -1,7 +1,7 @@
 package cli
 
 // The node verbs of a dispatcher: cancel and requeue, for named nodes or in
-// bulk over a list filter (cli_bulk.go: one POST /v1/nodes/bulk), and
+// bulk over a list filter (node_verbs_bulk.go: one POST /v1/nodes/bulk), and
 // comments.
 
 import (
@@ -45,11 +45,10 @@ prints what it did and each node refused, with its reason.`,
 				return c.runBulk(cmd, &f, client.BulkRequestActionCancel, "cancelled", ifSet(cmd, "reason", reason), nil)
 			}
 			return c.eachNode(cmd, a, func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
-				res, err := api.CancelNodeWithResponse(ctx, id, client.CancelRequest{Reason: ifSet(cmd, "reason", reason)})
+				res, err := askWith(c, api, func(api *apiClient) (*client.CancelNodeResponse, error) {
+					return api.CancelNodeWithResponse(ctx, id, client.CancelRequest{Reason: ifSet(cmd, "reason", reason)})
+				})
 				if err != nil {
-					return nodeAnswer{}, c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return nodeAnswer{}, err
 				}
 				line := fmt.Sprintf("%s cancelled", id)
@@ -91,11 +90,10 @@ prints what it did and each node refused, with its reason.`,
 				return c.runBulk(cmd, &f, client.BulkRequestActionRequeue, "requeued", ifSet(cmd, "reason", reason), nil)
 			}
 			return c.eachNode(cmd, a, func(ctx context.Context, api *client.ClientWithResponses, id string) (nodeAnswer, error) {
-				res, err := api.RequeueNodeWithResponse(ctx, id, client.RequeueRequest{Reason: ifSet(cmd, "reason", reason)})
+				res, err := askWith(c, api, func(api *apiClient) (*client.RequeueNodeResponse, error) {
+					return api.RequeueNodeWithResponse(ctx, id, client.RequeueRequest{Reason: ifSet(cmd, "reason", reason)})
+				})
 				if err != nil {
-					return nodeAnswer{}, c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return nodeAnswer{}, err
 				}
 				return nodeAnswer{line: fmt.Sprintf("%s requeued: %s", id, res.JSON200.Status), body: res.Body, ids: []string{id}}, nil
@@ -150,18 +148,9 @@ func (c *cli) commentCommand() *cobra.Command {
 		Example: `  tether comment task-1 "blocked on the staging database"`,
 		Args:    usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.CreateCommentWithResponse(cmd.Context(), a[0], client.CommentCreate{Body: a[1]})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.CreateCommentResponse, error) {
+				return api.CreateCommentWithResponse(cmd.Context(), a[0], client.CommentCreate{Body: a[1]})
+			}, func(w io.Writer, res *client.CreateCommentResponse) {
 				fmt.Fprintf(w, "comment %s on %s by %s\n", res.JSON201.ID, res.JSON201.NodeID, res.JSON201.By)
 			})
 		},
@@ -176,15 +165,10 @@ func (c *cli) commentsCommand() *cobra.Command {
 		Short: "The notes left on a node, oldest first",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
+			res, err := ask(c, func(api *apiClient) (*client.ListCommentsResponse, error) {
+				return api.ListCommentsWithResponse(cmd.Context(), a[0], &client.ListCommentsParams{Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor)})
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.ListCommentsWithResponse(cmd.Context(), a[0], &client.ListCommentsParams{Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor)})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			nextPage(cmd, res.JSON200.NextCursor, "--cursor")

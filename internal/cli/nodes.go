@@ -27,10 +27,6 @@ func (c *cli) nodesListCommand() *cobra.Command {
 		Short:   "List nodes, highest priority then oldest first",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			p.Type, p.Queue, p.Label = ifSet(cmd, "type", typ), ifSet(cmd, "queue", queue), ifSet(cmd, "label", label)
 			p.Target, p.Parent, p.Holder = ifSet(cmd, "target", target), ifSet(cmd, "parent", parent), ifSet(cmd, "holder", holder)
 			p.Ready, p.Limit, p.Cursor = ifSet(cmd, "ready", ready), ifSet(cmd, "limit", limit), ifSet(cmd, "cursor", cursor)
@@ -38,11 +34,10 @@ func (c *cli) nodesListCommand() *cobra.Command {
 				s := client.NodeStatus(status)
 				p.Status = &s
 			}
-			res, err := api.ListNodesWithResponse(cmd.Context(), &p)
+			res, err := ask(c, func(api *apiClient) (*client.ListNodesResponse, error) {
+				return api.ListNodesWithResponse(cmd.Context(), &p)
+			})
 			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			nextPage(cmd, res.JSON200.NextCursor, "--cursor")
@@ -79,18 +74,9 @@ func (c *cli) nodesGetCommand() *cobra.Command {
 		Short: "Show a node",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.GetNodeWithResponse(cmd.Context(), a[0])
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { showNode(w, res.JSON200) })
+			return call(c, cmd, func(api *apiClient) (*client.GetNodeResponse, error) {
+				return api.GetNodeWithResponse(cmd.Context(), a[0])
+			}, func(w io.Writer, res *client.GetNodeResponse) { showNode(w, res.JSON200) })
 		},
 	}
 }
@@ -196,16 +182,11 @@ asking on a terminal (--yes: without asking; needed in scripts).`,
 				}
 				return c.runBulk(cmd, &f, client.BulkRequestActionDelete, "deleted", nil, ifSet(cmd, "force", force))
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			for _, id := range a {
-				res, err := api.DeleteNodeWithResponse(cmd.Context(), id, &client.DeleteNodeParams{Force: ifSet(cmd, "force", force)})
+				_, err := ask(c, func(api *apiClient) (*client.DeleteNodeResponse, error) {
+					return api.DeleteNodeWithResponse(cmd.Context(), id, &client.DeleteNodeParams{Force: ifSet(cmd, "force", force)})
+				})
 				if err != nil {
-					return c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return err
 				}
 				switch c.output {

@@ -27,8 +27,8 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 			if typ == "" {
 				return usageErrorf("--type is required")
 			}
-			api, err := c.api()
-			if err != nil {
+			// A bad -o or token is told before a bad flag value.
+			if err := c.usable(); err != nil {
 				return err
 			}
 			n := client.NodeCreate{
@@ -52,14 +52,9 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 				}
 				n.Props = &m
 			}
-			res, err := api.CreateNodeWithResponse(cmd.Context(), &client.CreateNodeParams{IdempotencyKey: ifSet(cmd, "idempotency-key", idemKey)}, n)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { showNode(w, res.JSON201) })
+			return call(c, cmd, func(api *apiClient) (*client.CreateNodeResponse, error) {
+				return api.CreateNodeWithResponse(cmd.Context(), &client.CreateNodeParams{IdempotencyKey: ifSet(cmd, "idempotency-key", idemKey)}, n)
+			}, func(w io.Writer, res *client.CreateNodeResponse) { showNode(w, res.JSON201) })
 		},
 	}
 	f := cmd.Flags()
@@ -172,23 +167,14 @@ func (c *cli) nodesPatchCommand() *cobra.Command {
 			if !changed {
 				return usageErrorf("nothing to change: give a field flag or --clear")
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			var params client.UpdateNodeParams
 			if cmd.Flags().Changed("if-match") {
 				v := strconv.Quote(strconv.FormatInt(ifMatch, 10))
 				params.IfMatch = &v
 			}
-			res, err := api.UpdateNodeWithApplicationMergePatchPlusJSONBodyWithResponse(cmd.Context(), a[0], &params, p)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { showNode(w, res.JSON200) })
+			return call(c, cmd, func(api *apiClient) (*client.UpdateNodeResponse, error) {
+				return api.UpdateNodeWithApplicationMergePatchPlusJSONBodyWithResponse(cmd.Context(), a[0], &params, p)
+			}, func(w io.Writer, res *client.UpdateNodeResponse) { showNode(w, res.JSON200) })
 		},
 	}
 	f := cmd.Flags()

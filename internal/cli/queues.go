@@ -24,15 +24,10 @@ func (c *cli) queuesListCommand() *cobra.Command {
 		Short:   "Every queue with its counts per status",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := c.api()
+			res, err := ask(c, func(api *apiClient) (*client.ListQueuesResponse, error) {
+				return api.ListQueuesWithResponse(cmd.Context())
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.ListQueuesWithResponse(cmd.Context())
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			// The counts shown, in lifecycle order.
@@ -76,18 +71,13 @@ When nothing was ready, nothing is printed on stdout and the exit code is 0.`,
 			if wait < 0 || wait > time.Minute {
 				return usageErrorf("--wait must be from 0 to 60s")
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.ClaimNextWithResponse(cmd.Context(), a[0], client.ClaimNextRequest{
-				TTLMS: ifSet(cmd, "ttl", millis(ttl)), WaitMS: ifSet(cmd, "wait", millis(wait)),
-				Session: ifSet(cmd, "session", session), Types: ifSet(cmd, "types", types), Labels: ifSet(cmd, "labels", labels),
+			res, err := ask(c, func(api *apiClient) (*client.ClaimNextResponse, error) {
+				return api.ClaimNextWithResponse(cmd.Context(), a[0], client.ClaimNextRequest{
+					TTLMS: ifSet(cmd, "ttl", millis(ttl)), WaitMS: ifSet(cmd, "wait", millis(wait)),
+					Session: ifSet(cmd, "session", session), Types: ifSet(cmd, "types", types), Labels: ifSet(cmd, "labels", labels),
+				})
 			})
 			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			if res.StatusCode() == http.StatusNoContent {
@@ -117,29 +107,15 @@ func (c *cli) queuePauseCommand(pause bool) *cobra.Command {
 		Short: short,
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			var resp *http.Response
-			var body []byte
+			done := func(w io.Writer) { fmt.Fprintf(w, "%sd %s\n", verb, a[0]) }
 			if pause {
-				res, err := api.PauseQueueWithResponse(cmd.Context(), a[0])
-				if err != nil {
-					return c.unreachable(err)
-				}
-				resp, body = res.HTTPResponse, res.Body
-			} else {
-				res, err := api.ResumeQueueWithResponse(cmd.Context(), a[0])
-				if err != nil {
-					return c.unreachable(err)
-				}
-				resp, body = res.HTTPResponse, res.Body
+				return call(c, cmd, func(api *apiClient) (*client.PauseQueueResponse, error) {
+					return api.PauseQueueWithResponse(cmd.Context(), a[0])
+				}, func(w io.Writer, _ *client.PauseQueueResponse) { done(w) })
 			}
-			if err := c.check(resp, body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), body, func(w io.Writer) { fmt.Fprintf(w, "%sd %s\n", verb, a[0]) })
+			return call(c, cmd, func(api *apiClient) (*client.ResumeQueueResponse, error) {
+				return api.ResumeQueueWithResponse(cmd.Context(), a[0])
+			}, func(w io.Writer, _ *client.ResumeQueueResponse) { done(w) })
 		},
 	}
 }

@@ -44,13 +44,8 @@ func newCLI(root *cobra.Command) *cli {
 
 // api is a client for the configured server; every client command starts here.
 func (c *cli) api() (*client.ClientWithResponses, error) {
-	if err := c.checkOutput(); err != nil {
+	if err := c.usable(); err != nil {
 		return nil, err
-	}
-	if c.token == "" {
-		if _, err := envToken("TETHER_TOKEN"); err != nil {
-			return nil, err
-		}
 	}
 	opts := []client.ClientOption{
 		// Long polls wait up to 60 s for an answer.
@@ -60,6 +55,20 @@ func (c *cli) api() (*client.ClientWithResponses, error) {
 		opts = append(opts, client.WithBearerToken(tok))
 	}
 	return client.NewClientWithResponses(c.serverURL(), opts...)
+}
+
+// usable is the error api would give before making a client: a bad -o, or
+// an empty TETHER_TOKEN.
+func (c *cli) usable() error {
+	if err := c.checkOutput(); err != nil {
+		return err
+	}
+	if c.token == "" {
+		if _, err := envToken("TETHER_TOKEN"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *cli) serverURL() string {

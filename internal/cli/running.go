@@ -54,11 +54,10 @@ func (c *cli) showLeases(ctx context.Context, w io.Writer, api *client.ClientWit
 	var leases []client.Lease
 	raw, err := allPages(func(cursor *string) ([]byte, *string, error) {
 		params.Cursor, params.Limit = cursor, new(1000)
-		res, err := api.ListLeasesWithResponse(ctx, &params)
+		res, err := askWith(c, api, func(api *apiClient) (*client.ListLeasesResponse, error) {
+			return api.ListLeasesWithResponse(ctx, &params)
+		})
 		if err != nil {
-			return nil, nil, c.unreachable(err)
-		}
-		if err := c.check(res.HTTPResponse, res.Body); err != nil {
 			return nil, nil, err
 		}
 		leases = append(leases, res.JSON200.Items...)
@@ -131,13 +130,12 @@ func (c *cli) historyCommand() *cobra.Command {
 			var edges []client.Edge
 			out, assigned, retired := client.EdgeDirectionOut, "assigned", true
 			raw, err := allPages(func(cursor *string) ([]byte, *string, error) {
-				res, err := api.ListNodeEdgesWithResponse(cmd.Context(), a[0], &client.ListNodeEdgesParams{
-					Dir: &out, Type: &assigned, IncludeRetired: &retired, Limit: new(1000), Cursor: cursor,
+				res, err := askWith(c, api, func(api *apiClient) (*client.ListNodeEdgesResponse, error) {
+					return api.ListNodeEdgesWithResponse(cmd.Context(), a[0], &client.ListNodeEdgesParams{
+						Dir: &out, Type: &assigned, IncludeRetired: &retired, Limit: new(1000), Cursor: cursor,
+					})
 				})
 				if err != nil {
-					return nil, nil, c.unreachable(err)
-				}
-				if err := c.check(res.HTTPResponse, res.Body); err != nil {
 					return nil, nil, err
 				}
 				edges = append(edges, res.JSON200.Items...)

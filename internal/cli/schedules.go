@@ -112,18 +112,9 @@ func (c *cli) scheduleCreateCommand() *cobra.Command {
 			if paused {
 				body.Enabled = ptrTo(false)
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.CreateScheduleWithResponse(cmd.Context(), body)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { showSchedule(w, res.JSON201) })
+			return call(c, cmd, func(api *apiClient) (*client.CreateScheduleResponse, error) {
+				return api.CreateScheduleWithResponse(cmd.Context(), body)
+			}, func(w io.Writer, res *client.CreateScheduleResponse) { showSchedule(w, res.JSON201) })
 		},
 	}
 	s.add(cmd)
@@ -182,16 +173,11 @@ func (c *cli) scheduleListCommand() *cobra.Command {
 		Short:   "List the schedules, in id order",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := c.api()
+			res, err := ask(c, func(api *apiClient) (*client.ListSchedulesResponse, error) {
+				return api.ListSchedulesWithResponse(cmd.Context(), &client.ListSchedulesParams{
+					Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor)})
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.ListSchedulesWithResponse(cmd.Context(), &client.ListSchedulesParams{
-				Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor)})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			nextPage(cmd, res.JSON200.NextCursor, "--cursor")
@@ -225,18 +211,9 @@ func (c *cli) scheduleGetCommand() *cobra.Command {
 		Short: "Show a schedule with its next five fires",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.GetScheduleWithResponse(cmd.Context(), a[0])
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { showSchedule(w, res.JSON200) })
+			return call(c, cmd, func(api *apiClient) (*client.GetScheduleResponse, error) {
+				return api.GetScheduleWithResponse(cmd.Context(), a[0])
+			}, func(w io.Writer, res *client.GetScheduleResponse) { showSchedule(w, res.JSON200) })
 		},
 	}
 }
@@ -356,18 +333,9 @@ func (c *cli) scheduleUpdateCommand() *cobra.Command {
 					return err
 				}
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.UpdateScheduleWithResponse(cmd.Context(), a[0], p)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { showSchedule(w, res.JSON200) })
+			return call(c, cmd, func(api *apiClient) (*client.UpdateScheduleResponse, error) {
+				return api.UpdateScheduleWithResponse(cmd.Context(), a[0], p)
+			}, func(w io.Writer, res *client.UpdateScheduleResponse) { showSchedule(w, res.JSON200) })
 		},
 	}
 	s.add(cmd)
@@ -406,15 +374,10 @@ func (c *cli) scheduleDeleteCommand() *cobra.Command {
 		Short:   "Delete a schedule and its run history (the nodes its runs made stay)",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
+			_, err := ask(c, func(api *apiClient) (*client.DeleteScheduleResponse, error) {
+				return api.DeleteScheduleWithResponse(cmd.Context(), a[0])
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.DeleteScheduleWithResponse(cmd.Context(), a[0])
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			if !c.json() {
@@ -437,28 +400,22 @@ func (c *cli) schedulePauseCommand(pause bool) *cobra.Command {
 		Example: fmt.Sprintf("  tether schedule %s nightly --note \"the upstream API is down\"", verb),
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			body := client.ScheduleNote{Note: ifSet(cmd, "note", note)}
 			var raw []byte
 			var sched *client.Schedule
 			if pause {
-				r, err := api.PauseScheduleWithResponse(cmd.Context(), a[0], body)
+				r, err := ask(c, func(api *apiClient) (*client.PauseScheduleResponse, error) {
+					return api.PauseScheduleWithResponse(cmd.Context(), a[0], body)
+				})
 				if err != nil {
-					return c.unreachable(err)
-				}
-				if err := c.check(r.HTTPResponse, r.Body); err != nil {
 					return err
 				}
 				raw, sched = r.Body, r.JSON200
 			} else {
-				r, err := api.ResumeScheduleWithResponse(cmd.Context(), a[0], body)
+				r, err := ask(c, func(api *apiClient) (*client.ResumeScheduleResponse, error) {
+					return api.ResumeScheduleWithResponse(cmd.Context(), a[0], body)
+				})
 				if err != nil {
-					return c.unreachable(err)
-				}
-				if err := c.check(r.HTTPResponse, r.Body); err != nil {
 					return err
 				}
 				raw, sched = r.Body, r.JSON200
@@ -483,23 +440,14 @@ func (c *cli) scheduleTriggerCommand() *cobra.Command {
 		Short: "Run a schedule now (paused or not; refused while the last run is not over, unless --overlap says otherwise)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
 			var body client.ScheduleTrigger
 			if cmd.Flags().Changed("overlap") {
 				o := client.ScheduleOverlap(overlap)
 				body.Overlap = &o
 			}
-			res, err := api.TriggerScheduleWithResponse(cmd.Context(), a[0], body)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.TriggerScheduleResponse, error) {
+				return api.TriggerScheduleWithResponse(cmd.Context(), a[0], body)
+			}, func(w io.Writer, res *client.TriggerScheduleResponse) {
 				fmt.Fprintf(w, "run %d of %s: %s\n", res.JSON201.Seq, a[0], strings.Join(res.JSON201.Nodes, " -> "))
 			})
 		},
@@ -516,16 +464,11 @@ func (c *cli) scheduleRunsCommand() *cobra.Command {
 		Short: "A schedule's runs, newest first, with status, attempts, duration and error",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			api, err := c.api()
+			res, err := ask(c, func(api *apiClient) (*client.ListScheduleRunsResponse, error) {
+				return api.ListScheduleRunsWithResponse(cmd.Context(), a[0], &client.ListScheduleRunsParams{
+					Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor)})
+			})
 			if err != nil {
-				return err
-			}
-			res, err := api.ListScheduleRunsWithResponse(cmd.Context(), a[0], &client.ListScheduleRunsParams{
-				Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor)})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
 				return err
 			}
 			nextPage(cmd, res.JSON200.NextCursor, "--cursor")

@@ -23,18 +23,9 @@ func (c *cli) policyGetCommand() *cobra.Command {
 		Short: "Show the tenant and its policy",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.GetTenantWithResponse(cmd.Context())
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
+			return call(c, cmd, func(api *apiClient) (*client.GetTenantResponse, error) {
+				return api.GetTenantWithResponse(cmd.Context())
+			}, func(w io.Writer, res *client.GetTenantResponse) {
 				fmt.Fprintf(w, "tenant:\t%s\n", res.JSON200.ID)
 				showPolicy(w, res.JSON200.Policy)
 			})
@@ -97,18 +88,9 @@ func (c *cli) policySetCommand() *cobra.Command {
 			if !changed {
 				return usageErrorf("nothing to change: give a field flag or --reset")
 			}
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.PatchTenantPolicyWithApplicationMergePatchPlusJSONBodyWithResponse(cmd.Context(), p)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { showPolicy(w, *res.JSON200) })
+			return call(c, cmd, func(api *apiClient) (*client.PatchTenantPolicyResponse, error) {
+				return api.PatchTenantPolicyWithApplicationMergePatchPlusJSONBodyWithResponse(cmd.Context(), p)
+			}, func(w io.Writer, res *client.PatchTenantPolicyResponse) { showPolicy(w, *res.JSON200) })
 		},
 	}
 	f := cmd.Flags()

@@ -25,20 +25,11 @@ cleanly. Offline workers are forgotten TETHER_WORKER_OFFLINE_RETENTION_MS after
 their goodbye (10 minutes by default), silent ones after a day.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			api, err := c.api()
-			if err != nil {
-				return err
-			}
-			res, err := api.ListWorkersWithResponse(cmd.Context(), &client.ListWorkersParams{
-				Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor),
-			})
-			if err != nil {
-				return c.unreachable(err)
-			}
-			if err := c.check(res.HTTPResponse, res.Body); err != nil {
-				return err
-			}
-			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) { workersTable(w, res.JSON200) })
+			return call(c, cmd, func(api *apiClient) (*client.ListWorkersResponse, error) {
+				return api.ListWorkersWithResponse(cmd.Context(), &client.ListWorkersParams{
+					Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor),
+				})
+			}, func(w io.Writer, res *client.ListWorkersResponse) { workersTable(w, res.JSON200) })
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many workers (default 100)")

@@ -35,7 +35,7 @@
 //   - An owner's answer goes out only while its session lease is surely
 //     alive (fresh.go): checked when the status line is written, after the
 //     work, so every renewal it answered was applied before a new owner
-//     could be elected, and the new owner's lease.Service.Start gives every
+//     could be elected, and the new owner's leasing.Service.Start gives every
 //     lease that renewal may have touched its full TTL from then on. No
 //     lease ends before the expiry its holder was last told.
 //   - A request is forwarded at most once: one that arrives with

@@ -12,7 +12,7 @@ import (
 // what makes it good across a takeover is that it was applied while this
 // server owned the shard: the next owner is elected only after this server's
 // lease expired, and it gives every lease that may have been renewed its
-// full TTL from then (lease.Service.Start). An owner paused or cut off
+// full TTL from then (leasing.Service.Start). An owner paused or cut off
 // between applying a renewal and answering it must therefore not answer it;
 // checking at the status line, after the work is done, covers every request
 // that began while the lease was fresh and ends after it went stale.

@@ -2,7 +2,7 @@
 // a min-heap of instants paired with a map from key to heap position, so
 // setting, moving and removing a key's deadline are O(log n) (etcd's
 // LeaseExpiredNotifier shape). Its users: lease keeps lease expiries in one
-// (lease/heap.go), schedule the instants its schedules are next due
+// (leasing/heap.go), schedule the instants its schedules are next due
 // (schedule/loop.go), message the instant each message leaves the inbox
 // indexes (message/index.go).
 //

@@ -3,7 +3,7 @@ package graphstore
 import "github.com/tether-run/tether/internal/records"
 
 // The claimable rule: whether a node may be claimed now, apart from its
-// lease and its attempts (the lease package's). It is decided here, beside
+// lease and its attempts (the leasing package's). It is decided here, beside
 // the ready index, from what the store keeps in memory, and the index and
 // the claim gate share it: the ready index holds the queued nodes that are
 // not blocked (nodeState.ready) and offers those whose run_at has come and

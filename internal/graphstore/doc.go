@@ -6,7 +6,7 @@
 // Tx.Records (records.Txn), not through its model. It knows nothing of HTTP.
 // Of leases it keeps what is stored and indexed (a node's live assigned edge
 // in its record, live leases by id and holder); what a claim, renewal, release
-// or expiry decides is package lease's.
+// or expiry decides is package leasing's.
 //
 // What is stored, and only that (records/keys.go): node records (each with its
 // live assigned edge, so a claim and a completion write no edge key, and with

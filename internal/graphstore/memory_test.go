@@ -21,11 +21,11 @@ import (
 
 // maxBytesPerQueuedNode is what the in-memory state may hold per queued node
 // at a million nodes (CI's smoke run), measured outside the storage engine's
-// own buffers (heapOutsideEngine). The layout before issue 35 held ~850; the
+// own buffers (heapOutsideEngine). The first layout held ~850; the
 // compact one holds ~370: a table entry of 176 bytes (the node's state and
 // its places in the list indexes), ~80 in B-tree slots (six per node: three
 // list indexes, the claim order, the type's and each label's), ~30 in the id
-// map and the id itself. Issue 35's target, 200 at a million and 150 at ten
+// map and the id itself. The target, 200 at a million and 150 at ten
 // million, needs the lists served from the store's key order and the entries
 // in a pointer-free arena; until then this bound keeps what was won (about
 // 8 % above the measured 369–371).

@@ -1,4 +1,4 @@
-// Package lease grants and ends leases: claim, renew, extend, release,
+// Package leasing grants and ends leases: claim, renew, extend, release,
 // fencing, expiry, the deadline heap and the reaper.
 //
 // A lease lives inside its node record (one write per claim). The node's
@@ -21,7 +21,7 @@
 //	                                                           └──────────────▶ done, failed, dead, cancelled
 //
 // A claim of a node nobody holds is decided by the claimable rule
-// (lifecycle.Claimable): the lease package needs nothing from work to decide.
+// (lifecycle.Claimable): the leasing package needs nothing from nodes to decide.
 //
 // Invariants:
 //   - At most one live lease per node: every decision reads the node record
@@ -33,7 +33,7 @@
 //     in the node record (and past deletion), so it survives restarts.
 //   - A node never runs more than max_attempts times: a claim counts one; a
 //     voluntary release gives it back; an expiry keeps it.
-//   - Renewals are answered before they are durable (graph.UpdateEager), and
+//   - Renewals are answered before they are durable (graphstore.UpdateEager), and
 //     shown to readers as soon as they are applied, so a read that starts
 //     after a renewal's answer shows its expiry (reads are linearizable). The
 //     rule below is what makes that safe: a restart only ever lengthens a
@@ -60,5 +60,5 @@
 //     lifecycle.Runs this package gives the transitions), which keeps the
 //     heap and the per-identity counts in step.
 //   - A run that expires into dead fails its parent when the parent asked
-//     for it (lifecycle.Expire does); this package needs no hook from work.
+//     for it (lifecycle.Expire does); this package needs no hook from nodes.
 package leasing

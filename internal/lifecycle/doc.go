@@ -1,5 +1,5 @@
 // Package lifecycle owns a node's status: every change of it is one of the
-// named transitions below, and nothing else writes Node.Status (graph's
+// named transitions below, and nothing else writes Node.Status (graphstore's
 // records and tests aside). Each transition checks the status it starts
 // from, then does all of its bookkeeping in the caller's transaction: the
 // status, attempts and fence, error, run_at and target, the run it ends
@@ -7,11 +7,11 @@
 // follows from it (a child that ends without success failing its parent, a
 // cancel reaching descendants and dependents).
 //
-// It is a package of its own, beside graph and below lease and work, because
-// both of those start transitions: lease claims, releases and expires; work
-// completes, fails, cancels, requeues and creates. Neither needs the other
+// It is a package of its own, beside graphstore and below leasing and nodes,
+// because both of those start transitions: leasing claims, releases and
+// expires; nodes completes, fails, cancels, requeues and creates. Neither needs the other
 // to do so, so nothing is wired after construction: ending a lease's
-// in-memory views is the one thing a transition asks of the lease package,
+// in-memory views is the one thing a transition asks of the leasing package,
 // through the Runs interface it is handed.
 //
 // The statuses and the transitions between them (Op, and the function of
@@ -40,11 +40,11 @@
 //   - A node that ends failed, dead or cancelled fails its parent when the
 //     parent's on_child_fail is fail, in the same transaction, and the
 //     parent's remaining children are cancelled; this repeats up the tree.
-//   - Whether a node may be claimed is one rule, graph.Tx.ClaimRefusals,
+//   - Whether a node may be claimed is one rule, graphstore.Tx.ClaimRefusals,
 //     defined beside the ready index that keeps its node part (not blocked,
 //     queued); Claimable turns a refusal into the API's answer, naming what
 //     blocks the node (Blocking) only when it refuses. Claim-next takes its
-//     candidates from the index and claims each through the lease package,
+//     candidates from the index and claims each through the leasing package,
 //     which applies the rule to the record it changes.
 //   - MoveQueue is no transition: a node at rest follows its queue (queued
 //     in one, open without), any other keeps its status.

@@ -5,9 +5,9 @@ import (
 	"github.com/tether-run/tether/internal/records"
 )
 
-// Runs ends the current run (lease) of a node. The lease package implements
+// Runs ends the current run (lease) of a node. The leasing package implements
 // it: ending a lease also moves its in-memory views (the deadline heap, the
-// holder's lease count), which are the lease package's. Transitions that end
+// holder's lease count), which are the leasing package's. Transitions that end
 // a run take it as an argument, so neither lease nor work holds the other.
 type Runs interface {
 	// EndRun retires the holder's assigned edge with outcome, drops the

@@ -270,8 +270,8 @@ func TestMoveQueue(t *testing.T) {
 }
 
 // TestExpiryFailsParent: a child whose lease expires into dead fails its
-// parent (on_child_fail: fail) inside the lease package's own settling of
-// the expiry, with no hook from the work package.
+// parent (on_child_fail: fail) inside the leasing package's own settling of
+// the expiry, with no hook from the nodes package.
 func TestExpiryFailsParent(t *testing.T) {
 	b := setup(t)
 	b.insert(t, "parent", records.StatusQueued, 3)

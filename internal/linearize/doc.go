@@ -6,7 +6,7 @@
 // call and its return, explains every answer.
 //
 // The model (one per node; histories are partitioned by node) is the
-// contract of API.md §6–7 and the invariants of package lease:
+// contract of API.md §6–7 and the invariants of package leasing:
 //
 //	           claim (fence = last+1, attempts+1)
 //	queued ─────────────────────────────────────▶ running(holder, fence, expiry)
@@ -60,7 +60,7 @@
 //   - Step is pure and total: every (state, input, output) gives the set of
 //     states the node may be in after it, empty when the answer is impossible.
 //   - The model is strict where the contract is: fences are the node's last
-//     fence + 1 (package lease documents it), so a reused, skipped or
+//     fence + 1 (package leasing documents it), so a reused, skipped or
 //     regressed fence is illegal; an acknowledged renewal is honoured up to
 //     its expiry across restarts.
 //   - The model's own test feeds it illegal histories (two holders, a reused

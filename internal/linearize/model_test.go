@@ -293,7 +293,7 @@ func TestModelRejectsIllegalHistories(t *testing.T) {
 			claim(1100, 1101, "b", long, granted("b", 2, 2)).
 			write(1102, 1103, Release, "b", 2, okQueued).
 			read(1150, 1151, running("a", 1, 1)),
-		// Issue 31 (times from the report, the claim's made up): a GET that
+		// A bug once seen (times from its report, the claim's made up): a GET that
 		// began after a renewal's answer showed the expiry from before it.
 		"a read after a renewal's answer shows the expiry before it": new(h).
 			claim(6250, 6254, "c0", 1487*time.Millisecond, granted("c0", 12, 1).expiring(7741)).

@@ -15,7 +15,7 @@
 //   - /mcp gives each session a client whose transport serves the request
 //     with the API's own http.Handler in process (inProcess), carrying the
 //     caller's bearer token. `tether serve` builds Handler through
-//     server.Config.MCP; api.Server.MountMCP puts it behind the API's
+//     server.Config.MCP; api.Server.RouteMCP puts it behind the API's
 //     authentication and turns the SDK's plain-text refusals into problems.
 //
 // So a tool call on /mcp passes the same authentication, role check, rate
@@ -111,5 +111,5 @@
 //     parameter as well.
 //
 // Every refusal, the Handler's and the SDK's, is plain text with a status;
-// api.MountMCP maps each status to a problem document.
+// api.Server.RouteMCP maps each status to a problem document.
 package mcp

@@ -28,7 +28,7 @@
 //     decided by its "to" alone. A node's box is read only through a live
 //     lease on the node, so no identity reaches it by its name, whatever
 //     it spells; and no identity may be named with a prefix the API gives
-//     meaning to ("node:", "identity:", "schedule:"; graph.SubjectProblem),
+//     meaning to ("node:", "identity:", "schedule:"; graphstore.SubjectProblem),
 //     so no subject even looks like a node's address.
 //   - Who may see a message (Get): its sender, the identity it is addressed
 //     to, the identity it was delivered to or read by, the current holder of
@@ -58,7 +58,7 @@
 //     inbox) is O(held).
 //   - A message to a node that is removed (deleted, or purged by retention)
 //     before anyone read it expires in the removal's transaction (gone.go,
-//     a graph.NodeGoneHook): nobody can hold that node again. Candidates
+//     a graphstore.NodeGoneHook): nobody can hold that node again. Candidates
 //     come from the index and from the sends committed but not yet durable
 //     (index.sending), and each is read again in the transaction. New
 //     expires those a server without this hook left behind.

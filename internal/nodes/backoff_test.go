@@ -22,7 +22,7 @@ func backoff(initialMS, maxMS int64, factor float64) func(*nodes.NodeSpec) {
 // node waits before it may run again.
 func (b *bundle) retry(t *testing.T, c nodes.Caller, id string, in *time.Duration) time.Duration {
 	t.Helper()
-	n, err := b.work.Fail(context.Background(), nodes.FailParams{HolderParams: holder(c, id), Error: "try again", RetryIn: in})
+	n, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(c, id), Error: "try again", RetryIn: in})
 	require.NoError(t, err)
 	require.Equal(t, records.StatusQueued, n.Status)
 	require.NotNil(t, n.RunAt)
@@ -49,7 +49,7 @@ func TestRetryBackoffFollowsThePolicy(t *testing.T) {
 	}
 	// The fifth failure has no attempt left: dead, no run_at.
 	require.Equal(t, "n", b.claimNext(t, nodes.ClaimNextParams{Caller: b.alice, Queue: "q"}))
-	n, err := b.work.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "n"), Error: "last"})
+	n, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "n"), Error: "last"})
 	require.NoError(t, err)
 	require.Equal(t, records.StatusDead, n.Status)
 	require.EqualValues(t, 5, n.Attempts)
@@ -91,14 +91,14 @@ func TestRetryInAndNoBackoff(t *testing.T) {
 	require.Equal(t, in, b.retry(t, b.alice, "exact", &in))
 
 	b.claim(t, b.alice, "plain")
-	n, err := b.work.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "plain"), Error: "x"})
+	n, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "plain"), Error: "x"})
 	require.NoError(t, err)
 	require.Equal(t, records.StatusQueued, n.Status)
 	require.Equal(t, "plain", b.claimNext(t, nodes.ClaimNextParams{Caller: b.alice, Queue: "p"}))
 
 	before := b.get(t, "plain")
 	neg := -time.Second
-	_, err = b.work.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "plain"), Error: "x", RetryIn: &neg})
+	_, err = b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "plain"), Error: "x", RetryIn: &neg})
 	require.Error(t, err)
 	after := b.get(t, "plain")
 	require.Equal(t, records.StatusRunning, after.Status)

@@ -17,7 +17,7 @@ import (
 
 func (b *bundle) batch(t *testing.T, c nodes.Caller, ops ...nodes.BatchOp) []nodes.BatchResult {
 	t.Helper()
-	results, err := b.work.Batch(context.Background(), c, ops)
+	results, err := b.nodes.Batch(context.Background(), c, ops)
 	require.NoError(t, err)
 	require.Len(t, results, len(ops))
 	for i, r := range results {
@@ -143,7 +143,7 @@ func TestBatchRunsOneNodesOpsInOrder(t *testing.T) {
 	for i := range 20 {
 		id := fmt.Sprintf("n%02d", i)
 		require.Equal(t, records.StatusDone, b.status(t, id))
-		evs, err := b.work.NodeEvents("acme", id, 0, 100)
+		evs, err := b.nodes.NodeEvents("acme", id, 0, 100)
 		require.NoError(t, err)
 		var pcts []any
 		for _, e := range evs {
@@ -202,7 +202,7 @@ func TestBatchPanickingOpIsItsOwnInternalError(t *testing.T) {
 	b.claim(t, b.alice, "a")
 	b.claim(t, b.alice, "b")
 
-	results, err := b.work.Batch(context.Background(), b.alice, []nodes.BatchOp{
+	results, err := b.nodes.Batch(context.Background(), b.alice, []nodes.BatchOp{
 		nodes.RenewOp(holder(b.alice, "a")),
 		{},
 		nodes.CompleteOp(nodes.CompleteParams{HolderParams: holder(b.alice, "b")}),
@@ -282,12 +282,12 @@ func TestBatchRefusesTooManyOps(t *testing.T) {
 	for i := range ops {
 		ops[i] = nodes.CompleteOp(nodes.CompleteParams{HolderParams: holder(b.alice, "a")})
 	}
-	results, err := b.work.Batch(context.Background(), b.alice, ops)
+	results, err := b.nodes.Batch(context.Background(), b.alice, ops)
 	requireFault[*fault.Invalid](t, err)
 	require.Nil(t, results)
 	require.Equal(t, records.StatusRunning, b.status(t, "a"))
 
-	results, err = b.work.Batch(context.Background(), b.alice, nil)
+	results, err = b.nodes.Batch(context.Background(), b.alice, nil)
 	require.NoError(t, err)
 	require.Empty(t, results, "no ops, no answers")
 }

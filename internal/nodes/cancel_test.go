@@ -30,18 +30,18 @@ func TestCancelCascades(t *testing.T) {
 		spec("dep-ignore", "q"),
 		spec("bystander", "q"),
 	)
-	_, err := b.work.AddEdge(ctx, b.head, nodes.EdgeSpec{From: "dep-ignore", Type: "depends_on", To: "root",
+	_, err := b.nodes.AddEdge(ctx, b.head, nodes.EdgeSpec{From: "dep-ignore", Type: "depends_on", To: "root",
 		Props: map[string]any{"on_fail": nodes.OnFailIgnore}})
 	require.NoError(t, err)
 	b.claim(t, b.alice, "kid-done")
-	_, err = b.work.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, "kid-done")})
+	_, err = b.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, "kid-done")})
 	require.NoError(t, err)
 	b.claim(t, b.alice, "kid-run")
 	require.EqualValues(t, 1, b.leases.LiveCount("acme", "alice"))
 
-	before, err := b.work.Events("acme", 0, 10000)
+	before, err := b.nodes.Events("acme", 0, 10000)
 	require.NoError(t, err)
-	cancelled, err := b.work.Cancel(ctx, b.head, "root", "no longer needed")
+	cancelled, err := b.nodes.Cancel(ctx, b.head, "root", "no longer needed")
 	require.NoError(t, err)
 	want := []string{"root", "kid-run", "kid-mid", "grandkid", "dep-cancel", "dep-of-dep"}
 	require.ElementsMatch(t, want, cancelled)
@@ -55,7 +55,7 @@ func TestCancelCascades(t *testing.T) {
 	require.Equal(t, records.StatusQueued, b.status(t, "dep-ignore"))
 	require.Equal(t, records.StatusQueued, b.status(t, "bystander"))
 	require.EqualValues(t, 0, b.leases.LiveCount("acme", "alice"))
-	edges, _, err := b.work.Edges("acme", "kid-run", graphstore.EdgeQuery{Dir: graphstore.DirOut, Type: graphstore.EdgeAssigned, IncludeRetired: true}, 10, "")
+	edges, _, err := b.nodes.Edges("acme", "kid-run", graphstore.EdgeQuery{Dir: graphstore.DirOut, Type: graphstore.EdgeAssigned, IncludeRetired: true}, 10, "")
 	require.NoError(t, err)
 	require.Len(t, edges, 1)
 	require.NotNil(t, edges[0].RetiredAt, "the run's assigned edge is retired")
@@ -63,7 +63,7 @@ func TestCancelCascades(t *testing.T) {
 
 	// One transaction: the cancel's events are one unbroken run of seqs,
 	// all stamped with one instant, one cancelled event per node.
-	after, err := b.work.Events("acme", before[len(before)-1].Seq, 10000)
+	after, err := b.nodes.Events("acme", before[len(before)-1].Seq, 10000)
 	require.NoError(t, err)
 	got := map[string]int{}
 	for i, e := range after {
@@ -90,18 +90,18 @@ func TestCancelOfTerminalNodeChangesNothing(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	b.create(t, spec("a", "q", onChildFail(nodes.OnChildFailIgnore)), spec("child", "q", parent("a")))
-	ids, err := b.work.Cancel(ctx, b.head, "child", "")
+	ids, err := b.nodes.Cancel(ctx, b.head, "child", "")
 	require.NoError(t, err)
 	require.Equal(t, []string{"child"}, ids)
 	n := b.get(t, "child")
 
-	ids, err = b.work.Cancel(ctx, b.head, "child", "again")
+	ids, err = b.nodes.Cancel(ctx, b.head, "child", "again")
 	require.NoError(t, err)
 	require.Empty(t, ids)
 	require.Equal(t, n.Version, b.get(t, "child").Version)
 	require.Equal(t, records.StatusQueued, b.status(t, "a"))
 
-	_, err = b.work.Cancel(ctx, b.head, "nope", "")
+	_, err = b.nodes.Cancel(ctx, b.head, "nope", "")
 	var nf *fault.NotFound
 	require.ErrorAs(t, err, &nf)
 }

@@ -13,7 +13,7 @@ import (
 func (b *bundle) failFinal(t *testing.T, c nodes.Caller, id string) {
 	t.Helper()
 	no := false
-	_, err := b.work.Fail(context.Background(), nodes.FailParams{HolderParams: holder(c, id), Error: "boom", Requeue: &no})
+	_, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(c, id), Error: "boom", Requeue: &no})
 	require.NoError(t, err)
 }
 
@@ -32,7 +32,7 @@ func TestOnChildFailFailsParentUpTheTree(t *testing.T) {
 		spec("uncle", "q", parent("top")),
 	)
 	b.claim(t, b.alice, "done")
-	_, err := b.work.Complete(context.Background(), nodes.CompleteParams{HolderParams: holder(b.alice, "done")})
+	_, err := b.nodes.Complete(context.Background(), nodes.CompleteParams{HolderParams: holder(b.alice, "done")})
 	require.NoError(t, err)
 	b.claim(t, b.bob, "sibling")
 	b.claim(t, b.alice, "bad")
@@ -56,7 +56,7 @@ func TestOnChildFailDeadChildFailsParent(t *testing.T) {
 	b := setup(t)
 	b.create(t, spec("p", "q"), spec("c", "q", parent("p"), maxAttempts(1)))
 	b.claim(t, b.alice, "c")
-	_, err := b.work.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "c"), Error: "boom"})
+	_, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "c"), Error: "boom"})
 	require.NoError(t, err)
 	require.Equal(t, records.StatusDead, b.status(t, "c"))
 	require.Equal(t, records.StatusFailed, b.status(t, "p"), "on_child_fail defaults to fail")
@@ -83,7 +83,7 @@ func TestOnChildFailIgnoreKeepsParent(t *testing.T) {
 	// p still waits for good.
 	require.Equal(t, "good", b.claimNext(t, nodes.ClaimNextParams{Caller: b.bob, Queue: "q"}))
 	require.Empty(t, b.claimNext(t, nodes.ClaimNextParams{Caller: b.bob, Queue: "q"}))
-	_, err := b.work.Complete(context.Background(), nodes.CompleteParams{HolderParams: holder(b.bob, "good")})
+	_, err := b.nodes.Complete(context.Background(), nodes.CompleteParams{HolderParams: holder(b.bob, "good")})
 	require.NoError(t, err)
 	require.Equal(t, "p", b.claimNext(t, nodes.ClaimNextParams{Caller: b.bob, Queue: "q"}))
 }

@@ -49,7 +49,7 @@ func TestClaimNextFiltersAndOrder(t *testing.T) {
 	}
 	require.EqualValues(t, 4, b.leases.LiveCount("acme", "alice"))
 
-	_, err := b.work.ClaimNext(context.Background(), nodes.ClaimNextParams{Caller: b.alice, Queue: "bad queue!"})
+	_, err := b.nodes.ClaimNext(context.Background(), nodes.ClaimNextParams{Caller: b.alice, Queue: "bad queue!"})
 	var inv *fault.Invalid
 	require.ErrorAs(t, err, &inv)
 }
@@ -63,26 +63,26 @@ func TestClaimNextPauseAndMaxRunning(t *testing.T) {
 	b.create(t, spec("a", "q"), spec("b", "q"), spec("c", "q"))
 	yes, no, one := true, false, int64(1)
 
-	_, err := b.work.SetQueue(ctx, b.head, "q", nodes.QueueChange{Paused: &yes})
+	_, err := b.nodes.SetQueue(ctx, b.head, "q", nodes.QueueChange{Paused: &yes})
 	require.NoError(t, err)
 	require.Empty(t, b.claimNext(t, nodes.ClaimNextParams{Caller: b.alice, Queue: "q"}))
 	require.Equal(t, records.StatusQueued, b.status(t, "a"))
 
-	_, err = b.work.SetQueue(ctx, b.head, "q", nodes.QueueChange{Paused: &no, MaxRunning: &one})
+	_, err = b.nodes.SetQueue(ctx, b.head, "q", nodes.QueueChange{Paused: &no, MaxRunning: &one})
 	require.NoError(t, err)
 	first := b.claimNext(t, nodes.ClaimNextParams{Caller: b.alice, Queue: "q"})
 	require.NotEmpty(t, first)
-	got, err := b.work.ClaimNext(ctx, nodes.ClaimNextParams{Caller: b.bob, Queue: "q", Max: 3})
+	got, err := b.nodes.ClaimNext(ctx, nodes.ClaimNextParams{Caller: b.bob, Queue: "q", Max: 3})
 	require.NoError(t, err)
 	require.Empty(t, got, "max_running 1 is taken")
 
-	_, err = b.work.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, first)})
+	_, err = b.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, first)})
 	require.NoError(t, err)
-	got, err = b.work.ClaimNext(ctx, nodes.ClaimNextParams{Caller: b.bob, Queue: "q", Max: 3})
+	got, err = b.nodes.ClaimNext(ctx, nodes.ClaimNextParams{Caller: b.bob, Queue: "q", Max: 3})
 	require.NoError(t, err)
 	require.Len(t, got, 1, "room for one more, not three")
 
-	q, err := b.work.Queue("acme", "q")
+	q, err := b.nodes.Queue("acme", "q")
 	require.NoError(t, err)
 	require.False(t, q.Paused)
 	require.EqualValues(t, 1, q.MaxRunning)
@@ -101,7 +101,7 @@ func TestClaimNextLongPollWakes(t *testing.T) {
 	poll := func(p nodes.ClaimNextParams) <-chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			got, err := b.work.ClaimNext(ctx, p)
+			got, err := b.nodes.ClaimNext(ctx, p)
 			a := answer{err: err}
 			if len(got) > 0 {
 				a.id = got[0].Node.ID

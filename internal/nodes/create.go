@@ -16,28 +16,6 @@ import (
 	"github.com/tether-run/tether/internal/records"
 )
 
-// NodeSpec is the body of a node create. Absent fields take their defaults.
-type NodeSpec struct {
-	ID          *string          `json:"id,omitempty"`
-	Type        string           `json:"type"`
-	Title       *string          `json:"title,omitempty"`
-	Body        *string          `json:"body,omitempty"`
-	Queue       *string          `json:"queue,omitempty"`
-	Priority    *int64           `json:"priority,omitempty"`
-	Target      *string          `json:"target,omitempty"`
-	Labels      []string         `json:"labels,omitempty"`
-	Props       map[string]any   `json:"props,omitempty"`
-	MaxAttempts *int64           `json:"max_attempts,omitempty"`
-	RunAt       *time.Time       `json:"run_at,omitempty"`
-	DelayMS     *int64           `json:"delay_ms,omitempty"`
-	TimeoutMS   *int64           `json:"timeout_ms,omitempty"`
-	Backoff     *records.Backoff `json:"backoff,omitempty"`
-	Parent      *string          `json:"parent,omitempty"`
-	OnChildFail *string          `json:"on_child_fail,omitempty"`
-	DependsOn   []string         `json:"depends_on,omitempty"`
-	Blobs       []string         `json:"blobs,omitempty"`
-}
-
 // MaxBackoffFactor is the largest backoff factor.
 const MaxBackoffFactor = 100
 

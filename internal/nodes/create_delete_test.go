@@ -23,22 +23,22 @@ func TestCreateIdempotent(t *testing.T) {
 	idem := &nodes.Idempotency{Key: "k-1", Hash: "h-1"}
 	s := nodes.NodeSpec{Type: "task"} // no id: the server picks one
 
-	first, err := b.work.Create(ctx, b.head, s, idem)
+	first, err := b.nodes.Create(ctx, b.head, s, idem)
 	require.NoError(t, err)
-	again, err := b.work.Create(ctx, b.head, s, idem)
+	again, err := b.nodes.Create(ctx, b.head, s, idem)
 	require.NoError(t, err)
 	require.Equal(t, first.ID, again.ID)
 	require.Equal(t, []records.EventType{records.EventCreated}, b.eventTypes(t, first.ID))
-	all, err := b.work.Events("acme", 0, 100)
+	all, err := b.nodes.Events("acme", 0, 100)
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 
-	_, err = b.work.Create(ctx, b.head, s, &nodes.Idempotency{Key: "k-1", Hash: "other"})
+	_, err = b.nodes.Create(ctx, b.head, s, &nodes.Idempotency{Key: "k-1", Hash: "other"})
 	var mismatch *fault.IdempotencyMismatch
 	require.ErrorAs(t, err, &mismatch)
 
 	b.clk.Advance(nodes.IdempotencyWindow + time.Second)
-	later, err := b.work.Create(ctx, b.head, s, idem)
+	later, err := b.nodes.Create(ctx, b.head, s, idem)
 	require.NoError(t, err)
 	require.NotEqual(t, first.ID, later.ID)
 }
@@ -48,16 +48,16 @@ func TestCreateIdempotent(t *testing.T) {
 func TestCreateBatchAllOrNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.work.CreateBatch(context.Background(), b.head,
+	_, err := b.nodes.CreateBatch(context.Background(), b.head,
 		[]nodes.NodeSpec{spec("ok", "q"), spec("bad", "q", maxAttempts(-1))}, "items", nil)
 	var inv *fault.Invalid
 	require.ErrorAs(t, err, &inv)
 	require.Contains(t, err.Error(), "items[1]")
 
-	_, err = b.work.CreateBatch(context.Background(), b.head,
+	_, err = b.nodes.CreateBatch(context.Background(), b.head,
 		[]nodes.NodeSpec{spec("ok", "q"), spec("child", "q", parent("missing"))}, "items", nil)
 	require.Error(t, err)
-	all, err := b.work.Events("acme", 0, 100)
+	all, err := b.nodes.Events("acme", 0, 100)
 	require.NoError(t, err)
 	require.Empty(t, all)
 }
@@ -73,7 +73,7 @@ func TestDeleteRunningNodeNeedsForce(t *testing.T) {
 	b.claim(t, b.alice, "n")
 	before := b.get(t, "n")
 
-	err := b.work.Delete(ctx, b.head, "n", false)
+	err := b.nodes.Delete(ctx, b.head, "n", false)
 	var conflict *fault.Conflict
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "alice", conflict.Holder)
@@ -82,19 +82,19 @@ func TestDeleteRunningNodeNeedsForce(t *testing.T) {
 	require.Equal(t, before.Version, after.Version)
 	require.EqualValues(t, 1, b.leases.LiveCount("acme", "alice"))
 
-	require.NoError(t, b.work.Delete(ctx, b.head, "n", true))
+	require.NoError(t, b.nodes.Delete(ctx, b.head, "n", true))
 	require.EqualValues(t, 0, b.leases.LiveCount("acme", "alice"))
-	_, err = b.work.Get("acme", "n")
+	_, err = b.nodes.Get("acme", "n")
 	var nf *fault.NotFound
 	require.ErrorAs(t, err, &nf)
 	types := b.eventTypes(t, "n")
 	require.Equal(t, records.EventDeleted, types[len(types)-1])
-	_, err = b.work.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, "n")})
+	_, err = b.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, "n")})
 	require.Error(t, err, "the holder of a deleted node cannot complete it")
 
 	// A node at rest needs no force.
-	require.NoError(t, b.work.Delete(ctx, b.head, "idle", false))
-	require.ErrorAs(t, b.work.Delete(ctx, b.head, "idle", false), &nf)
+	require.NoError(t, b.nodes.Delete(ctx, b.head, "idle", false))
+	require.ErrorAs(t, b.nodes.Delete(ctx, b.head, "idle", false), &nf)
 }
 
 // Requeue puts an ended node back at rest with its attempts reset; a node
@@ -105,11 +105,11 @@ func TestRequeue(t *testing.T) {
 	ctx := context.Background()
 	b.create(t, spec("n", "q", maxAttempts(1)), spec("live", "q"))
 	b.claim(t, b.alice, "n")
-	_, err := b.work.Fail(ctx, nodes.FailParams{HolderParams: holder(b.alice, "n"), Error: "boom"})
+	_, err := b.nodes.Fail(ctx, nodes.FailParams{HolderParams: holder(b.alice, "n"), Error: "boom"})
 	require.NoError(t, err)
 	require.Equal(t, records.StatusDead, b.status(t, "n"))
 
-	n, err := b.work.Requeue(ctx, b.head, "n", "try again")
+	n, err := b.nodes.Requeue(ctx, b.head, "n", "try again")
 	require.NoError(t, err)
 	require.Equal(t, records.StatusQueued, n.Status)
 	require.Zero(t, n.Attempts)
@@ -119,7 +119,7 @@ func TestRequeue(t *testing.T) {
 
 	for _, id := range []string{"n", "live"} { // running, queued
 		before := b.get(t, id)
-		_, err = b.work.Requeue(ctx, b.head, id, "")
+		_, err = b.nodes.Requeue(ctx, b.head, id, "")
 		require.Error(t, err, id)
 		require.Equal(t, before.Version, b.get(t, id).Version, id)
 	}
@@ -134,7 +134,7 @@ func TestUsageRollsUpTheParentChain(t *testing.T) {
 	b.create(t, spec("top", "q"), spec("mid", "q", parent("top")), spec("leaf", "q", parent("mid")), spec("leaf2", "q", parent("mid")))
 	complete := func(id string, usage map[string]float64) {
 		b.claim(t, b.alice, id)
-		_, err := b.work.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, id), Usage: usage})
+		_, err := b.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, id), Usage: usage})
 		require.NoError(t, err)
 	}
 	complete("leaf", map[string]float64{"tokens": 10, "usd": 0.5})
@@ -151,7 +151,7 @@ func TestUsageRollsUpTheParentChain(t *testing.T) {
 
 	// A bad usage is refused and adds nothing.
 	b.claim(t, b.alice, "top")
-	_, err := b.work.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, "top"), Usage: map[string]float64{"tokens": math.Inf(1)}})
+	_, err := b.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, "top"), Usage: map[string]float64{"tokens": math.Inf(1)}})
 	require.Error(t, err)
 	require.Equal(t, map[string]float64{"tokens": 111, "usd": 0.5}, b.get(t, "top").UsageTotal)
 }

@@ -15,7 +15,7 @@
 //     through lifecycle.Claimable); ReadinessTx only explains it in a view.
 //   - A node's parent field and its live incoming parent_of edge always agree:
 //     both change in the same transaction.
-//   - assigned edges are written only by the lease package; no request may add
+//   - assigned edges are written only by the leasing package; no request may add
 //     or retire one directly.
 //   - Cancel reaches every non-terminal descendant (parent_of) and dependent
 //     (depends_on with on_fail: cancel) and ends their leases in one

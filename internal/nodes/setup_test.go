@@ -18,7 +18,7 @@ import (
 type bundle struct {
 	store  *graphstore.Store
 	leases *leasing.Service
-	work   *nodes.Service
+	nodes  *nodes.Service
 	clk    *clocktest.Fake
 	head   nodes.Caller // a dispatcher
 	alice  nodes.Caller
@@ -40,7 +40,7 @@ func setup(t *testing.T) *bundle {
 	w := nodes.New(nodes.Config{Store: store, Leases: leases, Limits: limits,
 		Defaults: func(context.Context, string) (nodes.Defaults, error) { return nodes.Defaults{MaxAttempts: 3}, nil }})
 	return &bundle{
-		store: store, leases: leases, work: w, clk: clk,
+		store: store, leases: leases, nodes: w, clk: clk,
 		head:  nodes.Caller{Tenant: "acme", Sub: "head", Dispatcher: true},
 		alice: nodes.Caller{Tenant: "acme", Sub: "alice"},
 		bob:   nodes.Caller{Tenant: "acme", Sub: "bob"},
@@ -73,7 +73,7 @@ func maxAttempts(n int64) func(*nodes.NodeSpec) {
 
 func (b *bundle) create(t *testing.T, specs ...nodes.NodeSpec) {
 	t.Helper()
-	_, err := b.work.CreateBatch(context.Background(), b.head, specs, "items", nil)
+	_, err := b.nodes.CreateBatch(context.Background(), b.head, specs, "items", nil)
 	require.NoError(t, err)
 }
 
@@ -110,7 +110,7 @@ func (b *bundle) claimNext(t *testing.T, p nodes.ClaimNextParams) string {
 	if p.Max == 0 {
 		p.Max = 1
 	}
-	got, err := b.work.ClaimNext(context.Background(), p)
+	got, err := b.nodes.ClaimNext(context.Background(), p)
 	require.NoError(t, err)
 	if len(got) == 0 {
 		return ""
@@ -122,7 +122,7 @@ func (b *bundle) claimNext(t *testing.T, p nodes.ClaimNextParams) string {
 // events are the types of node id's events after seq, in order.
 func (b *bundle) eventTypes(t *testing.T, id string) []records.EventType {
 	t.Helper()
-	evs, err := b.work.NodeEvents("acme", id, 0, 1000)
+	evs, err := b.nodes.NodeEvents("acme", id, 0, 1000)
 	require.NoError(t, err)
 	out := make([]records.EventType, 0, len(evs))
 	for _, e := range evs {

@@ -9,7 +9,7 @@
 //
 // Where the numbers come from:
 //   - The gauges are computed at scrape time from the store's in-memory
-//     ready mirror (graph.Store.EachQueueStat): O(queues), never a read of
+//     ready mirror (graphstore.Store.EachQueueStat): O(queues), never a read of
 //     the store, whatever the number of nodes.
 //   - The counters and histograms are fed by the store's QueueMeter hook
 //     (internal/graphstore/queue_meter.go), which the writer calls once per durable

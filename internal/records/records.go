@@ -43,7 +43,7 @@ type Backoff struct {
 }
 
 // Lease is the live claim on a node. It is stored inside the node record so a
-// claim is one write; the lease package owns what it means.
+// claim is one write; the leasing package owns what it means.
 type Lease struct {
 	By        string    `json:"by"`
 	Session   string    `json:"session,omitempty"`

@@ -1,7 +1,7 @@
 // Package retention is the cleaner: it removes what each tenant's policy no
 // longer keeps (retention_ms), in small transactions, in the background.
 //
-// What goes (graph.Tx.PurgeFinished, graph.Tx.PurgeEvents): a finished node
+// What goes (graphstore.Tx.PurgeFinished, graphstore.Tx.PurgeEvents): a finished node
 // retention_ms after it last changed, with its comments, its retired edges
 // and its event pointers; and an event retention_ms after it happened. A
 // finished node still linked by a live edge to a node that is not finished

@@ -24,7 +24,7 @@ import (
 type rig struct {
 	store   *graphstore.Store
 	leases  *leasing.Service
-	work    *nodes.Service
+	nodes   *nodes.Service
 	clk     *clocktest.Fake
 	cleaner *retention.Cleaner
 
@@ -55,7 +55,7 @@ func newRig(t *testing.T) *rig {
 		return leasing.Limits{TTLDefault: time.Hour, TTLMax: time.Hour}, nil
 	}
 	r.leases = leasing.New(leasing.Config{Store: store, Clock: clk, Limits: limits})
-	r.work = nodes.New(nodes.Config{Store: store, Leases: r.leases, Limits: limits,
+	r.nodes = nodes.New(nodes.Config{Store: store, Leases: r.leases, Limits: limits,
 		Defaults: func(context.Context, string) (nodes.Defaults, error) { return nodes.Defaults{MaxAttempts: 1}, nil }})
 	r.cleaner = retention.New(retention.Config{
 		Store: store, Clock: clk, Batch: batch, Interval: time.Minute,
@@ -67,7 +67,7 @@ func newRig(t *testing.T) *rig {
 func (r *rig) create(t *testing.T, tenant, id string, dependsOn ...string) {
 	t.Helper()
 	q := "q"
-	_, err := r.work.Create(context.Background(), nodes.Caller{Tenant: tenant, Sub: "head", Dispatcher: true},
+	_, err := r.nodes.Create(context.Background(), nodes.Caller{Tenant: tenant, Sub: "head", Dispatcher: true},
 		nodes.NodeSpec{ID: &id, Type: "task", Queue: &q, DependsOn: dependsOn}, nil)
 	require.NoError(t, err)
 }
@@ -79,14 +79,14 @@ func (r *rig) done(t *testing.T, tenant, id string) uint64 {
 	ctx := context.Background()
 	res, err := r.leases.Claim(ctx, leasing.ClaimParams{Tenant: tenant, NodeID: id, By: "alice"})
 	require.NoError(t, err)
-	_, err = r.work.Complete(ctx, nodes.CompleteParams{HolderParams: leasing.HolderParams{Tenant: tenant, NodeID: id, By: "alice"}})
+	_, err = r.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: leasing.HolderParams{Tenant: tenant, NodeID: id, By: "alice"}})
 	require.NoError(t, err)
 	return res.Lease.Fence
 }
 
 func (r *rig) exists(t *testing.T, tenant, id string) bool {
 	t.Helper()
-	_, err := r.work.Get(tenant, id)
+	_, err := r.nodes.Get(tenant, id)
 	if _, gone := err.(*fault.NotFound); gone {
 		return false
 	}
@@ -96,7 +96,7 @@ func (r *rig) exists(t *testing.T, tenant, id string) bool {
 
 func (r *rig) events(t *testing.T, tenant string) []records.Event {
 	t.Helper()
-	evs, err := r.work.Events(tenant, r.store.EventHorizon(tenant), 10000)
+	evs, err := r.nodes.Events(tenant, r.store.EventHorizon(tenant), 10000)
 	require.NoError(t, err)
 	return evs
 }

@@ -27,7 +27,7 @@ func TestChainStrandedStepsAreCancelled(t *testing.T) {
 	run := r.runs(t, "s")[0]
 	require.Len(t, run.Nodes, 3)
 	for i, id := range run.Nodes[1:] {
-		v, err := r.work.Get("acme", id)
+		v, err := r.nodes.Get("acme", id)
 		require.NoError(t, err)
 		require.False(t, v.Ready, "step %d waits for the step before it", i+2)
 	}
@@ -60,7 +60,7 @@ func TestOneShotFiresOnceAndIsRemoved(t *testing.T) {
 
 	_, err = r.sched.Get("acme", id)
 	require.ErrorAs(t, err, new(*fault.NotFound))
-	made, _, err := r.work.List("acme", graphstore.NodeQuery{Type: "job", Limit: 10}, nil)
+	made, _, err := r.nodes.List("acme", graphstore.NodeQuery{Type: "job", Limit: 10}, nil)
 	require.NoError(t, err)
 	require.Len(t, made, 1)
 	require.Equal(t, graphstore.SchedulePrefix+id, made[0].CreatedBy)

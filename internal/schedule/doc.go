@@ -4,11 +4,11 @@
 // catch-up after downtime, a failure backoff, jitter, pause and resume,
 // manual triggers and a run history.
 //
-// A schedule is a record (graph.SchedulePut, key H|t|id) holding its
+// A schedule is a record (graphstore.SchedulePut, key H|t|id) holding its
 // settings and its firing state: the nominal instant of its next fire, the
 // newest run (which overlap looks at), the runs whose outcome the failure
 // count still waits for, and that count. Each fire adds a run record
-// (graph.ScheduleRunPut, key h|t|id|seq): the nodes it made, or why it made
+// (graphstore.ScheduleRunPut, key h|t|id|seq): the nodes it made, or why it made
 // none. A run's status, attempts, error and result are read from its nodes
 // when asked, never copied.
 //

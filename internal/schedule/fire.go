@@ -142,7 +142,7 @@ func (f *firing) settle() error {
 			if err != nil || n.Status.Terminal() {
 				continue
 			}
-			if _, err := f.s.work.CancelTx(f.tx, caller(f.tenant, f.rec.ID), id, reason); err != nil {
+			if _, err := f.s.nodes.CancelTx(f.tx, caller(f.tenant, f.rec.ID), id, reason); err != nil {
 				return err
 			}
 		}
@@ -284,7 +284,7 @@ func (f *firing) fire(at time.Time, trig Trigger, by string, overlap Overlap, co
 				if n.Status.Terminal() {
 					continue // cancelled with an earlier step of its chain
 				}
-				ids, err := f.s.work.CancelTx(tx, c, id, reason)
+				ids, err := f.s.nodes.CancelTx(tx, c, id, reason)
 				if err != nil {
 					return nil, err
 				}
@@ -295,7 +295,7 @@ func (f *firing) fire(at time.Time, trig Trigger, by string, overlap Overlap, co
 	specs := append([]nodes.NodeSpec{rec.Template}, rec.Chain...)
 	ids := make([]string, 0, len(specs))
 	for i, spec := range specs {
-		n, err := f.s.work.Prepare(c, spec, f.def, stepField(i))
+		n, err := f.s.nodes.Prepare(c, spec, f.def, stepField(i))
 		if err != nil {
 			return nil, err
 		}
@@ -303,7 +303,7 @@ func (f *firing) fire(at time.Time, trig Trigger, by string, overlap Overlap, co
 		if i > 0 {
 			deps = []string{ids[i-1]}
 		}
-		if err := f.s.work.InsertTx(tx, c, n, deps); err != nil {
+		if err := f.s.nodes.InsertTx(tx, c, n, deps); err != nil {
 			return nil, err
 		}
 		ids = append(ids, n.ID)

@@ -186,7 +186,7 @@ func (l *loop) fireAll(refs []Ref) {
 
 // fire makes the due fires of one schedule.
 func (s *Service) fire(ctx context.Context, ref Ref) error {
-	def, err := s.work.Defaults(ctx, ref.Tenant)
+	def, err := s.nodes.Defaults(ctx, ref.Tenant)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func TestOverlapPolicies(t *testing.T) {
 		require.Equal(t, runs[0].Nodes, runs[1].After)
 		require.Equal(t, runs[1].Nodes, runs[2].After)
 		second := runs[1].Nodes[0]
-		waiting, err := r.work.Get("acme", second)
+		waiting, err := r.nodes.Get("acme", second)
 		require.NoError(t, err)
 		require.False(t, waiting.Ready, "waits for the run before it")
 

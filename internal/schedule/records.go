@@ -5,13 +5,14 @@ package schedule
 // ./internal/schedule/`), as maps keyed by the JSON names
 // (internal/records/foreign.go): a field may be added, and any
 // other change bumps records.FormatVersion. The JSON tags are the stored
-// names.
+// names. The node template and chain are nodes.NodeSpec, stored by its own
+// codec (internal/nodes/spec_gen.go), so a field added to a create body is
+// kept by a schedule without a change here; records_test.go holds the bytes.
 
 import (
 	"time"
 
 	"github.com/tether-run/tether/internal/nodes"
-	"github.com/tether-run/tether/internal/records"
 )
 
 //go:generate go tool msgp -file records.go -o records_gen.go -tests=false -io=false -unexported
@@ -21,7 +22,6 @@ import (
 //msgp:replace Catchup with:string
 //msgp:replace Trigger with:string
 //msgp:replace SkipReason with:string
-//msgp:replace nodes.NodeSpec with:nodeTemplate
 
 // Record is a schedule as stored (records.Txn.SchedulePut): its settings, and the
 // firing state the loop keeps in step with each fire.
@@ -90,28 +90,4 @@ type Run struct {
 	// LastScheduledAt is the nominal instant of the last fire a skipped
 	// record stands for.
 	LastScheduledAt *time.Time `json:"last_scheduled_at,omitempty"`
-}
-
-// nodeTemplate is nodes.NodeSpec as a schedule stores it: the same fields
-// (a conversion checks that at compile time, so a field added to NodeSpec
-// must be added here too), with a codec.
-type nodeTemplate struct {
-	ID          *string          `json:"id,omitempty"`
-	Type        string           `json:"type"`
-	Title       *string          `json:"title,omitempty"`
-	Body        *string          `json:"body,omitempty"`
-	Queue       *string          `json:"queue,omitempty"`
-	Priority    *int64           `json:"priority,omitempty"`
-	Target      *string          `json:"target,omitempty"`
-	Labels      []string         `json:"labels,omitempty"`
-	Props       map[string]any   `json:"props,omitempty"`
-	MaxAttempts *int64           `json:"max_attempts,omitempty"`
-	RunAt       *time.Time       `json:"run_at,omitempty"`
-	DelayMS     *int64           `json:"delay_ms,omitempty"`
-	TimeoutMS   *int64           `json:"timeout_ms,omitempty"`
-	Backoff     *records.Backoff `json:"backoff,omitempty"`
-	Parent      *string          `json:"parent,omitempty"`
-	OnChildFail *string          `json:"on_child_fail,omitempty"`
-	DependsOn   []string         `json:"depends_on,omitempty"`
-	Blobs       []string         `json:"blobs,omitempty"`
 }

@@ -20,7 +20,7 @@ import (
 type rig struct {
 	store  *graphstore.Store
 	leases *leasing.Service
-	work   *nodes.Service
+	nodes  *nodes.Service
 	sched  *Service
 	clk    *clocktest.Fake
 }
@@ -41,7 +41,7 @@ func newRig(t *testing.T) *rig {
 	leases := leasing.New(leasing.Config{Store: store, Clock: clk, Limits: limits})
 	w := nodes.New(nodes.Config{Store: store, Leases: leases, Limits: limits,
 		Defaults: func(context.Context, string) (nodes.Defaults, error) { return nodes.Defaults{MaxAttempts: 1}, nil }})
-	r := &rig{store: store, leases: leases, work: w, clk: clk}
+	r := &rig{store: store, leases: leases, nodes: w, clk: clk}
 	r.startLoop(t)
 	return r
 }
@@ -50,7 +50,7 @@ func newRig(t *testing.T) *rig {
 // store, as a server restart would.
 func (r *rig) startLoop(t *testing.T) {
 	t.Helper()
-	r.sched = New(Config{Store: r.store, Work: r.work, Clock: r.clk})
+	r.sched = New(Config{Store: r.store, Nodes: r.nodes, Clock: r.clk})
 	r.sched.TestSignals.Fired.Init(t)
 	require.NoError(t, r.sched.Start(context.Background()))
 	t.Cleanup(r.sched.Stop)
@@ -124,10 +124,10 @@ func (r *rig) finish(t *testing.T, id string, ok bool) {
 	require.NoError(t, err)
 	h := leasing.HolderParams{Tenant: "acme", NodeID: id, By: "alice"}
 	if ok {
-		_, err = r.work.Complete(ctx, nodes.CompleteParams{HolderParams: h})
+		_, err = r.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: h})
 	} else {
 		no := false
-		_, err = r.work.Fail(ctx, nodes.FailParams{HolderParams: h, Error: "broken", Requeue: &no})
+		_, err = r.nodes.Fail(ctx, nodes.FailParams{HolderParams: h, Error: "broken", Requeue: &no})
 	}
 	require.NoError(t, err)
 }

@@ -28,7 +28,7 @@ import (
 // Config wires a Service.
 type Config struct {
 	Store  *graphstore.Store
-	Work   *nodes.Service
+	Nodes  *nodes.Service
 	Clock  clock.Clock // the store's clock when nil
 	Logger *slog.Logger
 	// RetryDelay is how long the loop waits before it tries again a fire
@@ -46,7 +46,7 @@ type Service struct {
 	TestSignals TestSignals
 
 	store *graphstore.Store
-	work  *nodes.Service
+	nodes *nodes.Service
 	clock clock.Clock
 	log   *slog.Logger
 	loop  *loop
@@ -70,7 +70,7 @@ func New(cfg Config) *Service {
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = 5 * time.Second
 	}
-	s := &Service{store: cfg.Store, work: cfg.Work, clock: cfg.Clock, log: cfg.Logger}
+	s := &Service{store: cfg.Store, nodes: cfg.Nodes, clock: cfg.Clock, log: cfg.Logger}
 	s.loop = newLoop(s, cfg.RetryDelay)
 	return s
 }
@@ -116,7 +116,7 @@ func (s *Service) Create(ctx context.Context, tenant, by string, st Settings) (V
 	if err := st.apply(&rec); err != nil {
 		return View{}, err
 	}
-	def, err := s.work.Defaults(ctx, tenant)
+	def, err := s.nodes.Defaults(ctx, tenant)
 	if err != nil {
 		return View{}, err
 	}
@@ -181,7 +181,7 @@ func (r *Record) rearm(now time.Time) error {
 func (s *Service) checkNodes(tenant string, rec *Record, def nodes.Defaults) error {
 	c := caller(tenant, rec.ID)
 	for i, spec := range append([]nodes.NodeSpec{rec.Template}, rec.Chain...) {
-		if _, err := s.work.Prepare(c, spec, def, stepField(i)); err != nil {
+		if _, err := s.nodes.Prepare(c, spec, def, stepField(i)); err != nil {
 			return err
 		}
 	}
@@ -405,7 +405,7 @@ func (p Patch) has(fields ...string) bool {
 // Update applies p to schedule id. A change of cron, at or timezone, and
 // enabling a paused schedule, set the next fire afresh from now.
 func (s *Service) Update(ctx context.Context, tenant, id, by string, p Patch) (View, error) {
-	def, err := s.work.Defaults(ctx, tenant)
+	def, err := s.nodes.Defaults(ctx, tenant)
 	if err != nil {
 		return View{}, err
 	}
@@ -542,7 +542,7 @@ func (s *Service) Trigger(ctx context.Context, tenant, id, by string, overlap *O
 	if overlap != nil && !overlap.valid() {
 		return RunView{}, fault.Invalidf("overlap", "must be skip, queue, allow, buffer_one or cancel_other")
 	}
-	def, err := s.work.Defaults(ctx, tenant)
+	def, err := s.nodes.Defaults(ctx, tenant)
 	if err != nil {
 		return RunView{}, err
 	}

@@ -144,7 +144,7 @@ func loadEnv() (settings, error) {
 		MaxSessions: noCapIfZero(mcpSessions), MaxSessionsPerIdentity: noCapIfZero(mcpSessionsIdentity),
 	}
 	if retentionMS == 0 {
-		retentionMS = -1 // the tenant package's "keep forever"
+		retentionMS = -1 // the tenancy package's "keep forever"
 	}
 	switch {
 	case retryInitialMS < 0 || retryInitialMS > duration.MaxMS || retryMaxMS < 0 || retryMaxMS > duration.MaxMS:
@@ -152,7 +152,7 @@ func loadEnv() (settings, error) {
 	case retryMaxMS < retryInitialMS:
 		return s, fmt.Errorf("TETHER_RETRY_MAX_MS must be at least TETHER_RETRY_INITIAL_MS")
 	case retryInitialMS == 0:
-		retryInitialMS = -1 // the tenant package's "no backoff"
+		retryInitialMS = -1 // the tenancy package's "no backoff"
 	}
 	keys, err := tenancy.ParsePublicKeys(os.Getenv("TETHER_JWT_PUBLIC_KEYS"))
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +15,7 @@ import (
 	"github.com/tether-run/tether/api"
 	"github.com/tether-run/tether/internal/blob"
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/core"
 	"github.com/tether-run/tether/internal/fleet"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/kv"
@@ -24,10 +24,8 @@ import (
 	"github.com/tether-run/tether/internal/message"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tether-run/tether/internal/queuemetrics"
-	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/retention"
 	"github.com/tether-run/tether/internal/schedule"
-	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/tenancy"
 )
 
@@ -96,7 +94,7 @@ type Server struct {
 	Store   *graphstore.Store
 	Tenants *tenancy.Service
 	Leases  *leasing.Service
-	Work    *nodes.Service
+	Nodes   *nodes.Service
 	Workers *fleet.Registry
 	Cleaner *retention.Cleaner
 	API     *api.Server
@@ -107,16 +105,15 @@ type Server struct {
 	Blobs     *blob.Service
 	Schedules *schedule.Service
 	mcp       MCPHandler
-	// closers stop the background services and close the store, in the
-	// reverse order Open started them.
-	closers closers
+	// core stops the background services and closes the store.
+	core *core.Core
 }
 
-// Open opens the store, builds every service and starts the background
-// ones (startstop services, each stopped by Shutdown in reverse order). The
-// server does not listen until Serve. When Open fails, what it had built is
-// undone, last first, and the store is closed.
-func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
+// Open opens the store and builds every service over it (core.Open, which
+// starts the background ones; Shutdown stops them in reverse order), then
+// the HTTP API on top. The server does not listen until Serve. When Open
+// fails, what it had built is undone, last first, and the store is closed.
+func Open(ctx context.Context, cfg Config) (*Server, error) {
 	cfg.Clock = clock.OrReal(cfg.Clock)
 	cfg.Logger = logger.OrDiscard(cfg.Logger)
 	var skill []byte
@@ -127,107 +124,28 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		skill = b
 	}
-	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger,
-		DuringRebuild: cfg.DuringRebuild,
-		// The rebuild's scan maps the tables in; a server lets go of them
-		// before it serves, so its RSS once ready is its live state.
-		ReleaseScanPages: true,
+	c, err := core.Open(ctx, core.Config{
+		DataDir: cfg.DataDir, InMemory: cfg.InMemory, KV: cfg.KV, DuringRebuild: cfg.DuringRebuild, Tenant: cfg.Tenant,
+		ReaperInterval: cfg.ReaperInterval, Clock: cfg.Clock, Logger: cfg.Logger,
+		WorkerStaleAfter: cfg.WorkerStaleAfter, WorkerOfflineRetention: cfg.WorkerOfflineRetention,
+		CleanerInterval: cfg.CleanerInterval,
+		BlobMaxBytes:    cfg.BlobMaxBytes, BlobGrace: cfg.BlobGrace, BlobDir: cfg.BlobDir,
 	})
 	if err != nil {
-		return nil, err
-	}
-	var undo closers
-	undo.push(store.Close)
-	defer func() {
-		if err != nil {
-			_ = undo.close() // the error that stopped Open is the one to report
-		}
-	}()
-	// start starts a background service and stacks its Stop.
-	start := func(svc startstop.Service) error {
-		if err := svc.Start(ctx); err != nil {
-			return err
-		}
-		undo.pushStop(svc.Stop)
-		return nil
-	}
-	tenants, err := tenancy.NewService(cfg.Tenant, store, cfg.Clock)
-	if err != nil {
-		return nil, err
-	}
-	limits := func(ctx context.Context, t string) (leasing.Limits, error) {
-		p, err := tenants.Policy(ctx, t)
-		if err != nil {
-			return leasing.Limits{}, err
-		}
-		return leasing.Limits{
-			TTLDefault:           time.Duration(p.ClaimTTLDefaultMS) * time.Millisecond,
-			TTLMax:               time.Duration(p.ClaimTTLMaxMS) * time.Millisecond,
-			MaxLeasesPerIdentity: p.MaxLeasesPerIdentity,
-		}, nil
-	}
-	leases := leasing.New(leasing.Config{
-		Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
-		ReaperInterval: cfg.ReaperInterval, Limits: limits,
-	})
-	w := nodes.New(nodes.Config{
-		Store: store, Leases: leases, Logger: cfg.Logger, Limits: limits,
-		Defaults: func(ctx context.Context, t string) (nodes.Defaults, error) {
-			p, err := tenants.Policy(ctx, t)
-			d := nodes.Defaults{MaxAttempts: p.MaxAttemptsDefault}
-			if p.RetryInitialMS > 0 {
-				d.Backoff = &records.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenancy.RetryFactor}
-			}
-			return d, err
-		},
-	})
-	if err := start(leases); err != nil {
-		return nil, fmt.Errorf("error rebuilding leases: %w", err)
-	}
-	workers := fleet.New(fleet.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter, OfflineRetention: cfg.WorkerOfflineRetention})
-	cleaner := retention.New(retention.Config{
-		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Interval: cfg.CleanerInterval,
-		Retention: func(ctx context.Context, t string) (time.Duration, error) {
-			p, err := tenants.Policy(ctx, t)
-			return time.Duration(p.RetentionMS) * time.Millisecond, err
-		},
-	})
-	messages, err := message.New(store)
-	if err != nil {
-		return nil, err
-	}
-	if err := start(messages); err != nil {
-		return nil, err
-	}
-	blobs, blobTmp, err := openBlobs(cfg, store, tenants)
-	if err != nil {
-		return nil, err
-	}
-	if blobTmp != "" {
-		undo.push(func() error { return os.RemoveAll(blobTmp) })
-	}
-	if err := start(blobs); err != nil {
-		return nil, err
-	}
-	schedules := schedule.New(schedule.Config{Store: store, Work: w, Clock: cfg.Clock, Logger: cfg.Logger})
-	if err := start(schedules); err != nil {
-		return nil, err
-	}
-	if err := start(cleaner); err != nil {
 		return nil, err
 	}
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
 		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
 	}, api.Deps{
-		Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Retention: cleaner.Stats(),
-		Clock: cfg.Clock, Logger: cfg.Logger, Messages: messages, Blobs: blobs, Schedules: schedules,
+		Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Workers: c.Workers, Retention: c.Cleaner.Stats(),
+		Clock: cfg.Clock, Logger: cfg.Logger, Messages: c.Messages, Blobs: c.Blobs, Schedules: c.Schedules,
 	})
-	s := &Server{Store: store, Tenants: tenants, Leases: leases, Work: w, Workers: workers, Cleaner: cleaner, API: a, log: cfg.Logger,
-		Messages: messages, Blobs: blobs, Schedules: schedules, closers: undo}
+	s := &Server{Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Workers: c.Workers, Cleaner: c.Cleaner, API: a, log: cfg.Logger,
+		Messages: c.Messages, Blobs: c.Blobs, Schedules: c.Schedules, core: c}
 	if cfg.MCP != nil {
 		s.mcp = cfg.MCP(a.Handler())
-		a.MountMCP(s.mcp)
+		a.RouteMCP(s.mcp)
 	}
 	s.http = &http.Server{
 		Handler:           a.Handler(),
@@ -239,37 +157,6 @@ func Open(ctx context.Context, cfg Config) (_ *Server, err error) {
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	return s, nil
-}
-
-// openBlobs opens the blob store in DataDir/blobs (an in-memory store keeps
-// its blobs in BlobDir, or in a temporary directory, tmp, removed at
-// shutdown); Open starts its sweeps.
-func openBlobs(cfg Config, store *graphstore.Store, tenants *tenancy.Service) (b *blob.Service, tmp string, err error) {
-	dir := cfg.BlobDir
-	if dir == "" && cfg.DataDir != "" && !cfg.InMemory {
-		dir = filepath.Join(cfg.DataDir, "blobs")
-	}
-	if dir == "" {
-		if tmp, err = os.MkdirTemp("", "tether-blobs-"); err != nil {
-			return nil, "", err
-		}
-		dir = tmp
-	}
-	b, err = blob.Open(blob.Config{
-		Dir: dir, Store: store, Clock: cfg.Clock, Logger: cfg.Logger,
-		MaxBytes: cfg.BlobMaxBytes, Grace: cfg.BlobGrace,
-		Quota: func(ctx context.Context, t string) (int64, error) {
-			p, err := tenants.Policy(ctx, t)
-			return p.BlobQuotaBytes, err
-		},
-	})
-	if err != nil {
-		if tmp != "" {
-			_ = os.RemoveAll(tmp)
-		}
-		return nil, "", err
-	}
-	return b, tmp, nil
 }
 
 // Serve answers requests on l until Shutdown.
@@ -295,5 +182,5 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mcp.Close() // no MCP session holds Shutdown or renews a lease from here on
 	}
 	err := s.http.Shutdown(ctx)
-	return errors.Join(err, s.closers.close())
+	return errors.Join(err, s.core.Close())
 }

@@ -45,7 +45,7 @@ func TestServerServesItsRecordsAfterARestart(t *testing.T) {
 	s := testserver.Serve(t, cfg)
 	head := nodes.Caller{Tenant: "acme", Sub: "head", Dispatcher: true}
 	id, q := "job-1", "q"
-	_, err := s.Work.Create(ctx, head, nodes.NodeSpec{ID: &id, Type: "task", Queue: &q}, nil)
+	_, err := s.Nodes.Create(ctx, head, nodes.NodeSpec{ID: &id, Type: "task", Queue: &q}, nil)
 	require.NoError(t, err)
 	claimed, err := s.Leases.Claim(ctx, leasing.ClaimParams{Tenant: "acme", NodeID: id, By: "alice"})
 	require.NoError(t, err)

@@ -8,7 +8,7 @@
 // Its users, each started by server.Open and stopped by Shutdown in reverse
 // order, each with a testsignal for "I ran" (see package testsignal):
 //
-//	lease.Service      the reaper (lease/expire.go)             TestSignals.Reaped
+//	leasing.Service      the reaper (leasing/expire.go)             TestSignals.Reaped
 //	retention.Cleaner  a pass every Interval (cleaner.go)       TestSignals.Passed
 //	blob.Service       the collector's sweeps (blob/collect.go) TestSignals.Swept
 //	schedule.Service   the firing loop (schedule/loop.go)       TestSignals.Idle, Fired
@@ -16,7 +16,7 @@
 //
 // Not on it, as they live and die with something else: the storage
 // engine's writer, logger and applier goroutines (kv.Store's Start and
-// Close) and graph's list-index catch-up loop (graph.Store's Open and
+// Close) and graphstore's list-index catch-up loop (graphstore.Store's Open and
 // Close); the cluster node's watch and lease loops (cluster.Node). Package
 // queuemetrics and the worker registry (fleet) have no loop: what they
 // show is computed when read, and a forgotten worker's record is removed

@@ -1,16 +1,18 @@
-// Package tenant owns tenants, their policies, identities and roles, and
+// Package tenancy owns tenants, their policies, identities and roles, and
 // authentication: JWTs (HS256 secrets and RS256/ES256/ES384/ES512/EdDSA public
-// keys), API keys, and the static tokens of the OpenClaw Spine environment.
+// keys), API keys, and the static tokens of the OpenClaw Spine environment
+// (a compatibility layer: legacySeedSubjects in static.go).
 //
 // Invariants:
 //   - A request is authenticated by exactly one credential and yields one
-//     Principal: a tenant, a subject (which passes graph.ValidSubject) and a
+//     Principal: a tenant, a subject (which passes graphstore.ValidSubject) and a
 //     role. No subject starts with a prefix the API gives meaning to
 //     ("node:", "identity:", "schedule:"), so no caller passes for a node's
 //     holder, an identity node or a schedule: a JWT with one is refused, an
 //     API key is neither made for one nor, if an older server made it,
-//     accepted, and the static tokens' subjects are fixed names. Every failure to authenticate is a *fault.Unauthorized whose
-//     reason is short, fixed text (never a library's or the store's error).
+//     accepted, and the static tokens' subjects are fixed names. Every
+//     failure to authenticate is a *fault.Unauthorized whose reason is
+//     short, fixed text (never a library's or the store's error).
 //   - The accepted JWT algorithms are pinned: HS256 for the configured
 //     secrets, and for a public key exactly the algorithm of its key type,
 //     chosen by the token's kid. "none" and every other algorithm is refused.

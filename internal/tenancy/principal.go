@@ -50,3 +50,8 @@ func validTenant(id string) bool {
 	}
 	return true
 }
+
+// ValidTenant reports whether id is a tenant id a credential may name
+// (^[a-z0-9][a-z0-9_-]{0,62}$), for callers that name tenants without one
+// (the in-process packages).
+func ValidTenant(id string) bool { return validTenant(id) }

@@ -19,8 +19,9 @@ type Config struct {
 	PublicKeys []PublicKey // PEM files: RSA -> RS256, ECDSA P-256/384/521 -> ES256/384/512, Ed25519 -> EdDSA
 	// Issuer and Audience are checked when non-empty.
 	Issuer, Audience string
-	// Static tokens of the OpenClaw Spine environment, all in tenant "default":
-	// head is a dispatcher, left_claw and right_claw are workers.
+	// Static tokens of the seed subjects, all in tenant "default": head is a
+	// dispatcher, left_claw and right_claw are workers. They are a
+	// compatibility layer (legacySeedSubjects says for what).
 	HeadTokens, LeftClawTokens, RightClawTokens []string
 	// Defaults are the server defaults of every policy field. A zero TTL or
 	// attempts field takes the documented default (300000, 7200000, 5); a
@@ -47,7 +48,11 @@ const (
 // HasCredentials reports whether any secret, public key or static token is
 // configured, that is whether any request could ever authenticate.
 func (c Config) HasCredentials() bool {
-	for _, list := range [][]string{c.JWTSecrets, c.HeadTokens, c.LeftClawTokens, c.RightClawTokens} {
+	lists := [][]string{c.JWTSecrets}
+	for _, seed := range legacySeedSubjects(c) {
+		lists = append(lists, seed.tokens)
+	}
+	for _, list := range lists {
 		for _, s := range list {
 			if s != "" {
 				return true

@@ -9,7 +9,7 @@ import (
 // staticTenant is the tenant of every static token.
 const staticTenant = "default"
 
-// staticToken is one token of the OpenClaw Spine environment, kept as its
+// staticToken is one token of a seed subject (legacySeedSubjects), kept as its
 // SHA-256 so that comparing never leaks the token's length.
 type staticToken struct {
 	sum       [sha256.Size]byte
@@ -19,32 +19,47 @@ type staticToken struct {
 
 type staticTokens []staticToken
 
+// seedSubject is a list of static tokens and the identity every one of them
+// authenticates as, in tenant "default".
+type seedSubject struct {
+	subject string
+	role    Role
+	tokens  []string
+}
+
+// legacySeedSubjects is a compatibility layer for the OpenClaw Spine
+// environment, which Tether started in: before identities were configured
+// (API keys, JWTs), that environment gave its three agents fixed names, a
+// dispatcher "head" and two workers "left_claw" and "right_claw", and
+// HEAD_TOKEN, LEFT_CLAW_TOKEN and RIGHT_CLAW_TOKEN (Config's HeadTokens,
+// LeftClawTokens and RightClawTokens) still authenticate as them. Nothing
+// else depends on these names: a deployment that mints API keys (tether
+// token create) or signs JWTs for its identities needs none of them, and a
+// seed list left empty adds nothing.
+func legacySeedSubjects(cfg Config) []seedSubject {
+	return []seedSubject{
+		{subject: "head", role: RoleDispatcher, tokens: cfg.HeadTokens},
+		{subject: "left_claw", role: RoleWorker, tokens: cfg.LeftClawTokens},
+		{subject: "right_claw", role: RoleWorker, tokens: cfg.RightClawTokens},
+	}
+}
+
 func newStaticTokens(cfg Config) (staticTokens, error) {
 	var out staticTokens
-	add := func(tokens []string, subject, role string) error {
-		for _, t := range tokens {
+	for _, seed := range legacySeedSubjects(cfg) {
+		for _, t := range seed.tokens {
 			if t == "" {
 				continue
 			}
 			sum := sha256.Sum256([]byte(t))
 			for _, o := range out {
-				if o.sum == sum && o.subject != subject {
-					return errors.New("the same static token is configured for " + o.subject + " and " + subject)
+				if o.sum == sum && o.subject != seed.subject {
+					return nil, errors.New("the same static token is configured for " + o.subject + " and " + seed.subject)
 				}
 			}
-			p, _, _ := newPrincipal(staticTenant, subject, []string{role}, ViaStatic)
-			out = append(out, staticToken{sum: sum, subject: subject, principal: p})
+			p, _, _ := newPrincipal(staticTenant, seed.subject, []string{seed.role.String()}, ViaStatic)
+			out = append(out, staticToken{sum: sum, subject: seed.subject, principal: p})
 		}
-		return nil
-	}
-	if err := add(cfg.HeadTokens, "head", RoleDispatcher.String()); err != nil {
-		return nil, err
-	}
-	if err := add(cfg.LeftClawTokens, "left_claw", RoleWorker.String()); err != nil {
-		return nil, err
-	}
-	if err := add(cfg.RightClawTokens, "right_claw", RoleWorker.String()); err != nil {
-		return nil, err
 	}
 	return out, nil
 }

@@ -40,6 +40,18 @@ func TestStaticTokens(t *testing.T) {
 	}
 }
 
+// TestLegacySeedSubjects pins the compatibility layer: which configured
+// list authenticates as whom, with which role.
+func TestLegacySeedSubjects(t *testing.T) {
+	t.Parallel()
+	cfg := Config{HeadTokens: []string{"h"}, LeftClawTokens: []string{"l"}, RightClawTokens: []string{"r"}}
+	require.Equal(t, []seedSubject{
+		{subject: "head", role: RoleDispatcher, tokens: []string{"h"}},
+		{subject: "left_claw", role: RoleWorker, tokens: []string{"l"}},
+		{subject: "right_claw", role: RoleWorker, tokens: []string{"r"}},
+	}, legacySeedSubjects(cfg))
+}
+
 func TestStaticTokenForTwoIdentitiesIsAnError(t *testing.T) {
 	t.Parallel()
 	store := setup(t, Config{}).store

@@ -41,9 +41,13 @@ func InMemory(cfg *server.Config) { cfg.DataDir, cfg.InMemory = "", true }
 // directory, a fake clock at now, a one-second reaper, a 64 KiB body limit,
 // HS256 tokens signed with Secret, a static head token, and the tenant
 // defaults of a fresh server.
-func Config(t testing.TB) server.Config {
+func Config(t testing.TB) server.Config { return ConfigIn(t.TempDir()) }
+
+// ConfigIn is Config with its data directory dir, for a harness without a
+// testing.TB (client/clienttest's Start).
+func ConfigIn(dir string) server.Config {
 	return server.Config{
-		DataDir:        t.TempDir(),
+		DataDir:        dir,
 		Clock:          clocktest.New(time.Now().UTC().Truncate(time.Millisecond)),
 		ReaperInterval: time.Second,
 		MaxBodyBytes:   64 << 10,

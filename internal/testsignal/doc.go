@@ -14,7 +14,7 @@
 // Its users, each a TestSignals field of the component:
 //
 //	the background services (package startstop):
-//	  lease.Service       Reaped   a reap, once readers see it (its count)
+//	  leasing.Service       Reaped   a reap, once readers see it (its count)
 //	  retention.Cleaner   Passed   a timed pass (its error)
 //	  blob.Service        Swept    a timed sweep (what it collected)
 //	  schedule.Service    Idle     the firing loop sleeps (towards when)

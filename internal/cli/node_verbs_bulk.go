@@ -95,11 +95,10 @@ func (c *cli) runBulk(cmd *cobra.Command, f *nodeFilter, action client.BulkReque
 	req := client.BulkRequest{Action: action, Filter: f.filter(cmd), Limit: &f.limit, Reason: reason, Force: force}
 	call := func(dry bool) (*client.BulkResult, []byte, error) {
 		req.DryRun = &dry
-		res, err := api.BulkNodesWithResponse(cmd.Context(), req)
+		res, err := askWith(c, api, func(api *apiClient) (*client.BulkNodesResponse, error) {
+			return api.BulkNodesWithResponse(cmd.Context(), req)
+		})
 		if err != nil {
-			return nil, nil, c.unreachable(err)
-		}
-		if err := c.check(res.HTTPResponse, res.Body); err != nil {
 			return nil, nil, err
 		}
 		return res.JSON200, res.Body, nil
