@@ -95,7 +95,7 @@ generate: ## Regenerate the Go client, the Python client's generated modules (an
 	@if command -v npm >/dev/null && [ -d clients/typescript/node_modules ]; then cd clients/typescript && npm run --silent generate; fi
 
 # The packages whose stored records have a generated codec (msgp).
-CODEC_PKGS := ./internal/graphstore/ ./internal/nodes/ ./internal/tenancy/ ./internal/fleet/ ./internal/message/ ./internal/schedule/
+CODEC_PKGS := ./internal/records/ ./internal/nodes/ ./internal/tenancy/ ./internal/fleet/ ./internal/message/ ./internal/schedule/
 
 .PHONY: generate-codecs
 generate-codecs: ## Regenerate the stored records' MessagePack codecs (*_gen.go) with msgp
@@ -109,8 +109,8 @@ verify: generate generate-codecs ## Fail when generated code is stale
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for a short while
-	$(GO) test ./internal/graphstore/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
-	$(GO) test ./internal/graphstore/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s
+	$(GO) test ./internal/records/ -run '^$$' -fuzz FuzzOrderBytes -fuzztime 20s
+	$(GO) test ./internal/records/ -run '^$$' -fuzz FuzzKeysStayInsideTenant -fuzztime 20s
 	$(GO) test ./api/ -run '^$$' -fuzz FuzzDecodeNodeSpec -fuzztime 20s
 	$(GO) test ./internal/nodes/ -run '^$$' -fuzz FuzzNodePatch -fuzztime 20s
 	$(GO) test ./internal/nodes/ -run '^$$' -fuzz FuzzParseETag -fuzztime 10s

@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // writeJSON answers v as JSON with status. It is c.JSON without parsing the
@@ -72,37 +72,37 @@ func fieldPtr(s *string) *string {
 // fields (encode_gen.go; go generate ./api/), and node_shape_test.go holds
 // them to the stored node's and to openapi.yaml's Node.
 type nodeJSON struct {
-	ID          string              `json:"id"`
-	Type        string              `json:"type"`
-	Title       string              `json:"title"`
-	Body        string              `json:"body"`
-	Status      graphstore.Status   `json:"status"`
-	Queue       *string             `json:"queue"`
-	Priority    int64               `json:"priority"`
-	Target      *string             `json:"target"`
-	Labels      []string            `json:"labels"`
-	Props       map[string]any      `json:"props"`
-	Attempts    int64               `json:"attempts"`
-	MaxAttempts int64               `json:"max_attempts"`
-	RunAt       *Time               `json:"run_at"`
-	TimeoutMS   *int64              `json:"timeout_ms"`
-	Backoff     *graphstore.Backoff `json:"backoff"`
-	Parent      *string             `json:"parent"`
-	OnChildFail string              `json:"on_child_fail"`
-	Ready       bool                `json:"ready"`
-	BlockedBy   []string            `json:"blocked_by"`
-	Lease       *leaseJSON          `json:"lease"`
-	Result      json.RawMessage     `json:"result"`
-	Error       *string             `json:"error"`
-	Progress    *progressJSON       `json:"progress"`
-	Usage       map[string]float64  `json:"usage"`
-	UsageTotal  map[string]float64  `json:"usage_total"`
-	Version     int64               `json:"version"`
-	CreatedBy   string              `json:"created_by"`
-	CreatedAt   Time                `json:"created_at"`
-	UpdatedAt   Time                `json:"updated_at"`
-	Blobs       []string            `json:"blobs"`
-	Traceparent *string             `json:"traceparent,omitempty"`
+	ID          string             `json:"id"`
+	Type        string             `json:"type"`
+	Title       string             `json:"title"`
+	Body        string             `json:"body"`
+	Status      records.Status     `json:"status"`
+	Queue       *string            `json:"queue"`
+	Priority    int64              `json:"priority"`
+	Target      *string            `json:"target"`
+	Labels      []string           `json:"labels"`
+	Props       map[string]any     `json:"props"`
+	Attempts    int64              `json:"attempts"`
+	MaxAttempts int64              `json:"max_attempts"`
+	RunAt       *Time              `json:"run_at"`
+	TimeoutMS   *int64             `json:"timeout_ms"`
+	Backoff     *records.Backoff   `json:"backoff"`
+	Parent      *string            `json:"parent"`
+	OnChildFail string             `json:"on_child_fail"`
+	Ready       bool               `json:"ready"`
+	BlockedBy   []string           `json:"blocked_by"`
+	Lease       *leaseJSON         `json:"lease"`
+	Result      json.RawMessage    `json:"result"`
+	Error       *string            `json:"error"`
+	Progress    *progressJSON      `json:"progress"`
+	Usage       map[string]float64 `json:"usage"`
+	UsageTotal  map[string]float64 `json:"usage_total"`
+	Version     int64              `json:"version"`
+	CreatedBy   string             `json:"created_by"`
+	CreatedAt   Time               `json:"created_at"`
+	UpdatedAt   Time               `json:"updated_at"`
+	Blobs       []string           `json:"blobs"`
+	Traceparent *string            `json:"traceparent,omitempty"`
 }
 
 type progressJSON struct {
@@ -187,7 +187,7 @@ func toNodes(vs []nodes.NodeView) []nodeJSON {
 	return out
 }
 
-func toLease(nodeID string, l *graphstore.Lease) leaseJSON {
+func toLease(nodeID string, l *records.Lease) leaseJSON {
 	return leaseJSON{
 		NodeID: nodeID, By: l.By, Session: fieldPtr(&l.Session), Fence: l.Fence, TTLMS: l.TTLMS,
 		ClaimedAt: Time(l.ClaimedAt), RenewedAt: Time(l.RenewedAt),
@@ -195,7 +195,7 @@ func toLease(nodeID string, l *graphstore.Lease) leaseJSON {
 	}
 }
 
-func toEdge(e *graphstore.Edge) *edgeJSON {
+func toEdge(e *records.Edge) *edgeJSON {
 	if e == nil {
 		return nil
 	}
@@ -209,7 +209,7 @@ func toEdge(e *graphstore.Edge) *edgeJSON {
 	}
 }
 
-func toEdges(es []*graphstore.Edge) []*edgeJSON {
+func toEdges(es []*records.Edge) []*edgeJSON {
 	out := make([]*edgeJSON, len(es))
 	for i, e := range es {
 		out[i] = toEdge(e)

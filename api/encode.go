@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // The hot answers (a node, a lease, a claim, a completion, a batch's
@@ -276,7 +276,7 @@ func appendFloat(b []byte, f float64) []byte {
 }
 
 // appendBackoff appends a retry backoff.
-func appendBackoff(b []byte, bo *graphstore.Backoff) ([]byte, error) {
+func appendBackoff(b []byte, bo *records.Backoff) ([]byte, error) {
 	if bo == nil {
 		return append(b, "null"...), nil
 	}
@@ -511,7 +511,7 @@ func (l list[T]) appendJSON(b []byte) ([]byte, error) {
 
 // appendEventMessage appends ev as one server-sent event: its seq as the
 // id, its type as the event, its JSON as the data.
-func appendEventMessage(b []byte, ev graphstore.Event) ([]byte, error) {
+func appendEventMessage(b []byte, ev records.Event) ([]byte, error) {
 	b = append(b, "id: "...)
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, "\nevent: "...)

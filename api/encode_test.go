@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // sameAsEncodingJSON fails unless v's appender writes exactly the bytes
@@ -40,8 +40,8 @@ func testNodes() []nodes.NodeView {
 	errText := "it <broke> & stopped"
 	var out []nodes.NodeView
 	for i, s := range awkward {
-		n := &graphstore.Node{
-			Tenant: "acme", ID: "n-" + s, Type: s, Title: s, Body: s, Status: graphstore.StatusRunning,
+		n := &records.Node{
+			Tenant: "acme", ID: "n-" + s, Type: s, Title: s, Body: s, Status: records.StatusRunning,
 			Queue: s, Priority: int64(i) - 5, Target: s, Labels: []string{s, "x"},
 			Attempts: int64(i), MaxAttempts: 3, OnChildFail: "fail", Version: int64(i * 7),
 			CreatedBy: s, CreatedAt: at, UpdatedAt: at.Add(time.Duration(i) * time.Millisecond),
@@ -52,22 +52,22 @@ func testNodes() []nodes.NodeView {
 			n.Usage = map[string]float64{"tokens": 123456789, "tiny": 1e-9, "big": 1e22}
 			n.UsageTotal = map[string]float64{"tokens": 0.1}
 			n.Result = json.RawMessage(` { "ok" : true, "html": "<b>&</b>", "sep": "` + "\u2028" + `" } `)
-			n.Progress = &graphstore.Progress{Pct: &pct, Message: s, UpdatedAt: at}
+			n.Progress = &records.Progress{Pct: &pct, Message: s, UpdatedAt: at}
 		case 1:
 			n.Result = json.RawMessage(`{"ok":true}`)
 			n.RunAt = &at
 			n.TimeoutMS = &timeout
-			n.Backoff = &graphstore.Backoff{InitialMS: 100, MaxMS: 1000, Factor: 2.5}
+			n.Backoff = &records.Backoff{InitialMS: 100, MaxMS: 1000, Factor: 2.5}
 			n.Error = &errText
 			n.Parent = s
-			n.Progress = &graphstore.Progress{Pct: &small, UpdatedAt: at}
+			n.Progress = &records.Progress{Pct: &small, UpdatedAt: at}
 		case 2:
 			n.Result = json.RawMessage(`null`)
 			n.Blobs = []string{"abc", s}
 			n.Props = map[string]any{}
 		case 3:
-			n.Lease = &graphstore.Lease{By: s, Session: s, Fence: uint64(i) << 40, TTLMS: 60000, ClaimedAt: at, RenewedAt: at, ExpiresAt: at.Add(time.Minute)}
-			n.Progress = &graphstore.Progress{UpdatedAt: at}
+			n.Lease = &records.Lease{By: s, Session: s, Fence: uint64(i) << 40, TTLMS: 60000, ClaimedAt: at, RenewedAt: at, ExpiresAt: at.Add(time.Minute)}
+			n.Progress = &records.Progress{UpdatedAt: at}
 			n.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		}
 		out = append(out, nodes.NodeView{Node: n, Readiness: nodes.Readiness{Ready: i%2 == 0, BlockedBy: []string{s}}})
@@ -84,11 +84,11 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		raw := nodeJSON{ID: v.ID, Labels: nil, Props: nil, Usage: nil, Result: nil, CreatedAt: Time(at)}
 		sameAsEncodingJSON(t, &raw)
 		sameAsEncodingJSON(t, &nodeAnswer{OK: true, Status: v.Status, Node: node})
-		l := graphstore.Lease{By: v.CreatedBy, Fence: 7, TTLMS: 1000, ClaimedAt: at, RenewedAt: at, ExpiresAt: at}
+		l := records.Lease{By: v.CreatedBy, Fence: 7, TTLMS: 1000, ClaimedAt: at, RenewedAt: at, ExpiresAt: at}
 		lease := toLease(v.ID, &l)
 		sameAsEncodingJSON(t, &lease)
 		sameAsEncodingJSON(t, &renewAnswer{OK: true, Status: v.Status, Lease: lease, InboxUnread: 3})
-		edge := toEdge(&graphstore.Edge{From: v.ID, Type: "assigned", To: v.CreatedBy, Props: v.Props, CreatedBy: v.Title, CreatedAt: at, RetiredAt: &at})
+		edge := toEdge(&records.Edge{From: v.ID, Type: "assigned", To: v.CreatedBy, Props: v.Props, CreatedBy: v.Title, CreatedAt: at, RetiredAt: &at})
 		for _, c := range []capped{{}, cappedTo(true, time.Hour)} {
 			sameAsEncodingJSON(t, &claimAnswer{OK: true, Status: v.Status, Renewed: true, Lease: lease, Edge: edge, Node: node, capped: c})
 			sameAsEncodingJSON(t, &claimAnswer{OK: true, Status: v.Status, Lease: lease, Node: node, capped: c})
@@ -121,20 +121,20 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 // testEvents are events with every awkward string and the kinds of data
 // the events carry (numbers, strings, nil, nested maps and lists), given as
 // maps and built already encoded.
-func testEvents() []graphstore.Event {
+func testEvents() []records.Event {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.FixedZone("X", 3600))
-	var evs []graphstore.Event
+	var evs []records.Event
 	for i, s := range awkward {
-		ev := graphstore.Event{Tenant: "acme", Seq: uint64(i) << 50, At: at.Add(time.Duration(i) * time.Hour * 9000), Type: graphstore.EventType(s), NodeID: s, By: s}
+		ev := records.Event{Tenant: "acme", Seq: uint64(i) << 50, At: at.Add(time.Duration(i) * time.Hour * 9000), Type: records.EventType(s), NodeID: s, By: s}
 		switch i % 4 {
 		case 0:
-			ev.Data = graphstore.DataOf(map[string]any{"fence": uint64(1) << 63, "holder": s, "attempt": int64(i), "error": nil})
+			ev.Data = records.DataOf(map[string]any{"fence": uint64(1) << 63, "holder": s, "attempt": int64(i), "error": nil})
 		case 1:
-			ev.Data = graphstore.DataOf(map[string]any{"usage": map[string]any{"tokens": 1.5e21, "<": []any{s, true}}, "pct": 0.000001})
+			ev.Data = records.DataOf(map[string]any{"usage": map[string]any{"tokens": 1.5e21, "<": []any{s, true}}, "pct": 0.000001})
 		case 2:
-			ev.Data = graphstore.DataOf(map[string]any{})
+			ev.Data = records.DataOf(map[string]any{})
 		case 3:
-			ev.Data = graphstore.Data().Uint("fence", 1<<63).Str(s, s).Int("attempt", -int64(i)).StrOrNull("session", "").Bool("capped", true).Done()
+			ev.Data = records.Data().Uint("fence", 1<<63).Str(s, s).Int("attempt", -int64(i)).StrOrNull("session", "").Bool("capped", true).Done()
 		}
 		evs = append(evs, ev)
 	}

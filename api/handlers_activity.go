@@ -13,7 +13,7 @@ import (
 
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/tenancy"
 )
 
@@ -39,26 +39,26 @@ type commentJSON struct {
 	CreatedAt Time   `json:"created_at"`
 }
 
-func toComment(c *graphstore.Comment) commentJSON {
+func toComment(c *records.Comment) commentJSON {
 	return commentJSON{ID: c.ID, NodeID: c.NodeID, By: c.By, Body: c.Body, CreatedAt: Time(c.CreatedAt)}
 }
 
 type eventJSON struct {
-	Seq    uint64               `json:"seq"`
-	At     Time                 `json:"at"`
-	Type   graphstore.EventType `json:"type"`
-	NodeID string               `json:"node_id"`
-	By     string               `json:"by"`
-	Data   map[string]any       `json:"data"`
+	Seq    uint64            `json:"seq"`
+	At     Time              `json:"at"`
+	Type   records.EventType `json:"type"`
+	NodeID string            `json:"node_id"`
+	By     string            `json:"by"`
+	Data   map[string]any    `json:"data"`
 }
 
-func toEvent(ev graphstore.Event) eventJSON {
+func toEvent(ev records.Event) eventJSON {
 	return eventJSON{Seq: ev.Seq, At: Time(ev.At), Type: ev.Type, NodeID: ev.NodeID, By: ev.By, Data: ev.Data.Map()}
 }
 
 // eventList is the page of evs. next_cursor is the seq of the last event
 // whenever there is one, so a poller always knows what to pass as after.
-func eventList(evs []graphstore.Event) list[eventJSON] {
+func eventList(evs []records.Event) list[eventJSON] {
 	items := make([]eventJSON, len(evs))
 	for i, ev := range evs {
 		items[i] = toEvent(ev)

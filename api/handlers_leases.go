@@ -7,7 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/tenancy"
 )
 
@@ -30,7 +30,7 @@ func (s *Server) cancel(c echo.Context, id, reason string, withStatus bool) erro
 	}
 	out := map[string]any{"ok": true, "cancelled": ids}
 	if withStatus {
-		out["status"] = graphstore.StatusCancelled
+		out["status"] = records.StatusCancelled
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

@@ -6,22 +6,22 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 type queueJSON struct {
-	Queue         string                      `json:"queue"`
-	Paused        bool                        `json:"paused"`
-	MaxRunning    int64                       `json:"max_running"`
-	Counts        map[graphstore.Status]int64 `json:"counts"`
-	Ready         int                         `json:"ready"`
-	OldestReadyAt *Time                       `json:"oldest_ready_at"`
+	Queue         string                   `json:"queue"`
+	Paused        bool                     `json:"paused"`
+	MaxRunning    int64                    `json:"max_running"`
+	Counts        map[records.Status]int64 `json:"counts"`
+	Ready         int                      `json:"ready"`
+	OldestReadyAt *Time                    `json:"oldest_ready_at"`
 }
 
 func toQueue(v nodes.QueueView) queueJSON {
-	counts := map[graphstore.Status]int64{}
-	for _, st := range graphstore.Statuses() {
+	counts := map[records.Status]int64{}
+	for _, st := range records.Statuses() {
 		counts[st] = v.Counts[st]
 	}
 	return queueJSON{Queue: v.Queue, Paused: v.Paused, MaxRunning: v.MaxRunning, Counts: counts, Ready: v.Ready, OldestReadyAt: timePtr(v.OldestReady)}
@@ -163,7 +163,7 @@ func (s *Server) claimMany(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes := make([]*graphstore.Node, len(got))
+	nodes := make([]*records.Node, len(got))
 	for i, r := range got {
 		nodes[i] = r.Node
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // nodeFilter is the filters of GET /v1/nodes, read from its query string, and
@@ -60,7 +61,7 @@ func filterFromQuery(q url.Values) (nodeFilter, error) {
 // query is the graph query of f (without limit and cursor) and its
 // readiness filter.
 func (f nodeFilter) query() (graphstore.NodeQuery, *bool, error) {
-	if f.Status != "" && !graphstore.Status(f.Status).Valid() {
+	if f.Status != "" && !records.Status(f.Status).Valid() {
 		return graphstore.NodeQuery{}, nil, fault.Invalidf("status", "must be one of open, queued, running, done, failed, dead, cancelled")
 	}
 	if len(f.Q) > 200 {

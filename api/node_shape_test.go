@@ -13,8 +13,8 @@ import (
 
 	tether "github.com/tether-run/tether"
 	"github.com/tether-run/tether/client"
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // A node is defined in a few shapes that are not generated from one
@@ -96,13 +96,13 @@ func without(names []string, drop ...[]string) []string {
 
 func TestNodeAnswerHasEveryStoredField(t *testing.T) {
 	t.Parallel()
-	stored := jsonNames(reflect.TypeFor[graphstore.Node]())
+	stored := jsonNames(reflect.TypeFor[records.Node]())
 	answer := jsonNames(reflect.TypeFor[nodeJSON]())
 	for _, n := range storedOnly {
 		require.Contains(t, stored, n, "storedOnly lists %s, which the stored node no longer has", n)
 	}
 	sameSet(t, without(stored, storedOnly), without(answer, answerOnly),
-		"graphstore.Node and nodeJSON (api/dto.go) differ: add the field to both, or to storedOnly with why")
+		"records.Node and nodeJSON (api/dto.go) differ: add the field to both, or to storedOnly with why")
 }
 
 func TestNodeAnswerMatchesSpec(t *testing.T) {
@@ -149,9 +149,9 @@ func TestNodeAppenderWritesEveryField(t *testing.T) {
 func TestNodeSpecMatchesStoredAndSpec(t *testing.T) {
 	t.Parallel()
 	spec := jsonNames(reflect.TypeFor[nodes.NodeSpec]())
-	stored := jsonNames(reflect.TypeFor[graphstore.Node]())
+	stored := jsonNames(reflect.TypeFor[records.Node]())
 	sameSet(t, without(stored, storedNotCreated), without(spec, specOnly),
-		"nodes.NodeSpec and graphstore.Node differ: add the field to both, or to storedNotCreated or specOnly with why")
+		"nodes.NodeSpec and records.Node differ: add the field to both, or to storedNotCreated or specOnly with why")
 	sameSet(t, spec, specProperties(t, "NodeCreate"),
 		"nodes.NodeSpec and openapi.yaml's NodeCreate differ: add the field to both")
 	sameSet(t, spec, jsonNames(reflect.TypeFor[client.NodeCreate]()),

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/tenancy"
 )
 
@@ -93,12 +94,12 @@ func (s *Server) claim(ctx context.Context, p *tenancy.Principal, id string, b c
 // value and sorting the keys.
 
 type claimAnswer struct {
-	OK      bool              `json:"ok"`
-	Status  graphstore.Status `json:"status"`
-	Renewed bool              `json:"renewed"`
-	Lease   leaseJSON         `json:"lease"`
-	Edge    *edgeJSON         `json:"edge"`
-	Node    nodeJSON          `json:"node"`
+	OK      bool           `json:"ok"`
+	Status  records.Status `json:"status"`
+	Renewed bool           `json:"renewed"`
+	Lease   leaseJSON      `json:"lease"`
+	Edge    *edgeJSON      `json:"edge"`
+	Node    nodeJSON       `json:"node"`
 	capped
 }
 
@@ -116,36 +117,36 @@ func cappedTo(isCapped bool, max time.Duration) capped {
 }
 
 type renewAnswer struct {
-	OK          bool              `json:"ok"`
-	Status      graphstore.Status `json:"status"`
-	Lease       leaseJSON         `json:"lease"`
-	InboxUnread int64             `json:"inbox_unread"`
+	OK          bool           `json:"ok"`
+	Status      records.Status `json:"status"`
+	Lease       leaseJSON      `json:"lease"`
+	InboxUnread int64          `json:"inbox_unread"`
 }
 
 type extendAnswer struct {
-	OK     bool              `json:"ok"`
-	Status graphstore.Status `json:"status"`
-	Lease  leaseJSON         `json:"lease"`
+	OK     bool           `json:"ok"`
+	Status records.Status `json:"status"`
+	Lease  leaseJSON      `json:"lease"`
 	capped
 }
 
 type releaseAnswer struct {
-	OK     bool              `json:"ok"`
-	Status graphstore.Status `json:"status"`
+	OK     bool           `json:"ok"`
+	Status records.Status `json:"status"`
 }
 
 type nodeAnswer struct {
-	OK     bool              `json:"ok"`
-	Status graphstore.Status `json:"status"`
-	Node   nodeJSON          `json:"node"`
+	OK     bool           `json:"ok"`
+	Status records.Status `json:"status"`
+	Node   nodeJSON       `json:"node"`
 }
 
 type progressAnswer struct {
-	OK          bool              `json:"ok"`
-	Status      graphstore.Status `json:"status"`
-	Lease       leaseJSON         `json:"lease"`
-	Node        nodeJSON          `json:"node"`
-	InboxUnread int64             `json:"inbox_unread"`
+	OK          bool           `json:"ok"`
+	Status      records.Status `json:"status"`
+	Lease       leaseJSON      `json:"lease"`
+	Node        nodeJSON       `json:"node"`
+	InboxUnread int64          `json:"inbox_unread"`
 }
 
 func (s *Server) claimJSON(res *leasing.ClaimResult) (*claimAnswer, error) {
@@ -187,7 +188,7 @@ func (s *Server) opRenew(ctx context.Context, p *tenancy.Principal, id string, b
 }
 
 // renewAnswerOf is the answer of p's renew of node id: n with lease l.
-func (s *Server) renewAnswerOf(p *tenancy.Principal, id string, n *graphstore.Node, l *graphstore.Lease) *renewAnswer {
+func (s *Server) renewAnswerOf(p *tenancy.Principal, id string, n *records.Node, l *records.Lease) *renewAnswer {
 	return &renewAnswer{
 		OK: true, Status: n.Status, Lease: toLease(id, l),
 		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),
@@ -225,9 +226,9 @@ func (s *Server) opExtend(ctx context.Context, p *tenancy.Principal, id string, 
 
 // extendAnswerOf is the answer of an extend of node id: its lease l, capped
 // to max when isCapped.
-func extendAnswerOf(id string, l *graphstore.Lease, isCapped bool, max time.Duration) *extendAnswer {
+func extendAnswerOf(id string, l *records.Lease, isCapped bool, max time.Duration) *extendAnswer {
 	return &extendAnswer{
-		OK: true, Status: graphstore.StatusRunning, Lease: toLease(id, l), capped: cappedTo(isCapped, max),
+		OK: true, Status: records.StatusRunning, Lease: toLease(id, l), capped: cappedTo(isCapped, max),
 	}
 }
 
@@ -282,7 +283,7 @@ func (s *Server) releaseWith(ctx context.Context, rp leasing.ReleaseParams) (int
 }
 
 // releaseAnswerOf is the answer of a release that left n.
-func releaseAnswerOf(n *graphstore.Node) *releaseAnswer {
+func releaseAnswerOf(n *records.Node) *releaseAnswer {
 	return &releaseAnswer{OK: true, Status: n.Status}
 }
 
@@ -393,7 +394,7 @@ func (s *Server) completeWith(ctx context.Context, cp nodes.CompleteParams) (int
 }
 
 // nodeAnswer is the {ok, status, node} answer of the lifecycle calls.
-func (s *Server) nodeAnswer(n *graphstore.Node) (int, any, error) {
+func (s *Server) nodeAnswer(n *records.Node) (int, any, error) {
 	out, err := s.nodeAnswerOf(n)
 	if err != nil {
 		return 0, nil, err
@@ -402,7 +403,7 @@ func (s *Server) nodeAnswer(n *graphstore.Node) (int, any, error) {
 }
 
 // nodeAnswerOf is nodeAnswer's body: {ok, status, node} for n.
-func (s *Server) nodeAnswerOf(n *graphstore.Node) (*nodeAnswer, error) {
+func (s *Server) nodeAnswerOf(n *records.Node) (*nodeAnswer, error) {
 	views, err := s.nodes.Views(n)
 	if err != nil {
 		return nil, err
@@ -490,7 +491,7 @@ func (s *Server) opProgress(ctx context.Context, p *tenancy.Principal, id string
 
 // progressAnswerOf is the answer of p's progress of node id: its view v and
 // its renewed lease l.
-func (s *Server) progressAnswerOf(p *tenancy.Principal, id string, v nodes.NodeView, l *graphstore.Lease) *progressAnswer {
+func (s *Server) progressAnswerOf(p *tenancy.Principal, id string, v nodes.NodeView, l *records.Lease) *progressAnswer {
 	return &progressAnswer{
 		OK: true, Status: v.Status, Lease: toLease(id, l), Node: toNode(v),
 		InboxUnread: s.messages.Unread(p.Tenant, p.Subject, id),

@@ -3,10 +3,10 @@ package graph
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
-func nodeOf(n *graphstore.Node) *Node {
+func nodeOf(n *records.Node) *Node {
 	out := &Node{
 		Tenant: n.Tenant, ID: n.ID, Type: n.Type, Title: n.Title, Body: n.Body,
 		Status: Status(n.Status), Queue: n.Queue, Priority: n.Priority, Target: n.Target,
@@ -26,7 +26,7 @@ func nodeOf(n *graphstore.Node) *Node {
 	return out
 }
 
-func edgeOf(e *graphstore.Edge) Edge {
+func edgeOf(e *records.Edge) Edge {
 	return Edge{From: e.From, Type: e.Type, To: e.To, Props: e.Props, CreatedBy: e.CreatedBy, CreatedAt: e.CreatedAt, RetiredAt: e.RetiredAt}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // defaultLimit is the page size of a NodeQuery without one.
@@ -49,7 +50,7 @@ func (g *Graph) Nodes(ctx context.Context, tenant string, q NodeQuery) ([]*Node,
 	sq := graphstore.NodeQuery{
 		Status: string(q.Status), Queue: q.Queue, Type: q.Type, Label: q.Label,
 		Holder: q.Holder, Parent: q.Parent, Limit: q.Limit, Cursor: q.Cursor,
-		Match: func(_ *graphstore.Tx, n *graphstore.Node) (bool, error) {
+		Match: func(_ *graphstore.Tx, n *records.Node) (bool, error) {
 			return n.Type != graphstore.IdentityType, nil
 		},
 	}
@@ -80,7 +81,7 @@ func (g *Graph) Edges(ctx context.Context, tenant, id string, q EdgeQuery) ([]Ed
 	var out []Edge
 	err := g.view(ctx, func(tx *graphstore.Tx) error {
 		return tx.EdgesOf(tenant, id, graphstore.EdgeQuery{Dir: graphstore.Direction(q.Dir), Type: q.Type, IncludeRetired: q.IncludeRetired},
-			func(e *graphstore.Edge, _ []byte) (bool, error) {
+			func(e *records.Edge, _ []byte) (bool, error) {
 				out = append(out, edgeOf(e))
 				return true, nil
 			})

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // TestNodeIsAProjection holds the public Node to the stored one: it carries
@@ -14,10 +14,10 @@ import (
 // needs nothing here; one added to Node must be a stored field.
 func TestNodeIsAProjection(t *testing.T) {
 	t.Parallel()
-	stored := reflect.TypeFor[graphstore.Node]()
+	stored := reflect.TypeFor[records.Node]()
 	for f := range reflect.TypeFor[Node]().Fields() {
 		if _, ok := stored.FieldByName(f.Name); !ok {
-			t.Errorf("graph.Node.%s is not a field of graphstore.Node", f.Name)
+			t.Errorf("graph.Node.%s is not a field of records.Node", f.Name)
 		}
 	}
 }

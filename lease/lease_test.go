@@ -10,8 +10,8 @@ import (
 
 	"github.com/tether-run/tether/graph"
 	"github.com/tether-run/tether/internal/clock/clocktest"
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/lease"
 )
 
@@ -244,7 +244,7 @@ func TestOutcomesAreTheLifecycles(t *testing.T) {
 func TestStatusesAreTheStores(t *testing.T) {
 	t.Parallel()
 	var stored []string
-	for _, s := range graphstore.Statuses() {
+	for _, s := range records.Statuses() {
 		stored = append(stored, string(s))
 	}
 	var public []string

@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/tenancy"
 	"github.com/tether-run/tether/tenant"
 )
@@ -351,7 +352,7 @@ func (s *Store) open() error {
 	return nil
 }
 
-func leaseOf(tenant string, n *graphstore.Node, l *graphstore.Lease, capped bool) *Lease {
+func leaseOf(tenant string, n *records.Node, l *records.Lease, capped bool) *Lease {
 	return &Lease{
 		Tenant: tenant, NodeID: n.ID, Worker: l.By, Session: l.Session, Fence: l.Fence, Attempt: n.Attempts,
 		TTL: time.Duration(l.TTLMS) * time.Millisecond, ClaimedAt: l.ClaimedAt, ExpiresAt: l.ExpiresAt, Capped: capped,
@@ -359,7 +360,7 @@ func leaseOf(tenant string, n *graphstore.Node, l *graphstore.Lease, capped bool
 }
 
 // renewed is l with the expiry and TTL of its renewal gl.
-func renewed(l *Lease, gl *graphstore.Lease, capped bool) *Lease {
+func renewed(l *Lease, gl *records.Lease, capped bool) *Lease {
 	out := *l
 	out.ExpiresAt = gl.ExpiresAt
 	out.TTL = time.Duration(gl.TTLMS) * time.Millisecond

@@ -70,20 +70,20 @@ func run(in, out string, names []string) error {
 // that appends it; %s is the field. Types not listed here and not a pointer
 // to another answer type are an error: add them.
 var kinds = map[string]string{
-	"string":              "b = appendString(b, %s)\n",
-	"*string":             "b = appendStringPtr(b, %s)\n",
-	"graphstore.Status":   "b = appendString(b, string(%s))\n",
-	"int64":               "b = strconv.AppendInt(b, %s, 10)\n",
-	"uint64":              "b = strconv.AppendUint(b, %s, 10)\n",
-	"*int64":              "if %[1]s == nil {\nb = append(b, \"null\"...)\n} else {\nb = strconv.AppendInt(b, *%[1]s, 10)\n}\n",
-	"bool":                "b = appendBool(b, %s)\n",
-	"[]string":            "b = appendStrings(b, %s)\n",
-	"Time":                "b = appendTime(b, %s)\n",
-	"*Time":               "b = appendTimePtr(b, %s)\n",
-	"json.RawMessage":     "if b, err = appendRaw(b, %s); err != nil {\nreturn b, err\n}\n",
-	"*graphstore.Backoff": "if b, err = appendBackoff(b, %s); err != nil {\nreturn b, err\n}\n",
-	"map[string]any":      "if b, err = appendMap(b, %s); err != nil {\nreturn b, err\n}\n",
-	"map[string]float64":  "if b, err = appendMap(b, %s); err != nil {\nreturn b, err\n}\n",
+	"string":             "b = appendString(b, %s)\n",
+	"*string":            "b = appendStringPtr(b, %s)\n",
+	"records.Status":     "b = appendString(b, string(%s))\n",
+	"int64":              "b = strconv.AppendInt(b, %s, 10)\n",
+	"uint64":             "b = strconv.AppendUint(b, %s, 10)\n",
+	"*int64":             "if %[1]s == nil {\nb = append(b, \"null\"...)\n} else {\nb = strconv.AppendInt(b, *%[1]s, 10)\n}\n",
+	"bool":               "b = appendBool(b, %s)\n",
+	"[]string":           "b = appendStrings(b, %s)\n",
+	"Time":               "b = appendTime(b, %s)\n",
+	"*Time":              "b = appendTimePtr(b, %s)\n",
+	"json.RawMessage":    "if b, err = appendRaw(b, %s); err != nil {\nreturn b, err\n}\n",
+	"*records.Backoff":   "if b, err = appendBackoff(b, %s); err != nil {\nreturn b, err\n}\n",
+	"map[string]any":     "if b, err = appendMap(b, %s); err != nil {\nreturn b, err\n}\n",
+	"map[string]float64": "if b, err = appendMap(b, %s); err != nil {\nreturn b, err\n}\n",
 }
 
 // answerPointer is a pointer to another answer type (*leaseJSON), which

@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/backup"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 const testOperatorToken = "op-test-token"
@@ -30,7 +31,7 @@ type backupLedger struct {
 }
 
 type endRec struct {
-	status graphstore.Status
+	status records.Status
 	at     time.Time
 }
 
@@ -66,21 +67,21 @@ func TestBackupsUnderLoadRestoreConsistently(t *testing.T) {
 					return
 				}
 				fence := ptr(cl.JSON200.Lease.Fence)
-				var end graphstore.Status
+				var end records.Status
 				if n%4 == 3 {
 					res, err := w.FailNodeWithResponse(ctx, id, client.FailRequest{Error: "no", Fence: fence, Requeue: ptr(false)})
 					if err != nil || res.StatusCode() != http.StatusOK {
 						t.Errorf("fail %s: %v %s", id, err, body(res))
 						return
 					}
-					end = graphstore.StatusFailed
+					end = records.StatusFailed
 				} else {
 					res, err := w.CompleteNodeWithResponse(ctx, id, client.CompleteRequest{Fence: fence})
 					if err != nil || res.StatusCode() != http.StatusOK {
 						t.Errorf("complete %s: %v %s", id, err, body(res))
 						return
 					}
-					end = graphstore.StatusDone
+					end = records.StatusDone
 				}
 				led.mu.Lock()
 				led.ended[id] = endRec{end, time.Now()}
@@ -152,22 +153,22 @@ func checkRestored(t *testing.T, round int, dir string, began time.Time, created
 		for _, n := range nodes {
 			evs, err := tx.NodeEvents("acme", n.ID, 0, 100)
 			require.NoError(t, err)
-			types := map[graphstore.EventType]int{}
+			types := map[records.EventType]int{}
 			for _, ev := range evs {
 				types[ev.Type]++
 			}
-			require.Equal(t, 1, types[graphstore.EventCreated], "round %d: %s: events %v", round, n.ID, types)
+			require.Equal(t, 1, types[records.EventCreated], "round %d: %s: events %v", round, n.ID, types)
 			switch n.Status {
-			case graphstore.StatusDone:
-				require.Equal(t, 1, types[graphstore.EventCompleted], "round %d: %s is done: events %v", round, n.ID, types)
-			case graphstore.StatusFailed:
-				require.Equal(t, 1, types[graphstore.EventFailed], "round %d: %s failed: events %v", round, n.ID, types)
-			case graphstore.StatusRunning:
+			case records.StatusDone:
+				require.Equal(t, 1, types[records.EventCompleted], "round %d: %s is done: events %v", round, n.ID, types)
+			case records.StatusFailed:
+				require.Equal(t, 1, types[records.EventFailed], "round %d: %s failed: events %v", round, n.ID, types)
+			case records.StatusRunning:
 				require.NotNil(t, n.Lease, "round %d: %s", round, n.ID)
-				require.Equal(t, 1, types[graphstore.EventClaimed], "round %d: %s is running: events %v", round, n.ID, types)
-				require.Zero(t, types[graphstore.EventCompleted]+types[graphstore.EventFailed], "round %d: %s is running: events %v", round, n.ID, types)
-			case graphstore.StatusQueued:
-				require.Zero(t, types[graphstore.EventClaimed], "round %d: %s is queued: events %v", round, n.ID, types)
+				require.Equal(t, 1, types[records.EventClaimed], "round %d: %s is running: events %v", round, n.ID, types)
+				require.Zero(t, types[records.EventCompleted]+types[records.EventFailed], "round %d: %s is running: events %v", round, n.ID, types)
+			case records.StatusQueued:
+				require.Zero(t, types[records.EventClaimed], "round %d: %s is queued: events %v", round, n.ID, types)
 			}
 		}
 		return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 )
@@ -139,7 +140,7 @@ func Open(cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("error making the blob directory: %w", err)
 	}
 	known := map[string]bool{}
-	err = cfg.Store.BlobList(func(id graphstore.BlobID, _ *graphstore.BlobRecord) error {
+	err = cfg.Store.BlobList(func(id graphstore.BlobID, _ *records.BlobRecord) error {
 		known[s.path(id.Tenant, id.SHA)] = true
 		return nil
 	})
@@ -232,7 +233,7 @@ func (s *Service) Put(ctx context.Context, p PutParams) (b Blob, created bool, e
 		return Blob{}, false, err
 	}
 	if exists {
-		var r *graphstore.BlobRecord
+		var r *records.BlobRecord
 		err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 			var err error
 			r, err = tx.BlobTouch(p.Tenant, sha)
@@ -258,7 +259,7 @@ func (s *Service) Put(ctx context.Context, p PutParams) (b Blob, created bool, e
 	if err := syncDir(filepath.Dir(final)); err != nil {
 		return Blob{}, false, err
 	}
-	r := &graphstore.BlobRecord{Size: size, ContentType: p.ContentType, CreatedBy: p.By}
+	r := &records.BlobRecord{Size: size, ContentType: p.ContentType, CreatedBy: p.By}
 	var over *fault.TooLarge
 	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if used := tx.BlobUsage(p.Tenant); quota > 0 && used+size > quota {
@@ -318,14 +319,14 @@ func readError(err error) error {
 	return fault.Invalidf("", "the request body could not be read: it ended early or was malformed")
 }
 
-func toBlob(sha string, r *graphstore.BlobRecord) Blob {
+func toBlob(sha string, r *records.BlobRecord) Blob {
 	return Blob{SHA256: sha, Size: r.Size, ContentType: r.ContentType, CreatedAt: r.CreatedAt}
 }
 
 // Get returns a blob's metadata and its file, open for reading; the caller
 // closes it. Another tenant's blob, like a missing one, is a fault.NotFound.
 func (s *Service) Get(tenant, sha string) (Blob, *os.File, error) {
-	var r *graphstore.BlobRecord
+	var r *records.BlobRecord
 	if err := s.store.View(func(tx *graphstore.Tx) error {
 		var err error
 		r, err = tx.BlobGet(tenant, sha)

@@ -18,6 +18,7 @@ import (
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/message"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/retention"
 	"github.com/tether-run/tether/internal/schedule"
 	"github.com/tether-run/tether/internal/startstop"
@@ -30,7 +31,11 @@ type Config struct {
 	InMemory bool // tests only: no durability
 	// KV, when set, is the storage engine (one shard's etcd-backed store,
 	// say) instead of Badger in DataDir; Close closes it.
-	KV             *kv.Store
+	KV *kv.Store
+	// DuringRebuild is called around the store's rebuild at open
+	// (graphstore.Options.DuringRebuild): serve pauses the proportional GC
+	// there. nil: the runtime is left alone.
+	DuringRebuild  func() (done func())
 	Tenant         tenancy.Config
 	ReaperInterval time.Duration
 	Clock          clock.Clock
@@ -75,7 +80,12 @@ type Core struct {
 func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 	cfg.Clock = clock.OrReal(cfg.Clock)
 	cfg.Logger = logger.OrDiscard(cfg.Logger)
-	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger})
+	store, err := graphstore.Open(graphstore.Options{Dir: cfg.DataDir, KV: cfg.KV, InMemory: cfg.InMemory, Clock: cfg.Clock, Logger: cfg.Logger,
+		DuringRebuild: cfg.DuringRebuild,
+		// The rebuild's scan maps the tables in; let go of them before the
+		// writer starts, so the RSS once ready is the live state.
+		ReleaseScanPages: true,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +129,7 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 			p, err := tenants.Policy(ctx, t)
 			d := nodes.Defaults{MaxAttempts: p.MaxAttemptsDefault}
 			if p.RetryInitialMS > 0 {
-				d.Backoff = &graphstore.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenancy.RetryFactor}
+				d.Backoff = &records.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenancy.RetryFactor}
 			}
 			return d, err
 		},

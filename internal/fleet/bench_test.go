@@ -14,7 +14,7 @@ import (
 func benchRegistry(b *testing.B) *Registry {
 	b.Helper()
 	clk := clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), Clock: clk, ReleaseScanPages: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -27,7 +27,7 @@
 //	otherwise                               → idle or working, as it said
 //
 // Invariants:
-//   - Every record lives under its tenant's keys (graphstore.WorkerRecordPut), so
+//   - Every record lives under its tenant's keys (records.Txn.WorkerPut), so
 //     a tenant lists only its own workers.
 //   - started_at is the instant of the heartbeat that began the worker's
 //     current life: its first one, or the first after it said offline or

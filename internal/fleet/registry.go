@@ -199,7 +199,7 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 	err := r.store.Update(ctx, func(tx *graphstore.Tx) error {
 		now := tx.Now().UTC()
 		var prev Record
-		found, err := tx.WorkerRecordGet(p.Tenant, p.By, p.Worker, &prev)
+		found, err := tx.Records().WorkerGet(p.Tenant, p.By, p.Worker, &prev)
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 		if p.SetMeta {
 			rec.Meta = p.Meta
 		}
-		return tx.WorkerRecordPut(p.Tenant, p.By, p.Worker, &rec, r.retention(rec))
+		return tx.Records().WorkerPut(p.Tenant, p.By, p.Worker, &rec, r.retention(rec))
 	})
 	if err != nil {
 		return View{}, fmt.Errorf("error recording a heartbeat: %w", err)
@@ -246,7 +246,7 @@ func (r *Registry) List(tenant, cursor string, limit int) ([]View, string, error
 	more := false
 	err = r.store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
-		return tx.WorkerRecordList(tenant, afterBy, afterWorker, func(raw []byte) (bool, error) {
+		return tx.Records().WorkerList(tenant, afterBy, afterWorker, func(raw []byte) (bool, error) {
 			if len(out) == limit {
 				more = true
 				return false, nil

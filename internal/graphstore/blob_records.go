@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Blobs. The blob package owns the bytes (files beside the store) and what
@@ -90,12 +91,12 @@ func (b *blobTable) put(ref blobRef, st *blobState) {
 // derive fills b from the blob records and refs, the references counted in
 // the node records.
 func (b *blobTable) derive(ktx *kv.Txn, refs map[blobRef]int64) error {
-	return ktx.Scan([]byte{tagBlob, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-		parts := splitKey(key, 2) // tenant, sha
+	return ktx.Scan([]byte{records.TagBlob, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		parts := records.SplitKey(key, 2) // tenant, sha
 		if len(parts) != 2 {
 			return true, nil
 		}
-		var r BlobRecord
+		var r records.BlobRecord
 		if err := decode(val, &r, key); err != nil {
 			return false, err
 		}
@@ -159,9 +160,9 @@ func (tx *Tx) applyBlobs() {
 }
 
 // BlobGet returns the record of a blob of tenant, or a fault.NotFound.
-func (tx *Tx) BlobGet(tenant, sha string) (*BlobRecord, error) {
-	var r BlobRecord
-	ok, err := tx.getRecord(blobKey(tenant, sha), &r)
+func (tx *Tx) BlobGet(tenant, sha string) (*records.BlobRecord, error) {
+	var r records.BlobRecord
+	ok, err := tx.getRecord(records.BlobKey(tenant, sha), &r)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +201,7 @@ func (tx *Tx) BlobUsage(tenant string) int64 {
 
 // BlobInsert stores the record of a new blob, unreferenced from now on. A
 // blob the tenant has already is a fault.AlreadyExists.
-func (tx *Tx) BlobInsert(tenant, sha string, r *BlobRecord) error {
+func (tx *Tx) BlobInsert(tenant, sha string, r *records.BlobRecord) error {
 	if !tx.writable {
 		return errReadOnly
 	}
@@ -210,7 +211,7 @@ func (tx *Tx) BlobInsert(tenant, sha string, r *BlobRecord) error {
 	}
 	now := tx.now.UTC()
 	r.CreatedAt, r.UnrefAt = now, now
-	if err := tx.setRecord(blobKey(tenant, sha), r); err != nil {
+	if err := tx.setRecord(records.BlobKey(tenant, sha), r); err != nil {
 		return err
 	}
 	tx.setBlob(ref, &blobState{size: r.Size, unrefAt: now})
@@ -219,7 +220,7 @@ func (tx *Tx) BlobInsert(tenant, sha string, r *BlobRecord) error {
 
 // BlobTouch restarts the grace period of a blob no node names (a repeated
 // upload of it); a referenced blob is left as it is. It returns the record.
-func (tx *Tx) BlobTouch(tenant, sha string) (*BlobRecord, error) {
+func (tx *Tx) BlobTouch(tenant, sha string) (*records.BlobRecord, error) {
 	if !tx.writable {
 		return nil, errReadOnly
 	}
@@ -233,7 +234,7 @@ func (tx *Tx) BlobTouch(tenant, sha string) (*BlobRecord, error) {
 	}
 	r.UnrefAt = tx.now.UTC()
 	st.unrefAt = r.UnrefAt
-	return r, tx.setRecord(blobKey(tenant, sha), r)
+	return r, tx.setRecord(records.BlobKey(tenant, sha), r)
 }
 
 // BlobDelete erases a blob's record if no node names it and its grace
@@ -248,7 +249,7 @@ func (tx *Tx) BlobDelete(tenant, sha string, unrefBefore time.Time) (bool, error
 	if st == nil || st.refs > 0 || st.unrefAt.After(unrefBefore) {
 		return false, nil
 	}
-	if err := tx.kv.Delete(blobKey(tenant, sha)); err != nil {
+	if err := tx.kv.Delete(records.BlobKey(tenant, sha)); err != nil {
 		return false, err
 	}
 	tx.setBlob(ref, nil)
@@ -261,10 +262,10 @@ type BlobID struct{ Tenant, SHA string }
 // BlobIDOfKey names the blob whose record is stored under key; false for a
 // key that is no blob record (a backup walks every key).
 func BlobIDOfKey(key []byte) (BlobID, bool) {
-	if len(key) < 2 || key[0] != tagBlob || key[1] != keySeparator {
+	if len(key) < 2 || key[0] != records.TagBlob || key[1] != records.KeySeparator {
 		return BlobID{}, false
 	}
-	parts := splitKey(key, 2) // tenant, sha
+	parts := records.SplitKey(key, 2) // tenant, sha
 	if len(parts) != 2 {
 		return BlobID{}, false
 	}
@@ -292,14 +293,14 @@ func (s *Store) BlobOrphans(unrefBefore time.Time, limit int) []BlobID {
 
 // BlobList calls fn with every blob record of every tenant, for start-up
 // housekeeping (the blob package matching files to records).
-func (s *Store) BlobList(fn func(id BlobID, r *BlobRecord) error) error {
+func (s *Store) BlobList(fn func(id BlobID, r *records.BlobRecord) error) error {
 	return s.kv.View(func(ktx *kv.Txn) error {
-		return ktx.Scan([]byte{tagBlob, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-			parts := splitKey(key, 2)
+		return ktx.Scan([]byte{records.TagBlob, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			parts := records.SplitKey(key, 2)
 			if len(parts) != 2 {
 				return true, nil
 			}
-			var r BlobRecord
+			var r records.BlobRecord
 			if err := decode(val, &r, key); err != nil {
 				return false, err
 			}
@@ -342,7 +343,7 @@ func (tx *Tx) blobRefs(tenant string, old, new []string) error {
 		}
 		r.UnrefAt = tx.now.UTC()
 		st.unrefAt = r.UnrefAt
-		if err := tx.setRecord(blobKey(tenant, sha), r); err != nil {
+		if err := tx.setRecord(records.BlobKey(tenant, sha), r); err != nil {
 			return err
 		}
 	}

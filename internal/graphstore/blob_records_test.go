@@ -11,6 +11,7 @@ import (
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 const (
@@ -21,7 +22,7 @@ const (
 func putBlob(t *testing.T, s *Store, tenant, sha string, size int64) {
 	t.Helper()
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
-		return tx.BlobInsert(tenant, sha, &BlobRecord{Size: size, ContentType: "text/plain", CreatedBy: "head"})
+		return tx.BlobInsert(tenant, sha, &records.BlobRecord{Size: size, ContentType: "text/plain", CreatedBy: "head"})
 	}))
 }
 
@@ -132,13 +133,13 @@ func TestOpenRefusesAnotherFormatNamingBoth(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	for stored, says := range map[int]string{
-		opensFrom - 1:     "open it once with the previous release",
-		FormatVersion + 1: "written by a newer release",
+		records.OpensFrom - 1:     "open it once with the previous release",
+		records.FormatVersion + 1: "written by a newer release",
 	} {
-		setMarker(t, dir, formatKey, []byte(fmt.Sprint(stored)))
+		setMarker(t, dir, records.FormatKey, []byte(fmt.Sprint(stored)))
 		_, err = Open(Options{Dir: dir})
 		require.ErrorContains(t, err, fmt.Sprintf("holds store format %d", stored))
-		require.ErrorContains(t, err, fmt.Sprintf("this release opens formats %d to %d", opensFrom, FormatVersion))
+		require.ErrorContains(t, err, fmt.Sprintf("this release opens formats %d to %d", records.OpensFrom, records.FormatVersion))
 		require.ErrorContains(t, err, says)
 		_, err = Check(dir)
 		require.ErrorContains(t, err, fmt.Sprintf("holds store format %d", stored))
@@ -161,7 +162,7 @@ func TestCheckFindsANodeNamingAMissingBlob(t *testing.T) {
 
 	s, err = Open(Options{Dir: dir})
 	require.NoError(t, err)
-	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error { return tx.Delete(blobKey("acme", shaA)) }))
+	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error { return tx.Delete(records.BlobKey("acme", shaA)) }))
 	require.NoError(t, s.Close())
 	rep, err = Check(dir)
 	require.NoError(t, err)

@@ -1,5 +1,7 @@
 package graphstore
 
+import "github.com/tether-run/tether/internal/records"
+
 // Readiness bookkeeping. A node's blockers are its unmet depends_on targets
 // and its unfinished children; their counts live in its in-memory state
 // (state.go), so a dependency finishing never rewrites its dependents'
@@ -13,8 +15,8 @@ const OnFailIgnore = "ignore"
 
 // DependencySatisfied reports whether a depends_on edge e to a node in status
 // st no longer blocks: the target is done, or ended with on_fail: ignore.
-func DependencySatisfied(st Status, e *Edge) bool {
-	return st == StatusDone || (st.Terminal() && e.Props["on_fail"] == OnFailIgnore)
+func DependencySatisfied(st records.Status, e *records.Edge) bool {
+	return st == records.StatusDone || (st.Terminal() && e.Props["on_fail"] == OnFailIgnore)
 }
 
 // addBlockers moves the counts of id by the deltas.
@@ -28,7 +30,7 @@ func (tx *Tx) addBlockers(tenant, id string, dDeps, dChildren int64) {
 
 // propagateStatus adjusts the blockers of n's dependents and parent when n's
 // status change satisfies or unsatisfies them.
-func (tx *Tx) propagateStatus(was Status, n *Node) error {
+func (tx *Tx) propagateStatus(was records.Status, n *records.Node) error {
 	if was == n.Status {
 		return nil
 	}
@@ -58,7 +60,7 @@ func (tx *Tx) propagateStatus(was Status, n *Node) error {
 
 // edgeBlocks reports whether the live edge e blocks its from-node, and how
 // (as blocker deltas), given the current status of its to-node.
-func (tx *Tx) edgeBlocks(tenant string, e *Edge) (dDeps, dChildren int64) {
+func (tx *Tx) edgeBlocks(tenant string, e *records.Edge) (dDeps, dChildren int64) {
 	if e.Type != EdgeDependsOn && e.Type != EdgeParentOf {
 		return 0, 0
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // CheckReport is what Check found in a data directory.
@@ -65,8 +66,8 @@ func Check(dir string) (*CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &CheckReport{Format: stored.version}
-	if stored.version == 0 {
+	r := &CheckReport{Format: stored.Version}
+	if stored.Version == 0 {
 		return r, nil
 	}
 	if err := s.derive(s.table, s.ready); err != nil {
@@ -79,7 +80,7 @@ func Check(dir string) (*CheckReport, error) {
 		return r, nil
 	}
 	err = db.View(func(tx *kv.Txn) error {
-		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
+		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*records.Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
 		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases, c.blobs, c.foreignRecords} {
 			if err := step(); err != nil {
 				return err
@@ -94,8 +95,8 @@ func Check(dir string) (*CheckReport, error) {
 type checker struct {
 	r         *CheckReport
 	tx        *kv.Txn
-	nodes     map[nodeRef]*Node
-	live      []liveEdgeRecord
+	nodes     map[nodeRef]*records.Node
+	live      []records.LiveEdgeRecord
 	liveTen   []string
 	edgeAdded map[string]map[uint64]string // tenant -> seq -> "from type to"
 	marks     *marks
@@ -112,9 +113,9 @@ type recordPointer struct {
 func (c *checker) horizon(tenant string) uint64 { return c.marks.horizon[tenant] }
 
 func (c *checker) nodes_() error {
-	return c.tx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-		parts := splitKey(key, 2)
-		var n Node
+	return c.tx.Scan([]byte{records.TagNode, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		parts := records.SplitKey(key, 2)
+		var n records.Node
 		rest, err := n.UnmarshalMsg(val)
 		if err != nil || len(parts) != 2 {
 			c.r.problem("node record %q does not decode: %v", key, err)
@@ -165,9 +166,9 @@ func (c *checker) ends() error {
 }
 
 func (c *checker) edges() error {
-	return c.tx.Scan([]byte{tagEdge, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-		parts := splitKey(key, 4)
-		var le liveEdgeRecord
+	return c.tx.Scan([]byte{records.TagEdge, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		parts := records.SplitKey(key, 4)
+		var le records.LiveEdgeRecord
 		if err := decode(val, &le, key); err != nil || len(parts) != 4 {
 			c.r.problem("live edge record %q does not decode: %v", key, err)
 			return true, nil
@@ -188,9 +189,9 @@ func (c *checker) edges() error {
 
 func (c *checker) retired() error {
 	out := map[string]bool{}
-	err := c.tx.Scan([]byte{tagRetiredOut, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-		parts := splitKey(key, 5)
-		var e Edge
+	err := c.tx.Scan([]byte{records.TagRetiredOut, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		parts := records.SplitKey(key, 5)
+		var e records.Edge
 		if err := decode(val, &e, key); err != nil || len(parts) != 5 || len(parts[4]) != 8 {
 			c.r.problem("retired edge record %q does not decode: %v", key, err)
 			return true, nil
@@ -198,14 +199,14 @@ func (c *checker) retired() error {
 		if e.RetiredAt == nil {
 			c.r.problem("retired edge %s %s %s has no retired_at", e.From, e.Type, e.To)
 		}
-		out[string(retiredEdgeKey(tagRetiredIn, string(parts[0]), e.To, e.Type, e.From, uint64FromBytes(parts[4])))] = false
+		out[string(records.RetiredEdgeKey(records.TagRetiredIn, string(parts[0]), e.To, e.Type, e.From, records.Uint64FromBytes(parts[4])))] = false
 		c.r.RetiredEdges++
 		return true, nil
 	})
 	if err != nil {
 		return err
 	}
-	err = c.tx.Scan([]byte{tagRetiredIn, keySeparator}, nil, false, false, func(key, _ []byte) (bool, error) {
+	err = c.tx.Scan([]byte{records.TagRetiredIn, records.KeySeparator}, nil, false, false, func(key, _ []byte) (bool, error) {
 		if _, ok := out[string(key)]; !ok {
 			c.r.problem("retired edge entry %q has no record", key)
 		} else {
@@ -226,7 +227,7 @@ func (c *checker) retired() error {
 func (c *checker) blobs() error {
 	for ref, n := range c.nodes {
 		for _, sha := range n.Blobs {
-			ok, err := c.tx.Has(blobKey(ref.tenant, sha))
+			ok, err := c.tx.Has(records.BlobKey(ref.tenant, sha))
 			if err != nil {
 				return err
 			}
@@ -239,14 +240,14 @@ func (c *checker) blobs() error {
 }
 
 func (c *checker) fences() error {
-	return c.tx.Scan([]byte{tagFence, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-		parts := splitKey(key, 2)
+	return c.tx.Scan([]byte{records.TagFence, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		parts := records.SplitKey(key, 2)
 		if len(parts) != 2 || len(val) != 8 {
 			c.r.problem("fence record %q is malformed", key)
 			return true, nil
 		}
-		if n := c.nodes[nodeRef{string(parts[0]), string(parts[1])}]; n != nil && n.LastFence < uint64FromBytes(val) {
-			c.r.problem("node %s/%s was re-created with last fence %d below its deleted predecessor's %d", n.Tenant, n.ID, n.LastFence, uint64FromBytes(val))
+		if n := c.nodes[nodeRef{string(parts[0]), string(parts[1])}]; n != nil && n.LastFence < records.Uint64FromBytes(val) {
+			c.r.problem("node %s/%s was re-created with last fence %d below its deleted predecessor's %d", n.Tenant, n.ID, n.LastFence, records.Uint64FromBytes(val))
 		}
 		return true, nil
 	})
@@ -255,14 +256,14 @@ func (c *checker) fences() error {
 func (c *checker) events() error {
 	last := map[string]uint64{}
 	groups := map[string]map[uint64]map[string]bool{} // tenant -> group -> node ids
-	err := c.tx.Scan([]byte{tagEvent, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-		parts := splitKey(key, 2)
-		var g eventGroup
+	err := c.tx.Scan([]byte{records.TagEvent, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		parts := records.SplitKey(key, 2)
+		var g records.EventGroup
 		if err := decode(val, &g, key); err != nil || len(parts) != 2 || len(parts[1]) != 8 || len(g.Events) == 0 {
 			c.r.problem("event group %q does not decode: %v", key, err)
 			return true, nil
 		}
-		tenant, at := string(parts[0]), uint64FromBytes(parts[1])
+		tenant, at := string(parts[0]), records.Uint64FromBytes(parts[1])
 		if h := c.horizon(tenant); g.Events[0].Seq <= h {
 			c.r.problem("event group %d of %s holds seq %d, behind its retention horizon %d", at, tenant, g.Events[0].Seq, h)
 		}
@@ -282,7 +283,7 @@ func (c *checker) events() error {
 			if ev.NodeID != "" {
 				ids[ev.NodeID] = true
 			}
-			if ev.Type == EventEdgeAdded {
+			if ev.Type == records.EventEdgeAdded {
 				c.edgeAdded[tenant][ev.Seq] = fmt.Sprint(ev.Data.Get("from"), " ", ev.Data.Get("type"), " ", ev.Data.Get("to"))
 			}
 			c.r.Events++
@@ -295,13 +296,13 @@ func (c *checker) events() error {
 		return err
 	}
 	pointed := map[string]bool{}
-	err = c.tx.Scan([]byte{tagNodeEvent, keySeparator}, nil, false, false, func(key, _ []byte) (bool, error) {
-		parts := splitKey(key, 3)
+	err = c.tx.Scan([]byte{records.TagNodeEvent, records.KeySeparator}, nil, false, false, func(key, _ []byte) (bool, error) {
+		parts := records.SplitKey(key, 3)
 		if len(parts) != 3 || len(parts[2]) != 8 {
 			c.r.problem("node event pointer %q is malformed", key)
 			return true, nil
 		}
-		tenant, id, at := string(parts[0]), string(parts[1]), uint64FromBytes(parts[2])
+		tenant, id, at := string(parts[0]), string(parts[1]), records.Uint64FromBytes(parts[2])
 		if ids, ok := groups[tenant][at]; !ok || !ids[id] {
 			c.r.problem("node %s/%s points at event group %d, which has no event of it", tenant, id, at)
 		}
@@ -340,7 +341,7 @@ func (c *checker) events() error {
 
 // leases checks running nodes, their fences and assigned edges, and parents.
 func (c *checker) leases() error {
-	assigned := map[nodeRef]*Edge{}
+	assigned := map[nodeRef]*records.Edge{}
 	parentOf := map[nodeRef]string{}
 	for i, le := range c.live {
 		e := le.Edge
@@ -354,7 +355,7 @@ func (c *checker) leases() error {
 		}
 	}
 	for ref, n := range c.nodes {
-		if (n.Status == StatusRunning) != (n.Lease != nil) {
+		if (n.Status == records.StatusRunning) != (n.Lease != nil) {
 			c.r.problem("node %s/%s is %s with lease %v", ref.tenant, ref.id, n.Status, n.Lease != nil)
 		}
 		if n.Lease != nil {
@@ -408,7 +409,7 @@ func (c *checker) readiness(s *Store) {
 			c.r.problem("node %s/%s: derived blockers %d/%d/%d, recounted %d/%d/%d", ref.tenant, ref.id,
 				e.st.deps, e.st.children, e.st.dependents, deps[ref], children[ref], dependents[ref])
 		}
-		if n.Status == StatusQueued && n.Queue != "" && deps[ref] == 0 && children[ref] == 0 {
+		if n.Status == records.StatusQueued && n.Queue != "" && deps[ref] == 0 && children[ref] == 0 {
 			tq := tenantQueue{ref.tenant, n.Queue}
 			readyByQueue[tq] = append(readyByQueue[tq], ref.id)
 			c.r.Ready++

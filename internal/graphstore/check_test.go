@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
@@ -19,7 +20,7 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 		insert(t, s, newNode("acme", id, 0))
 	}
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-		if err := tx.EdgeInsert("acme", &Edge{From: "a", Type: EdgeDependsOn, To: "b"}); err != nil {
+		if err := tx.EdgeInsert("acme", &records.Edge{From: "a", Type: EdgeDependsOn, To: "b"}); err != nil {
 			return err
 		}
 		c, err := tx.NodeGet("acme", "c")
@@ -30,7 +31,7 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 		if err := tx.NodePut(c); err != nil {
 			return err
 		}
-		return tx.EdgeInsert("acme", &Edge{From: "p", Type: EdgeParentOf, To: "c"})
+		return tx.EdgeInsert("acme", &records.Edge{From: "p", Type: EdgeParentOf, To: "c"})
 	}))
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		e, err := tx.EdgeGet("acme", "a", EdgeDependsOn, "b")
@@ -60,7 +61,7 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 	s, err = Open(Options{Dir: dir})
 	require.NoError(t, err)
 	require.NoError(t, s.kv.Update(ctx, func(tx *kv.Txn) error {
-		return tx.Delete(nodeKey("acme", "c"))
+		return tx.Delete(records.NodeKey("acme", "c"))
 	}))
 	require.NoError(t, s.Close())
 	rep, err = Check(dir)

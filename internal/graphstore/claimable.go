@@ -1,5 +1,7 @@
 package graphstore
 
+import "github.com/tether-run/tether/internal/records"
+
 // The claimable rule: whether a node may be claimed now, apart from its
 // lease and its attempts (the leasing package's). It is decided here, beside
 // the ready index, from what the store keeps in memory, and the index and
@@ -31,9 +33,9 @@ func (st *nodeState) blocked() bool { return st.deps > 0 || st.children > 0 }
 // tx's instant: at rest, not blocked, run_at come, its queue neither paused
 // nor at its max_running, and reserved for by or no one. It returns the
 // queue's settings it read (zero for a node without a queue).
-func (tx *Tx) ClaimRefusals(n *Node, by string) (Refusals, QueueSettings, error) {
+func (tx *Tx) ClaimRefusals(n *records.Node, by string) (Refusals, records.QueueSettings, error) {
 	var r Refusals
-	var q QueueSettings
+	var q records.QueueSettings
 	if !n.Status.AtRest() {
 		r |= RefusedNotAtRest
 	}
@@ -51,7 +53,7 @@ func (tx *Tx) ClaimRefusals(n *Node, by string) (Refusals, QueueSettings, error)
 		if q.Paused {
 			r |= RefusedPaused
 		}
-		if q.MaxRunning > 0 && tx.QueueCount(n.Tenant, n.Queue, StatusRunning) >= q.MaxRunning {
+		if q.MaxRunning > 0 && tx.QueueCount(n.Tenant, n.Queue, records.StatusRunning) >= q.MaxRunning {
 			r |= RefusedFull
 		}
 	}

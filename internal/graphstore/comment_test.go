@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
-func comment(t *testing.T, s *Store, tenant, id, body string) *Comment {
+func comment(t *testing.T, s *Store, tenant, id, body string) *records.Comment {
 	t.Helper()
-	c := &Comment{ID: "c-" + body, By: "alice", Body: body}
+	c := &records.Comment{ID: "c-" + body, By: "alice", Body: body}
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		n, err := tx.NodeGet(tenant, id)
 		if err != nil {
@@ -23,9 +25,9 @@ func comment(t *testing.T, s *Store, tenant, id, body string) *Comment {
 	return c
 }
 
-func comments(t *testing.T, s *Store, tenant, id string, after uint64, limit int) []*Comment {
+func comments(t *testing.T, s *Store, tenant, id string, after uint64, limit int) []*records.Comment {
 	t.Helper()
-	var out []*Comment
+	var out []*records.Comment
 	require.NoError(t, s.View(func(tx *Tx) error {
 		n, err := tx.NodeGet(tenant, id)
 		if err != nil {
@@ -70,7 +72,7 @@ func TestCommentAppendsItsEventInTheSameTransaction(t *testing.T) {
 		evs, err := tx.NodeEvents("acme", "a", 0, 10)
 		require.NoError(t, err)
 		last := evs[len(evs)-1]
-		require.Equal(t, EventCommented, last.Type)
+		require.Equal(t, records.EventCommented, last.Type)
 		require.Equal(t, c.Seq, last.Seq, "the comment takes the seq of its event")
 		require.Equal(t, "alice", last.By)
 		require.Equal(t, map[string]any{"comment_id": c.ID}, last.Data.Map())
@@ -83,7 +85,7 @@ func TestCommentAppendsItsEventInTheSameTransaction(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := tx.CommentInsert(n, &Comment{ID: "lost", By: "alice", Body: "lost"}); err != nil {
+		if err := tx.CommentInsert(n, &records.Comment{ID: "lost", By: "alice", Body: "lost"}); err != nil {
 			return err
 		}
 		return boom

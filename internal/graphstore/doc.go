@@ -1,31 +1,46 @@
-// Package graphstore is Tether's model: nodes, edges (live and retired), events,
-// comments, queue settings, and the records other packages own (tenants, API
-// keys, workers, idempotency, messages, blobs, schedules and their runs),
-// stored in a kv.Store (the storage engine). It knows nothing of HTTP. Of
-// leases it keeps what is stored and indexed (a node's live assigned edge in
-// its record, live leases by id and holder); what a claim, renewal, release or
-// expiry decides is package leasing's.
+// Package graphstore is Tether's model: nodes, edges (live and retired),
+// events, comments, queue settings, idempotency and blob records, stored in a
+// kv.Store (the storage engine) as the records package lays them out. The
+// records other packages own (tenants, API keys, workers, messages, schedules
+// and their runs) commit in its transactions but are reached through
+// Tx.Records (records.Txn), not through its model. It knows nothing of HTTP.
+// Of leases it keeps what is stored and indexed (a node's live assigned edge
+// in its record, live leases by id and holder); what a claim, renewal, release
+// or expiry decides is package leasing's.
 //
-// What is stored, and only that (keys.go): node records (each with its live
-// assigned edge, so a claim and a completion write no edge key, and with
+// What is stored, and only that (records/keys.go): node records (each with its
+// live assigned edge, so a claim and a completion write no edge key, and with
 // pointers to the event groups of the transactions that wrote it, so they
 // write no pointer key either: node_events.go), live and retired edges,
-// deleted nodes' last fences, event groups with per-node pointers,
-// comments and the small records. Every record is MessagePack from a
-// generated codec under one format version (format.go): the graph's own
-// (records.go, records_gen.go) as tuples of variable length, so a field is
-// appended without a new format and a record written before it reads with
-// it zero, and the records other packages own (tenants, API keys, workers,
-// messages, schedules and runs) as maps in their owners' generated codecs
-// (foreign_records.go). Beside the format, a fields marker records how many
-// fields of each tuple the releases that opened the store write. Open takes
-// a directory of format 5 as it is (no record rewritten, only the markers)
-// and refuses, naming both versions, an older format (run the previous
-// release on it first), a newer one, and a store holding more fields of a
-// record than this release knows, which it would drop on rewriting it
-// (docs/upgrades.md). An
-// event's data is a MessagePack map; the writer's hot paths build it
-// already encoded, key by key (event_data.go).
+// deleted nodes' last fences, event groups with per-node pointers, comments
+// and the small records. Every record is MessagePack from a generated codec
+// under one format version (records.FormatVersion, checked at open:
+// format_check.go): the model's own (package records) as tuples of variable
+// length, so a field is appended without a new format and a record written
+// before it reads with it zero, and the records other packages own as maps
+// in their owners' generated codecs (records/foreign.go). Beside the format,
+// a fields marker records how many fields of each tuple the releases that
+// opened the store write. Open takes a directory of format 5 as it is (no
+// record rewritten, only the markers) and refuses, naming both versions, an
+// older format (run the previous release on it first), a newer one, and a
+// store holding more fields of a record than this release knows, which it
+// would drop on rewriting it (docs/upgrades.md). An event's data is a
+// MessagePack map; the writer's hot paths build it already encoded, key by
+// key (records.Data).
+//
+// Its files, by what they serve:
+//   - the store and its transactions: store.go, tx.go, changes.go (what a
+//     transaction hands the derived state), trace.go;
+//   - nodes: node.go, node_query.go, node_list.go, subject.go,
+//     idempotency.go; the claim rule and blockers: claimable.go,
+//     blockers.go;
+//   - edges: edge.go, edge_list.go; events and comments: event.go,
+//     node_events.go, comment.go; queues: queue_record.go; blobs:
+//     blob_records.go;
+//   - the derived state: state.go, node_index.go, interned.go, lists.go,
+//     held.go, finished.go, ready_*.go, rebuild*.go, and the queue
+//     observations fold makes of it (queue_meter.go);
+//   - upkeep: retention.go, check*.go, format_check.go.
 //
 // What lives in memory, derived from the records (state.go, rebuild.go),
 // kept small because every node holds it (TestQueuedNodeMemory measures it
@@ -56,7 +71,7 @@
 //     timer;
 //   - each tenant's last event seq (read from the store on first use);
 //   - when each live node last became ready or was claimed (nodeState.since,
-//     stamped by Tx.apply), from which a QueueMeter is told how long claims
+//     stamped by table.fold), from which a QueueMeter is told how long claims
 //     waited and runs lasted (queue_meter.go).
 //
 // Rebuilding: Open scans the node records (one goroutine reads them, another
@@ -64,21 +79,24 @@
 // dependents), then the kept fences, and indexes every node (the lists and
 // the ready mirror built side by side, from the nodes sorted once, the
 // mirror's kinds of trees each filled by a goroutine of its own: load),
-// with the proportional GC off and the soft memory limit as its guard
-// (rebuild_gc.go); then it has kv reopen its engine (kv.Store.Reopen), which lets go of the
-// table pages the scan mapped in, before the writer starts. tether check
-// (check.go) derives the same state and compares it with a recount from the
-// records.
+// inside the caller's Options.DuringRebuild (serve turns the proportional
+// GC off there, with the soft memory limit as its guard); then, when the
+// caller sets Options.ReleaseScanPages (server.Open does), it has kv reopen
+// its engine (kv.Store.Reopen), which lets go of the table pages the scan
+// mapped in, before the writer starts. tether check (check.go) derives the
+// same state and compares it with a recount from the records.
 //
 // Invariants:
 //   - Every record of a tenant lives under a key that carries the tenant id
-//     right after the record tag (keys.go), so no range over one tenant's
-//     keys can reach another's. Only start-up ranges across tenants.
+//     right after the record tag (records/keys.go), so no range over one
+//     tenant's keys can reach another's. Only start-up ranges across tenants.
 //   - Writes run on kv's single writer goroutine. A transaction changes the
 //     in-memory state through its own copies (Tx.mut, Tx.edges); Tx.apply
-//     folds them into the table and the ready mirror only when it succeeds,
+//     hands them, as a change set (changes.go), to table.fold, which folds
+//     them into the table and the ready mirror only when it succeeds,
 //     before any other hook and before the next transaction runs, so the
-//     writer always sees exactly what committed before it.
+//     writer always sees exactly what committed before it. The derived
+//     state reads nothing of a Tx but its change set.
 //   - Readers (View) read records from a snapshot that holds every write
 //     acknowledged before it began: what is durable, and the renewals
 //     answered before they are durable (UpdateEager; a restart only ever
@@ -92,7 +110,7 @@
 //     writer, under the mirror's lock, after it has left the trees when the
 //     change moves it (readyMirror.trackLocked): a walk, under the same
 //     lock, never sees an entry change in a tree.
-//   - The list indexes never lag a list: Tx.apply only marks the entries it
+//   - The list indexes never lag a list: table.fold only marks the entries it
 //     changed, and every walk of the list indexes first moves each marked
 //     entry to where its state puts it now (a background loop does the same
 //     every 50 ms), so a list holds every commit before it began.

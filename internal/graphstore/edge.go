@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // System edge types.
@@ -51,7 +52,7 @@ func (tx *Tx) liveEdge(tenant, from, typ, to string) *liveEdge {
 
 // EdgeGet returns the live edge (from, typ, to) or a fault.NotFound. In a
 // View it is read from the store, so only a durable edge is found.
-func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*Edge, error) {
+func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*records.Edge, error) {
 	e, err := tx.EdgeFind(tenant, from, typ, to)
 	if err == nil && e == nil {
 		return nil, edgeNotFound(from, typ, to)
@@ -61,13 +62,13 @@ func (tx *Tx) EdgeGet(tenant, from, typ, to string) (*Edge, error) {
 
 // EdgeFind is EdgeGet answering nil, nil when there is no such live edge:
 // a claim looks for a lingering assigned edge that is almost never there.
-func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*Edge, error) {
+func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*records.Edge, error) {
 	if tx.writable {
 		le := tx.liveEdge(tenant, from, typ, to)
 		if le == nil {
 			return nil, nil
 		}
-		return le.e.clone(), nil
+		return le.e.Clone(), nil
 	}
 	r, err := tx.storedLiveEdge(tenant, from, typ, to)
 	if err != nil || r == nil {
@@ -82,7 +83,7 @@ func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*Edge, error) {
 // holds that live edge (the record keeps its node's assigned edge), the
 // answer is n's own decoded copy, and no copy of the store's edge is made;
 // otherwise it is EdgeFind's.
-func (tx *Tx) RunEdge(n *Node, sub string) (*Edge, error) {
+func (tx *Tx) RunEdge(n *records.Node, sub string) (*records.Edge, error) {
 	if a := n.Assigned; tx.writable && a != nil && isIdentityOf(a.Edge.To, sub) {
 		// The same seq makes it the same edge: seqs are never reused.
 		if le := tx.liveEdge(n.Tenant, n.ID, EdgeAssigned, a.Edge.To); le != nil && le.seq == a.Seq {
@@ -106,13 +107,13 @@ func edgeNotFound(from, typ, to string) error {
 // An assigned edge lives in its node's record (Node.Assigned): the change
 // is noted here and written with the record (putNode, or finish when the
 // transaction did not write the node after it).
-func (tx *Tx) storeLiveEdge(tenant string, r *liveEdgeRecord) error {
+func (tx *Tx) storeLiveEdge(tenant string, r *records.LiveEdgeRecord) error {
 	e := &r.Edge
 	if e.Type != EdgeAssigned {
 		if r.Seq == 0 {
-			return tx.kv.Delete(liveEdgeKey(tenant, e.From, e.Type, e.To))
+			return tx.kv.Delete(records.LiveEdgeKey(tenant, e.From, e.Type, e.To))
 		}
-		return tx.setRecord(liveEdgeKey(tenant, e.From, e.Type, e.To), r)
+		return tx.setRecord(records.LiveEdgeKey(tenant, e.From, e.Type, e.To), r)
 	}
 	if tx.assigned == nil {
 		tx.assigned = map[nodeRef]assignedChange{}
@@ -127,12 +128,12 @@ func (tx *Tx) storeLiveEdge(tenant string, r *liveEdgeRecord) error {
 // assignedChange is an assigned edge added (rec) or retired (nil) in a
 // transaction, and whether its node's record was written since (written).
 type assignedChange struct {
-	rec     *liveEdgeRecord
+	rec     *records.LiveEdgeRecord
 	written bool
 }
 
 // storedLiveEdge reads a live edge from the store (nil when there is none).
-func (tx *Tx) storedLiveEdge(tenant, from, typ, to string) (*liveEdgeRecord, error) {
+func (tx *Tx) storedLiveEdge(tenant, from, typ, to string) (*records.LiveEdgeRecord, error) {
 	if typ == EdgeAssigned {
 		n, err := tx.NodeGet(tenant, from)
 		if _, gone := err.(*fault.NotFound); gone {
@@ -146,28 +147,19 @@ func (tx *Tx) storedLiveEdge(tenant, from, typ, to string) (*liveEdgeRecord, err
 		}
 		return n.Assigned, nil
 	}
-	var r liveEdgeRecord
-	ok, err := tx.getRecord(liveEdgeKey(tenant, from, typ, to), &r)
+	var r records.LiveEdgeRecord
+	ok, err := tx.getRecord(records.LiveEdgeKey(tenant, from, typ, to), &r)
 	if err != nil || !ok {
 		return nil, err
 	}
 	return &r, nil
 }
 
-func (e *Edge) clone() *Edge {
-	c := *e
-	c.Props = make(map[string]any, len(e.Props))
-	for k, v := range e.Props {
-		c.Props[k] = v
-	}
-	return &c
-}
-
 // EdgeInsert stores a new live edge and its edge_added event. Both nodes must
 // exist; a live edge with the same (from, type, to) is a fault.AlreadyExists;
 // a depends_on or parent_of edge that closes a cycle is a fault.Cycle. The
 // caller keeps node fields that mirror edges (Parent) in step.
-func (tx *Tx) EdgeInsert(tenant string, e *Edge) error {
+func (tx *Tx) EdgeInsert(tenant string, e *records.Edge) error {
 	return tx.edgeInsert(tenant, e, false)
 }
 
@@ -176,12 +168,12 @@ func (tx *Tx) EdgeInsert(tenant string, e *Edge) error {
 // assigned edge): it skips the existence checks, and the store keeps e
 // itself rather than a copy, so the caller may read e afterwards but never
 // change it (the store never changes a live edge in place either).
-func (tx *Tx) EdgeInsertKnownNodes(tenant string, e *Edge) error {
+func (tx *Tx) EdgeInsertKnownNodes(tenant string, e *records.Edge) error {
 	return tx.edgeInsert(tenant, e, true)
 }
 
 // edgeInsert is EdgeInsert; known is EdgeInsertKnownNodes's case.
-func (tx *Tx) edgeInsert(tenant string, e *Edge, known bool) error {
+func (tx *Tx) edgeInsert(tenant string, e *records.Edge, known bool) error {
 	if !tx.writable {
 		return errReadOnly
 	}
@@ -210,12 +202,12 @@ func (tx *Tx) edgeInsert(tenant string, e *Edge, known bool) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.storeLiveEdge(tenant, &liveEdgeRecord{Edge: *e, Seq: seq}); err != nil {
+	if err := tx.storeLiveEdge(tenant, &records.LiveEdgeRecord{Edge: *e, Seq: seq}); err != nil {
 		return err
 	}
 	kept := e
 	if !known {
-		kept = e.clone()
+		kept = e.Clone()
 	}
 	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: kept, seq: seq})
 	if dDeps, dChildren := tx.edgeBlocks(tenant, e); dDeps != 0 || dChildren != 0 {
@@ -226,7 +218,7 @@ func (tx *Tx) edgeInsert(tenant string, e *Edge, known bool) error {
 			st.dependents++
 		}
 	}
-	return tx.emitWithSeq(tenant, seq, EventEdgeAdded, e.From, e.CreatedBy, Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To).Done())
+	return tx.emitWithSeq(tenant, seq, records.EventEdgeAdded, e.From, e.CreatedBy, records.Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To).Done())
 }
 
 func (tx *Tx) setEdge(ref edgeRef, le *liveEdge) {
@@ -239,7 +231,7 @@ func (tx *Tx) setEdge(ref edgeRef, le *liveEdge) {
 // EdgeRetire moves a live edge to history with retired_at = now, merging
 // extraProps into its props, and emits edge_retired. extraProps becomes the
 // edge's props when it had none: the caller gives it up.
-func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[string]any) error {
+func (tx *Tx) EdgeRetire(tenant string, e *records.Edge, by string, extraProps map[string]any) error {
 	if !tx.writable {
 		return errReadOnly
 	}
@@ -255,7 +247,7 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 			st.dependents = max(0, st.dependents-1)
 		}
 	}
-	if err := tx.storeLiveEdge(tenant, &liveEdgeRecord{Edge: Edge{From: e.From, Type: e.Type, To: e.To}}); err != nil {
+	if err := tx.storeLiveEdge(tenant, &records.LiveEdgeRecord{Edge: records.Edge{From: e.From, Type: e.Type, To: e.To}}); err != nil {
 		return err
 	}
 	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, nil)
@@ -271,13 +263,13 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 			e.Props[k] = v
 		}
 	}
-	if err := tx.setRecord(tx.scratchKey(tagRetiredOut, tenant).str(e.From).str(e.Type).str(e.To).u64(le.seq).done(tx), e); err != nil {
+	if err := tx.setRecord(tx.scratchKey(records.TagRetiredOut, tenant).Str(e.From).Str(e.Type).Str(e.To).U64(le.seq).Bytes(), e); err != nil {
 		return err
 	}
-	if err := tx.kv.Set(tx.scratchKey(tagRetiredIn, tenant).str(e.To).str(e.Type).str(e.From).u64(le.seq).done(tx), nil); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(records.TagRetiredIn, tenant).Str(e.To).Str(e.Type).Str(e.From).U64(le.seq).Bytes(), nil); err != nil {
 		return err
 	}
-	data := Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To)
+	data := records.Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To)
 	if o, ok := e.Props["outcome"]; ok {
 		switch o := o.(type) {
 		case nil:
@@ -287,8 +279,8 @@ func (tx *Tx) EdgeRetire(tenant string, e *Edge, by string, extraProps map[strin
 		default: // a user's edge may hold any value there
 			m := data.Done().Map() // decoded afresh: the event's own
 			m["outcome"] = o
-			return tx.Emit(tenant, EventEdgeRetired, e.From, by, m)
+			return tx.Emit(tenant, records.EventEdgeRetired, e.From, by, m)
 		}
 	}
-	return tx.EmitData(tenant, EventEdgeRetired, e.From, by, data.Done())
+	return tx.EmitData(tenant, records.EventEdgeRetired, e.From, by, data.Done())
 }

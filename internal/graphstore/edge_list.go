@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Direction of an edge walk relative to a node.
@@ -39,7 +40,7 @@ const (
 // peer) when asked. fn receives each edge with the cursor that resumes the
 // walk right after it; q.After takes such a cursor. In a View only durable
 // edges are listed.
-func (tx *Tx) EdgesOf(tenant, id string, q EdgeQuery, fn func(e *Edge, cursor []byte) (bool, error)) error {
+func (tx *Tx) EdgesOf(tenant, id string, q EdgeQuery, fn func(e *records.Edge, cursor []byte) (bool, error)) error {
 	var phases []byte
 	if q.Dir != DirIn {
 		phases = append(phases, phaseLiveOut)
@@ -89,13 +90,13 @@ func (tx *Tx) EdgesOf(tenant, id string, q EdgeQuery, fn func(e *Edge, cursor []
 
 func slotCursor(phase byte, typ, peer string) []byte {
 	c := append([]byte{phase}, typ...)
-	c = append(c, keySeparator)
+	c = append(c, records.KeySeparator)
 	return append(c, peer...)
 }
 
 // walkLive lists the live edges of one direction in (type, peer) order,
 // strictly after the cursor rest `after` (type 0x00 peer).
-func (tx *Tx) walkLive(tenant, id, typ string, phase byte, after []byte, fn func(*Edge, []byte) (bool, error)) (bool, error) {
+func (tx *Tx) walkLive(tenant, id, typ string, phase byte, after []byte, fn func(*records.Edge, []byte) (bool, error)) (bool, error) {
 	dir := DirOut
 	if phase == phaseLiveIn {
 		dir = DirIn
@@ -109,7 +110,7 @@ func (tx *Tx) walkLive(tenant, id, typ string, phase byte, after []byte, fn func
 		if after != nil && bytes.Compare(cur[1:], after) <= 0 {
 			continue
 		}
-		e := le.e.clone()
+		e := le.e.Clone()
 		if !tx.writable {
 			// Only what is durable: the stored record, if there is one yet.
 			r, err := tx.storedLiveEdge(tenant, le.e.From, le.e.Type, le.e.To)
@@ -131,34 +132,34 @@ func (tx *Tx) walkLive(tenant, id, typ string, phase byte, after []byte, fn func
 
 // walkRetired lists retired edges of one direction from the store, in key
 // order, strictly after the cursor rest `after`.
-func (tx *Tx) walkRetired(tenant, id, typ string, phase byte, after []byte, fn func(*Edge, []byte) (bool, error)) (bool, error) {
-	tag := byte(tagRetiredOut)
+func (tx *Tx) walkRetired(tenant, id, typ string, phase byte, after []byte, fn func(*records.Edge, []byte) (bool, error)) (bool, error) {
+	tag := byte(records.TagRetiredOut)
 	if phase == phaseRetiredIn {
-		tag = tagRetiredIn
+		tag = records.TagRetiredIn
 	}
-	base := newKey(tag, tenant).str(id)
-	baseLen := len(base.bytes())
-	prefix := base.bytes()
+	base := records.NewKey(tag, tenant).Str(id)
+	baseLen := len(base.Bytes())
+	prefix := base.Bytes()
 	if typ != "" {
-		prefix = newKey(tag, tenant).str(id).str(typ).bytes()
+		prefix = records.NewKey(tag, tenant).Str(id).Str(typ).Bytes()
 	}
 	var start []byte
 	if after != nil {
-		start = append(newKey(tag, tenant).str(id).bytes(), after...)
+		start = append(records.NewKey(tag, tenant).Str(id).Bytes(), after...)
 	}
 	more := true
-	err := tx.kv.Scan(prefix, start, false, tag == tagRetiredOut, func(key, val []byte) (bool, error) {
-		var e Edge
-		if tag == tagRetiredOut {
+	err := tx.kv.Scan(prefix, start, false, tag == records.TagRetiredOut, func(key, val []byte) (bool, error) {
+		var e records.Edge
+		if tag == records.TagRetiredOut {
 			if err := decode(val, &e, key); err != nil {
 				return false, err
 			}
 		} else {
-			parts := splitKey(key, 5) // tenant, to, type, from, seq
+			parts := records.SplitKey(key, 5) // tenant, to, type, from, seq
 			if len(parts) != 5 || len(parts[4]) != 8 {
 				return true, nil
 			}
-			out := retiredEdgeKey(tagRetiredOut, tenant, string(parts[3]), string(parts[2]), string(parts[1]), uint64FromBytes(parts[4]))
+			out := records.RetiredEdgeKey(records.TagRetiredOut, tenant, string(parts[3]), string(parts[2]), string(parts[1]), records.Uint64FromBytes(parts[4]))
 			ok, err := tx.getRecord(out, &e)
 			if err != nil {
 				return false, err
@@ -227,9 +228,9 @@ func (tx *Tx) liveEdges(tenant, id, typ string, dir Direction) []*liveEdge {
 }
 
 // LiveEdges returns the live edges of id of one type in one direction.
-func (tx *Tx) LiveEdges(tenant, id, typ string, dir Direction) ([]*Edge, error) {
-	var out []*Edge
-	err := tx.EdgesOf(tenant, id, EdgeQuery{Dir: dir, Type: typ}, func(e *Edge, _ []byte) (bool, error) {
+func (tx *Tx) LiveEdges(tenant, id, typ string, dir Direction) ([]*records.Edge, error) {
+	var out []*records.Edge
+	err := tx.EdgesOf(tenant, id, EdgeQuery{Dir: dir, Type: typ}, func(e *records.Edge, _ []byte) (bool, error) {
 		out = append(out, e)
 		return true, nil
 	})
@@ -270,8 +271,8 @@ func (tx *Tx) IdentityEnsure(tenant, sub string) error {
 	if err != nil || ok {
 		return err
 	}
-	n := &Node{
-		Tenant: tenant, ID: id, Type: IdentityType, Title: sub, Status: StatusOpen,
+	n := &records.Node{
+		Tenant: tenant, ID: id, Type: IdentityType, Title: sub, Status: records.StatusOpen,
 		Labels: []string{}, Props: map[string]any{}, Usage: map[string]float64{},
 		UsageTotal: map[string]float64{}, OnChildFail: "fail", CreatedBy: sub,
 	}

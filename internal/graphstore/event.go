@@ -4,26 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
-)
 
-// The event types.
-const (
-	EventCreated     EventType = "created"
-	EventUpdated     EventType = "updated"
-	EventDeleted     EventType = "deleted"
-	EventClaimed     EventType = "claimed"
-	EventExtended    EventType = "extended"
-	EventReleased    EventType = "released"
-	EventCompleted   EventType = "completed"
-	EventFailed      EventType = "failed"
-	EventRequeued    EventType = "requeued"
-	EventExpired     EventType = "expired"
-	EventDead        EventType = "dead"
-	EventCancelled   EventType = "cancelled"
-	EventCommented   EventType = "commented"
-	EventProgress    EventType = "progress"
-	EventEdgeAdded   EventType = "edge_added"
-	EventEdgeRetired EventType = "edge_retired"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // nextSeq reserves the next event sequence number of tenant. Only write
@@ -58,8 +40,8 @@ func (tx *Tx) nextSeq(tenant string) (uint64, error) {
 // of its last event group.
 func (tx *Tx) lastSeq(tenant string) (uint64, error) {
 	var last uint64
-	err := tx.kv.Scan(newKey(tagEvent, tenant).bytes(), nil, true, false, func(key, _ []byte) (bool, error) {
-		last = uint64FromBytes(key[len(key)-8:])
+	err := tx.kv.Scan(records.NewKey(records.TagEvent, tenant).Bytes(), nil, true, false, func(key, _ []byte) (bool, error) {
+		last = records.Uint64FromBytes(key[len(key)-8:])
 		return false, nil
 	})
 	return last, err
@@ -67,12 +49,12 @@ func (tx *Tx) lastSeq(tenant string) (uint64, error) {
 
 // Emit appends an event of tenant about node id, with data as its data (nil:
 // none). data becomes the event's: the caller does not change it afterwards.
-func (tx *Tx) Emit(tenant string, typ EventType, id, by string, data map[string]any) error {
-	return tx.EmitData(tenant, typ, id, by, DataOf(data))
+func (tx *Tx) Emit(tenant string, typ records.EventType, id, by string, data map[string]any) error {
+	return tx.EmitData(tenant, typ, id, by, records.DataOf(data))
 }
 
 // EmitData is Emit with data built by Data (or given to DataOf).
-func (tx *Tx) EmitData(tenant string, typ EventType, id, by string, data EventData) error {
+func (tx *Tx) EmitData(tenant string, typ records.EventType, id, by string, data records.EventData) error {
 	seq, err := tx.nextSeq(tenant)
 	if err != nil {
 		return err
@@ -82,14 +64,14 @@ func (tx *Tx) EmitData(tenant string, typ EventType, id, by string, data EventDa
 
 // emitWithSeq appends an event under a seq already reserved; the events of
 // a transaction are written together when it ends (Tx.finish).
-func (tx *Tx) emitWithSeq(tenant string, seq uint64, typ EventType, id, by string, data EventData) error {
-	tx.events = append(tx.events, Event{Tenant: tenant, Seq: seq, At: tx.now.UTC(), Type: typ, NodeID: id, By: by, Data: data})
+func (tx *Tx) emitWithSeq(tenant string, seq uint64, typ records.EventType, id, by string, data records.EventData) error {
+	tx.events = append(tx.events, records.Event{Tenant: tenant, Seq: seq, At: tx.now.UTC(), Type: typ, NodeID: id, By: by, Data: data})
 	return nil
 }
 
 // eventGroupAt reads the event group stored under key.
-func (tx *Tx) eventGroupAt(key, val []byte) ([]Event, error) {
-	var g eventGroup
+func (tx *Tx) eventGroupAt(key, val []byte) ([]records.Event, error) {
+	var g records.EventGroup
 	if err := decode(val, &g, key); err != nil {
 		return nil, err
 	}
@@ -97,13 +79,13 @@ func (tx *Tx) eventGroupAt(key, val []byte) ([]Event, error) {
 }
 
 // EventsAfter returns up to limit events of tenant with seq > after, oldest first.
-func (tx *Tx) EventsAfter(tenant string, after uint64, limit int) ([]Event, error) {
-	var out []Event
+func (tx *Tx) EventsAfter(tenant string, after uint64, limit int) ([]records.Event, error) {
+	var out []records.Event
 	var start []byte
 	if after > 0 {
-		start = eventKey(tenant, after)
+		start = records.EventKey(tenant, after)
 	}
-	err := tx.kv.Scan(newKey(tagEvent, tenant).bytes(), start, false, true, func(key, val []byte) (bool, error) {
+	err := tx.kv.Scan(records.NewKey(records.TagEvent, tenant).Bytes(), start, false, true, func(key, val []byte) (bool, error) {
 		evs, err := tx.eventGroupAt(key, val)
 		if err != nil {
 			return false, err
@@ -118,7 +100,7 @@ func (tx *Tx) EventsAfter(tenant string, after uint64, limit int) ([]Event, erro
 // takeEvents appends to out the events of a group with seq > after (and of
 // node id, when id is set), up to limit in all; more is false once out is
 // full.
-func takeEvents(out, evs []Event, tenant, id string, after uint64, limit int) (_ []Event, more bool) {
+func takeEvents(out, evs []records.Event, tenant, id string, after uint64, limit int) (_ []records.Event, more bool) {
 	for _, ev := range evs {
 		if ev.Seq <= after || (id != "" && ev.NodeID != id) {
 			continue
@@ -135,7 +117,7 @@ func takeEvents(out, evs []Event, tenant, id string, after uint64, limit int) (_
 // NodeEvents returns up to limit events of node id with seq > after, oldest
 // first: the groups its record points at and those its pointer keys name,
 // merged in seq order (node_events.go).
-func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]Event, error) {
+func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]records.Event, error) {
 	var st *nodeState
 	if tx.writable {
 		st = tx.state(nodeRef{tenant, id})
@@ -150,10 +132,10 @@ func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]Event, e
 			inRecord = append(inRecord, seq)
 		}
 	})
-	var out []Event
+	var out []records.Event
 	more := true
 	take := func(seq uint64) error {
-		gk := eventKey(tenant, seq)
+		gk := records.EventKey(tenant, seq)
 		val, ok, err := tx.kv.Get(gk)
 		if err != nil || !ok {
 			return err // a group retention removed: nothing of it is left
@@ -165,13 +147,13 @@ func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]Event, e
 		out, more = takeEvents(out, evs, tenant, id, after, limit)
 		return nil
 	}
-	prefix := newKey(tagNodeEvent, tenant).str(id).bytes()
+	prefix := records.NewKey(records.TagNodeEvent, tenant).Str(id).Bytes()
 	var start []byte
 	if after > 0 {
-		start = nodeEventKey(tenant, id, after)
+		start = records.NodeEventKey(tenant, id, after)
 	}
 	err = tx.kv.Scan(prefix, start, false, false, func(key, _ []byte) (bool, error) {
-		seq := uint64FromBytes(key[len(key)-8:])
+		seq := records.Uint64FromBytes(key[len(key)-8:])
 		for ; more && len(inRecord) > 0 && inRecord[0] <= seq; inRecord = inRecord[1:] {
 			if inRecord[0] == seq {
 				continue // named twice: taken once, below
@@ -201,7 +183,7 @@ type eventHub struct {
 
 func newEventHub() *eventHub { return &eventHub{waiters: map[string]chan struct{}{}} }
 
-func (h *eventHub) publish(evs []Event) {
+func (h *eventHub) publish(evs []records.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, ev := range evs {
@@ -226,10 +208,10 @@ func (h *eventHub) changed(tenant string) <-chan struct{} {
 
 // WaitEvents blocks until tenant has an event with seq > after or ctx ends,
 // and returns up to limit such events (none when ctx ended first).
-func (s *Store) WaitEvents(ctx context.Context, tenant string, after uint64, limit int) ([]Event, error) {
+func (s *Store) WaitEvents(ctx context.Context, tenant string, after uint64, limit int) ([]records.Event, error) {
 	for {
 		ch := s.events.changed(tenant)
-		var evs []Event
+		var evs []records.Event
 		err := s.View(func(tx *Tx) error {
 			var err error
 			evs, err = tx.EventsAfter(tenant, after, limit)

@@ -11,6 +11,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // setMarker writes (or, for a nil val, deletes) one key of a closed store.
@@ -43,7 +44,7 @@ func rawNodes(t *testing.T, dir string) map[string][]byte {
 	defer db.Close()
 	out := map[string][]byte{}
 	require.NoError(t, db.View(func(tx *kv.Txn) error {
-		return tx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+		return tx.Scan([]byte{records.TagNode, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 			out[string(key)] = append([]byte(nil), val...)
 			return true, nil
 		})
@@ -75,7 +76,7 @@ func reshaped(t *testing.T, record []byte, keep uint32, extra ...[]byte) []byte 
 
 func nodeFields(t *testing.T) uint32 {
 	t.Helper()
-	return knownFields()["node"]
+	return records.KnownFields()["node"]
 }
 
 // TestNodeRecordOfFormat5Reads: a node record the format-5 codec wrote
@@ -92,7 +93,7 @@ func TestNodeRecordOfFormat5Reads(t *testing.T) {
 	require.Equal(t, uint32(32), n, "the format-5 node record")
 	require.Greater(t, nodeFields(t), n, "fields were appended since")
 
-	var back Node
+	var back records.Node
 	rest, err := back.UnmarshalMsg(rec)
 	require.NoError(t, err)
 	require.Equal(t, typicalNodeRecord(), &back)
@@ -109,7 +110,7 @@ func TestNodeRecordOfFormat5Reads(t *testing.T) {
 	enc, err := n2.MarshalMsg(nil)
 	require.NoError(t, err)
 	again := withPointersOf(enc, rec)
-	var back2 Node
+	var back2 records.Node
 	_, err = back2.UnmarshalMsg(again)
 	require.NoError(t, err)
 	require.Equal(t, &n2, &back2)
@@ -137,7 +138,7 @@ func TestNodeRecordWithAFieldMoreReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, nodeFields(t)+2, count)
 
-	var back Node
+	var back records.Node
 	rest, err := back.UnmarshalMsg(future)
 	require.NoError(t, err)
 	require.Equal(t, n, &back)
@@ -176,10 +177,10 @@ func TestOpenFormat5StoreWithoutMigration(t *testing.T) {
 				return err
 			}
 		}
-		if err := tx.Set(formatKey, []byte("5")); err != nil {
+		if err := tx.Set(records.FormatKey, []byte("5")); err != nil {
 			return err
 		}
-		return tx.Delete(fieldsKey)
+		return tx.Delete(records.FieldsKey)
 	})
 
 	s, err = Open(Options{Dir: dir})
@@ -200,20 +201,20 @@ func TestOpenFormat5StoreWithoutMigration(t *testing.T) {
 	rep, err := Check(dir)
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
-	require.Equal(t, FormatVersion, rep.Format)
+	require.Equal(t, records.FormatVersion, rep.Format)
 	db, err := kv.Open(kv.Options{Dir: dir})
 	require.NoError(t, err)
 	defer db.Close()
 	require.NoError(t, db.View(func(tx *kv.Txn) error {
-		f, _, err := tx.Get(formatKey)
+		f, _, err := tx.Get(records.FormatKey)
 		require.NoError(t, err)
 		require.Equal(t, "6", string(f))
-		raw, ok, err := tx.Get(fieldsKey)
+		raw, ok, err := tx.Get(records.FieldsKey)
 		require.NoError(t, err)
 		require.True(t, ok)
-		fields, err := decodeFields(raw)
+		fields, err := records.DecodeFields(raw)
 		require.NoError(t, err)
-		require.Equal(t, knownFields(), fields)
+		require.Equal(t, records.KnownFields(), fields)
 		return nil
 	}))
 }
@@ -238,9 +239,9 @@ func TestOpenRefusesFieldsItDoesNotKnow(t *testing.T) {
 				return err
 			}
 		}
-		fields := knownFields()
+		fields := records.KnownFields()
 		fields["node"] = mine + 1
-		return tx.Set(fieldsKey, encodeFields(fields))
+		return tx.Set(records.FieldsKey, records.EncodeFields(fields))
 	})
 	_, err = Open(Options{Dir: dir})
 	require.ErrorContains(t, err, "was written by a newer release")
@@ -249,14 +250,14 @@ func TestOpenRefusesFieldsItDoesNotKnow(t *testing.T) {
 	_, err = Check(dir)
 	require.ErrorContains(t, err, "node records of 34 fields, and this release knows 33")
 
-	fields := knownFields()
+	fields := records.KnownFields()
 	fields["gizmo"] = 3
-	setMarker(t, dir, fieldsKey, encodeFields(fields))
+	setMarker(t, dir, records.FieldsKey, records.EncodeFields(fields))
 	_, err = Open(Options{Dir: dir})
 	require.ErrorContains(t, err, "gizmo records, which this release does not know")
 
 	// The marker is the guard: the record itself decodes.
-	setMarker(t, dir, fieldsKey, nil)
+	setMarker(t, dir, records.FieldsKey, nil)
 	s, err = Open(Options{Dir: dir})
 	require.NoError(t, err)
 	require.NoError(t, s.View(func(tx *Tx) error {

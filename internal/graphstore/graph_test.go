@@ -1,10 +1,8 @@
 package graphstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func setup(t *testing.T) (*Store, *clocktest.Fake) {
@@ -24,64 +23,17 @@ func setup(t *testing.T) (*Store, *clocktest.Fake) {
 	return s, clk
 }
 
-func newNode(tenant, id string, priority int64) *Node {
-	return &Node{
-		Tenant: tenant, ID: id, Type: "task", Status: StatusQueued, Queue: "q", Priority: priority,
+func newNode(tenant, id string, priority int64) *records.Node {
+	return &records.Node{
+		Tenant: tenant, ID: id, Type: "task", Status: records.StatusQueued, Queue: "q", Priority: priority,
 		Labels: []string{}, Props: map[string]any{}, MaxAttempts: 5,
 		Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 	}
 }
 
-func insert(t *testing.T, s *Store, n *Node) {
+func insert(t *testing.T, s *Store, n *records.Node) {
 	t.Helper()
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error { return tx.NodeInsert(n, "head") }))
-}
-
-func TestOrderBytesSortLikeListOrder(t *testing.T) {
-	t.Parallel()
-	type pc struct{ p, c int64 }
-	cases := []pc{{5, 1}, {5, 2}, {0, 0}, {-3, 9}, {1 << 40, 3}, {-(1 << 40), 0}, {0, -5}, {7, 7}}
-	sort.Slice(cases, func(i, j int) bool {
-		return bytes.Compare(orderBytes(cases[i].p, cases[i].c), orderBytes(cases[j].p, cases[j].c)) < 0
-	})
-	for i := 1; i < len(cases); i++ {
-		a, b := cases[i-1], cases[i]
-		require.True(t, a.p > b.p || (a.p == b.p && a.c < b.c), "%v must sort before %v", a, b)
-	}
-}
-
-func FuzzOrderBytes(f *testing.F) {
-	f.Add(int64(0), int64(0), int64(1), int64(1))
-	f.Add(int64(-1), int64(5), int64(1), int64(-5))
-	f.Fuzz(func(t *testing.T, p1, c1, p2, c2 int64) {
-		cmp := bytes.Compare(orderBytes(p1, c1), orderBytes(p2, c2))
-		want := 0
-		switch {
-		case p1 > p2 || (p1 == p2 && c1 < c2):
-			want = -1
-		case p1 < p2 || (p1 == p2 && c1 > c2):
-			want = 1
-		}
-		if cmp != want {
-			t.Fatalf("order(%d,%d) vs order(%d,%d) = %d, want %d", p1, c1, p2, c2, cmp, want)
-		}
-	})
-}
-
-func FuzzKeysStayInsideTenant(f *testing.F) {
-	f.Add("acme", "node-1", "acm")
-	f.Add("a", "b", "a-b")
-	f.Fuzz(func(t *testing.T, tenant, id, other string) {
-		if tenant == other || bytes.ContainsRune([]byte(tenant+id+other), 0) || tenant == "" || other == "" {
-			return
-		}
-		// A key of one tenant never falls under the prefix of another.
-		k := nodeKey(tenant, id)
-		p := newKey(tagNode, other).bytes()
-		if bytes.HasPrefix(k, p) {
-			t.Fatalf("node key of %q/%q is under the prefix of tenant %q", tenant, id, other)
-		}
-	})
 }
 
 func TestInsertTakenIDIsAlreadyExists(t *testing.T) {
@@ -146,7 +98,7 @@ func TestNodeListOrderFiltersAndPages(t *testing.T) {
 	var got []string
 	cursor := ""
 	for {
-		var page []*Node
+		var page []*records.Node
 		require.NoError(t, s.View(func(tx *Tx) error {
 			var err error
 			page, cursor, err = tx.NodeList("acme", NodeQuery{Limit: 7, Cursor: cursor})
@@ -180,7 +132,7 @@ func TestEdgesLiveRetiredAndCycles(t *testing.T) {
 	}
 	add := func(from, typ, to string) error {
 		return s.Update(context.Background(), func(tx *Tx) error {
-			return tx.EdgeInsert("acme", &Edge{From: from, Type: typ, To: to, CreatedBy: "head"})
+			return tx.EdgeInsert("acme", &records.Edge{From: from, Type: typ, To: to, CreatedBy: "head"})
 		})
 	}
 	require.NoError(t, add("a", EdgeDependsOn, "b"))
@@ -203,9 +155,9 @@ func TestEdgesLiveRetiredAndCycles(t *testing.T) {
 	require.NoError(t, add("a", EdgeDependsOn, "b"), "a retired edge frees its key")
 
 	require.NoError(t, s.View(func(tx *Tx) error {
-		var live, all []*Edge
-		collect := func(dst *[]*Edge) func(*Edge, []byte) (bool, error) {
-			return func(e *Edge, _ []byte) (bool, error) { *dst = append(*dst, e); return true, nil }
+		var live, all []*records.Edge
+		collect := func(dst *[]*records.Edge) func(*records.Edge, []byte) (bool, error) {
+			return func(e *records.Edge, _ []byte) (bool, error) { *dst = append(*dst, e); return true, nil }
 		}
 		require.NoError(t, tx.EdgesOf("acme", "a", EdgeQuery{Dir: DirOut}, collect(&live)))
 		require.NoError(t, tx.EdgesOf("acme", "a", EdgeQuery{Dir: DirOut, IncludeRetired: true}, collect(&all)))
@@ -213,7 +165,7 @@ func TestEdgesLiveRetiredAndCycles(t *testing.T) {
 		require.Len(t, all, 2)
 		require.NotNil(t, all[1].RetiredAt)
 		require.Equal(t, "test", all[1].Props["why"])
-		var in []*Edge
+		var in []*records.Edge
 		require.NoError(t, tx.EdgesOf("acme", "a", EdgeQuery{Dir: DirIn}, collect(&in)))
 		require.Len(t, in, 1)
 		require.Equal(t, "c", in[0].From)
@@ -311,24 +263,6 @@ func TestBatchedClosuresFailAlone(t *testing.T) {
 		}
 		return err
 	}))
-}
-
-// FuzzCompareOrder: compareOrder orders any two keys exactly as
-// bytes.Compare does (the keys orderBytes makes among them).
-func FuzzCompareOrder(f *testing.F) {
-	f.Add(orderBytes(0, 0), orderBytes(0, 1))
-	f.Add(orderBytes(-1, 5), orderBytes(1, 5))
-	f.Add([]byte{0xff, 0, 0, 0, 0, 0, 0, 0, 1}, []byte{0xff, 0, 0, 0, 0, 0, 0, 0, 2})
-	f.Fuzz(func(t *testing.T, x, y []byte) {
-		var a, b [orderKeyLength]byte
-		copy(a[:], x)
-		copy(b[:], y)
-		for _, pair := range [][2]*[orderKeyLength]byte{{&a, &b}, {&b, &a}, {&a, &a}} {
-			if got, want := compareOrder(pair[0], pair[1]), bytes.Compare(pair[0][:], pair[1][:]); got != want {
-				t.Fatalf("compareOrder(%x, %x) = %d, bytes.Compare says %d", pair[0], pair[1], got, want)
-			}
-		}
-	})
 }
 
 // A list asked for no node is a refusal, not a panic.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"iter"
 	"unique"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // What a node's in-memory state names (its queue, type, target, parent,
@@ -97,7 +99,7 @@ func (n atom) labelList() []string {
 type statusCode uint8
 
 // statusCodes lists the statuses by code; code 0 is no status.
-var statusCodes = [...]Status{"", StatusOpen, StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusDead, StatusCancelled}
+var statusCodes = [...]records.Status{"", records.StatusOpen, records.StatusQueued, records.StatusRunning, records.StatusDone, records.StatusFailed, records.StatusDead, records.StatusCancelled}
 
 // The codes the state compares with (their places in statusCodes).
 const (
@@ -106,7 +108,7 @@ const (
 )
 
 // codeOf is s's code (0 for a status that is none of the statuses).
-func codeOf(s Status) statusCode {
+func codeOf(s records.Status) statusCode {
 	for i, v := range statusCodes {
 		if v == s {
 			return statusCode(i)
@@ -116,7 +118,7 @@ func codeOf(s Status) statusCode {
 }
 
 // Status is the code's status.
-func (c statusCode) Status() Status {
+func (c statusCode) Status() records.Status {
 	if int(c) < len(statusCodes) {
 		return statusCodes[c]
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 func TestLabelSetsKeepTheirLabels(t *testing.T) {
@@ -27,12 +29,12 @@ func TestLabelSetsKeepTheirLabels(t *testing.T) {
 
 func TestStatusCodesRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, s := range Statuses() {
+	for _, s := range records.Statuses() {
 		c := codeOf(s)
 		require.NotZero(t, c, s)
 		require.Equal(t, s, c.Status())
 		require.Equal(t, s.Terminal(), c.Terminal())
 	}
-	require.Equal(t, codeQueued, codeOf(StatusQueued))
-	require.Equal(t, codeRunning, codeOf(StatusRunning))
+	require.Equal(t, codeQueued, codeOf(records.StatusQueued))
+	require.Equal(t, codeRunning, codeOf(records.StatusRunning))
 }

@@ -3,7 +3,7 @@ package graphstore
 // The list indexes: each tenant's nodes in list order, by status, by queue
 // and status and by parent, and its leased nodes by id and by holder. They
 // serve lists (NodeList, LiveLeaseIDs, HeldNodeIDs) and nothing the writer
-// decides, so the writer does not keep them up: Tx.apply only marks each
+// decides, so the writer does not keep them up: table.fold only marks each
 // entry it changed (table.mark), and catching up (table.syncLists) moves a
 // marked entry once, from the key it is listed under to the one its state
 // gives now, however many commits changed it meanwhile (a job claimed and
@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/google/btree"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // listSyncEvery is how often the list indexes catch up when nothing lists.
@@ -36,7 +38,7 @@ const listSyncEvery = 50 * time.Millisecond
 
 // listKey is where an entry sits in the list indexes.
 type listKey struct {
-	order  [orderKeyLength]byte
+	order  [records.OrderKeyLength]byte
 	status statusCode
 	queue  atom
 	parent atom
@@ -50,7 +52,7 @@ func listKeyOf(st *nodeState) listKey {
 // compareEntry orders a tenant's listed nodes in list order: by order bytes,
 // then id.
 func compareEntry(a, b *nodeEntry) int {
-	if c := compareOrder(&a.listedOrder, &b.listedOrder); c != 0 {
+	if c := records.CompareOrder(&a.listedOrder, &b.listedOrder); c != 0 {
 		return c
 	}
 	return strings.Compare(a.ref.id, b.ref.id)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // TestListsCatchUpBeforeEveryWalk: the writer only marks the entries it
@@ -38,7 +39,7 @@ func TestListsCatchUpBeforeEveryWalk(t *testing.T) {
 		require.NoError(t, s.View(func(tx *Tx) error { ids = tx.HeldNodeIDs("acme", holder); return nil }))
 		return ids
 	}
-	setStatus := func(id string, st Status, holder string) {
+	setStatus := func(id string, st records.Status, holder string) {
 		update(func(tx *Tx) error {
 			n, err := tx.NodeGet("acme", id)
 			if err != nil {
@@ -47,7 +48,7 @@ func TestListsCatchUpBeforeEveryWalk(t *testing.T) {
 			n.Status, n.Lease = st, nil
 			if holder != "" {
 				now := clk.Now()
-				n.Lease = &Lease{By: holder, Fence: 1, TTLMS: 60000, ClaimedAt: now, RenewedAt: now, ExpiresAt: now.Add(time.Minute)}
+				n.Lease = &records.Lease{By: holder, Fence: 1, TTLMS: 60000, ClaimedAt: now, RenewedAt: now, ExpiresAt: now.Add(time.Minute)}
 			}
 			return tx.NodePut(n)
 		})
@@ -61,7 +62,7 @@ func TestListsCatchUpBeforeEveryWalk(t *testing.T) {
 
 	// Several commits between two lists: a runs, b goes and comes back with
 	// a higher priority (another entry under the same id), c is new.
-	setStatus("a", StatusRunning, "w")
+	setStatus("a", records.StatusRunning, "w")
 	update(func(tx *Tx) error {
 		n, err := tx.NodeGet("acme", "b")
 		if err != nil {
@@ -74,19 +75,19 @@ func TestListsCatchUpBeforeEveryWalk(t *testing.T) {
 	insert(t, s, newNode("acme", "c", 0))
 
 	require.Equal(t, []string{"b", "a", "c"}, list(NodeQuery{}))
-	require.Equal(t, []string{"b", "c"}, list(NodeQuery{Status: string(StatusQueued)}))
-	require.Equal(t, []string{"b", "c"}, list(NodeQuery{Queue: "q", Status: string(StatusQueued)}))
-	require.Equal(t, []string{"a"}, list(NodeQuery{Status: string(StatusRunning)}))
+	require.Equal(t, []string{"b", "c"}, list(NodeQuery{Status: string(records.StatusQueued)}))
+	require.Equal(t, []string{"b", "c"}, list(NodeQuery{Queue: "q", Status: string(records.StatusQueued)}))
+	require.Equal(t, []string{"a"}, list(NodeQuery{Status: string(records.StatusRunning)}))
 	require.Equal(t, []string{"a"}, held("w"))
 
 	// Claimed by another and finished, with no list in between: it leaves
 	// w's and the running lists and shows once, as done.
-	setStatus("a", StatusRunning, "v")
-	setStatus("a", StatusDone, "")
+	setStatus("a", records.StatusRunning, "v")
+	setStatus("a", records.StatusDone, "")
 	require.Empty(t, held("w"))
 	require.Empty(t, held("v"))
-	require.Empty(t, list(NodeQuery{Status: string(StatusRunning)}))
-	require.Equal(t, []string{"a"}, list(NodeQuery{Status: string(StatusDone)}))
+	require.Empty(t, list(NodeQuery{Status: string(records.StatusRunning)}))
+	require.Equal(t, []string{"a"}, list(NodeQuery{Status: string(records.StatusDone)}))
 	require.Equal(t, []string{"b", "a", "c"}, list(NodeQuery{}))
 	require.Equal(t, []string{"acme"}, s.Tenants())
 
@@ -96,5 +97,5 @@ func TestListsCatchUpBeforeEveryWalk(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, s.Close()) }()
 	require.Equal(t, []string{"b", "a", "c"}, list(NodeQuery{}))
-	require.Equal(t, []string{"a"}, list(NodeQuery{Status: string(StatusDone)}))
+	require.Equal(t, []string{"a"}, list(NodeQuery{Status: string(records.StatusDone)}))
 }

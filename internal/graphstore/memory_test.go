@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -84,7 +85,11 @@ func TestQueuedNodeMemory(t *testing.T) {
 		}
 		resetPeakRSS()
 		start, cpu := time.Now(), cpuTime()
-		s, err = Open(Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+		// Open as a server does: its rebuild with the proportional GC off
+		// (serve's pauseGC, with this test's limit as the guard) and the
+		// scanned pages let go of before the writer starts.
+		s, err = Open(Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil)),
+			DuringRebuild: gcOffForRebuild, ReleaseScanPages: true})
 		pprof.StopCPUProfile()
 		require.NoError(t, err)
 		t.Logf("open (the engine's, and the rebuild): %.1fs, %.1fs of CPU; heap in use after it %.1f MiB, peak RSS during it %s", time.Since(start).Seconds(), (cpuTime() - cpu).Seconds(), mib(heapInUse()), peakRSS())
@@ -217,4 +222,21 @@ func peakRSS() string {
 		}
 	}
 	return "unknown"
+}
+
+// gcOffForRebuild turns the proportional GC off for a rebuild, with a soft
+// memory limit of 8 GiB as its guard when none is set, as serve's pauseGC
+// does with the machine's memory, and gives back the rebuild's garbage
+// after it.
+func gcOffForRebuild() (done func()) {
+	limit := debug.SetMemoryLimit(-1)
+	if limit == math.MaxInt64 {
+		debug.SetMemoryLimit(8 << 30)
+	}
+	percent := debug.SetGCPercent(-1)
+	return func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+		debug.FreeOSMemory()
+	}
 }

@@ -4,85 +4,8 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/records"
 )
-
-// The statuses. open, queued and running are live; the rest are terminal.
-const (
-	StatusOpen      Status = "open"      // no queue, at rest
-	StatusQueued    Status = "queued"    // waiting in its queue
-	StatusRunning   Status = "running"   // a live lease
-	StatusDone      Status = "done"      // completed
-	StatusFailed    Status = "failed"    // failed without requeue
-	StatusDead      Status = "dead"      // out of attempts
-	StatusCancelled Status = "cancelled" // cancelled
-)
-
-// Statuses lists every status.
-func Statuses() []Status {
-	return []Status{StatusOpen, StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusDead, StatusCancelled}
-}
-
-// Terminal reports whether no further run can happen without a requeue.
-func (s Status) Terminal() bool {
-	switch s {
-	case StatusDone, StatusFailed, StatusDead, StatusCancelled:
-		return true
-	}
-	return false
-}
-
-// AtRest reports whether a node in s waits to run (open or queued): the only
-// statuses from which it can be ready or claimed.
-func (s Status) AtRest() bool { return s == StatusOpen || s == StatusQueued }
-
-// RestStatus is where n waits when it is not running: queued in its queue,
-// or open without one.
-func (n *Node) RestStatus() Status {
-	if n.Queue != "" {
-		return StatusQueued
-	}
-	return StatusOpen
-}
-
-// Valid reports whether s is one of the statuses.
-func (s Status) Valid() bool {
-	for _, v := range Statuses() {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-func (n *Node) order() []byte { return orderBytes(n.Priority, n.CreatedAt.UnixNano()) }
-
-// Clone returns a deep enough copy to mutate without touching n.
-func (n *Node) Clone() *Node {
-	c := *n
-	c.Labels = append([]string(nil), n.Labels...)
-	c.Blobs = append([]string(nil), n.Blobs...)
-	if n.Props != nil {
-		c.Props = make(map[string]any, len(n.Props))
-		for k, v := range n.Props {
-			c.Props[k] = v
-		}
-	}
-	if n.Lease != nil {
-		l := *n.Lease
-		c.Lease = &l
-	}
-	c.Usage = cloneUsage(n.Usage)
-	c.UsageTotal = cloneUsage(n.UsageTotal)
-	return &c
-}
-
-func cloneUsage(u map[string]float64) map[string]float64 {
-	c := make(map[string]float64, len(u))
-	for k, v := range u {
-		c[k] = v
-	}
-	return c
-}
 
 // Names (client node ids, types, queues) are ASCII: a letter or digit, then
 // up to max-1 letters, digits or any of "._:-". validName checks that by
@@ -137,7 +60,7 @@ func ValidQueue(q string) bool { return validName(q, maxQueueLength) }
 // NodeGet returns the node or a fault.NotFound. On the writer a live node
 // is decoded from memory; a terminal one, and every node in a View, is read
 // from the store (in a View: as durable).
-func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
+func (tx *Tx) NodeGet(tenant, id string) (*records.Node, error) {
 	var st *nodeState
 	if tx.writable {
 		if st = tx.state(nodeRef{tenant, id}); st == nil {
@@ -151,10 +74,10 @@ func (tx *Tx) NodeGet(tenant, id string) (*Node, error) {
 	if b == nil {
 		return nil, &fault.NotFound{What: "node", ID: id}
 	}
-	n := new(Node)
+	n := new(records.Node)
 	if _, err := n.UnmarshalMsg(b); err != nil {
 		// The key is built only for the error: NodeGet is on every hot path.
-		return nil, fmt.Errorf("error decoding %q: %w", nodeKey(tenant, id), err)
+		return nil, fmt.Errorf("error decoding %q: %w", records.NodeKey(tenant, id), err)
 	}
 	return n, nil
 }
@@ -170,7 +93,7 @@ func (tx *Tx) storedRecord(tenant, id string, st *nodeState) ([]byte, error) {
 	if tx.read.b != nil && tx.read.ref == ref {
 		return tx.read.b, nil
 	}
-	b, _, err := tx.kv.Get(nodeKey(tenant, id))
+	b, _, err := tx.kv.Get(records.NodeKey(tenant, id))
 	if err == nil && b != nil && tx.writable {
 		tx.read.ref, tx.read.b = ref, b
 	}
@@ -186,12 +109,12 @@ func (tx *Tx) NodeExists(tenant, id string) (bool, error) {
 	if tx.writable {
 		return tx.state(nodeRef{tenant, id}) != nil, nil
 	}
-	return tx.kv.Has(nodeKey(tenant, id))
+	return tx.kv.Has(records.NodeKey(tenant, id))
 }
 
 // NodeInsert stores a new node and a created event. The caller has filled
 // every field; Version is set to 1. A taken id is a fault.AlreadyExists.
-func (tx *Tx) NodeInsert(n *Node, by string) error {
+func (tx *Tx) NodeInsert(n *records.Node, by string) error {
 	if !tx.writable {
 		return errReadOnly
 	}
@@ -220,13 +143,13 @@ func (tx *Tx) NodeInsert(n *Node, by string) error {
 	}
 	st := stateOf(n, b, tx.store.liveRecords)
 	tx.setState(ref, &st)
-	return tx.Emit(n.Tenant, EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
+	return tx.Emit(n.Tenant, records.EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
 }
 
 // putNode encodes and writes n, with the event pointers of the record it
 // replaces (node_events.go); the encoding, exactly sized, is what the
 // in-memory state keeps of a live node.
-func (tx *Tx) putNode(n *Node, replaced []byte) ([]byte, error) {
+func (tx *Tx) putNode(n *records.Node, replaced []byte) ([]byte, error) {
 	if ac, ok := tx.assigned[nodeRef{n.Tenant, n.ID}]; ok {
 		n.Assigned = ac.rec
 		if !ac.written {
@@ -240,7 +163,7 @@ func (tx *Tx) putNode(n *Node, replaced []byte) ([]byte, error) {
 	tx.store.scratch = b
 	b = withPointersOf(b, replaced)
 	tx.forgetRead()
-	return b, tx.kv.Set(nodeKey(n.Tenant, n.ID), b)
+	return b, tx.kv.Set(records.NodeKey(n.Tenant, n.ID), b)
 }
 
 // NodePut stores a changed node: n is a node this transaction read (NodeGet
@@ -249,7 +172,7 @@ func (tx *Tx) putNode(n *Node, replaced []byte) ([]byte, error) {
 // moves the node in the indexes and, when its status changed from the
 // stored one, updates the blocker counts of its dependents and parent. It
 // emits no event: the caller emits the one that names the change.
-func (tx *Tx) NodePut(n *Node) error {
+func (tx *Tx) NodePut(n *records.Node) error {
 	if !tx.writable {
 		return errReadOnly
 	}
@@ -279,7 +202,7 @@ func (tx *Tx) NodePut(n *Node) error {
 
 // NodePutQuiet stores a node whose change is lease bookkeeping only (a
 // renewal): no version bump, no event, and Blobs as they were.
-func (tx *Tx) NodePutQuiet(n *Node) error {
+func (tx *Tx) NodePutQuiet(n *records.Node) error {
 	if !tx.writable {
 		return errReadOnly
 	}
@@ -301,7 +224,7 @@ func (tx *Tx) NodePutQuiet(n *Node) error {
 
 // NodeDelete removes the node and keeps its last fence; the blobs it named
 // lose its reference. Edges are the caller's to retire.
-func (tx *Tx) NodeDelete(n *Node, by string) error {
+func (tx *Tx) NodeDelete(n *records.Node, by string) error {
 	if !tx.writable {
 		return errReadOnly
 	}
@@ -317,17 +240,17 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 	}
 	eachRecordPointer(record, func(seq uint64) {
 		if err == nil {
-			err = tx.kv.Set(nodeEventKey(n.Tenant, n.ID, seq), nil)
+			err = tx.kv.Set(records.NodeEventKey(n.Tenant, n.ID, seq), nil)
 		}
 	})
 	if err != nil {
 		return err
 	}
 	tx.forgetRead()
-	if err := tx.kv.Delete(nodeKey(n.Tenant, n.ID)); err != nil {
+	if err := tx.kv.Delete(records.NodeKey(n.Tenant, n.ID)); err != nil {
 		return err
 	}
-	if err := tx.kv.Set(fenceKey(n.Tenant, n.ID), putU64(n.LastFence)); err != nil {
+	if err := tx.kv.Set(records.FenceKey(n.Tenant, n.ID), records.PutU64(n.LastFence)); err != nil {
 		return err
 	}
 	if tx.fences == nil {
@@ -338,5 +261,5 @@ func (tx *Tx) NodeDelete(n *Node, by string) error {
 	if err := tx.nodeGone(n.Tenant, n.ID); err != nil {
 		return err
 	}
-	return tx.Emit(n.Tenant, EventDeleted, n.ID, by, map[string]any{"status": n.Status})
+	return tx.Emit(n.Tenant, records.EventDeleted, n.ID, by, map[string]any{"status": n.Status})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // pointerKeys counts the pointer keys (w|t|id|seq) of a node.
@@ -17,7 +18,7 @@ func pointerKeys(t *testing.T, s *Store, tenant, id string) int {
 	t.Helper()
 	n := 0
 	require.NoError(t, s.kv.View(func(tx *kv.Txn) error {
-		return tx.Scan(newKey(tagNodeEvent, tenant).str(id).bytes(), nil, false, false, func(_, _ []byte) (bool, error) {
+		return tx.Scan(records.NewKey(records.TagNodeEvent, tenant).Str(id).Bytes(), nil, false, false, func(_, _ []byte) (bool, error) {
 			n++
 			return true, nil
 		})
@@ -30,7 +31,7 @@ func storedPointers(t *testing.T, s *Store, tenant, id string) []uint64 {
 	t.Helper()
 	var out []uint64
 	require.NoError(t, s.kv.View(func(tx *kv.Txn) error {
-		b, _, err := tx.Get(nodeKey(tenant, id))
+		b, _, err := tx.Get(records.NodeKey(tenant, id))
 		eachRecordPointer(b, func(seq uint64) { out = append(out, seq) })
 		return err
 	}))
@@ -43,7 +44,7 @@ func storedPointers(t *testing.T, s *Store, tenant, id string) []uint64 {
 func setRecordPointers(t *testing.T, s *Store, tenant, id string, seqs ...uint64) {
 	t.Helper()
 	require.NoError(t, s.kv.Update(context.Background(), func(tx *kv.Txn) error {
-		b, _, err := tx.Get(nodeKey(tenant, id))
+		b, _, err := tx.Get(records.NodeKey(tenant, id))
 		if err != nil {
 			return err
 		}
@@ -52,7 +53,7 @@ func setRecordPointers(t *testing.T, s *Store, tenant, id string, seqs ...uint64
 		for _, seq := range seqs {
 			b, _ = withRecordPointer(b, seq, 0)
 		}
-		return tx.Set(nodeKey(tenant, id), b)
+		return tx.Set(records.NodeKey(tenant, id), b)
 	}))
 }
 
@@ -109,17 +110,17 @@ func TestEventPointersLiveInTheRecordsTheirTransactionsWrote(t *testing.T) {
 				return err
 			}
 			// Two events of the node in one group: one pointer.
-			if err := tx.Emit("acme", EventUpdated, "a", "head", map[string]any{"i": i}); err != nil {
+			if err := tx.Emit("acme", records.EventUpdated, "a", "head", map[string]any{"i": i}); err != nil {
 				return err
 			}
-			return tx.Emit("acme", EventUpdated, "a", "head", map[string]any{"i": i, "again": true})
+			return tx.Emit("acme", records.EventUpdated, "a", "head", map[string]any{"i": i, "again": true})
 		}))
 	}
 	bares := 0
 	bare := func() { // an event of the node, its record untouched
 		bares++
 		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-			return tx.Emit("acme", EventCommented, "a", "head", nil)
+			return tx.Emit("acme", records.EventCommented, "a", "head", nil)
 		}))
 	}
 
@@ -163,7 +164,7 @@ func TestEventPointersLiveInTheRecordsTheirTransactionsWrote(t *testing.T) {
 	rep, err := Check(dir)
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
-	require.Equal(t, FormatVersion, rep.Format)
+	require.Equal(t, records.FormatVersion, rep.Format)
 }
 
 // TestCheckFindsABrokenRecordPointer: a record pointing at a group with no
@@ -210,7 +211,7 @@ func TestALargeTransactionsEventsAreStoredAsSeveralGroups(t *testing.T) {
 	const events = 3000 // ~3 MB: six groups or more
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		for i := range events {
-			if err := tx.Emit("acme", EventCommented, fmt.Sprint("n", i%nodes), "head", map[string]any{"i": i, "pad": pad}); err != nil {
+			if err := tx.Emit("acme", records.EventCommented, fmt.Sprint("n", i%nodes), "head", map[string]any{"i": i, "pad": pad}); err != nil {
 				return err
 			}
 		}
@@ -219,7 +220,7 @@ func TestALargeTransactionsEventsAreStoredAsSeveralGroups(t *testing.T) {
 
 	var sizes []int
 	require.NoError(t, s.kv.View(func(tx *kv.Txn) error {
-		return tx.Scan(newKey(tagEvent, "acme").bytes(), eventKey("acme", before), false, true, func(_, val []byte) (bool, error) {
+		return tx.Scan(records.NewKey(records.TagEvent, "acme").Bytes(), records.EventKey("acme", before), false, true, func(_, val []byte) (bool, error) {
 			sizes = append(sizes, len(val))
 			return true, nil
 		})

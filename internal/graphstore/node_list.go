@@ -7,6 +7,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // NodeQuery filters and pages a node list. Empty fields do not filter.
@@ -20,7 +21,7 @@ type NodeQuery struct {
 	Created, Updated TimeRange
 	// Match, when set, is a further predicate (readiness, for example) that
 	// the caller evaluates in the same snapshot.
-	Match  func(*Tx, *Node) (bool, error)
+	Match  func(*Tx, *records.Node) (bool, error)
 	Limit  int
 	Cursor string
 }
@@ -38,10 +39,10 @@ const (
 // creation old first, then id) and the cursor of the next page ("" at the end).
 // It walks the most selective in-memory index the filters allow and reads
 // each record from the transaction's snapshot, checking the filters on it.
-func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
+func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*records.Node, string, error) {
 	status := q.Status
 	if q.Holder != "" && status == "" {
-		status = string(StatusRunning)
+		status = string(records.StatusRunning)
 	}
 	var kind byte
 	switch {
@@ -57,20 +58,20 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 	var pivot *nodeEntry
 	if q.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(q.Cursor)
-		if err != nil || len(raw) < 1+orderKeyLength || raw[0] != kind {
+		if err != nil || len(raw) < 1+records.OrderKeyLength || raw[0] != kind {
 			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
 		}
-		pivot = &nodeEntry{ref: nodeRef{tenant, string(raw[1+orderKeyLength:])}}
-		copy(pivot.listedOrder[:], raw[1:1+orderKeyLength])
+		pivot = &nodeEntry{ref: nodeRef{tenant, string(raw[1+records.OrderKeyLength:])}}
+		copy(pivot.listedOrder[:], raw[1:1+records.OrderKeyLength])
 	}
 	tree := func(ti *tenantIndex) *btree.BTreeG[*nodeEntry] {
 		switch kind {
 		case cursorParent:
 			return ti.byParent[atomOf(q.Parent)]
 		case cursorQueue:
-			return ti.byQueue[queueStatus{atomOf(q.Queue), codeOf(Status(status))}]
+			return ti.byQueue[queueStatus{atomOf(q.Queue), codeOf(records.Status(status))}]
 		case cursorStatus:
-			return ti.byStatus[codeOf(Status(status))]
+			return ti.byStatus[codeOf(records.Status(status))]
 		}
 		return ti.all
 	}
@@ -79,7 +80,7 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 	if limit < 1 {
 		return nil, "", fault.Invalidf("limit", "must be at least 1")
 	}
-	var out []*Node
+	var out []*records.Node
 	next := ""
 	const chunk = 128
 	for done := false; !done; {
@@ -105,7 +106,7 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*Node, string, error) {
 			}
 			if len(out) == limit {
 				// One more match exists: the page ends at the previous node.
-				next = encodeCursor(kind, out[len(out)-1].order(), out[len(out)-1].ID)
+				next = encodeCursor(kind, out[len(out)-1].Order(), out[len(out)-1].ID)
 				return out, next, nil
 			}
 			out = append(out, n)
@@ -156,7 +157,7 @@ func encodeCursor(kind byte, order []byte, id string) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func matches(tx *Tx, n *Node, q NodeQuery, status string) (bool, error) {
+func matches(tx *Tx, n *records.Node, q NodeQuery, status string) (bool, error) {
 	switch {
 	case q.Type != "" && n.Type != q.Type,
 		status != "" && string(n.Status) != status,

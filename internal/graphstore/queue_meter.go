@@ -1,9 +1,9 @@
 package graphstore
 
 // What the lifecycle did to each queue, for per-queue metrics. Every status
-// change of a node passes through Tx.apply, on the writer, with the node's
+// change of a node passes through table.fold, on the writer, with the node's
 // state before and after the transaction, and every transaction's events are
-// there too: apply is the one place that stamps when a node became ready or
+// there too: fold is the one place that stamps when a node became ready or
 // was claimed (nodeState.since) and that tells a QueueMeter what happened,
 // once the transaction is durable. The meter keeps its own totals; the store
 // keeps none of them.
@@ -11,6 +11,8 @@ package graphstore
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // QueueOutcome is what happened to a node of a queue.
@@ -109,27 +111,27 @@ func took(from, now int64) time.Duration {
 	return time.Duration(now - from)
 }
 
-// appendOutcomes adds the outcomes this transaction's events name, for the
-// nodes still in the table (call from apply, with the table's mu held).
-func (tx *Tx) appendOutcomes(obs []QueueObservation) []QueueObservation {
-	for i := range tx.events {
-		ev := &tx.events[i]
+// appendOutcomes adds the outcomes a transaction's events name, for the
+// nodes still in the table (call from fold, with mu held).
+func (t *table) appendOutcomes(obs []QueueObservation, events []records.Event) []QueueObservation {
+	for i := range events {
+		ev := &events[i]
 		var what QueueOutcome
 		switch ev.Type {
-		case EventCreated:
+		case records.EventCreated:
 			what = QueueCreated
-		case EventCompleted:
+		case records.EventCompleted:
 			what = QueueCompleted
-		case EventFailed:
+		case records.EventFailed:
 			what = QueueFailed
-		case EventDead:
+		case records.EventDead:
 			what = QueueDead
-		case EventExpired:
+		case records.EventExpired:
 			what = QueueExpired
 		default:
 			continue
 		}
-		e, ok := tx.store.table.nodes.get(nodeRef{ev.Tenant, ev.NodeID})
+		e, ok := t.nodes.get(nodeRef{ev.Tenant, ev.NodeID})
 		if !ok || e.st.queue == (atom{}) {
 			continue
 		}
@@ -144,7 +146,7 @@ func (tx *Tx) appendOutcomes(obs []QueueObservation) []QueueObservation {
 // created (zero when none). It walks the queues the ready mirror holds, not
 // the nodes, under the mirror's lock: fn must be quick and must not call the
 // store.
-func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[Status]int64, ready int, oldestReady time.Time)) {
+func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[records.Status]int64, ready int, oldestReady time.Time)) {
 	m := s.ready
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/btree"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // ReadyFilter says which claimable nodes one claimer may take: those of one
@@ -274,7 +276,7 @@ func placeOf(p, e *nodeEntry) *nodeEntry {
 }
 
 func compareClaimOrder(a, b *nodeEntry) int {
-	if c := compareOrder(&a.st.order, &b.st.order); c != 0 {
+	if c := records.CompareOrder(&a.st.order, &b.st.order); c != 0 {
 		return c
 	}
 	return strings.Compare(a.ref.id, b.ref.id)

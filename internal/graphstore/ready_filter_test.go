@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // testItem is the entry of a ready node of acme's queue q.
 func testItem(id string, priority, created int64, typ, target string, labels ...string) *nodeEntry {
 	e := &nodeEntry{ref: nodeRef{"acme", id}, st: nodeState{status: codeQueued, queue: atomOf("q"), typ: atomOf(typ), target: atomOf(target), labels: labelSetOf(labels)}}
-	copy(e.st.order[:], orderBytes(priority, created))
+	copy(e.st.order[:], records.OrderBytes(priority, created))
 	return e
 }
 
@@ -227,7 +228,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	types, labels, targets := []string{"build", "test"}, []string{"x", "y", "gpu"}, []string{"", "", "alice", "bob"}
-	shape := func(n *Node) {
+	shape := func(n *records.Node) {
 		n.Type, n.Target, n.Labels = types[rng.IntN(2)], targets[rng.IntN(4)], []string{}
 		for _, l := range labels {
 			if rng.IntN(2) == 0 {
@@ -248,7 +249,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 			}
 			shape(n)
 			if i%10 == 0 {
-				n.Status = StatusDone
+				n.Status = records.StatusDone
 			}
 			return tx.NodePut(n)
 		}))
@@ -261,7 +262,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 		} {
 			var want, got []string
 			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-				nodes, _, err := tx.NodeList("acme", NodeQuery{Queue: "q", Status: string(StatusQueued), Limit: 1000})
+				nodes, _, err := tx.NodeList("acme", NodeQuery{Queue: "q", Status: string(records.StatusQueued), Limit: 1000})
 				if err != nil {
 					return err
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // mirrorShape is everything a ready mirror holds, as plain values.
@@ -59,12 +60,12 @@ func TestLoadBuildsWhatTrackBuilds(t *testing.T) {
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	now := clk.Now()
 	rng := rand.New(rand.NewPCG(3, 5))
-	statuses := []Status{StatusQueued, StatusQueued, StatusQueued, StatusRunning, StatusDone, StatusOpen}
+	statuses := []records.Status{records.StatusQueued, records.StatusQueued, records.StatusQueued, records.StatusRunning, records.StatusDone, records.StatusOpen}
 	labels := [][]string{nil, {"gpu"}, {"gpu", "eu"}, {"eu"}}
 	var entries []*nodeEntry
 	seen := map[nodeRef]bool{}
 	for i := range 3000 {
-		n := &Node{
+		n := &records.Node{
 			Tenant: []string{"acme", "beta"}[rng.IntN(2)], ID: fmt.Sprintf("n%05d", rng.IntN(1_000_000)*10+i%10),
 			Type: []string{"build", "index", "test"}[rng.IntN(3)], Status: statuses[rng.IntN(len(statuses))],
 			Queue: []string{"", "q1", "q2"}[rng.IntN(3)], Priority: int64(rng.IntN(3)),

@@ -10,13 +10,14 @@ import (
 
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/deadline"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // The ready index's trees hold the table's entries themselves (*nodeEntry),
 // not copies: a queued node costs the index a few tree slots and no
 // allocation. What the trees compare and the filters read (the entry's
 // order, run_at, type, target and labels, in e.st) changes only on the
-// writer in Tx.apply, under the mirror's mu, and only after the entry has
+// writer in table.fold, under the mirror's mu, and only after the entry has
 // left the trees (leaveLocked): readers walk them under mu, so they never
 // see an entry mid-change. The entry's mirror field says where it is filed.
 type readyTree = btree.BTreeG[*nodeEntry]
@@ -44,8 +45,8 @@ type queueMirror struct {
 	open      *claimIndex // claimable now by anyone
 	targeted  map[string]*claimIndex
 	waiters   waitIndex
-	counts    map[Status]int64 // nodes of the queue by status, as the writer sees them
-	shown     map[Status]int64 // the same, as durable: what readers are shown
+	counts    map[records.Status]int64 // nodes of the queue by status, as the writer sees them
+	shown     map[records.Status]int64 // the same, as durable: what readers are shown
 }
 
 // readyMirror is the in-memory ready index: every queued node of a queue
@@ -74,8 +75,8 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 		q = &queueMirror{
 			open:     newClaimIndex(),
 			targeted: map[string]*claimIndex{},
-			counts:   map[Status]int64{},
-			shown:    map[Status]int64{},
+			counts:   map[records.Status]int64{},
+			shown:    map[records.Status]int64{},
 		}
 		m.queues[t] = q
 	}
@@ -219,7 +220,7 @@ func (m *readyMirror) stats(tenant, queue string) (int, time.Time) {
 
 // count moves one node of a queue between statuses ("" for none; call with
 // mu held).
-func (m *readyMirror) count(tenant, queue string, from, to Status) {
+func (m *readyMirror) count(tenant, queue string, from, to records.Status) {
 	q := m.queue(tenantQueue{tenant, queue})
 	if from != "" {
 		q.counts[from]--
@@ -236,7 +237,7 @@ func (m *readyMirror) count(tenant, queue string, from, to Status) {
 // QueueStat is what the store knows of one queue.
 type QueueStat struct {
 	Queue       string
-	Counts      map[Status]int64
+	Counts      map[records.Status]int64
 	Ready       int
 	OldestReady time.Time
 }
@@ -252,7 +253,7 @@ func (s *Store) QueueStats(tenant string) []QueueStat {
 		if t.tenant != tenant || len(q.shown) == 0 {
 			continue
 		}
-		st := QueueStat{Queue: t.queue, Counts: map[Status]int64{}, Ready: q.claimable}
+		st := QueueStat{Queue: t.queue, Counts: map[records.Status]int64{}, Ready: q.claimable}
 		for k, v := range q.shown {
 			st.Counts[k] = v
 		}
@@ -330,13 +331,13 @@ func (m *readyMirror) close() {
 
 // QueueCount returns how many nodes of the queue are in status st, as of the
 // last commit. Inside Update it is the count every earlier transaction left.
-func (tx *Tx) QueueCount(tenant, queue string, st Status) int64 {
+func (tx *Tx) QueueCount(tenant, queue string, st records.Status) int64 {
 	return tx.store.QueueCount(tenant, queue, st)
 }
 
 // QueueCount returns how many nodes of the queue are in status st, as of the
 // last commit.
-func (s *Store) QueueCount(tenant, queue string, st Status) int64 {
+func (s *Store) QueueCount(tenant, queue string, st records.Status) int64 {
 	m := s.ready
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -3,6 +3,8 @@ package graphstore
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // oldestCreated is when q's oldest claimable entry was created (unix ns),
@@ -18,7 +20,7 @@ func (q *queueMirror) oldestCreated() (int64, bool) {
 	oldest, found := int64(0), false
 	each := func(ix *claimIndex) {
 		eachBandFirst(ix.all, func(e *nodeEntry) {
-			if c := createdOf(e.st.order); !found || c < oldest {
+			if c := records.CreatedOf(e.st.order); !found || c < oldest {
 				oldest, found = c, true
 			}
 		})
@@ -33,7 +35,7 @@ func (q *queueMirror) oldestCreated() (int64, bool) {
 // eachBandFirst calls fn with the first entry, in claim order, of each
 // priority band in t: its min, then for each next band one seek to the
 // first entry past the band before it (an order key's first half is its
-// band, orderBytes).
+// band, records.OrderBytes).
 func eachBandFirst(t *readyTree, fn func(e *nodeEntry)) {
 	first, ok := t.Min()
 	var pivot nodeEntry // order (band, the least created), id "": before every entry of the band

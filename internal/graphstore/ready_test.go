@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // wantReady recomputes, from nodes and edges alone, which nodes of a queue
@@ -21,7 +22,7 @@ func wantReady(t *testing.T, s *Store, tenant, queue string) []string {
 	t.Helper()
 	var out []string
 	require.NoError(t, s.View(func(tx *Tx) error {
-		nodes, _, err := tx.NodeList(tenant, NodeQuery{Queue: queue, Status: string(StatusQueued), Limit: 100000})
+		nodes, _, err := tx.NodeList(tenant, NodeQuery{Queue: queue, Status: string(records.StatusQueued), Limit: 100000})
 		if err != nil {
 			return err
 		}
@@ -74,7 +75,7 @@ func TestReadyIndexMatchesGraphUnderRandomChanges(t *testing.T) {
 	s, _ := setup(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(7, 11))
-	statuses := []Status{StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusCancelled, StatusDead, StatusQueued}
+	statuses := []records.Status{records.StatusQueued, records.StatusRunning, records.StatusDone, records.StatusFailed, records.StatusCancelled, records.StatusDead, records.StatusQueued}
 	const n = 40
 	id := func(i int) string { return fmt.Sprintf("n%02d", i) }
 	for i := 0; i < n; i++ {
@@ -97,13 +98,13 @@ func TestReadyIndexMatchesGraphUnderRandomChanges(t *testing.T) {
 					if err != nil || child.Parent != "" {
 						return err
 					}
-					if err := tx.EdgeInsert("acme", &Edge{From: a, Type: typ, To: b, Props: props}); err != nil {
+					if err := tx.EdgeInsert("acme", &records.Edge{From: a, Type: typ, To: b, Props: props}); err != nil {
 						return err
 					}
 					child.Parent = a
 					return tx.NodePut(child)
 				}
-				return tx.EdgeInsert("acme", &Edge{From: a, Type: typ, To: b, Props: props})
+				return tx.EdgeInsert("acme", &records.Edge{From: a, Type: typ, To: b, Props: props})
 			case 2: // retire an edge
 				for _, typ := range []string{EdgeDependsOn, EdgeParentOf} {
 					e, err := tx.EdgeGet("acme", a, typ, b)
@@ -185,7 +186,7 @@ func TestReadyMirrorSurvivesRestartAndPromotesDelayed(t *testing.T) {
 	require.Equal(t, []string{"d0", "d1", "d2", "d3", "d4"}, mirrored, "promoted once run_at passed")
 	stats := s3.QueueStats("acme")
 	require.Len(t, stats, 1)
-	require.EqualValues(t, 5, stats[0].Counts[StatusQueued])
+	require.EqualValues(t, 5, stats[0].Counts[records.StatusQueued])
 	require.True(t, slices.ContainsFunc(stats, func(q QueueStat) bool { return q.Ready == 5 }))
 }
 

@@ -4,18 +4,20 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // countMove is one node moving between statuses of a queue ("" for none).
 type countMove struct {
 	tenant, queue string
-	from, to      Status
+	from, to      records.Status
 }
 
 // trackLocked moves a node's entry to the state st (nil: the node is gone)
 // in the ready mirror and its queue's status counts, and sets e.st to it
 // (had: e held a state before; a new entry's is ignored). It runs on the
-// writer inside Tx.apply, under the mirror's mu, so claim-next (also on the
+// writer inside table.fold, under the mirror's mu, so claim-next (also on the
 // writer) always sees what the transactions before it left, and readers
 // walking the trees never see an entry change in them: an entry leaves the
 // trees before its state changes and enters them after. The counts readers
@@ -62,7 +64,7 @@ func (m *readyMirror) leaveLocked(e *nodeEntry, st *nodeState) {
 // st (nil: none).
 func (m *readyMirror) countLocked(tenant string, old, st *nodeState, shown *[]countMove) {
 	var oq, nq string
-	var os, ns Status
+	var os, ns records.Status
 	if old != nil {
 		oq, os = old.queue.String(), old.status.Status()
 	}

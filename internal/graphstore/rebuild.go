@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // rebuild derives the in-memory state from the records: every node's state
@@ -27,8 +28,8 @@ func (s *Store) rebuild() error {
 // loadMarks reads every tenant's retention mark (retention.go).
 func (s *Store) loadMarks() error {
 	return s.kv.View(func(ktx *kv.Txn) error {
-		return ktx.Scan([]byte{tagRetention, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-			parts := splitKey(key, 2) // tenant, ""
+		return ktx.Scan([]byte{records.TagRetention, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			parts := records.SplitKey(key, 2) // tenant, ""
 			m, err := decodeMark(val)
 			if len(parts) != 2 || err != nil {
 				return false, fmt.Errorf("retention mark %q is malformed: %v", key, err)
@@ -45,7 +46,7 @@ func (s *Store) loadMarks() error {
 func (s *Store) derive(t *table, m *readyMirror) error {
 	type assignedEdge struct {
 		tenant string
-		r      *liveEdgeRecord
+		r      *records.LiveEdgeRecord
 	}
 	var assigned []assignedEdge
 	blobRefs := map[blobRef]int64{}
@@ -55,7 +56,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		// little to do, where the map's random order cost it a second at a
 		// million nodes.
 		var entries []*nodeEntry
-		err := scanNodes(ktx, func(ref nodeRef, n *Node, val []byte) {
+		err := scanNodes(ktx, func(ref nodeRef, n *records.Node, val []byte) {
 			e := &nodeEntry{ref: ref, st: stateOf(n, val, s.liveRecords)}
 			e.listedOrder = e.st.order
 			entries = append(entries, e)
@@ -82,12 +83,12 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		if err := t.blobs.derive(ktx, blobRefs); err != nil {
 			return err
 		}
-		err = ktx.Scan([]byte{tagEdge, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-			parts := splitKey(key, 4) // tenant, from, type, to
+		err = ktx.Scan([]byte{records.TagEdge, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			parts := records.SplitKey(key, 4) // tenant, from, type, to
 			if len(parts) != 4 {
 				return true, nil
 			}
-			var r liveEdgeRecord
+			var r records.LiveEdgeRecord
 			if err := decode(val, &r, key); err != nil {
 				return false, err
 			}
@@ -97,10 +98,10 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 		if err != nil {
 			return err
 		}
-		err = ktx.Scan([]byte{tagFence, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
-			parts := splitKey(key, 2)
+		err = ktx.Scan([]byte{records.TagFence, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+			parts := records.SplitKey(key, 2)
 			if len(parts) == 2 && len(val) == 8 {
-				t.fences[nodeRef{string(parts[0]), string(parts[1])}] = uint64FromBytes(val)
+				t.fences[nodeRef{string(parts[0]), string(parts[1])}] = records.Uint64FromBytes(val)
 			}
 			return true, nil
 		})
@@ -135,7 +136,7 @@ func (s *Store) derive(t *table, m *readyMirror) error {
 // addLive puts a stored live edge into both of its nodes' maps and counts
 // what it blocks (rebuild only; an edge whose node is missing is left for
 // tether check to report).
-func (t *table) addLive(tenant string, r *liveEdgeRecord) {
+func (t *table) addLive(tenant string, r *records.LiveEdgeRecord) {
 	from, _ := t.nodes.get(nodeRef{tenant, r.Edge.From})
 	to, _ := t.nodes.get(nodeRef{tenant, r.Edge.To})
 	if from == nil || to == nil {

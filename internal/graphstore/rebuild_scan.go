@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // scanNodes calls fn for every stored node record, in key order, with the
@@ -14,19 +15,19 @@ import (
 // scan, each about as long as the other at a million nodes. They overlap:
 // this goroutine reads and hands records over in batches, another decodes
 // them and calls fn, so fn runs on one goroutine, in order.
-func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *Node, val []byte)) error {
+func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *records.Node, val []byte)) error {
 	batches := make(chan *recordBatch, 4)
 	failed := make(chan error, 1)
 	var stop atomic.Bool
 	go func() {
-		var n Node // decoded into again and again: msgp reuses its maps and slices
+		var n records.Node // decoded into again and again: msgp reuses its maps and slices
 		var err error
 		for b := range batches {
 			for i := 0; err == nil && i < len(b.vals); i++ {
 				// A record written before a field was appended leaves that
 				// field as it was (records.go), so only fields every
 				// stored record has may carry over from the last one.
-				n = Node{Labels: n.Labels, Props: n.Props, Usage: n.Usage, UsageTotal: n.UsageTotal}
+				n = records.Node{Labels: n.Labels, Props: n.Props, Usage: n.Usage, UsageTotal: n.UsageTotal}
 				if err = decode(b.vals[i], &n, b.key(i)); err != nil {
 					stop.Store(true)
 					break
@@ -37,7 +38,7 @@ func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *Node, val []byte)) error {
 		failed <- err
 	}()
 	b := newRecordBatch()
-	err := ktx.Scan([]byte{tagNode, keySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
+	err := ktx.Scan([]byte{records.TagNode, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 		b.add(key, val)
 		if len(b.vals) == recordBatchLen {
 			batches <- b

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // TestRebuildAcrossScanBatches: a store of several scan batches of nodes,
@@ -40,7 +41,7 @@ func TestRebuildAcrossScanBatches(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			n.Status = []Status{StatusCancelled, StatusDone}[i%2]
+			n.Status = []records.Status{records.StatusCancelled, records.StatusDone}[i%2]
 			return tx.NodePut(n)
 		}))
 	}
@@ -100,7 +101,7 @@ func TestRebuildNamesARecordThatDoesNotDecode(t *testing.T) {
 	}
 	bad := fmt.Sprintf("n%05d", recordBatchLen+5)
 	require.NoError(t, s.KV().Update(context.Background(), func(ktx *kv.Txn) error {
-		return ktx.Set(nodeKey("acme", bad), []byte{0xc1})
+		return ktx.Set(records.NodeKey("acme", bad), []byte{0xc1})
 	}))
 	require.NoError(t, s.Close())
 	_, err = Open(Options{Dir: dir})

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Retention removes what a tenant no longer keeps: finished nodes (with their
@@ -22,10 +24,6 @@ import (
 // The finished nodes wait in a per-tenant queue in the order they finished
 // (finished.go's table.finished), rebuilt at open.
 
-const tagRetention = 'X'
-
-func retentionKey(tenant string) []byte { return newKey(tagRetention, tenant).bytes() }
-
 // retentionMark is a tenant's X record.
 type retentionMark struct {
 	horizon    uint64 // highest event seq removed
@@ -41,7 +39,7 @@ func decodeMark(b []byte) (retentionMark, error) {
 	if len(b) != 16 {
 		return retentionMark{}, fmt.Errorf("retention mark of %d bytes", len(b))
 	}
-	return retentionMark{uint64FromBytes(b[:8]), uint64FromBytes(b[8:])}, nil
+	return retentionMark{records.Uint64FromBytes(b[:8]), records.Uint64FromBytes(b[8:])}, nil
 }
 
 // marks holds every tenant's retention mark as of the writer's last commit,
@@ -83,7 +81,7 @@ func (tx *Tx) setMark(tenant string, m retentionMark) error {
 		})
 	}
 	tx.marks[tenant] = m
-	return tx.kv.Set(retentionKey(tenant), m.encode())
+	return tx.kv.Set(records.RetentionKey(tenant), m.encode())
 }
 
 // EventHorizon is the highest event seq of tenant that retention removed (0
@@ -201,7 +199,7 @@ func (tx *Tx) purgeNode(ref nodeRef) (uint64, bool, error) {
 		return 0, false, err
 	}
 	tx.forgetRead()
-	if err := tx.kv.Delete(nodeKey(tenant, id)); err != nil {
+	if err := tx.kv.Delete(records.NodeKey(tenant, id)); err != nil {
 		return 0, false, err
 	}
 	tx.setState(ref, nil)
@@ -209,28 +207,28 @@ func (tx *Tx) purgeNode(ref nodeRef) (uint64, bool, error) {
 		return 0, false, err
 	}
 	// Comments and event pointers: every key under the node's prefixes.
-	for _, tag := range []byte{tagComment, tagNodeEvent} {
-		if err := tx.deleteUnder(newKey(tag, tenant).str(id).bytes(), nil); err != nil {
+	for _, tag := range []byte{records.TagComment, records.TagNodeEvent} {
+		if err := tx.deleteUnder(records.NewKey(tag, tenant).Str(id).Bytes(), nil); err != nil {
 			return 0, false, err
 		}
 	}
 	// Retired edges, each with its other side.
-	err = tx.deleteUnder(newKey(tagRetiredOut, tenant).str(id).bytes(), func(key []byte) []byte {
-		p := splitKey(key, 5) // tenant, from, type, to, seq
+	err = tx.deleteUnder(records.NewKey(records.TagRetiredOut, tenant).Str(id).Bytes(), func(key []byte) []byte {
+		p := records.SplitKey(key, 5) // tenant, from, type, to, seq
 		if len(p) != 5 || len(p[4]) != 8 {
 			return nil
 		}
-		return retiredEdgeKey(tagRetiredIn, tenant, string(p[3]), string(p[2]), id, uint64FromBytes(p[4]))
+		return records.RetiredEdgeKey(records.TagRetiredIn, tenant, string(p[3]), string(p[2]), id, records.Uint64FromBytes(p[4]))
 	})
 	if err != nil {
 		return 0, false, err
 	}
-	err = tx.deleteUnder(newKey(tagRetiredIn, tenant).str(id).bytes(), func(key []byte) []byte {
-		p := splitKey(key, 5) // tenant, to, type, from, seq
+	err = tx.deleteUnder(records.NewKey(records.TagRetiredIn, tenant).Str(id).Bytes(), func(key []byte) []byte {
+		p := records.SplitKey(key, 5) // tenant, to, type, from, seq
 		if len(p) != 5 || len(p[4]) != 8 {
 			return nil
 		}
-		return retiredEdgeKey(tagRetiredOut, tenant, string(p[3]), string(p[2]), id, uint64FromBytes(p[4]))
+		return records.RetiredEdgeKey(records.TagRetiredOut, tenant, string(p[3]), string(p[2]), id, records.Uint64FromBytes(p[4]))
 	})
 	return n.LastFence, err == nil, err
 }
@@ -263,7 +261,7 @@ func (tx *Tx) deleteUnder(prefix []byte, pair func(key []byte) []byte) error {
 
 // edgeDrop removes a live edge with no history and no event (retention),
 // keeping the counts it implied right.
-func (tx *Tx) edgeDrop(tenant string, e *Edge) error {
+func (tx *Tx) edgeDrop(tenant string, e *records.Edge) error {
 	if dDeps, dChildren := tx.edgeBlocks(tenant, e); dDeps != 0 || dChildren != 0 {
 		tx.addBlockers(tenant, e.From, -dDeps, -dChildren)
 	}
@@ -272,7 +270,7 @@ func (tx *Tx) edgeDrop(tenant string, e *Edge) error {
 			st.dependents = max(0, st.dependents-1)
 		}
 	}
-	if err := tx.storeLiveEdge(tenant, &liveEdgeRecord{Edge: Edge{From: e.From, Type: e.Type, To: e.To}}); err != nil {
+	if err := tx.storeLiveEdge(tenant, &records.LiveEdgeRecord{Edge: records.Edge{From: e.From, Type: e.Type, To: e.To}}); err != nil {
 		return err
 	}
 	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, nil)
@@ -289,8 +287,8 @@ func (tx *Tx) PurgeEvents(tenant string, cutoff time.Time, batch int) (removed i
 	}
 	mark := tx.mark(tenant)
 	var keys [][]byte
-	var groups [][]Event
-	err = tx.kv.Scan(newKey(tagEvent, tenant).bytes(), nil, false, true, func(key, val []byte) (bool, error) {
+	var groups [][]records.Event
+	err = tx.kv.Scan(records.NewKey(records.TagEvent, tenant).Bytes(), nil, false, true, func(key, val []byte) (bool, error) {
 		evs, err := tx.eventGroupAt(key, val)
 		if err != nil {
 			return false, err
@@ -309,7 +307,7 @@ func (tx *Tx) PurgeEvents(tenant string, cutoff time.Time, batch int) (removed i
 		return 0, false, err
 	}
 	for i, key := range keys {
-		seq := uint64FromBytes(key[len(key)-8:])
+		seq := records.Uint64FromBytes(key[len(key)-8:])
 		if err := tx.kv.Delete(key); err != nil {
 			return 0, false, err
 		}
@@ -319,7 +317,7 @@ func (tx *Tx) PurgeEvents(tenant string, cutoff time.Time, batch int) (removed i
 				continue
 			}
 			seen[ev.NodeID] = true
-			if err := tx.kv.Delete(nodeEventKey(tenant, ev.NodeID, seq)); err != nil {
+			if err := tx.kv.Delete(records.NodeEventKey(tenant, ev.NodeID, seq)); err != nil {
 				return 0, false, err
 			}
 		}

@@ -9,10 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // finish sets node id to status (a finished one) at the store's now.
-func finish(t *testing.T, s *Store, id string, st Status) {
+func finish(t *testing.T, s *Store, id string, st records.Status) {
 	t.Helper()
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		n, err := tx.NodeGet("acme", id)
@@ -42,13 +43,13 @@ func TestRetentionRemovesWhatIsPastItAndNothingElse(t *testing.T) {
 	insert(t, s, newNode("acme", "live", 0))
 	require.NoError(t, s.Update(ctx, func(tx *Tx) error {
 		// live waits for old0; old1 and old2 are linked, both finished soon.
-		if err := tx.EdgeInsert("acme", &Edge{From: "live", Type: EdgeDependsOn, To: "old0"}); err != nil {
+		if err := tx.EdgeInsert("acme", &records.Edge{From: "live", Type: EdgeDependsOn, To: "old0"}); err != nil {
 			return err
 		}
-		if err := tx.EdgeInsert("acme", &Edge{From: "old1", Type: "relates", To: "old2"}); err != nil {
+		if err := tx.EdgeInsert("acme", &records.Edge{From: "old1", Type: "relates", To: "old2"}); err != nil {
 			return err
 		}
-		if err := tx.EdgeInsert("acme", &Edge{From: "old3", Type: "relates", To: "old4"}); err != nil {
+		if err := tx.EdgeInsert("acme", &records.Edge{From: "old3", Type: "relates", To: "old4"}); err != nil {
 			return err
 		}
 		e, err := tx.EdgeGet("acme", "old3", "relates", "old4")
@@ -60,11 +61,11 @@ func TestRetentionRemovesWhatIsPastItAndNothingElse(t *testing.T) {
 	_, err = addComment(s, "old5")
 	require.NoError(t, err)
 	for i := range 10 {
-		finish(t, s, fmt.Sprint("old", i), StatusDone)
+		finish(t, s, fmt.Sprint("old", i), records.StatusDone)
 	}
 	clk.Advance(time.Hour)
 	insert(t, s, newNode("acme", "young", 0))
-	finish(t, s, "young", StatusDone)
+	finish(t, s, "young", records.StatusDone)
 
 	cutoff := clk.Now().Add(-30 * time.Minute)
 	var removed, groups int
@@ -94,8 +95,8 @@ func TestRetentionRemovesWhatIsPastItAndNothingElse(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, evs[0].Seq, horizon, "events from the horizon on are kept")
 		for i := 1; i < 10; i++ {
-			for _, tag := range []byte{tagComment, tagNodeEvent, tagRetiredOut, tagRetiredIn} {
-				prefix := newKey(tag, "acme").str(fmt.Sprint("old", i)).bytes()
+			for _, tag := range []byte{records.TagComment, records.TagNodeEvent, records.TagRetiredOut, records.TagRetiredIn} {
+				prefix := records.NewKey(tag, "acme").Str(fmt.Sprint("old", i)).Bytes()
 				require.NoError(t, tx.kv.Scan(prefix, nil, false, false, func(k, _ []byte) (bool, error) {
 					t.Errorf("%q is left of removed node old%d", k, i)
 					return true, nil
@@ -148,8 +149,8 @@ func TestRetentionRemovesWhatIsPastItAndNothingElse(t *testing.T) {
 	require.Empty(t, rep.Problems)
 }
 
-func addComment(s *Store, id string) (*Comment, error) {
-	c := &Comment{ID: "c-" + id, By: "x", Body: "hello"}
+func addComment(s *Store, id string) (*records.Comment, error) {
+	c := &records.Comment{ID: "c-" + id, By: "x", Body: "hello"}
 	return c, s.Update(context.Background(), func(tx *Tx) error {
 		n, err := tx.NodeGet("acme", id)
 		if err != nil {
@@ -175,7 +176,7 @@ func TestReadyMirrorForgetsIdleQueues(t *testing.T) {
 	require.Len(t, s.ready.queues, 1, "only the queue that holds a node is kept")
 	s.ready.mu.Unlock()
 
-	finish(t, s, "x", StatusDone)
+	finish(t, s, "x", records.StatusDone)
 	clk.Advance(time.Hour)
 	require.NoError(t, s.Update(context.Background(), func(tx *Tx) error {
 		_, _, err := tx.PurgeFinished("acme", clk.Now(), 10)

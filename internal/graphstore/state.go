@@ -5,7 +5,7 @@ package graphstore
 // and, while a node runs, the record itself. It is derived from the
 // records, rebuilt at open (rebuild.go), changed by write transactions
 // through their own copies (Tx.mut) and folded in on the writer when a
-// transaction succeeds (Tx.apply), so a failed transaction leaves nothing.
+// transaction succeeds (Tx.apply, through its change set: changes.go), so a failed transaction leaves nothing.
 //
 // The writer reads it without a lock (it alone changes it); readers outside
 // the writer (readiness in a GET) take mu for reading. The list indexes are
@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 	"unique"
+
+	"github.com/tether-run/tether/internal/records"
 )
 
 // nodeRef names a node across tenants.
@@ -28,7 +30,7 @@ type nodeRef struct{ tenant, id string }
 // interned atoms of one word (interned.go), the status in a byte, counts in
 // 32 bits, the record behind a pointer (only a running node has one).
 type nodeState struct {
-	order  [orderKeyLength]byte
+	order  [records.OrderKeyLength]byte
 	queue  atom
 	parent atom
 	typ    atom
@@ -40,7 +42,7 @@ type nodeState struct {
 	// retention; 0 while the node is not finished.
 	changed int64
 	// since is when the node last became ready or was claimed (unix ns;
-	// stamped by Tx.apply, queue_meter.go), so a claim knows how long the
+	// stamped by table.fold, queue_meter.go), so a claim knows how long the
 	// node waited and an ended run how long it ran. Rebuilt from the
 	// record at open: the lease's claimed_at, else updated_at.
 	since int64
@@ -75,7 +77,7 @@ type edgeSlot struct{ typ, peer string }
 // liveEdge is a live edge in memory: its record and the seq of its
 // edge_added event.
 type liveEdge struct {
-	e   *Edge
+	e   *records.Edge
 	seq uint64
 }
 
@@ -145,7 +147,7 @@ type nodeEntry struct {
 	mirror uint8
 	// Under lists.mu: the order the entry sits at in the list indexes
 	// (their trees compare it).
-	listedOrder [orderKeyLength]byte
+	listedOrder [records.OrderKeyLength]byte
 }
 
 // table is every node of every tenant.
@@ -190,7 +192,7 @@ func (t *table) mark(e *nodeEntry, isNew bool) {
 
 // stateOf fills a nodeState from a record; it keeps the record of a running
 // node, and of every live node with liveRecords (Store.liveRecords).
-func stateOf(n *Node, record []byte, liveRecords bool) nodeState {
+func stateOf(n *records.Node, record []byte, liveRecords bool) nodeState {
 	st := nodeState{
 		status: codeOf(n.Status),
 		queue:  atomOf(n.Queue),
@@ -199,7 +201,7 @@ func stateOf(n *Node, record []byte, liveRecords bool) nodeState {
 		target: atomOf(n.Target),
 		labels: labelSetOf(n.Labels),
 	}
-	copy(st.order[:], n.order())
+	copy(st.order[:], n.Order())
 	st.since = n.UpdatedAt.UnixNano()
 	if n.Lease != nil {
 		st.holder = atomOf(n.Lease.By)
@@ -212,14 +214,14 @@ func stateOf(n *Node, record []byte, liveRecords bool) nodeState {
 	switch {
 	case n.Status.Terminal():
 		st.changed = n.UpdatedAt.UnixNano()
-	case n.Status == StatusRunning || liveRecords:
+	case n.Status == records.StatusRunning || liveRecords:
 		st.record = &record
 	}
 	return st
 }
 
 // withRecord returns st moved to the record n (counts kept).
-func (st nodeState) withRecord(n *Node, record []byte, liveRecords bool) nodeState {
+func (st nodeState) withRecord(n *records.Node, record []byte, liveRecords bool) nodeState {
 	next := stateOf(n, record, liveRecords)
 	next.deps, next.children, next.dependents = st.deps, st.children, st.dependents
 	return next

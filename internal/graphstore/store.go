@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Options configure a Store.
@@ -32,6 +33,17 @@ type Options struct {
 	// graph closes it on Close. Its reads being round trips, the store
 	// then keeps every live node's record in memory (Store.liveRecords).
 	KV *kv.Store
+	// DuringRebuild, when set, is called before Open rebuilds the in-memory
+	// state from the records, and the func it returns once the rebuild is
+	// done: the process tunes its runtime for the scan there (serve pauses
+	// the proportional GC, its rebuild_gc.go). nil leaves the runtime alone.
+	DuringRebuild func() (done func())
+	// ReleaseScanPages has Open reopen the storage engine
+	// (kv.Store.Reopen) after the rebuild has scanned every record and
+	// before the writer starts, so the table pages the scan mapped in are
+	// let go of and the server's RSS once ready is its live state (Badger;
+	// an engine that maps nothing does nothing). server.Open sets it.
+	ReleaseScanPages bool
 }
 
 // Store is the graph: its records in a kv.Store, and the in-memory state
@@ -57,9 +69,9 @@ type Store struct {
 	seqs    map[string]uint64
 	spare   txMaps // the last successful write transaction's maps, for the next
 	scratch []byte // encoding buffer
-	// keyScratch is the writer's buffer for keys handed to kv Set and
+	// keyScratch is the writer's builder for keys handed to kv Set and
 	// Delete (Tx.scratchKey); only write transactions use it, one at a time
-	keyScratch []byte
+	keyScratch records.KeyBuilder
 
 	// queueSettings caches committed queue settings (tenantQueue ->
 	// QueueSettings); written through by QueueSettingsPut's commit hook.
@@ -104,7 +116,8 @@ type StoreStats = kv.Stats
 func (s *Store) Stats() *StoreStats { return s.kv.Stats() }
 
 // Open opens (or creates) the store in opts.Dir, rebuilds the in-memory
-// state from its records and starts its writer.
+// state from its records (within opts.DuringRebuild), reopens the engine
+// when opts.ReleaseScanPages says so, and starts its writer.
 func Open(opts Options) (*Store, error) {
 	opts.Clock = clock.OrReal(opts.Clock)
 	opts.Logger = logger.OrDiscard(opts.Logger)
@@ -137,17 +150,22 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	started := time.Now()
-	resumeGC := pauseGC()
+	done := func() {}
+	if opts.DuringRebuild != nil {
+		done = opts.DuringRebuild()
+	}
 	err = s.rebuild()
-	resumeGC()
+	done()
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
 	s.log.Info("in-memory state rebuilt", "nodes", s.table.nodes.len(), "took", time.Since(started).Round(time.Millisecond))
-	if err := db.Reopen(); err != nil {
-		db.Close()
-		return nil, err
+	if opts.ReleaseScanPages {
+		if err := db.Reopen(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	db.Start()
 	go s.table.syncLoop(s.closing)
@@ -156,8 +174,8 @@ func Open(opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if wrote && stored.version != 0 && s.log != nil {
-		s.log.Info("store format markers written", "from", stored.version, "to", FormatVersion)
+	if wrote && stored.Version != 0 && s.log != nil {
+		s.log.Info("store format markers written", "from", stored.Version, "to", records.FormatVersion)
 	}
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tinylib/msgp/msgp"
 
 	"github.com/tether-run/tether/internal/kv"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Tx is one transaction: read-only from View, read-write inside Update. The
@@ -33,7 +34,7 @@ type Tx struct {
 	blobs    map[blobRef]*blobState // blobs changed here; nil: deleted
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
-	events []Event
+	events []records.Event
 	marks  map[string]retentionMark // retention marks changed here (retention.go)
 
 	// read is the record of a queued or open node that storedRecord last
@@ -114,6 +115,12 @@ func (tx *Tx) OnDurable(f func()) { tx.kv.OnDurable(f) }
 
 var errReadOnly = kv.ErrReadOnly
 
+// Records reads and writes, in this transaction, the records other packages
+// own (tenants, API keys, workers, messages, schedules and their runs):
+// the model only stores them, so they are reached through records.Txn
+// rather than through methods of Tx.
+func (tx *Tx) Records() records.Txn { return records.On(tx.kv) }
+
 // state returns the in-memory state of a node as this transaction sees it
 // (nil when there is no such node). The result is read-only: use mut to
 // change it.
@@ -175,9 +182,9 @@ func (tx *Tx) setState(ref nodeRef, st *nodeState) {
 	tx.remember(ref, st)
 }
 
-// apply folds this transaction's state changes into the table and the ready
-// mirror, and its last event seqs into the store's. It runs on the writer
-// when the transaction has succeeded.
+// apply folds this transaction's changes into the in-memory state, through
+// a change set (changes.go), and its last event seqs into the store's. It
+// runs on the writer when the transaction has succeeded.
 func (tx *Tx) apply() {
 	s := tx.store
 	defer s.spare.keep(tx)
@@ -187,86 +194,20 @@ func (tx *Tx) apply() {
 	if len(tx.blobs) > 0 {
 		tx.applyBlobs()
 	}
-	if len(tx.nodes) == 0 && len(tx.edges) == 0 && len(tx.fences) == 0 {
+	cs := changeSet{now: tx.now.UnixNano(), nodes: tx.nodes, edges: tx.edges, fences: tx.fences, events: tx.events}
+	if cs.empty() {
 		return
 	}
-	t := s.table
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var moves []countMove
 	var meter QueueMeter
 	if box := s.meter.Load(); box != nil {
 		meter = box.m
 	}
-	var obs []QueueObservation
-	now := tx.now.UnixNano()
-	// The mirror's lock is held across the loop: entries in its trees
-	// change state only under it (trackLocked).
-	s.ready.mu.Lock()
-	defer s.ready.mu.Unlock()
-	for ref, st := range tx.nodes {
-		e, had := t.nodes.get(ref)
-		var old *nodeState
-		if had {
-			o := e.st
-			old = &o
-		}
-		if st != nil {
-			st.since = sinceOf(old, st, now)
-		}
-		if meter != nil {
-			obs = appendMoves(obs, ref, old, st, now)
-		}
-		switch {
-		case st == nil && had:
-			t.mark(e, false)
-			t.nodes.delete(ref)
-			s.ready.trackLocked(e, true, nil, &moves)
-		case st == nil:
-		case had:
-			if listKeyOf(&e.st) != listKeyOf(st) {
-				t.mark(e, false)
-			}
-			s.ready.trackLocked(e, true, st, &moves) // sets e.st
-		default:
-			e = &nodeEntry{ref: ref}
-			t.nodes.set(ref, e)
-			t.mark(e, true)
-			s.ready.trackLocked(e, false, st, &moves) // sets e.st
-		}
-		t.noteFinished(ref, old, st)
-	}
+	moves, obs := s.table.fold(&cs, s.ready, meter != nil)
 	if len(moves) > 0 {
 		tx.OnDurable(func() { s.ready.showCounts(moves) })
 	}
-	if meter != nil {
-		if obs = tx.appendOutcomes(obs); len(obs) > 0 {
-			tx.OnDurable(func() { meter.QueueObserved(obs) })
-		}
-	}
-	for ref, f := range tx.fences {
-		t.fences[ref] = f
-	}
-	for ref, le := range tx.edges {
-		from, _ := t.nodes.get(nodeRef{ref.tenant, ref.from})
-		to, _ := t.nodes.get(nodeRef{ref.tenant, ref.to})
-		if le == nil {
-			if from != nil && from.edges != nil {
-				delete(from.edges.out, edgeSlot{ref.typ, ref.to})
-				from.dropEdgesIfNone()
-			}
-			if to != nil && to.edges != nil {
-				delete(to.edges.in, edgeSlot{ref.typ, ref.from})
-				to.dropEdgesIfNone()
-			}
-			continue
-		}
-		if from != nil {
-			from.addOut(edgeSlot{ref.typ, ref.to}, le)
-		}
-		if to != nil {
-			to.addIn(edgeSlot{ref.typ, ref.from}, le)
-		}
+	if len(obs) > 0 {
+		tx.OnDurable(func() { meter.QueueObserved(obs) })
 	}
 }
 
@@ -282,7 +223,7 @@ func (tx *Tx) finish() error {
 	if tenant := tx.events[0].Tenant; allOfTenant(tx.events, tenant) {
 		return tx.writeEventGroup(tenant, tx.events)
 	}
-	groups := map[string][]Event{}
+	groups := map[string][]records.Event{}
 	var order []string
 	for _, ev := range tx.events {
 		if _, ok := groups[ev.Tenant]; !ok {
@@ -300,7 +241,7 @@ func (tx *Tx) finish() error {
 
 // allOfTenant reports whether every event is of tenant (the usual case:
 // a transaction acts for one tenant).
-func allOfTenant(evs []Event, tenant string) bool {
+func allOfTenant(evs []records.Event, tenant string) bool {
 	for _, ev := range evs {
 		if ev.Tenant != tenant {
 			return false
@@ -324,9 +265,9 @@ const maxEventGroupBytes = 512 << 10
 // seq of its last event (halves of it, again and again, while it encodes
 // larger than maxEventGroupBytes), and the group's pointer for each node
 // once: in the node's record when this transaction wrote it, else as a key.
-func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
+func (tx *Tx) writeEventGroup(tenant string, evs []records.Event) error {
 	last := evs[len(evs)-1].Seq
-	b, err := (&eventGroup{Events: evs}).MarshalMsg(nil)
+	b, err := (&records.EventGroup{Events: evs}).MarshalMsg(nil)
 	if err != nil {
 		return fmt.Errorf("error encoding events: %w", err)
 	}
@@ -337,7 +278,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 		}
 		return tx.writeEventGroup(tenant, evs[half:])
 	}
-	if err := tx.kv.Set(tx.scratchKey(tagEvent, tenant).u64(last).done(tx), b); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(records.TagEvent, tenant).U64(last).Bytes(), b); err != nil {
 		return err
 	}
 	var seen map[string]bool
@@ -353,7 +294,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 				continue
 			}
 			seen[ev.NodeID] = true
-		} else if slices.ContainsFunc(evs[:i], func(e Event) bool { return e.NodeID == ev.NodeID }) {
+		} else if slices.ContainsFunc(evs[:i], func(e records.Event) bool { return e.NodeID == ev.NodeID }) {
 			continue
 		}
 		if ok, err := tx.pointFromRecord(tenant, ev.NodeID, last); err != nil || ok {
@@ -362,7 +303,7 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 			}
 			continue
 		}
-		if err := tx.kv.Set(tx.scratchKey(tagNodeEvent, tenant).str(ev.NodeID).u64(last).done(tx), nil); err != nil {
+		if err := tx.kv.Set(tx.scratchKey(records.TagNodeEvent, tenant).Str(ev.NodeID).U64(last).Bytes(), nil); err != nil {
 			return err
 		}
 	}
@@ -373,8 +314,9 @@ func (tx *Tx) writeEventGroup(tenant string, evs []Event) error {
 // record (node_events.go) when this transaction wrote the record and it has
 // room, and reports whether it did; otherwise the pointer is a key of its own.
 func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
-	key := tx.scratchKey(tagNode, tenant).last(id)
-	tx.store.keyScratch = key
+	kb := tx.scratchKey(records.TagNode, tenant)
+	key := kb.Last(id)
+	kb.Keep(key)
 	if !tx.kv.Wrote(key) {
 		return false, nil
 	}
@@ -425,7 +367,7 @@ func (tx *Tx) flushAssigned() error {
 	return nil
 }
 
-func sameAssigned(a, b *liveEdgeRecord) bool {
+func sameAssigned(a, b *records.LiveEdgeRecord) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -450,19 +392,11 @@ func (tx *Tx) getRecord(key []byte, v msgp.Unmarshaler) (bool, error) {
 	return true, decode(b, v, key)
 }
 
-// scratchKey starts a key in the writer's reusable buffer, for a key only
-// handed to kv Set or Delete (which copy it) in a write transaction; done
-// gives the key back and keeps the buffer, and the key is valid until the
-// next scratchKey.
-func (tx *Tx) scratchKey(tag byte, tenant string) *keyBuilder {
-	return newKeyIn(tx.store.keyScratch, tag, tenant)
-}
-
-// done is the key built since scratchKey; it keeps the (maybe grown) buffer
-// for the next one.
-func (k *keyBuilder) done(tx *Tx) []byte {
-	tx.store.keyScratch = k.b
-	return k.b
+// scratchKey starts a key in the writer's reusable builder, for a key only
+// handed to kv Set or Delete (which copy it) in a write transaction; the
+// key is valid until the next scratchKey.
+func (tx *Tx) scratchKey(tag byte, tenant string) *records.KeyBuilder {
+	return tx.store.keyScratch.Reset(tag, tenant)
 }
 
 func (tx *Tx) setRecord(key []byte, v msgp.Marshaler) error {

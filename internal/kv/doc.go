@@ -96,8 +96,9 @@
 //     memtable flush, so under the strict rule a crash just after one can
 //     leave a store Badger will not open; syncDirLoop narrows that window to
 //     100 ms (docs/upstream/badger-flush-dirsync.md, with the reproduction).
-//   - Reopen, called once before Start (graph's Open calls it after its
-//     rebuild's scan of every record), closes Badger and opens it again: the
+//   - Reopen, called once before Start (graphstore.Open calls it after its
+//     rebuild's scan of every record when the caller sets ReleaseScanPages,
+//     as server.Open does), closes Badger and opens it again: the
 //     scan leaves every page of Badger's tables mapped into the process and
 //     counted in its resident memory (~180 MiB at a million nodes), though
 //     the records it needs now live in the graph's memory. The pages stay

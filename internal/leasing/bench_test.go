@@ -10,11 +10,12 @@ import (
 	"github.com/tether-run/tether/internal/clock"
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func benchService(b *testing.B, nodes int, clk clock.Clock) *Service {
 	b.Helper()
-	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), Clock: clk})
+	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), Clock: clk, ReleaseScanPages: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -29,8 +30,8 @@ func benchService(b *testing.B, nodes int, clk clock.Clock) *Service {
 	for start := 0; start < nodes; start += 1000 {
 		err = store.Update(context.Background(), func(tx *graphstore.Tx) error {
 			for i := start; i < min(nodes, start+1000); i++ {
-				if err := tx.NodeInsert(&graphstore.Node{
-					Tenant: "acme", ID: fmt.Sprintf("n%06d", i), Type: "task", Status: graphstore.StatusQueued, Queue: "q",
+				if err := tx.NodeInsert(&records.Node{
+					Tenant: "acme", ID: fmt.Sprintf("n%06d", i), Type: "task", Status: records.StatusQueued, Queue: "q",
 					Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1 << 30,
 					Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 				}, "head"); err != nil {

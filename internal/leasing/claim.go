@@ -9,6 +9,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // ClaimParams ask for a lease on one node.
@@ -23,9 +24,9 @@ type ClaimParams struct {
 // ClaimResult is a granted (or renewed) lease.
 type ClaimResult struct {
 	Renewed bool
-	Lease   *graphstore.Lease
-	Edge    *graphstore.Edge
-	Node    *graphstore.Node
+	Lease   *records.Lease
+	Edge    *records.Edge
+	Node    *records.Node
 	// Capped is set when the asked TTL was above the tenant maximum.
 	Capped bool
 	TTLMax time.Duration
@@ -54,7 +55,7 @@ func (s *Service) Claim(ctx context.Context, p ClaimParams) (*ClaimResult, error
 }
 
 // ClaimTx is Claim inside an open transaction, for claim-next.
-func (s *Service) ClaimTx(tx *graphstore.Tx, n *graphstore.Node, p ClaimParams, lim Limits) (*ClaimResult, error) {
+func (s *Service) ClaimTx(tx *graphstore.Tx, n *records.Node, p ClaimParams, lim Limits) (*ClaimResult, error) {
 	now := tx.Now()
 	ttl, capped := effectiveTTL(p.TTL, lim)
 	res := &ClaimResult{Capped: capped, TTLMax: lim.TTLMax}
@@ -155,7 +156,7 @@ type HolderParams struct {
 
 // CheckHolder returns nil when p may act on n's live lease: p.By holds it (or
 // p.Override), and the fence, when given, is the lease's.
-func CheckHolder(n *graphstore.Node, p HolderParams, now time.Time) error {
+func CheckHolder(n *records.Node, p HolderParams, now time.Time) error {
 	if !Live(n, now) {
 		return &fault.LeaseLost{Reason: "no live lease on the node", Holder: ""}
 	}
@@ -170,8 +171,8 @@ func CheckHolder(n *graphstore.Node, p HolderParams, now time.Time) error {
 
 // RenewResult is a renewed lease.
 type RenewResult struct {
-	Node  *graphstore.Node
-	Lease *graphstore.Lease
+	Node  *records.Node
+	Lease *records.Lease
 }
 
 // Renew pushes the lease expiry to now + its TTL. It is no graph change beyond
@@ -199,7 +200,7 @@ func (s *Service) Renew(ctx context.Context, p HolderParams) (*RenewResult, erro
 }
 
 // RenewTx is Renew inside an open transaction.
-func (s *Service) RenewTx(tx *graphstore.Tx, n *graphstore.Node, p HolderParams) (*RenewResult, error) {
+func (s *Service) RenewTx(tx *graphstore.Tx, n *records.Node, p HolderParams) (*RenewResult, error) {
 	p.Override = false // nobody renews another's lease
 	if err := CheckHolder(n, p, tx.Now()); err != nil {
 		return nil, err
@@ -221,7 +222,7 @@ func (s *Service) RenewTx(tx *graphstore.Tx, n *graphstore.Node, p HolderParams)
 
 // ExtendResult is an extended lease.
 type ExtendResult struct {
-	Lease  *graphstore.Lease
+	Lease  *records.Lease
 	Capped bool
 	TTLMax time.Duration
 }
@@ -255,7 +256,7 @@ func (s *Service) Extend(ctx context.Context, p HolderParams, by time.Duration) 
 }
 
 // ExtendTx is Extend inside an open transaction.
-func (s *Service) ExtendTx(tx *graphstore.Tx, n *graphstore.Node, p HolderParams, by time.Duration, lim Limits) (*ExtendResult, error) {
+func (s *Service) ExtendTx(tx *graphstore.Tx, n *records.Node, p HolderParams, by time.Duration, lim Limits) (*ExtendResult, error) {
 	p.Override = false
 	if err := CheckHolder(n, p, tx.Now()); err != nil {
 		return nil, err
@@ -278,8 +279,8 @@ func (s *Service) ExtendTx(tx *graphstore.Tx, n *graphstore.Node, p HolderParams
 	if err := tx.NodePutQuiet(n); err != nil {
 		return nil, err
 	}
-	if err := tx.EmitData(n.Tenant, graphstore.EventExtended, n.ID, p.By, graphstore.Data().
-		Uint("fence", n.Lease.Fence).Str("expires_at", graphstore.Stamp(n.Lease.ExpiresAt)).Bool("capped_to_max", res.Capped).
+	if err := tx.EmitData(n.Tenant, records.EventExtended, n.ID, p.By, records.Data().
+		Uint("fence", n.Lease.Fence).Str("expires_at", records.Stamp(n.Lease.ExpiresAt)).Bool("capped_to_max", res.Capped).
 		Done()); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // SystemIdentity is the `by` of changes the server makes on its own.
@@ -15,7 +16,7 @@ const SystemIdentity = lifecycle.SystemIdentity
 
 // expireTx settles a lease that has ended on its own (expired or timed out)
 // through lifecycle.Expire.
-func (s *Service) expireTx(tx *graphstore.Tx, n *graphstore.Node) error {
+func (s *Service) expireTx(tx *graphstore.Tx, n *records.Node) error {
 	if _, err := lifecycle.Expire(tx, s, n, timedOut(n, tx.Now())); err != nil {
 		return err
 	}

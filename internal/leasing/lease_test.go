@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 type bundle struct {
@@ -64,8 +65,8 @@ func (b *bundle) restart(t *testing.T) {
 func (b *bundle) createNode(t *testing.T, id string, maxAttempts int64) {
 	t.Helper()
 	err := b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
-		return tx.NodeInsert(&graphstore.Node{
-			Tenant: "acme", ID: id, Type: "task", Status: graphstore.StatusQueued, Queue: "q",
+		return tx.NodeInsert(&records.Node{
+			Tenant: "acme", ID: id, Type: "task", Status: records.StatusQueued, Queue: "q",
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: maxAttempts,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 		}, "head")
@@ -73,9 +74,9 @@ func (b *bundle) createNode(t *testing.T, id string, maxAttempts int64) {
 	require.NoError(t, err)
 }
 
-func (b *bundle) node(t *testing.T, id string) *graphstore.Node {
+func (b *bundle) node(t *testing.T, id string) *records.Node {
 	t.Helper()
-	var n *graphstore.Node
+	var n *records.Node
 	require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
 		var err error
 		n, err = tx.NodeGet("acme", id)
@@ -158,9 +159,9 @@ func TestReaperRequeuesAtExpiryAndDeadLettersAtMaxAttempts(t *testing.T) {
 		_, err := b.claim("alice", "n1", 5*time.Second)
 		require.NoError(t, err)
 		b.clk.Advance(5 * time.Second)
-		want := graphstore.StatusQueued
+		want := records.StatusQueued
 		if attempt == 2 {
-			want = graphstore.StatusDead
+			want = records.StatusDead
 		}
 		require.Equal(t, 1, b.svc.TestSignals.Reaped.Wait(t), "attempt %d: the reaper settles the expiry as soon as the clock passes it", attempt)
 		require.Equal(t, want, b.node(t, "n1").Status, "attempt %d", attempt)
@@ -173,10 +174,10 @@ func TestReaperRequeuesAtExpiryAndDeadLettersAtMaxAttempts(t *testing.T) {
 	require.ErrorAs(t, err, &nc)
 	require.Equal(t, fault.ReasonTerminal, nc.Reason)
 
-	var edges []*graphstore.Edge
+	var edges []*records.Edge
 	require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
 		return tx.EdgesOf("acme", "n1", graphstore.EdgeQuery{Dir: graphstore.DirOut, Type: graphstore.EdgeAssigned, IncludeRetired: true},
-			func(e *graphstore.Edge, _ []byte) (bool, error) { edges = append(edges, e); return true, nil })
+			func(e *records.Edge, _ []byte) (bool, error) { edges = append(edges, e); return true, nil })
 	}))
 	require.Len(t, edges, 2)
 	for _, e := range edges {
@@ -206,7 +207,7 @@ func TestTimeoutEndsRunDespiteRenewals(t *testing.T) {
 	b.clk.Advance(4 * time.Second)
 	require.Equal(t, 1, b.svc.TestSignals.Reaped.Wait(t), "the timeout is a deadline the reaper settles")
 	n := b.node(t, "n1")
-	require.Equal(t, graphstore.StatusQueued, n.Status)
+	require.Equal(t, records.StatusQueued, n.Status)
 	require.NotNil(t, n.Error)
 	require.Equal(t, "timeout", *n.Error)
 }
@@ -224,12 +225,12 @@ func TestReleaseGivesAttemptBackAndIsIdempotent(t *testing.T) {
 
 	n, err := b.svc.Release(context.Background(), ReleaseParams{HolderParams: holder("alice", "n1"), Reason: "done for today"})
 	require.NoError(t, err)
-	require.Equal(t, graphstore.StatusQueued, n.Status)
+	require.Equal(t, records.StatusQueued, n.Status)
 	require.EqualValues(t, 0, n.Attempts)
 
 	n, err = b.svc.Release(context.Background(), ReleaseParams{HolderParams: holder("alice", "n1")})
 	require.NoError(t, err, "a second release succeeds")
-	require.Equal(t, graphstore.StatusQueued, n.Status)
+	require.Equal(t, records.StatusQueued, n.Status)
 }
 
 func TestHandoffReservesNodeForTarget(t *testing.T) {
@@ -369,7 +370,7 @@ func TestRestartKeepsLiveLeasesAndFencesKeepIncreasing(t *testing.T) {
 	require.NotNil(t, n.Lease, "a lease that lapsed after the last stored write may have been renewed by a lost one")
 	require.Equal(t, b.clk.Now().Add(15*time.Second), n.Lease.ExpiresAt, "so it gets its full TTL afresh")
 	require.Equal(t, 1, b.svc.TestSignals.Reaped.Wait(t), "a lease that lapsed before the last stored write is reaped at start")
-	require.Equal(t, graphstore.StatusQueued, b.node(t, "ended").Status)
+	require.Equal(t, records.StatusQueued, b.node(t, "ended").Status)
 
 	_, err = b.svc.Renew(context.Background(), holder("alice", "live"))
 	require.NoError(t, err)
@@ -411,7 +412,7 @@ func TestARunsEdgeRetiresTheSameFromTheRecordOrTheStore(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	retired := map[string][]*graphstore.Edge{}
+	retired := map[string][]*records.Edge{}
 	for _, id := range []string{"record", "store"} {
 		b.createNode(t, id, 500)
 		for _, fence := range []uint64{5, 300} { // a fixint, then a uint16
@@ -439,7 +440,7 @@ func TestARunsEdgeRetiresTheSameFromTheRecordOrTheStore(t *testing.T) {
 		}
 		require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
 			return tx.EdgesOf("acme", id, graphstore.EdgeQuery{Dir: graphstore.DirOut, Type: graphstore.EdgeAssigned, IncludeRetired: true},
-				func(e *graphstore.Edge, _ []byte) (bool, error) {
+				func(e *records.Edge, _ []byte) (bool, error) {
 					retired[id] = append(retired[id], e)
 					return true, nil
 				})

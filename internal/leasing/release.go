@@ -7,6 +7,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // ReleaseParams ask to drop a lease.
@@ -22,11 +23,11 @@ type ReleaseParams struct {
 // released), gives back the attempt the claim counted and puts the node back
 // at rest. Releasing a node the caller holds no lease on succeeds and retires
 // any lingering assigned edge of the caller. It returns the node as stored.
-func (s *Service) Release(ctx context.Context, p ReleaseParams) (*graphstore.Node, error) {
+func (s *Service) Release(ctx context.Context, p ReleaseParams) (*records.Node, error) {
 	if problem := graphstore.SubjectProblem(p.To); p.To != "" && problem != "" {
 		return nil, fault.Invalidf("to", "is not a valid identity: it %s", problem)
 	}
-	var out *graphstore.Node
+	var out *records.Node
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
@@ -42,7 +43,7 @@ func (s *Service) Release(ctx context.Context, p ReleaseParams) (*graphstore.Nod
 }
 
 // ReleaseTx is Release inside an open transaction.
-func (s *Service) ReleaseTx(tx *graphstore.Tx, n *graphstore.Node, p ReleaseParams) (*graphstore.Node, error) {
+func (s *Service) ReleaseTx(tx *graphstore.Tx, n *records.Node, p ReleaseParams) (*records.Node, error) {
 	now := tx.Now()
 	if n.Lease != nil && !Live(n, now) {
 		if err := s.expireTx(tx, n); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 )
@@ -108,7 +109,7 @@ const (
 
 // Deadline is the instant the current run of n ends on its own: the lease
 // expiry, or the run's timeout when that comes first.
-func Deadline(n *graphstore.Node) time.Time {
+func Deadline(n *records.Node) time.Time {
 	l := n.Lease
 	if l == nil {
 		return time.Time{}
@@ -124,11 +125,11 @@ func Deadline(n *graphstore.Node) time.Time {
 
 // Live reports whether n holds a lease that has not ended at now. An expired
 // lease is dead at its expiry instant, whether or not the reaper ran.
-func Live(n *graphstore.Node, now time.Time) bool {
+func Live(n *records.Node, now time.Time) bool {
 	return n.Lease != nil && now.Before(Deadline(n))
 }
 
-func timedOut(n *graphstore.Node, now time.Time) bool {
+func timedOut(n *records.Node, now time.Time) bool {
 	if n.Lease == nil || n.TimeoutMS == nil {
 		return false
 	}
@@ -140,7 +141,7 @@ func timedOut(n *graphstore.Node, now time.Time) bool {
 // once the transaction that changed n's lease from before commits. Every
 // change of a lease in this package calls it; EndRun calls it for every
 // lease it ends (track), so callers in other packages never do.
-func (s *Service) track(tx *graphstore.Tx, before *graphstore.Lease, n *graphstore.Node) {
+func (s *Service) track(tx *graphstore.Tx, before *records.Lease, n *records.Node) {
 	ref := nodeRef{n.Tenant, n.ID}
 	var deadline time.Time
 	if n.Lease != nil {
@@ -195,7 +196,7 @@ func (s *Service) LiveCount(tenant, sub string) int64 {
 }
 
 // assignedEdge returns the live assigned edge from node id to sub, or nil.
-func assignedEdge(tx *graphstore.Tx, tenant, id, sub string) (*graphstore.Edge, error) {
+func assignedEdge(tx *graphstore.Tx, tenant, id, sub string) (*records.Edge, error) {
 	return tx.EdgeFind(tenant, id, graphstore.EdgeAssigned, graphstore.IdentityID(sub))
 }
 
@@ -205,7 +206,7 @@ func assignedEdge(tx *graphstore.Tx, tenant, id, sub string) (*graphstore.Edge, 
 // commits (track). n is modified in place; the caller sets the new status
 // and stores n with NodePut. It does nothing when n holds no lease. It is
 // the lifecycle.Runs of the transitions.
-func (s *Service) EndRun(tx *graphstore.Tx, n *graphstore.Node, outcome, by string) error {
+func (s *Service) EndRun(tx *graphstore.Tx, n *records.Node, outcome, by string) error {
 	l := n.Lease
 	if l == nil {
 		return nil
@@ -219,7 +220,7 @@ func (s *Service) EndRun(tx *graphstore.Tx, n *graphstore.Node, outcome, by stri
 			return err
 		}
 	}
-	n.LastRun = &graphstore.RunEnd{By: l.By, Fence: l.Fence, Outcome: outcome, At: tx.Now().UTC()}
+	n.LastRun = &records.RunEnd{By: l.By, Fence: l.Fence, Outcome: outcome, At: tx.Now().UTC()}
 	n.Lease = nil
 	n.Progress = nil
 	s.track(tx, l, n)

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/duration"
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // retryDelay is how long a failed run waits before it may run again: what
 // the caller asked for, exactly, or else the node's backoff for its attempt
 // with equal jitter (a uniform delay from half the backoff to all of it), so
 // that the runs of many nodes failing together do not come back together.
-func retryDelay(n *graphstore.Node, asked *time.Duration) time.Duration {
+func retryDelay(n *records.Node, asked *time.Duration) time.Duration {
 	if asked != nil {
 		return *asked
 	}
@@ -26,7 +26,7 @@ func retryDelay(n *graphstore.Node, asked *time.Duration) time.Duration {
 }
 
 // backoffDelay is the node's backoff for its attempt, before jitter.
-func backoffDelay(n *graphstore.Node) time.Duration {
+func backoffDelay(n *records.Node) time.Duration {
 	b := n.Backoff
 	if b == nil || b.InitialMS <= 0 {
 		return 0

@@ -1,13 +1,16 @@
 package lifecycle
 
-import "github.com/tether-run/tether/internal/graphstore"
+import (
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
+)
 
 // CancelTree cancels root and every non-terminal descendant (parent_of) and
 // dependent (depends_on with on_fail other than ignore) of it, in one
 // transaction, each through Cancel. Terminal nodes and identity nodes are
 // passed over (the cascade still goes through them). It returns the ids it
 // cancelled, in the order it reached them.
-func CancelTree(tx *graphstore.Tx, runs Runs, root *graphstore.Node, by, reason string) ([]string, error) {
+func CancelTree(tx *graphstore.Tx, runs Runs, root *records.Node, by, reason string) ([]string, error) {
 	tenant := root.Tenant
 	cancelled := []string{}
 	seen := map[string]bool{root.ID: true}
@@ -52,7 +55,7 @@ func CancelTree(tx *graphstore.Tx, runs Runs, root *graphstore.Node, by, reason 
 
 // cascadeTargets are the nodes a cancel of n reaches: its children and the
 // dependents that asked to be cancelled with it.
-func cascadeTargets(tx *graphstore.Tx, n *graphstore.Node) ([]string, error) {
+func cascadeTargets(tx *graphstore.Tx, n *records.Node) ([]string, error) {
 	var out []string
 	children, err := tx.LiveEdges(n.Tenant, n.ID, graphstore.EdgeParentOf, graphstore.DirOut)
 	if err != nil {
@@ -77,14 +80,14 @@ func cascadeTargets(tx *graphstore.Tx, n *graphstore.Node) ([]string, error) {
 // cancelled), with the cancelled event naming the root of the cancel; its
 // parent fails when it asked to (ChildEnded). It returns the ids that
 // parent failure cancelled.
-func Cancel(tx *graphstore.Tx, runs Runs, n *graphstore.Node, by, root, reason string) ([]string, error) {
-	if err := check(OpCancel, n, graphstore.StatusCancelled); err != nil {
+func Cancel(tx *graphstore.Tx, runs Runs, n *records.Node, by, root, reason string) ([]string, error) {
+	if err := check(OpCancel, n, records.StatusCancelled); err != nil {
 		return nil, err
 	}
 	if err := runs.EndRun(tx, n, OutcomeCancelled, by); err != nil {
 		return nil, err
 	}
-	n.Status = graphstore.StatusCancelled
+	n.Status = records.StatusCancelled
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func Cancel(tx *graphstore.Tx, runs Runs, n *graphstore.Node, by, root, reason s
 	if reason != "" {
 		data["reason"] = reason
 	}
-	if err := tx.Emit(n.Tenant, graphstore.EventCancelled, n.ID, by, data); err != nil {
+	if err := tx.Emit(n.Tenant, records.EventCancelled, n.ID, by, data); err != nil {
 		return nil, err
 	}
 	return ChildEnded(tx, runs, n, by)

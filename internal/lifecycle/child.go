@@ -5,14 +5,15 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // ChildEnded applies the parent's on_child_fail when child has ended failed,
 // dead or cancelled: with "fail" the parent fails (FailForChild) and its
 // remaining children are cancelled; this repeats up the tree. It returns the
 // ids it cancelled.
-func ChildEnded(tx *graphstore.Tx, runs Runs, child *graphstore.Node, by string) ([]string, error) {
-	if child.Parent == "" || child.Status == graphstore.StatusDone || !child.Status.Terminal() {
+func ChildEnded(tx *graphstore.Tx, runs Runs, child *records.Node, by string) ([]string, error) {
+	if child.Parent == "" || child.Status == records.StatusDone || !child.Status.Terminal() {
 		return nil, nil
 	}
 	parent, err := tx.NodeGet(child.Tenant, child.Parent)
@@ -31,8 +32,8 @@ func ChildEnded(tx *graphstore.Tx, runs Runs, child *graphstore.Node, by string)
 // FailForChild fails parent because child ended without success: its run,
 // if any, ends (outcome failed), its remaining children are cancelled, and
 // its own parent is told (ChildEnded). It returns the ids it cancelled.
-func FailForChild(tx *graphstore.Tx, runs Runs, parent, child *graphstore.Node, by string) ([]string, error) {
-	if err := check(OpFailForChild, parent, graphstore.StatusFailed); err != nil {
+func FailForChild(tx *graphstore.Tx, runs Runs, parent, child *records.Node, by string) ([]string, error) {
+	if err := check(OpFailForChild, parent, records.StatusFailed); err != nil {
 		return nil, err
 	}
 	if err := runs.EndRun(tx, parent, OutcomeFailed, by); err != nil {
@@ -40,11 +41,11 @@ func FailForChild(tx *graphstore.Tx, runs Runs, parent, child *graphstore.Node, 
 	}
 	msg := fmt.Sprintf("child %s ended %s", child.ID, child.Status)
 	parent.Error = &msg
-	parent.Status = graphstore.StatusFailed
+	parent.Status = records.StatusFailed
 	if err := tx.NodePut(parent); err != nil {
 		return nil, err
 	}
-	if err := tx.Emit(parent.Tenant, graphstore.EventFailed, parent.ID, by, map[string]any{
+	if err := tx.Emit(parent.Tenant, records.EventFailed, parent.ID, by, map[string]any{
 		"error": msg, "child": child.ID, "requeue": false,
 	}); err != nil {
 		return nil, err

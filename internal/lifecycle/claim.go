@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // ClaimParams are a new lease's holder and TTL.
@@ -17,16 +18,16 @@ type ClaimParams struct {
 // running, the lease, an assigned edge (a lingering one of the claimer is
 // retired first) and the claimed event. The caller has decided that n may be
 // claimed (Claimable) and tells its in-memory views once Claim returns.
-func Claim(tx *graphstore.Tx, n *graphstore.Node, p ClaimParams) (*graphstore.Edge, error) {
-	if err := check(OpClaim, n, graphstore.StatusRunning); err != nil {
+func Claim(tx *graphstore.Tx, n *records.Node, p ClaimParams) (*records.Edge, error) {
+	if err := check(OpClaim, n, records.StatusRunning); err != nil {
 		return nil, err
 	}
 	now := tx.Now()
 	n.Attempts++
 	n.LastFence++
-	n.Status = graphstore.StatusRunning
+	n.Status = records.StatusRunning
 	n.Error = nil
-	n.Lease = &graphstore.Lease{
+	n.Lease = &records.Lease{
 		By: p.By, Session: p.Session, Fence: n.LastFence, TTLMS: p.TTL.Milliseconds(),
 		ClaimedAt: now.UTC(), RenewedAt: now.UTC(), ExpiresAt: now.Add(p.TTL).UTC(),
 	}
@@ -39,7 +40,7 @@ func Claim(tx *graphstore.Tx, n *graphstore.Node, p ClaimParams) (*graphstore.Ed
 			return nil, err
 		}
 	}
-	edge := &graphstore.Edge{
+	edge := &records.Edge{
 		From: n.ID, Type: graphstore.EdgeAssigned, To: graphstore.IdentityID(p.By),
 		Props:     map[string]any{"session": nullable(p.Session), "fence": n.LastFence, "outcome": nil},
 		CreatedBy: p.By,
@@ -50,7 +51,7 @@ func Claim(tx *graphstore.Tx, n *graphstore.Node, p ClaimParams) (*graphstore.Ed
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}
-	if err := tx.EmitData(n.Tenant, graphstore.EventClaimed, n.ID, p.By, graphstore.Data().
+	if err := tx.EmitData(n.Tenant, records.EventClaimed, n.ID, p.By, records.Data().
 		Uint("fence", n.LastFence).Int("attempt", n.Attempts).StrOrNull("session", p.Session).Int("ttl_ms", p.TTL.Milliseconds()).
 		Done()); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Claimable returns nil when n may be claimed by `by` now under the
@@ -15,7 +16,7 @@ import (
 // queue at max_running), or a conflict (reserved for another identity), in
 // that order. Whether the caller holds or may take the lease is the lease
 // package's to decide first.
-func Claimable(tx *graphstore.Tx, n *graphstore.Node, by string) error {
+func Claimable(tx *graphstore.Tx, n *records.Node, by string) error {
 	r, q, err := tx.ClaimRefusals(n, by)
 	if err != nil || r == 0 {
 		return err
@@ -49,7 +50,7 @@ func Claimable(tx *graphstore.Tx, n *graphstore.Node, by string) error {
 // (graphstore.DependencySatisfied) and its children not yet terminal. It walks
 // n's edges, so it explains a refusal; the rule itself reads the blocker
 // counts.
-func Blocking(tx *graphstore.Tx, n *graphstore.Node) ([]string, error) {
+func Blocking(tx *graphstore.Tx, n *records.Node) ([]string, error) {
 	out := []string{}
 	deps, err := tx.LiveEdges(n.Tenant, n.ID, graphstore.EdgeDependsOn, graphstore.DirOut)
 	if err != nil {

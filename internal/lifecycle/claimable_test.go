@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // TestClaimableRule: each reason the claimable rule refuses a node gives the
@@ -19,8 +20,8 @@ func TestClaimableRule(t *testing.T) {
 	b := setup(t)
 	now := b.clk.Now()
 	later := now.Add(time.Minute)
-	node := func(id, queue string, st graphstore.Status) *graphstore.Node {
-		return &graphstore.Node{
+	node := func(id, queue string, st records.Status) *records.Node {
+		return &records.Node{
 			Tenant: "acme", ID: id, Type: "task", Status: st, Queue: queue,
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 3,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
@@ -32,9 +33,9 @@ func TestClaimableRule(t *testing.T) {
 	reserved.Target = "carol"
 	busy := node("busy", "qe", running)
 	busy.Attempts, busy.LastFence = 1, 1
-	busy.Lease = &graphstore.Lease{By: "alice", Fence: 1, TTLMS: 60_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: later}
+	busy.Lease = &records.Lease{By: "alice", Fence: 1, TTLMS: 60_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: later}
 	require.NoError(t, b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
-		for _, n := range []*graphstore.Node{
+		for _, n := range []*records.Node{
 			node("free", "qa", queued), node("dep", "", open), node("blocked", "qb", queued), delayed,
 			node("paused", "qd", queued), busy, node("full", "qe", queued), reserved, node("finished", "qg", done),
 		} {
@@ -42,13 +43,13 @@ func TestClaimableRule(t *testing.T) {
 				return err
 			}
 		}
-		if err := tx.EdgeInsert("acme", &graphstore.Edge{From: "blocked", Type: graphstore.EdgeDependsOn, To: "dep", CreatedBy: "head", Props: map[string]any{"on_fail": "cancel"}}); err != nil {
+		if err := tx.EdgeInsert("acme", &records.Edge{From: "blocked", Type: graphstore.EdgeDependsOn, To: "dep", CreatedBy: "head", Props: map[string]any{"on_fail": "cancel"}}); err != nil {
 			return err
 		}
-		if err := tx.QueueSettingsPut("acme", "qd", graphstore.QueueSettings{Paused: true}); err != nil {
+		if err := tx.QueueSettingsPut("acme", "qd", records.QueueSettings{Paused: true}); err != nil {
 			return err
 		}
-		return tx.QueueSettingsPut("acme", "qe", graphstore.QueueSettings{MaxRunning: 1})
+		return tx.QueueSettingsPut("acme", "qe", records.QueueSettings{MaxRunning: 1})
 	}))
 
 	claimable := func(id, by string) error {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // CompleteParams are what a successful run hands back.
@@ -17,15 +18,15 @@ type CompleteParams struct {
 // the result is kept, the error and handoff target cleared, the run's usage
 // added to the node and rolled up its parent chain, with the completed event.
 // The caller has checked that p.By may act on the lease.
-func Complete(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p CompleteParams) error {
-	if err := check(OpComplete, n, graphstore.StatusDone); err != nil {
+func Complete(tx *graphstore.Tx, runs Runs, n *records.Node, p CompleteParams) error {
+	if err := check(OpComplete, n, records.StatusDone); err != nil {
 		return err
 	}
 	before := *n.Lease
 	if err := runs.EndRun(tx, n, OutcomeDone, p.By); err != nil {
 		return err
 	}
-	n.Status = graphstore.StatusDone
+	n.Status = records.StatusDone
 	n.Result = p.Result
 	n.Error = nil
 	n.Target = ""
@@ -33,7 +34,7 @@ func Complete(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p CompleteParams
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}
-	if err := tx.EmitData(n.Tenant, graphstore.EventCompleted, n.ID, p.By, graphstore.Data().
+	if err := tx.EmitData(n.Tenant, records.EventCompleted, n.ID, p.By, records.Data().
 		Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts).
 		Done()); err != nil {
 		return err

@@ -1,17 +1,20 @@
 package lifecycle
 
-import "github.com/tether-run/tether/internal/graphstore"
+import (
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
+)
 
 // Expire settles a run that ended on its own (its lease expired, or the run
 // timed out when timedOut): the run ends (outcome expired) and the node goes
 // back at rest, or to dead when it has used all its attempts; a node that
 // goes dead counts as a failed child (ChildEnded). It reports whether the
 // node went dead.
-func Expire(tx *graphstore.Tx, runs Runs, n *graphstore.Node, timedOut bool) (dead bool, err error) {
+func Expire(tx *graphstore.Tx, runs Runs, n *records.Node, timedOut bool) (dead bool, err error) {
 	dead = n.Attempts >= n.MaxAttempts
 	to := n.RestStatus()
 	if dead {
-		to = graphstore.StatusDead
+		to = records.StatusDead
 	}
 	if err := check(OpExpire, n, to); err != nil {
 		return false, err
@@ -20,7 +23,7 @@ func Expire(tx *graphstore.Tx, runs Runs, n *graphstore.Node, timedOut bool) (de
 	if err := runs.EndRun(tx, n, OutcomeExpired, SystemIdentity); err != nil {
 		return false, err
 	}
-	data := graphstore.Data().Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts)
+	data := records.Data().Uint("fence", before.Fence).Str("holder", before.By).Int("attempt", n.Attempts)
 	if timedOut {
 		msg := "timeout"
 		n.Error = &msg
@@ -30,13 +33,13 @@ func Expire(tx *graphstore.Tx, runs Runs, n *graphstore.Node, timedOut bool) (de
 	if err := tx.NodePut(n); err != nil {
 		return false, err
 	}
-	if err := tx.EmitData(n.Tenant, graphstore.EventExpired, n.ID, SystemIdentity, data.Done()); err != nil {
+	if err := tx.EmitData(n.Tenant, records.EventExpired, n.ID, SystemIdentity, data.Done()); err != nil {
 		return false, err
 	}
 	if !dead {
 		return false, nil
 	}
-	if err := tx.EmitData(n.Tenant, graphstore.EventDead, n.ID, SystemIdentity, graphstore.Data().Int("attempts", n.Attempts).Done()); err != nil {
+	if err := tx.EmitData(n.Tenant, records.EventDead, n.ID, SystemIdentity, records.Data().Int("attempts", n.Attempts).Done()); err != nil {
 		return true, err
 	}
 	_, err = ChildEnded(tx, runs, n, SystemIdentity)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // FailParams end a run that did not succeed.
@@ -27,7 +28,7 @@ const (
 )
 
 // FailOutcomeOf is where a failed run of n would leave it.
-func FailOutcomeOf(n *graphstore.Node, requeue bool) FailOutcome {
+func FailOutcomeOf(n *records.Node, requeue bool) FailOutcome {
 	switch {
 	case requeue && n.Attempts < n.MaxAttempts:
 		return FailRetry
@@ -38,14 +39,14 @@ func FailOutcomeOf(n *graphstore.Node, requeue bool) FailOutcome {
 }
 
 // Status is the status the outcome leaves n in.
-func (o FailOutcome) Status(n *graphstore.Node) graphstore.Status {
+func (o FailOutcome) Status(n *records.Node) records.Status {
 	switch o {
 	case FailRetry:
 		return n.RestStatus()
 	case FailDead:
-		return graphstore.StatusDead
+		return records.StatusDead
 	}
-	return graphstore.StatusFailed
+	return records.StatusFailed
 }
 
 // Fail ends a running node's run (outcome failed) with p.Error: back at rest
@@ -53,7 +54,7 @@ func (o FailOutcome) Status(n *graphstore.Node) graphstore.Status {
 // dead; failed when p.Requeue is false. A node that ends failed or dead fails
 // its parent when the parent's on_child_fail is fail (ChildEnded). The caller
 // has checked that p.By may act on the lease.
-func Fail(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p FailParams) error {
+func Fail(tx *graphstore.Tx, runs Runs, n *records.Node, p FailParams) error {
 	outcome := FailOutcomeOf(n, p.Requeue)
 	if err := check(OpFail, n, outcome.Status(n)); err != nil {
 		return err
@@ -71,17 +72,17 @@ func Fail(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p FailParams) error 
 		if delay := retryDelay(n, p.RetryIn); delay > 0 {
 			at := tx.Now().Add(delay).UTC()
 			n.RunAt = &at
-			data["run_at"] = graphstore.Stamp(at)
+			data["run_at"] = records.Stamp(at)
 		}
 	}
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}
-	if err := tx.Emit(n.Tenant, graphstore.EventFailed, n.ID, p.By, data); err != nil {
+	if err := tx.Emit(n.Tenant, records.EventFailed, n.ID, p.By, data); err != nil {
 		return err
 	}
-	if n.Status == graphstore.StatusDead {
-		if err := tx.Emit(n.Tenant, graphstore.EventDead, n.ID, p.By, map[string]any{"attempts": n.Attempts}); err != nil {
+	if n.Status == records.StatusDead {
+		if err := tx.Emit(n.Tenant, records.EventDead, n.ID, p.By, map[string]any{"attempts": n.Attempts}); err != nil {
 			return err
 		}
 	}

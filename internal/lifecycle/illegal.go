@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Op names a transition.
@@ -30,18 +30,18 @@ func Ops() []Op {
 
 // Legal reports whether op may start from a node in status from ("" for a
 // node not yet stored).
-func Legal(op Op, from graphstore.Status) bool {
+func Legal(op Op, from records.Status) bool {
 	switch op {
 	case OpCreate:
 		return from == ""
 	case OpClaim:
 		return from.AtRest()
 	case OpComplete, OpFail, OpRelease, OpExpire:
-		return from == graphstore.StatusRunning
+		return from == records.StatusRunning
 	case OpCancel, OpFailForChild:
 		return from.Valid() && !from.Terminal()
 	case OpRequeue:
-		return from == graphstore.StatusFailed || from == graphstore.StatusDead || from == graphstore.StatusCancelled
+		return from == records.StatusFailed || from == records.StatusDead || from == records.StatusCancelled
 	}
 	return false
 }
@@ -54,8 +54,8 @@ func Legal(op Op, from graphstore.Status) bool {
 // (an internal error).
 type IllegalTransition struct {
 	Op      Op
-	From    graphstore.Status
-	To      graphstore.Status
+	From    records.Status
+	To      records.Status
 	Refusal error
 }
 
@@ -75,7 +75,7 @@ func (e *IllegalTransition) Unwrap() error { return e.Refusal }
 
 // check returns nil when op may start from n's status, else the
 // IllegalTransition that refuses it.
-func check(op Op, n *graphstore.Node, to graphstore.Status) error {
+func check(op Op, n *records.Node, to records.Status) error {
 	if Legal(op, n.Status) {
 		return nil
 	}
@@ -83,7 +83,7 @@ func check(op Op, n *graphstore.Node, to graphstore.Status) error {
 }
 
 // refusal is the problem each refused transition has always answered with.
-func refusal(op Op, n *graphstore.Node) error {
+func refusal(op Op, n *records.Node) error {
 	switch op {
 	case OpClaim:
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}

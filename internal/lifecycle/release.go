@@ -1,6 +1,9 @@
 package lifecycle
 
-import "github.com/tether-run/tether/internal/graphstore"
+import (
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
+)
 
 // ReleaseParams drop a lease before its run ends.
 type ReleaseParams struct {
@@ -14,7 +17,7 @@ type ReleaseParams struct {
 // or taken_over when p.By is not the holder), the attempt the claim counted
 // is given back, the node is handed to p.To when set, with the released
 // event. The caller has checked that p.By may act on the lease.
-func Release(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p ReleaseParams) error {
+func Release(tx *graphstore.Tx, runs Runs, n *records.Node, p ReleaseParams) error {
 	if err := check(OpRelease, n, n.RestStatus()); err != nil {
 		return err
 	}
@@ -36,12 +39,12 @@ func Release(tx *graphstore.Tx, runs Runs, n *graphstore.Node, p ReleaseParams) 
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}
-	data := graphstore.Data().Uint("fence", before.Fence).Str("holder", before.By).Str("status", string(n.Status))
+	data := records.Data().Uint("fence", before.Fence).Str("holder", before.By).Str("status", string(n.Status))
 	if p.Reason != "" {
 		data = data.Str("reason", p.Reason)
 	}
 	if p.To != "" {
 		data = data.Str("to", p.To)
 	}
-	return tx.EmitData(n.Tenant, graphstore.EventReleased, n.ID, p.By, data.Done())
+	return tx.EmitData(n.Tenant, records.EventReleased, n.ID, p.By, data.Done())
 }

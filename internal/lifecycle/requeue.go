@@ -1,11 +1,14 @@
 package lifecycle
 
-import "github.com/tether-run/tether/internal/graphstore"
+import (
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
+)
 
 // Requeue puts a failed, dead or cancelled node back at rest (queued, or
 // open without a queue) with attempts = 0, a clear error and no delay, with
 // the requeued event.
-func Requeue(tx *graphstore.Tx, n *graphstore.Node, by, reason string) error {
+func Requeue(tx *graphstore.Tx, n *records.Node, by, reason string) error {
 	if err := check(OpRequeue, n, n.RestStatus()); err != nil {
 		return err
 	}
@@ -21,5 +24,5 @@ func Requeue(tx *graphstore.Tx, n *graphstore.Node, by, reason string) error {
 	if reason != "" {
 		data["reason"] = reason
 	}
-	return tx.Emit(n.Tenant, graphstore.EventRequeued, n.ID, by, data)
+	return tx.Emit(n.Tenant, records.EventRequeued, n.ID, by, data)
 }

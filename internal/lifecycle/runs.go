@@ -1,6 +1,9 @@
 package lifecycle
 
-import "github.com/tether-run/tether/internal/graphstore"
+import (
+	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
+)
 
 // Runs ends the current run (lease) of a node. The leasing package implements
 // it: ending a lease also moves its in-memory views (the deadline heap, the
@@ -10,7 +13,7 @@ type Runs interface {
 	// EndRun retires the holder's assigned edge with outcome, drops the
 	// lease, sets LastRun and clears progress; it does nothing without a
 	// lease. It does not write n: the transition does.
-	EndRun(tx *graphstore.Tx, n *graphstore.Node, outcome, by string) error
+	EndRun(tx *graphstore.Tx, n *records.Node, outcome, by string) error
 }
 
 // Outcomes of an assigned edge, set when it is retired.
@@ -31,7 +34,7 @@ const SystemIdentity = graphstore.SystemSubject
 const OnChildFailFail = "fail"
 
 // assignedEdge returns the live assigned edge from node id to sub, or nil.
-func assignedEdge(tx *graphstore.Tx, tenant, id, sub string) (*graphstore.Edge, error) {
+func assignedEdge(tx *graphstore.Tx, tenant, id, sub string) (*records.Edge, error) {
 	return tx.EdgeFind(tenant, id, graphstore.EdgeAssigned, graphstore.IdentityID(sub))
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 type bundle struct {
@@ -40,20 +41,20 @@ func setup(t *testing.T) *bundle {
 // insert stores a node in status st, as the transitions would have left it:
 // open without a queue, a running node with alice's lease (attempt 1), and
 // the others in queue q.
-func (b *bundle) insert(t *testing.T, id string, st graphstore.Status, maxAttempts int64) {
+func (b *bundle) insert(t *testing.T, id string, st records.Status, maxAttempts int64) {
 	t.Helper()
-	n := &graphstore.Node{
+	n := &records.Node{
 		Tenant: "acme", ID: id, Type: "task", Status: st, Queue: "q",
 		Labels: []string{}, Props: map[string]any{}, MaxAttempts: maxAttempts,
 		Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 	}
-	if st == graphstore.StatusOpen {
+	if st == records.StatusOpen {
 		n.Queue = ""
 	}
 	now := b.clk.Now().UTC()
-	if st == graphstore.StatusRunning {
+	if st == records.StatusRunning {
 		n.Attempts, n.LastFence = 1, 1
-		n.Lease = &graphstore.Lease{By: "alice", Fence: 1, TTLMS: 30_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: now.Add(30 * time.Second)}
+		n.Lease = &records.Lease{By: "alice", Fence: 1, TTLMS: 30_000, ClaimedAt: now, RenewedAt: now, ExpiresAt: now.Add(30 * time.Second)}
 	}
 	require.NoError(t, b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
 		if err := tx.IdentityEnsure("acme", "alice"); err != nil {
@@ -66,9 +67,9 @@ func (b *bundle) insert(t *testing.T, id string, st graphstore.Status, maxAttemp
 	}))
 }
 
-func (b *bundle) get(t *testing.T, id string) *graphstore.Node {
+func (b *bundle) get(t *testing.T, id string) *records.Node {
 	t.Helper()
-	var n *graphstore.Node
+	var n *records.Node
 	require.NoError(t, b.store.View(func(tx *graphstore.Tx) (err error) {
 		n, err = tx.NodeGet("acme", id)
 		return err
@@ -82,19 +83,19 @@ type step struct {
 	name        string
 	op          lifecycle.Op
 	maxAttempts int64
-	run         func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error
-	want        map[graphstore.Status]graphstore.Status
+	run         func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error
+	want        map[records.Status]records.Status
 	refusal     error // the kind of fault an illegal step unwraps to
 }
 
 var (
-	queued    = graphstore.StatusQueued
-	open      = graphstore.StatusOpen
-	running   = graphstore.StatusRunning
-	done      = graphstore.StatusDone
-	failed    = graphstore.StatusFailed
-	dead      = graphstore.StatusDead
-	cancelled = graphstore.StatusCancelled
+	queued    = records.StatusQueued
+	open      = records.StatusOpen
+	running   = records.StatusRunning
+	done      = records.StatusDone
+	failed    = records.StatusFailed
+	dead      = records.StatusDead
+	cancelled = records.StatusCancelled
 )
 
 func steps() []step {
@@ -102,86 +103,86 @@ func steps() []step {
 	return []step{
 		{
 			name: "claim", op: lifecycle.OpClaim, maxAttempts: 3, refusal: notClaimable,
-			run: func(tx *graphstore.Tx, _ lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, _ lifecycle.Runs, n *records.Node) error {
 				_, err := lifecycle.Claim(tx, n, lifecycle.ClaimParams{By: "bob", TTL: time.Minute})
 				return err
 			},
-			want: map[graphstore.Status]graphstore.Status{open: running, queued: running},
+			want: map[records.Status]records.Status{open: running, queued: running},
 		},
 		{
 			name: "complete", op: lifecycle.OpComplete, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				return lifecycle.Complete(tx, runs, n, lifecycle.CompleteParams{By: "alice", Usage: map[string]float64{"tokens": 1}})
 			},
-			want: map[graphstore.Status]graphstore.Status{running: done},
+			want: map[records.Status]records.Status{running: done},
 		},
 		{
 			name: "fail retry", op: lifecycle.OpFail, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				return lifecycle.Fail(tx, runs, n, lifecycle.FailParams{By: "alice", Error: "boom", Requeue: true})
 			},
-			want: map[graphstore.Status]graphstore.Status{running: queued},
+			want: map[records.Status]records.Status{running: queued},
 		},
 		{
 			name: "fail final", op: lifecycle.OpFail, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				return lifecycle.Fail(tx, runs, n, lifecycle.FailParams{By: "alice", Error: "boom"})
 			},
-			want: map[graphstore.Status]graphstore.Status{running: failed},
+			want: map[records.Status]records.Status{running: failed},
 		},
 		{
 			name: "fail dead", op: lifecycle.OpFail, maxAttempts: 1, refusal: leaseLost,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				return lifecycle.Fail(tx, runs, n, lifecycle.FailParams{By: "alice", Error: "boom", Requeue: true})
 			},
-			want: map[graphstore.Status]graphstore.Status{running: dead},
+			want: map[records.Status]records.Status{running: dead},
 		},
 		{
 			name: "release", op: lifecycle.OpRelease, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				return lifecycle.Release(tx, runs, n, lifecycle.ReleaseParams{By: "alice"})
 			},
-			want: map[graphstore.Status]graphstore.Status{running: queued},
+			want: map[records.Status]records.Status{running: queued},
 		},
 		{
 			name: "expire", op: lifecycle.OpExpire, maxAttempts: 3, refusal: leaseLost,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				_, err := lifecycle.Expire(tx, runs, n, false)
 				return err
 			},
-			want: map[graphstore.Status]graphstore.Status{running: queued},
+			want: map[records.Status]records.Status{running: queued},
 		},
 		{
 			name: "expire dead", op: lifecycle.OpExpire, maxAttempts: 1, refusal: leaseLost,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				_, err := lifecycle.Expire(tx, runs, n, true)
 				return err
 			},
-			want: map[graphstore.Status]graphstore.Status{running: dead},
+			want: map[records.Status]records.Status{running: dead},
 		},
 		{
 			name: "cancel", op: lifecycle.OpCancel, maxAttempts: 3, refusal: conflict,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
 				_, err := lifecycle.Cancel(tx, runs, n, "head", n.ID, "")
 				return err
 			},
-			want: map[graphstore.Status]graphstore.Status{open: cancelled, queued: cancelled, running: cancelled},
+			want: map[records.Status]records.Status{open: cancelled, queued: cancelled, running: cancelled},
 		},
 		{
 			name: "fail for child", op: lifecycle.OpFailForChild, maxAttempts: 3, refusal: conflict,
-			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *graphstore.Node) error {
-				child := &graphstore.Node{Tenant: "acme", ID: "child", Status: graphstore.StatusFailed}
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
+				child := &records.Node{Tenant: "acme", ID: "child", Status: records.StatusFailed}
 				_, err := lifecycle.FailForChild(tx, runs, n, child, "head")
 				return err
 			},
-			want: map[graphstore.Status]graphstore.Status{open: failed, queued: failed, running: failed},
+			want: map[records.Status]records.Status{open: failed, queued: failed, running: failed},
 		},
 		{
 			name: "requeue", op: lifecycle.OpRequeue, maxAttempts: 3, refusal: conflict,
-			run: func(tx *graphstore.Tx, _ lifecycle.Runs, n *graphstore.Node) error {
+			run: func(tx *graphstore.Tx, _ lifecycle.Runs, n *records.Node) error {
 				return lifecycle.Requeue(tx, n, "head", "")
 			},
-			want: map[graphstore.Status]graphstore.Status{failed: queued, dead: queued, cancelled: queued},
+			want: map[records.Status]records.Status{failed: queued, dead: queued, cancelled: queued},
 		},
 	}
 }
@@ -195,7 +196,7 @@ func TestTransitionTable(t *testing.T) {
 	covered := map[lifecycle.Op]bool{lifecycle.OpCreate: true} // TestCreateTable
 	for i, s := range steps() {
 		covered[s.op] = true
-		for _, from := range graphstore.Statuses() {
+		for _, from := range records.Statuses() {
 			t.Run(fmt.Sprintf("%s from %s", s.name, from), func(t *testing.T) {
 				id := fmt.Sprintf("n%02d-%s", i, from)
 				b.insert(t, id, from, s.maxAttempts)
@@ -233,13 +234,13 @@ func TestTransitionTable(t *testing.T) {
 
 // TestCreateTable: only a node not yet stored gets its first status.
 func TestCreateTable(t *testing.T) {
-	for _, from := range append([]graphstore.Status{""}, graphstore.Statuses()...) {
+	for _, from := range append([]records.Status{""}, records.Statuses()...) {
 		for _, queue := range []string{"", "q"} {
-			n := &graphstore.Node{Status: from, Queue: queue}
+			n := &records.Node{Status: from, Queue: queue}
 			err := lifecycle.Create(n)
 			if from == "" {
 				require.NoError(t, err)
-				require.Equal(t, map[string]graphstore.Status{"": open, "q": queued}[queue], n.Status)
+				require.Equal(t, map[string]records.Status{"": open, "q": queued}[queue], n.Status)
 				continue
 			}
 			var illegal *lifecycle.IllegalTransition
@@ -252,8 +253,8 @@ func TestCreateTable(t *testing.T) {
 
 // TestMoveQueue: a node at rest follows its queue; others keep their status.
 func TestMoveQueue(t *testing.T) {
-	for _, from := range graphstore.Statuses() {
-		n := &graphstore.Node{Status: from}
+	for _, from := range records.Statuses() {
+		n := &records.Node{Status: from}
 		lifecycle.MoveQueue(n, "q")
 		want := from
 		if from.AtRest() {
@@ -273,8 +274,8 @@ func TestMoveQueue(t *testing.T) {
 // the expiry, with no hook from the nodes package.
 func TestExpiryFailsParent(t *testing.T) {
 	b := setup(t)
-	b.insert(t, "parent", graphstore.StatusQueued, 3)
-	b.insert(t, "child", graphstore.StatusRunning, 1)
+	b.insert(t, "parent", records.StatusQueued, 3)
+	b.insert(t, "child", records.StatusRunning, 1)
 	require.NoError(t, b.store.Update(context.Background(), func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet("acme", "child")
 		if err != nil {
@@ -284,7 +285,7 @@ func TestExpiryFailsParent(t *testing.T) {
 		if err := tx.NodePut(n); err != nil {
 			return err
 		}
-		return tx.EdgeInsert("acme", &graphstore.Edge{From: "parent", Type: graphstore.EdgeParentOf, To: "child", CreatedBy: "head"})
+		return tx.EdgeInsert("acme", &records.Edge{From: "parent", Type: graphstore.EdgeParentOf, To: "child", CreatedBy: "head"})
 	}))
 	b.clk.Advance(31 * time.Second)
 	// A release by bob, who holds nothing, settles alice's dead lease first.

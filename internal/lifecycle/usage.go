@@ -3,10 +3,11 @@ package lifecycle
 import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // AddUsage adds a run's usage to the node's own usage and its total.
-func AddUsage(n *graphstore.Node, u map[string]float64) {
+func AddUsage(n *records.Node, u map[string]float64) {
 	for k, v := range u {
 		n.Usage[k] += v
 		n.UsageTotal[k] += v
@@ -14,7 +15,7 @@ func AddUsage(n *graphstore.Node, u map[string]float64) {
 }
 
 // RollUp adds usage to the usage_total of every ancestor of n.
-func RollUp(tx *graphstore.Tx, n *graphstore.Node, u map[string]float64) error {
+func RollUp(tx *graphstore.Tx, n *records.Node, u map[string]float64) error {
 	if len(u) == 0 {
 		return nil
 	}

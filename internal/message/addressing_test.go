@@ -11,6 +11,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // A message to a node and a message to an identity live in separate
@@ -26,8 +27,8 @@ func TestANodeAddressIsNoIdentity(t *testing.T) {
 	dir := t.TempDir()
 	store, s := open(t, dir, clk)
 	require.NoError(t, store.Update(ctx, func(tx *graphstore.Tx) error {
-		return tx.NodeInsert(&graphstore.Node{
-			Tenant: "acme", ID: "n1", Type: "task", Status: graphstore.StatusOpen,
+		return tx.NodeInsert(&records.Node{
+			Tenant: "acme", ID: "n1", Type: "task", Status: records.StatusOpen,
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 		}, "head")

@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // deliveryRig is the message service, a lease service and one queued node
@@ -39,8 +40,8 @@ func newDeliveryRig(t *testing.T) *deliveryRig {
 	}
 	leases := leasing.New(leasing.Config{Store: store, Clock: clk, Limits: limits})
 	require.NoError(t, store.Update(context.Background(), func(tx *graphstore.Tx) error {
-		return tx.NodeInsert(&graphstore.Node{
-			Tenant: "acme", ID: "n1", Type: "task", Status: graphstore.StatusQueued, Queue: "q",
+		return tx.NodeInsert(&records.Node{
+			Tenant: "acme", ID: "n1", Type: "task", Status: records.StatusQueued, Queue: "q",
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 5,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 		}, "head")
@@ -110,7 +111,7 @@ func TestNodeMessageFollowsTheHolder(t *testing.T) {
 	require.Zero(t, r.msgs.Unread("acme", "carol", "n1"))
 	require.EqualValues(t, 1, r.msgs.Stats().Read.Load())
 
-	var types []graphstore.EventType
+	var types []records.EventType
 	require.NoError(t, r.store.View(func(tx *graphstore.Tx) error {
 		evs, err := tx.NodeEvents("acme", "n1", 0, 100)
 		for _, e := range evs {
@@ -120,7 +121,7 @@ func TestNodeMessageFollowsTheHolder(t *testing.T) {
 		}
 		return err
 	}))
-	require.Equal(t, []graphstore.EventType{EventSent, EventRead}, types)
+	require.Equal(t, []records.EventType{EventSent, EventRead}, types)
 }
 
 // A message whose ttl passes unread is expired at that instant: no inbox

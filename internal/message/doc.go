@@ -19,7 +19,7 @@
 // (an ack of a pending message makes it delivered and read at once).
 //
 // Invariants:
-//   - Every record lives under its tenant's keys (graphstore.MessageRecordPut), so
+//   - Every record lives under its tenant's keys (records.Txn.MessagePut), so
 //     no tenant sends to, lists, reads or acknowledges another's messages:
 //     an id of another tenant is a fault.NotFound, like one that never was.
 //   - A message to a node and a message to an identity are in separate

@@ -1,8 +1,6 @@
 package message
 
-import (
-	"github.com/tether-run/tether/internal/graphstore"
-)
+import "github.com/tether-run/tether/internal/graphstore"
 
 // Messages to a node that is gone. A node that is deleted, or removed by
 // retention, can have no holder again, so a message to it that nobody read
@@ -32,7 +30,7 @@ func (s *Service) expireUnread(tx *graphstore.Tx, tenant string, ids []string) e
 	var gone []placed
 	for _, id := range ids {
 		var r Record
-		found, err := tx.MessageRecordGet(tenant, id, &r)
+		found, err := tx.Records().MessageGet(tenant, id, &r)
 		if err != nil {
 			return err
 		}
@@ -40,7 +38,7 @@ func (s *Service) expireUnread(tx *graphstore.Tx, tenant string, ids []string) e
 			continue
 		}
 		r.ExpiresAt = &now
-		if err := tx.MessageRecordPut(tenant, r.ID, &r, r.keepFor(now)); err != nil {
+		if err := tx.Records().MessagePut(tenant, r.ID, &r, r.keepFor(now)); err != nil {
 			return err
 		}
 		gone = append(gone, placedOf(tenant, &r))

@@ -117,7 +117,7 @@ func (s *Service) page(p InboxParams, pivot *entry) ([]View, string, error) {
 		}
 		for _, e := range cands {
 			var r Record
-			found, err := tx.MessageRecordGet(p.Tenant, e.id, &r)
+			found, err := tx.Records().MessageGet(p.Tenant, e.id, &r)
 			if err != nil {
 				return err
 			}
@@ -152,13 +152,13 @@ func (s *Service) deliver(ctx context.Context, tenant, sub string, page []View) 
 		now := tx.Now().UTC()
 		for _, i := range fresh {
 			var r Record
-			found, err := tx.MessageRecordGet(tenant, page[i].ID, &r)
+			found, err := tx.Records().MessageGet(tenant, page[i].ID, &r)
 			if err != nil {
 				return err
 			}
 			if found && r.DeliveredAt == nil {
 				r.DeliveredAt, r.DeliveredTo = &now, sub
-				if err := tx.MessageRecordPut(tenant, r.ID, &r, r.keepFor(now)); err != nil {
+				if err := tx.Records().MessagePut(tenant, r.ID, &r, r.keepFor(now)); err != nil {
 					return err
 				}
 			}

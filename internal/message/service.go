@@ -14,14 +14,15 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 )
 
 // The events a message to a node appends to that node's events.
 const (
-	EventSent graphstore.EventType = "message_sent"
-	EventRead graphstore.EventType = "message_read"
+	EventSent records.EventType = "message_sent"
+	EventRead records.EventType = "message_read"
 )
 
 // Stats are running totals for metrics, since the server started.
@@ -71,7 +72,7 @@ func New(store *graphstore.Store) (*Service, error) {
 	orphans := map[string][]string{} // tenant -> ids
 	err := store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
-		return tx.MessageRecordScanAll(func(tenant string, raw []byte) (bool, error) {
+		return tx.Records().MessageScanAll(func(tenant string, raw []byte) (bool, error) {
 			var r Record
 			if _, err := r.UnmarshalMsg(raw); err != nil {
 				return false, fmt.Errorf("error decoding a message record: %w", err)
@@ -207,7 +208,7 @@ func (s *Service) Send(ctx context.Context, p SendParams) (*Record, error) {
 			exp := now.Add(p.TTL)
 			rec.ExpiresAt = &exp
 		}
-		if err := tx.MessageRecordPut(p.Tenant, rec.ID, &rec, rec.keepFor(now)); err != nil {
+		if err := tx.Records().MessagePut(p.Tenant, rec.ID, &rec, rec.keepFor(now)); err != nil {
 			return err
 		}
 		if node != "" {
@@ -263,7 +264,7 @@ func (s *Service) Get(v Viewer, id string) (View, error) {
 	var out View
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		var r Record
-		found, err := tx.MessageRecordGet(v.Tenant, id, &r)
+		found, err := tx.Records().MessageGet(v.Tenant, id, &r)
 		if err != nil {
 			return err
 		}
@@ -285,7 +286,7 @@ func (s *Service) Ack(ctx context.Context, tenant, sub, id string) (View, error)
 	var out View
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var r Record
-		found, err := tx.MessageRecordGet(tenant, id, &r)
+		found, err := tx.Records().MessageGet(tenant, id, &r)
 		if err != nil {
 			return err
 		}
@@ -301,7 +302,7 @@ func (s *Service) Ack(ctx context.Context, tenant, sub, id string) (View, error)
 		if r.DeliveredAt == nil {
 			r.DeliveredAt, r.DeliveredTo = &now, sub
 		}
-		if err := tx.MessageRecordPut(tenant, id, &r, r.keepFor(now)); err != nil {
+		if err := tx.Records().MessagePut(tenant, id, &r, r.keepFor(now)); err != nil {
 			return err
 		}
 		if node := r.Node(); node != "" {

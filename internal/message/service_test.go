@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // open opens the store in dir and starts the service on it; beforeStart
@@ -96,8 +97,8 @@ func TestNewExpiresMessagesToRemovedNodes(t *testing.T) {
 	clk := clocktest.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	store, s := open(t, dir, clk)
 	require.NoError(t, store.Update(ctx, func(tx *graphstore.Tx) error {
-		return tx.NodeInsert(&graphstore.Node{
-			Tenant: "acme", ID: "t1", Type: "task", Status: graphstore.StatusOpen,
+		return tx.NodeInsert(&records.Node{
+			Tenant: "acme", ID: "t1", Type: "task", Status: records.StatusOpen,
 			Labels: []string{}, Props: map[string]any{}, MaxAttempts: 1,
 			Usage: map[string]float64{}, UsageTotal: map[string]float64{}, OnChildFail: "fail",
 		}, "head")

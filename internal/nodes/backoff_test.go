@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func backoff(initialMS, maxMS int64, factor float64) func(*nodes.NodeSpec) {
 	return func(s *nodes.NodeSpec) {
-		s.Backoff = &graphstore.Backoff{InitialMS: initialMS, MaxMS: maxMS, Factor: factor}
+		s.Backoff = &records.Backoff{InitialMS: initialMS, MaxMS: maxMS, Factor: factor}
 	}
 }
 
@@ -24,7 +24,7 @@ func (b *bundle) retry(t *testing.T, c nodes.Caller, id string, in *time.Duratio
 	t.Helper()
 	n, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(c, id), Error: "try again", RetryIn: in})
 	require.NoError(t, err)
-	require.Equal(t, graphstore.StatusQueued, n.Status)
+	require.Equal(t, records.StatusQueued, n.Status)
 	require.NotNil(t, n.RunAt)
 	return n.RunAt.Sub(b.clk.Now())
 }
@@ -51,7 +51,7 @@ func TestRetryBackoffFollowsThePolicy(t *testing.T) {
 	require.Equal(t, "n", b.claimNext(t, nodes.ClaimNextParams{Caller: b.alice, Queue: "q"}))
 	n, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "n"), Error: "last"})
 	require.NoError(t, err)
-	require.Equal(t, graphstore.StatusDead, n.Status)
+	require.Equal(t, records.StatusDead, n.Status)
 	require.EqualValues(t, 5, n.Attempts)
 }
 
@@ -93,7 +93,7 @@ func TestRetryInAndNoBackoff(t *testing.T) {
 	b.claim(t, b.alice, "plain")
 	n, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "plain"), Error: "x"})
 	require.NoError(t, err)
-	require.Equal(t, graphstore.StatusQueued, n.Status)
+	require.Equal(t, records.StatusQueued, n.Status)
 	require.Equal(t, "plain", b.claimNext(t, nodes.ClaimNextParams{Caller: b.alice, Queue: "p"}))
 
 	before := b.get(t, "plain")
@@ -101,6 +101,6 @@ func TestRetryInAndNoBackoff(t *testing.T) {
 	_, err = b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "plain"), Error: "x", RetryIn: &neg})
 	require.Error(t, err)
 	after := b.get(t, "plain")
-	require.Equal(t, graphstore.StatusRunning, after.Status)
+	require.Equal(t, records.StatusRunning, after.Status)
 	require.Equal(t, before.Version, after.Version)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // MaxBatchOps is the most ops one Batch may hold.
@@ -30,7 +31,7 @@ type BatchResult struct {
 	// (complete, fail, progress).
 	Node NodeView
 	// Lease is the lease after a renew, extend or progress.
-	Lease *graphstore.Lease
+	Lease *records.Lease
 	// Capped is set when an extend was capped to the tenant's maximum TTL,
 	// TTLMax.
 	Capped bool
@@ -227,7 +228,7 @@ func (s *Service) batchCompletes(ctx context.Context, c Caller, ops []BatchOp) [
 
 // completedView is the answer of a complete that succeeded: its node's
 // view, recovered as batchOp is, so a panic is this op's error alone.
-func (s *Service) completedView(o BatchOp, n *graphstore.Node) (r BatchResult) {
+func (s *Service) completedView(o BatchOp, n *records.Node) (r BatchResult) {
 	defer recoverOp(&r)
 	r.Kind, r.NodeID = BatchComplete, o.NodeID()
 	v, err := s.view(n)
@@ -247,7 +248,7 @@ func recoverOp(r *BatchResult) {
 }
 
 // viewInto puts the view of n, just written, in r.
-func (s *Service) viewInto(n *graphstore.Node, r *BatchResult) error {
+func (s *Service) viewInto(n *records.Node, r *BatchResult) error {
 	v, err := s.view(n)
 	if err != nil {
 		return err
@@ -257,7 +258,7 @@ func (s *Service) viewInto(n *graphstore.Node, r *BatchResult) error {
 }
 
 // view is the view of n, just written.
-func (s *Service) view(n *graphstore.Node) (NodeView, error) {
+func (s *Service) view(n *records.Node) (NodeView, error) {
 	views, err := s.Views(n)
 	if err != nil {
 		return NodeView{}, err

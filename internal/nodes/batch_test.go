@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func (b *bundle) batch(t *testing.T, c nodes.Caller, ops ...nodes.BatchOp) []nodes.BatchResult {
@@ -65,28 +65,28 @@ func TestBatchAnswersEachOpInOrderAndAnOpsErrorIsItsOwn(t *testing.T) {
 	now := b.clk.Now()
 	require.NoError(t, results[0].Err)
 	require.Equal(t, now.Add(30*time.Second).UnixMilli(), results[0].Lease.ExpiresAt.UnixMilli(), "renewed for the default TTL from now")
-	require.Equal(t, graphstore.StatusRunning, results[0].Node.Status)
+	require.Equal(t, records.StatusRunning, results[0].Node.Status)
 	requireFault[*fault.NotFound](t, results[1].Err)
 	require.NoError(t, results[2].Err)
 	require.Equal(t, now.Add(-10*time.Second).Add(30*time.Second+time.Minute).UnixMilli(), results[2].Lease.ExpiresAt.UnixMilli())
 	requireFault[*fault.LeaseLost](t, results[3].Err)
 	require.NoError(t, results[4].Err)
-	require.Equal(t, graphstore.StatusQueued, results[4].Node.Status)
+	require.Equal(t, records.StatusQueued, results[4].Node.Status)
 	requireFault[*fault.Invalid](t, results[5].Err)
 	require.NoError(t, results[6].Err)
-	require.Equal(t, graphstore.StatusDone, results[6].Node.Status)
+	require.Equal(t, records.StatusDone, results[6].Node.Status)
 	require.NoError(t, results[7].Err)
-	require.Equal(t, graphstore.StatusFailed, results[7].Node.Status)
+	require.Equal(t, records.StatusFailed, results[7].Node.Status)
 	require.NoError(t, results[8].Err)
 	require.EqualValues(t, 50, *results[8].Node.Progress.Pct)
 	require.Equal(t, now.Add(30*time.Second).UnixMilli(), results[8].Lease.ExpiresAt.UnixMilli(), "progress renews the lease")
 
 	// The effects are the calls'; the refused ops changed nothing.
-	require.Equal(t, graphstore.StatusDone, b.status(t, "completed"))
-	require.Equal(t, graphstore.StatusFailed, b.status(t, "failed"))
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "released"))
+	require.Equal(t, records.StatusDone, b.status(t, "completed"))
+	require.Equal(t, records.StatusFailed, b.status(t, "failed"))
+	require.Equal(t, records.StatusQueued, b.status(t, "released"))
 	require.Equal(t, "bob", b.get(t, "bobs").Lease.By)
-	require.NotContains(t, b.eventTypes(t, "bobs"), graphstore.EventReleased)
+	require.NotContains(t, b.eventTypes(t, "bobs"), records.EventReleased)
 }
 
 // A batch acts as its caller, whatever its ops' params name: a worker's op
@@ -103,7 +103,7 @@ func TestBatchActsAsItsCaller(t *testing.T) {
 	posing := holder(b.alice, "a") // names alice, sent by bob
 	results := b.batch(t, b.bob, nodes.CompleteOp(nodes.CompleteParams{HolderParams: posing}))
 	requireFault[*fault.LeaseLost](t, results[0].Err)
-	require.Equal(t, graphstore.StatusRunning, b.status(t, "a"))
+	require.Equal(t, records.StatusRunning, b.status(t, "a"))
 
 	results = b.batch(t, b.head,
 		nodes.RenewOp(holder(b.head, "a")),
@@ -113,8 +113,8 @@ func TestBatchActsAsItsCaller(t *testing.T) {
 	requireFault[*fault.LeaseLost](t, results[0].Err)
 	require.NoError(t, results[1].Err)
 	require.NoError(t, results[2].Err)
-	require.Equal(t, graphstore.StatusDone, b.status(t, "b"))
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "c"))
+	require.Equal(t, records.StatusDone, b.status(t, "b"))
+	require.Equal(t, records.StatusQueued, b.status(t, "c"))
 }
 
 // Ops on one node run in the order given, between ops on other nodes: a
@@ -142,17 +142,17 @@ func TestBatchRunsOneNodesOpsInOrder(t *testing.T) {
 	}
 	for i := range 20 {
 		id := fmt.Sprintf("n%02d", i)
-		require.Equal(t, graphstore.StatusDone, b.status(t, id))
+		require.Equal(t, records.StatusDone, b.status(t, id))
 		evs, err := b.nodes.NodeEvents("acme", id, 0, 100)
 		require.NoError(t, err)
 		var pcts []any
 		for _, e := range evs {
-			if e.Type == graphstore.EventProgress {
+			if e.Type == records.EventProgress {
 				pcts = append(pcts, e.Data.Map()["pct"])
 			}
 		}
 		require.Equal(t, []any{10.0, 20.0}, pcts, "%s: its progresses in the order given", id)
-		require.Equal(t, graphstore.EventCompleted, evs[len(evs)-1].Type, "%s: its complete last", id)
+		require.Equal(t, records.EventCompleted, evs[len(evs)-1].Type, "%s: its complete last", id)
 	}
 }
 
@@ -218,8 +218,8 @@ func TestBatchPanickingOpIsItsOwnInternalError(t *testing.T) {
 		"an internal error, not a refusal")
 	require.NoError(t, results[2].Err)
 	require.NoError(t, results[3].Err)
-	require.Equal(t, graphstore.StatusDone, b.status(t, "a"))
-	require.Equal(t, graphstore.StatusDone, b.status(t, "b"))
+	require.Equal(t, records.StatusDone, b.status(t, "a"))
+	require.Equal(t, records.StatusDone, b.status(t, "b"))
 }
 
 // A batch of completes only runs many per transaction; its answers are
@@ -248,13 +248,13 @@ func TestBatchOfCompletesAnswersEachOnItsOwn(t *testing.T) {
 		switch {
 		case r.NodeID == "n003":
 			requireFault[*fault.LeaseLost](t, r.Err)
-			require.Equal(t, graphstore.StatusRunning, b.status(t, "n003"))
+			require.Equal(t, records.StatusRunning, b.status(t, "n003"))
 		case r.NodeID == "n007" && results[i+1].NodeID == "n007":
 			requireFault[*fault.Invalid](t, r.Err)
 		default:
 			require.NoError(t, r.Err, r.NodeID)
-			require.Equal(t, graphstore.StatusDone, r.Node.Status)
-			require.Equal(t, graphstore.StatusDone, b.status(t, r.NodeID))
+			require.Equal(t, records.StatusDone, r.Node.Status)
+			require.Equal(t, records.StatusDone, b.status(t, r.NodeID))
 		}
 	}
 }
@@ -268,7 +268,7 @@ func TestBatchFailAnswersWithTheNodesView(t *testing.T) {
 	b.claim(t, b.alice, "a")
 	results := b.batch(t, b.alice, nodes.FailOp(nodes.FailParams{HolderParams: holder(b.alice, "a"), Error: "boom"}))
 	require.NoError(t, results[0].Err)
-	require.Equal(t, graphstore.StatusQueued, results[0].Node.Status)
+	require.Equal(t, records.StatusQueued, results[0].Node.Status)
 	require.True(t, results[0].Node.Ready, "requeued with no backoff: ready at once")
 }
 
@@ -285,7 +285,7 @@ func TestBatchRefusesTooManyOps(t *testing.T) {
 	results, err := b.nodes.Batch(context.Background(), b.alice, ops)
 	requireFault[*fault.Invalid](t, err)
 	require.Nil(t, results)
-	require.Equal(t, graphstore.StatusRunning, b.status(t, "a"))
+	require.Equal(t, records.StatusRunning, b.status(t, "a"))
 
 	results, err = b.nodes.Batch(context.Background(), b.alice, nil)
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 func benchSetup(b *testing.B, nodes int) (*Service, *graphstore.Store) {
 	b.Helper()
-	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir()})
+	store, err := graphstore.Open(graphstore.Options{Dir: b.TempDir(), ReleaseScanPages: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Cancel cancels the node and, atomically with it, every non-terminal
@@ -28,6 +29,6 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) ([]st
 	return cancelled, nil
 }
 
-func (s *Service) cancelTx(tx *graphstore.Tx, c Caller, root *graphstore.Node, reason string) ([]string, error) {
+func (s *Service) cancelTx(tx *graphstore.Tx, c Caller, root *records.Node, reason string) ([]string, error) {
 	return lifecycle.CancelTree(tx, s.leases, root, c.Sub, reason)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Cancel reaches every non-terminal descendant and every dependent whose
@@ -47,12 +48,12 @@ func TestCancelCascades(t *testing.T) {
 
 	for _, id := range want {
 		n := b.get(t, id)
-		require.Equal(t, graphstore.StatusCancelled, n.Status, id)
+		require.Equal(t, records.StatusCancelled, n.Status, id)
 		require.Nil(t, n.Lease, id)
 	}
-	require.Equal(t, graphstore.StatusDone, b.status(t, "kid-done"))
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "dep-ignore"))
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "bystander"))
+	require.Equal(t, records.StatusDone, b.status(t, "kid-done"))
+	require.Equal(t, records.StatusQueued, b.status(t, "dep-ignore"))
+	require.Equal(t, records.StatusQueued, b.status(t, "bystander"))
 	require.EqualValues(t, 0, b.leases.LiveCount("acme", "alice"))
 	edges, _, err := b.nodes.Edges("acme", "kid-run", graphstore.EdgeQuery{Dir: graphstore.DirOut, Type: graphstore.EdgeAssigned, IncludeRetired: true}, 10, "")
 	require.NoError(t, err)
@@ -68,7 +69,7 @@ func TestCancelCascades(t *testing.T) {
 	for i, e := range after {
 		require.Equal(t, after[0].Seq+uint64(i), e.Seq)
 		require.Equal(t, after[0].At, e.At)
-		if e.Type == graphstore.EventCancelled {
+		if e.Type == records.EventCancelled {
 			got[e.NodeID]++
 		}
 	}
@@ -79,7 +80,7 @@ func TestCancelCascades(t *testing.T) {
 
 	// The dependent that ignores failures is claimable now: its only
 	// dependency ended.
-	require.Equal(t, graphstore.StatusRunning, b.claim(t, b.bob, "dep-ignore").Node.Status)
+	require.Equal(t, records.StatusRunning, b.claim(t, b.bob, "dep-ignore").Node.Status)
 }
 
 // A cancel that reaches only terminal nodes cancels nothing and changes
@@ -98,7 +99,7 @@ func TestCancelOfTerminalNodeChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ids)
 	require.Equal(t, n.Version, b.get(t, "child").Version)
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "a"))
+	require.Equal(t, records.StatusQueued, b.status(t, "a"))
 
 	_, err = b.nodes.Cancel(ctx, b.head, "nope", "")
 	var nf *fault.NotFound

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func (b *bundle) failFinal(t *testing.T, c nodes.Caller, id string) {
@@ -39,15 +39,15 @@ func TestOnChildFailFailsParentUpTheTree(t *testing.T) {
 
 	b.failFinal(t, b.alice, "bad")
 
-	require.Equal(t, graphstore.StatusFailed, b.status(t, "bad"))
-	require.Equal(t, graphstore.StatusFailed, b.status(t, "mid"))
-	require.Equal(t, graphstore.StatusFailed, b.status(t, "top"))
-	require.Equal(t, graphstore.StatusCancelled, b.status(t, "sibling"))
-	require.Equal(t, graphstore.StatusCancelled, b.status(t, "uncle"))
-	require.Equal(t, graphstore.StatusDone, b.status(t, "done"))
+	require.Equal(t, records.StatusFailed, b.status(t, "bad"))
+	require.Equal(t, records.StatusFailed, b.status(t, "mid"))
+	require.Equal(t, records.StatusFailed, b.status(t, "top"))
+	require.Equal(t, records.StatusCancelled, b.status(t, "sibling"))
+	require.Equal(t, records.StatusCancelled, b.status(t, "uncle"))
+	require.Equal(t, records.StatusDone, b.status(t, "done"))
 	require.Nil(t, b.get(t, "sibling").Lease)
 	require.EqualValues(t, 0, b.leases.LiveCount("acme", "bob"))
-	require.Contains(t, b.eventTypes(t, "mid"), graphstore.EventFailed)
+	require.Contains(t, b.eventTypes(t, "mid"), records.EventFailed)
 }
 
 // A child that runs out of attempts (dead) fails its parent too.
@@ -58,8 +58,8 @@ func TestOnChildFailDeadChildFailsParent(t *testing.T) {
 	b.claim(t, b.alice, "c")
 	_, err := b.nodes.Fail(context.Background(), nodes.FailParams{HolderParams: holder(b.alice, "c"), Error: "boom"})
 	require.NoError(t, err)
-	require.Equal(t, graphstore.StatusDead, b.status(t, "c"))
-	require.Equal(t, graphstore.StatusFailed, b.status(t, "p"), "on_child_fail defaults to fail")
+	require.Equal(t, records.StatusDead, b.status(t, "c"))
+	require.Equal(t, records.StatusFailed, b.status(t, "p"), "on_child_fail defaults to fail")
 }
 
 // With on_child_fail: ignore, the parent and its other children carry on,
@@ -75,10 +75,10 @@ func TestOnChildFailIgnoreKeepsParent(t *testing.T) {
 	b.claim(t, b.alice, "bad")
 	b.failFinal(t, b.alice, "bad")
 
-	require.Equal(t, graphstore.StatusFailed, b.status(t, "bad"))
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "p"))
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "good"))
-	require.NotContains(t, b.eventTypes(t, "p"), graphstore.EventFailed)
+	require.Equal(t, records.StatusFailed, b.status(t, "bad"))
+	require.Equal(t, records.StatusQueued, b.status(t, "p"))
+	require.Equal(t, records.StatusQueued, b.status(t, "good"))
+	require.NotContains(t, b.eventTypes(t, "p"), records.EventFailed)
 
 	// p still waits for good.
 	require.Equal(t, "good", b.claimNext(t, nodes.ClaimNextParams{Caller: b.bob, Queue: "q"}))

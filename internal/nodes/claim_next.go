@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // ClaimNextParams ask for the next ready nodes of a queue.
@@ -144,7 +145,7 @@ func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f graphstore
 	}
 	room := p.Max
 	if q.MaxRunning > 0 {
-		running := s.store.QueueCount(p.Tenant, p.Queue, graphstore.StatusRunning)
+		running := s.store.QueueCount(p.Tenant, p.Queue, records.StatusRunning)
 		room = min(room, int(q.MaxRunning-running))
 	}
 	if room <= 0 {
@@ -197,9 +198,9 @@ func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f graphstore
 
 // eligible applies the caller's filters and the node's target to the node as
 // read in the transaction, the last word on what the mirror offered.
-func eligible(n *graphstore.Node, p ClaimNextParams) bool {
+func eligible(n *records.Node, p ClaimNextParams) bool {
 	switch {
-	case n.Status != graphstore.StatusQueued, n.Lease != nil:
+	case n.Status != records.StatusQueued, n.Lease != nil:
 		return false
 	case n.Target != "" && n.Target != p.Sub:
 		return false

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func typed(typ string, labels ...string) func(*nodes.NodeSpec) {
@@ -66,7 +66,7 @@ func TestClaimNextPauseAndMaxRunning(t *testing.T) {
 	_, err := b.nodes.SetQueue(ctx, b.head, "q", nodes.QueueChange{Paused: &yes})
 	require.NoError(t, err)
 	require.Empty(t, b.claimNext(t, nodes.ClaimNextParams{Caller: b.alice, Queue: "q"}))
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "a"))
+	require.Equal(t, records.StatusQueued, b.status(t, "a"))
 
 	_, err = b.nodes.SetQueue(ctx, b.head, "q", nodes.QueueChange{Paused: &no, MaxRunning: &one})
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestClaimNextLongPollWakes(t *testing.T) {
 	a := <-woke
 	require.NoError(t, a.err)
 	require.Equal(t, "wanted", a.id)
-	require.Equal(t, graphstore.StatusQueued, b.status(t, "other"), "outside the poll's filter")
+	require.Equal(t, records.StatusQueued, b.status(t, "other"), "outside the poll's filter")
 
 	end := make(chan struct{})
 	ended := poll(nodes.ClaimNextParams{Caller: b.alice, Queue: "q", Types: []string{"none"}, Wait: nodes.MaxWait, WaitEnd: end})

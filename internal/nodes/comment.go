@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // MaxCommentLength bounds a comment body, in characters.
@@ -19,7 +20,7 @@ const MaxCommentLength = 65536
 
 // AddComment stores a comment by the caller on node id, with its commented
 // event in the same transaction.
-func (s *Service) AddComment(ctx context.Context, c Caller, id, body string) (*graphstore.Comment, error) {
+func (s *Service) AddComment(ctx context.Context, c Caller, id, body string) (*records.Comment, error) {
 	if n := utf8.RuneCountInString(body); n < 1 || n > MaxCommentLength {
 		return nil, fault.Invalidf("body", "must be 1-%d characters", MaxCommentLength)
 	}
@@ -27,7 +28,7 @@ func (s *Service) AddComment(ctx context.Context, c Caller, id, body string) (*g
 	if err != nil {
 		return nil, err
 	}
-	cm := &graphstore.Comment{ID: uid.String(), By: c.Sub, Body: body}
+	cm := &records.Comment{ID: uid.String(), By: c.Sub, Body: body}
 	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(c.Tenant, id)
 		if err != nil {
@@ -44,7 +45,7 @@ func (s *Service) AddComment(ctx context.Context, c Caller, id, body string) (*g
 // Comments returns one page of the comments of node id, oldest first, and
 // the cursor of the next page ("" at the end). A node that does not exist
 // (any more) is a fault.NotFound, even though its comments stay stored.
-func (s *Service) Comments(tenant, id string, limit int, cursor string) ([]*graphstore.Comment, string, error) {
+func (s *Service) Comments(tenant, id string, limit int, cursor string) ([]*records.Comment, string, error) {
 	var after uint64
 	if cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
@@ -56,7 +57,7 @@ func (s *Service) Comments(tenant, id string, limit int, cursor string) ([]*grap
 			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
 		}
 	}
-	var out []*graphstore.Comment
+	var out []*records.Comment
 	next := ""
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(tenant, id)

@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // CompleteParams finish a run.
@@ -22,11 +23,11 @@ type CompleteParams struct {
 // Complete ends the caller's run with status done. Retrying a completion that
 // already succeeded (same identity, and the same fence when one is given)
 // answers with the node again and changes nothing.
-func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graphstore.Node, error) {
+func (s *Service) Complete(ctx context.Context, p CompleteParams) (*records.Node, error) {
 	if err := validUsage(p.Usage); err != nil {
 		return nil, err
 	}
-	var out *graphstore.Node
+	var out *records.Node
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) (err error) {
 		out, err = s.completeIn(tx, p)
 		return err
@@ -38,7 +39,7 @@ func (s *Service) Complete(ctx context.Context, p CompleteParams) (*graphstore.N
 }
 
 // completeIn is Complete's work inside tx: the node read, then CompleteTx.
-func (s *Service) completeIn(tx *graphstore.Tx, p CompleteParams) (*graphstore.Node, error) {
+func (s *Service) completeIn(tx *graphstore.Tx, p CompleteParams) (*records.Node, error) {
 	n, err := tx.NodeGet(p.Tenant, p.NodeID)
 	if err != nil {
 		return nil, err
@@ -47,8 +48,8 @@ func (s *Service) completeIn(tx *graphstore.Tx, p CompleteParams) (*graphstore.N
 }
 
 // CompleteTx is Complete inside an open transaction.
-func (s *Service) CompleteTx(tx *graphstore.Tx, n *graphstore.Node, p CompleteParams) (*graphstore.Node, error) {
-	if n.Status == graphstore.StatusDone && n.LastRun != nil && n.LastRun.Outcome == leasing.OutcomeDone &&
+func (s *Service) CompleteTx(tx *graphstore.Tx, n *records.Node, p CompleteParams) (*records.Node, error) {
+	if n.Status == records.StatusDone && n.LastRun != nil && n.LastRun.Outcome == leasing.OutcomeDone &&
 		n.LastRun.By == p.By && (p.Fence == 0 || p.Fence == n.LastRun.Fence) {
 		return n, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // CompleteChunk bounds the completions one transaction makes, as claimChunk
@@ -30,8 +31,8 @@ var errChunkFailed = errors.New("an op of the chunk failed")
 // run again one transaction each, so that the failure is that op's alone and
 // the others succeed as they would have. Under a barrier (graphstore.WithBarrier)
 // it returns once the ops are applied, and the barrier waits for the log.
-func (s *Service) CompleteMany(ctx context.Context, ps []CompleteParams) (out []*graphstore.Node, errs []error) {
-	out, errs = make([]*graphstore.Node, len(ps)), make([]error, len(ps))
+func (s *Service) CompleteMany(ctx context.Context, ps []CompleteParams) (out []*records.Node, errs []error) {
+	out, errs = make([]*records.Node, len(ps)), make([]error, len(ps))
 	idx := make([]int, 0, min(len(ps), CompleteChunk))
 	for start := 0; start < len(ps); start += CompleteChunk {
 		idx = idx[:0]

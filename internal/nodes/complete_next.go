@@ -8,6 +8,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // CompleteAndClaimNext completes cp's run and then claims the next ready node
@@ -29,7 +30,7 @@ import (
 // the completion stands and the error is returned; a store error inside the
 // shared transaction fails both. Retrying the whole call is safe either way,
 // since a completion retried answers with the node again.
-func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, np ClaimNextParams) (*graphstore.Node, []*leasing.ClaimResult, error) {
+func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, np ClaimNextParams) (*records.Node, []*leasing.ClaimResult, error) {
 	if err := validUsage(cp.Usage); err != nil {
 		return nil, nil, err
 	}
@@ -41,7 +42,7 @@ func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, n
 	if err != nil {
 		return nil, nil, err
 	}
-	var done *graphstore.Node
+	var done *records.Node
 	var got []*leasing.ClaimResult
 	err = s.store.Update(ctx, func(tx *graphstore.Tx) (err error) {
 		if done, err = s.completeIn(tx, cp); err != nil {

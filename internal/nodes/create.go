@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // MaxBackoffFactor is the largest backoff factor.
@@ -46,7 +47,7 @@ func ValidIdempotencyKey(k string) bool {
 }
 
 // Create makes one node.
-func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Idempotency) (*graphstore.Node, error) {
+func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Idempotency) (*records.Node, error) {
 	nodes, err := s.CreateBatch(ctx, c, []NodeSpec{spec}, "", idem)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Ide
 // ("items[3].") for batch bodies. With idem, a repeat of the same request
 // within IdempotencyWindow returns the nodes the first one made and creates
 // nothing; the same key with another request is a fault.IdempotencyMismatch.
-func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, field string, idem *Idempotency) ([]*graphstore.Node, error) {
+func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, field string, idem *Idempotency) ([]*records.Node, error) {
 	if len(specs) == 0 {
 		return nil, fault.Invalidf("items", "must hold at least one node")
 	}
@@ -69,7 +70,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 	if err != nil {
 		return nil, err
 	}
-	prepared := make([]*graphstore.Node, len(specs))
+	prepared := make([]*records.Node, len(specs))
 	for i, spec := range specs {
 		n, err := s.prepare(c, spec, def, itemPrefix(field, i, len(specs)))
 		if err != nil {
@@ -78,7 +79,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		prepared[i] = n
 	}
 	keepTraceparent(ctx, prepared)
-	var out []*graphstore.Node
+	var out []*records.Node
 	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if idem != nil {
 			rec, err := tx.IdempotencyGet(c.Tenant, idem.Key, IdempotencyWindow)
@@ -107,7 +108,7 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		if idem == nil {
 			return nil
 		}
-		return tx.IdempotencyPut(c.Tenant, idem.Key, &graphstore.IdempotencyRecord{Hash: idem.Hash, NodeIDs: ids}, IdempotencyWindow)
+		return tx.IdempotencyPut(c.Tenant, idem.Key, &records.IdempotencyRecord{Hash: idem.Hash, NodeIDs: ids}, IdempotencyWindow)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating nodes: %w", err)
@@ -124,8 +125,8 @@ func itemPrefix(field string, i, n int) string {
 }
 
 // replay loads the nodes a first request made, as they are now.
-func replay(tx *graphstore.Tx, tenant string, ids []string) ([]*graphstore.Node, error) {
-	out := make([]*graphstore.Node, 0, len(ids))
+func replay(tx *graphstore.Tx, tenant string, ids []string) ([]*records.Node, error) {
+	out := make([]*records.Node, 0, len(ids))
 	for _, id := range ids {
 		n, err := tx.NodeGet(tenant, id)
 		if err != nil {
@@ -137,10 +138,10 @@ func replay(tx *graphstore.Tx, tenant string, ids []string) ([]*graphstore.Node,
 }
 
 // prepare validates spec and builds the node it describes (not yet stored).
-func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) (*graphstore.Node, error) {
+func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) (*records.Node, error) {
 	now := s.store.Clock().Now().UTC()
 	bad := func(f, format string, args ...any) error { return fault.Invalidf(prefix+f, format, args...) }
-	n := &graphstore.Node{
+	n := &records.Node{
 		Tenant: c.Tenant, Type: spec.Type, Labels: []string{}, Props: map[string]any{},
 		Usage: map[string]float64{}, UsageTotal: map[string]float64{},
 		MaxAttempts: def.MaxAttempts, OnChildFail: OnChildFailFail, CreatedBy: c.Sub,
@@ -295,7 +296,7 @@ func validLabels(labels []string, prefix string) ([]string, error) {
 }
 
 // insertTx stores a prepared node with its parent_of and depends_on edges.
-func (s *Service) insertTx(tx *graphstore.Tx, c Caller, n *graphstore.Node, deps []string) error {
+func (s *Service) insertTx(tx *graphstore.Tx, c Caller, n *records.Node, deps []string) error {
 	if n.Parent != "" {
 		parent, err := tx.NodeGet(c.Tenant, n.Parent)
 		if err != nil {
@@ -314,13 +315,13 @@ func (s *Service) insertTx(tx *graphstore.Tx, c Caller, n *graphstore.Node, deps
 		return err
 	}
 	if n.Parent != "" {
-		e := &graphstore.Edge{From: n.Parent, Type: graphstore.EdgeParentOf, To: n.ID, CreatedBy: c.Sub}
+		e := &records.Edge{From: n.Parent, Type: graphstore.EdgeParentOf, To: n.ID, CreatedBy: c.Sub}
 		if err := tx.EdgeInsert(c.Tenant, e); err != nil {
 			return err
 		}
 	}
 	for _, d := range deps {
-		e := &graphstore.Edge{From: n.ID, Type: graphstore.EdgeDependsOn, To: d, CreatedBy: c.Sub, Props: map[string]any{"on_fail": OnFailCancel}}
+		e := &records.Edge{From: n.ID, Type: graphstore.EdgeDependsOn, To: d, CreatedBy: c.Sub, Props: map[string]any{"on_fail": OnFailCancel}}
 		if err := tx.EdgeInsert(c.Tenant, e); err != nil {
 			return err
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/fault"
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // A create retried under the same Idempotency-Key answers with the nodes of
@@ -28,7 +28,7 @@ func TestCreateIdempotent(t *testing.T) {
 	again, err := b.nodes.Create(ctx, b.head, s, idem)
 	require.NoError(t, err)
 	require.Equal(t, first.ID, again.ID)
-	require.Equal(t, []graphstore.EventType{graphstore.EventCreated}, b.eventTypes(t, first.ID))
+	require.Equal(t, []records.EventType{records.EventCreated}, b.eventTypes(t, first.ID))
 	all, err := b.nodes.Events("acme", 0, 100)
 	require.NoError(t, err)
 	require.Len(t, all, 1)
@@ -78,7 +78,7 @@ func TestDeleteRunningNodeNeedsForce(t *testing.T) {
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "alice", conflict.Holder)
 	after := b.get(t, "n")
-	require.Equal(t, graphstore.StatusRunning, after.Status)
+	require.Equal(t, records.StatusRunning, after.Status)
 	require.Equal(t, before.Version, after.Version)
 	require.EqualValues(t, 1, b.leases.LiveCount("acme", "alice"))
 
@@ -88,7 +88,7 @@ func TestDeleteRunningNodeNeedsForce(t *testing.T) {
 	var nf *fault.NotFound
 	require.ErrorAs(t, err, &nf)
 	types := b.eventTypes(t, "n")
-	require.Equal(t, graphstore.EventDeleted, types[len(types)-1])
+	require.Equal(t, records.EventDeleted, types[len(types)-1])
 	_, err = b.nodes.Complete(ctx, nodes.CompleteParams{HolderParams: holder(b.alice, "n")})
 	require.Error(t, err, "the holder of a deleted node cannot complete it")
 
@@ -107,15 +107,15 @@ func TestRequeue(t *testing.T) {
 	b.claim(t, b.alice, "n")
 	_, err := b.nodes.Fail(ctx, nodes.FailParams{HolderParams: holder(b.alice, "n"), Error: "boom"})
 	require.NoError(t, err)
-	require.Equal(t, graphstore.StatusDead, b.status(t, "n"))
+	require.Equal(t, records.StatusDead, b.status(t, "n"))
 
 	n, err := b.nodes.Requeue(ctx, b.head, "n", "try again")
 	require.NoError(t, err)
-	require.Equal(t, graphstore.StatusQueued, n.Status)
+	require.Equal(t, records.StatusQueued, n.Status)
 	require.Zero(t, n.Attempts)
 	require.Nil(t, n.Error)
-	require.Equal(t, graphstore.EventRequeued, b.eventTypes(t, "n")[len(b.eventTypes(t, "n"))-1])
-	require.Equal(t, graphstore.StatusRunning, b.claim(t, b.bob, "n").Node.Status)
+	require.Equal(t, records.EventRequeued, b.eventTypes(t, "n")[len(b.eventTypes(t, "n"))-1])
+	require.Equal(t, records.StatusRunning, b.claim(t, b.bob, "n").Node.Status)
 
 	for _, id := range []string{"n", "live"} { // running, queued
 		before := b.get(t, id)

@@ -7,6 +7,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Delete removes a node. A running node needs force (its lease ends with
@@ -27,8 +28,8 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string, force bool) e
 		if err := s.leases.EndRun(tx, n, leasing.OutcomeCancelled, c.Sub); err != nil {
 			return err
 		}
-		var edges []*graphstore.Edge
-		if err := tx.EdgesOf(c.Tenant, id, graphstore.EdgeQuery{Dir: graphstore.DirBoth}, func(e *graphstore.Edge, _ []byte) (bool, error) {
+		var edges []*records.Edge
+		if err := tx.EdgesOf(c.Tenant, id, graphstore.EdgeQuery{Dir: graphstore.DirBoth}, func(e *records.Edge, _ []byte) (bool, error) {
 			edges = append(edges, e)
 			return true, nil
 		}); err != nil {
@@ -38,7 +39,7 @@ func (s *Service) Delete(ctx context.Context, c Caller, id string, force bool) e
 			retire := s.retireEdgeTx
 			if e.To == id {
 				// The node itself is going: no parent field to keep in step.
-				retire = func(tx *graphstore.Tx, c Caller, e *graphstore.Edge) error {
+				retire = func(tx *graphstore.Tx, c Caller, e *records.Edge) error {
 					return tx.EdgeRetire(c.Tenant, e, c.Sub, nil)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // EdgeSpec is the body of an edge create.
@@ -19,7 +20,7 @@ type EdgeSpec struct {
 // AddEdge stores a live edge. assigned edges are the server's alone; a
 // depends_on edge's props.on_fail is cancel (default) or ignore; a node has at
 // most one parent.
-func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graphstore.Edge, error) {
+func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*records.Edge, error) {
 	if err := validEdgeKey(spec.From, spec.Type, spec.To); err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func (s *Service) AddEdge(ctx context.Context, c Caller, spec EdgeSpec) (*graphs
 	if spec.From == spec.To && (spec.Type == graphstore.EdgeDependsOn || spec.Type == graphstore.EdgeParentOf) {
 		return nil, &fault.Cycle{From: spec.From, Type: spec.Type, To: spec.To}
 	}
-	e := &graphstore.Edge{From: spec.From, Type: spec.Type, To: spec.To, Props: props, CreatedBy: c.Sub}
+	e := &records.Edge{From: spec.From, Type: spec.Type, To: spec.To, Props: props, CreatedBy: c.Sub}
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if spec.Type != graphstore.EdgeParentOf {
 			return tx.EdgeInsert(c.Tenant, e)
@@ -101,7 +102,7 @@ func (s *Service) RetireEdge(ctx context.Context, c Caller, from, typ, to string
 }
 
 // retireEdgeTx retires e and keeps the child's parent field in step.
-func (s *Service) retireEdgeTx(tx *graphstore.Tx, c Caller, e *graphstore.Edge) error {
+func (s *Service) retireEdgeTx(tx *graphstore.Tx, c Caller, e *records.Edge) error {
 	if err := tx.EdgeRetire(c.Tenant, e, c.Sub, nil); err != nil {
 		return err
 	}

@@ -5,11 +5,12 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Events returns up to limit events of tenant with seq > after, oldest first.
-func (s *Service) Events(tenant string, after uint64, limit int) ([]graphstore.Event, error) {
-	var out []graphstore.Event
+func (s *Service) Events(tenant string, after uint64, limit int) ([]records.Event, error) {
+	var out []records.Event
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		var err error
 		out, err = tx.EventsAfter(tenant, after, limit)
@@ -21,7 +22,7 @@ func (s *Service) Events(tenant string, after uint64, limit int) ([]graphstore.E
 // WaitEvents is Events that, when there is nothing after `after`, waits for
 // the next commit of an event of tenant until ctx ends (then none, and no
 // error when ctx's deadline passed).
-func (s *Service) WaitEvents(ctx context.Context, tenant string, after uint64, limit int) ([]graphstore.Event, error) {
+func (s *Service) WaitEvents(ctx context.Context, tenant string, after uint64, limit int) ([]records.Event, error) {
 	return s.store.WaitEvents(ctx, tenant, after, limit)
 }
 
@@ -29,8 +30,8 @@ func (s *Service) WaitEvents(ctx context.Context, tenant string, after uint64, l
 // first. Events are history: the events of a deleted node stay listable
 // under its id. An id with neither a node nor any event is a
 // fault.NotFound.
-func (s *Service) NodeEvents(tenant, id string, after uint64, limit int) ([]graphstore.Event, error) {
-	var out []graphstore.Event
+func (s *Service) NodeEvents(tenant, id string, after uint64, limit int) ([]records.Event, error) {
+	var out []records.Event
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		var err error
 		if out, err = tx.NodeEvents(tenant, id, after, limit); err != nil || len(out) > 0 {

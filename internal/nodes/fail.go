@@ -9,6 +9,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // FailParams end a run that did not succeed.
@@ -29,7 +30,7 @@ const MaxErrorLength = 64 << 10
 // backoff) while attempts < max_attempts, else dead; failed when Requeue is
 // false. A node that ends failed or dead fails its parent when the parent's
 // on_child_fail is fail.
-func (s *Service) Fail(ctx context.Context, p FailParams) (*graphstore.Node, error) {
+func (s *Service) Fail(ctx context.Context, p FailParams) (*records.Node, error) {
 	if p.Error == "" {
 		return nil, fault.Invalidf("error", "is required")
 	}
@@ -39,7 +40,7 @@ func (s *Service) Fail(ctx context.Context, p FailParams) (*graphstore.Node, err
 	if p.RetryIn != nil && *p.RetryIn < 0 {
 		return nil, fault.Invalidf("retry_in_ms", "must not be negative")
 	}
-	var out *graphstore.Node
+	var out *records.Node
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
@@ -55,7 +56,7 @@ func (s *Service) Fail(ctx context.Context, p FailParams) (*graphstore.Node, err
 }
 
 // FailTx is Fail inside an open transaction.
-func (s *Service) FailTx(tx *graphstore.Tx, n *graphstore.Node, p FailParams) (*graphstore.Node, error) {
+func (s *Service) FailTx(tx *graphstore.Tx, n *records.Node, p FailParams) (*records.Node, error) {
 	if err := leasing.CheckHolder(n, p.HolderParams, tx.Now()); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // What another package needs to make and cancel nodes inside a transaction
@@ -18,14 +19,14 @@ func (s *Service) Defaults(ctx context.Context, tenant string) (Defaults, error)
 // Prepare validates spec as a create by c would, and builds the node it
 // describes (not yet stored; a UUIDv7 id when spec names none). field
 // prefixes the names of invalid fields ("template.").
-func (s *Service) Prepare(c Caller, spec NodeSpec, def Defaults, field string) (*graphstore.Node, error) {
+func (s *Service) Prepare(c Caller, spec NodeSpec, def Defaults, field string) (*records.Node, error) {
 	return s.prepare(c, spec, def, field)
 }
 
 // InsertTx stores a prepared node in tx with its parent_of edge and a
 // depends_on edge (on_fail: cancel) to each of dependsOn; its created event
 // and theirs are part of tx.
-func (s *Service) InsertTx(tx *graphstore.Tx, c Caller, n *graphstore.Node, dependsOn []string) error {
+func (s *Service) InsertTx(tx *graphstore.Tx, c Caller, n *records.Node, dependsOn []string) error {
 	return s.insertTx(tx, c, n, dependsOn)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // NodePatch is a JSON merge patch of a node. A field that is present is set;
@@ -85,8 +86,8 @@ type PatchParams struct {
 // Patch applies a merge patch. A dispatcher may change every patchable field;
 // the holder of the node's live lease only title, body, props, labels and
 // blobs.
-func (s *Service) Patch(ctx context.Context, p PatchParams) (*graphstore.Node, error) {
-	var out *graphstore.Node
+func (s *Service) Patch(ctx context.Context, p PatchParams) (*records.Node, error) {
+	var out *records.Node
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		n, err := tx.NodeGet(p.Tenant, p.NodeID)
 		if err != nil {
@@ -121,7 +122,7 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graphstore.Node, e
 			return err
 		}
 		out = n
-		return tx.Emit(p.Tenant, graphstore.EventUpdated, n.ID, p.Sub, map[string]any{"fields": changed})
+		return tx.Emit(p.Tenant, records.EventUpdated, n.ID, p.Sub, map[string]any{"fields": changed})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error patching node: %w", err)
@@ -129,7 +130,7 @@ func (s *Service) Patch(ctx context.Context, p PatchParams) (*graphstore.Node, e
 	return out, nil
 }
 
-func applyPatch(n *graphstore.Node, p NodePatch) ([]string, error) {
+func applyPatch(n *records.Node, p NodePatch) ([]string, error) {
 	var changed []string
 	keys := make([]string, 0, len(p.fields))
 	for k := range p.fields {

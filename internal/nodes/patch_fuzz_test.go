@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // FuzzNodePatch: any patch body is either rejected with fault.Invalid or
@@ -29,7 +30,7 @@ func FuzzNodePatch(f *testing.F) {
 			}
 			return
 		}
-		n := &graphstore.Node{ID: "n", Type: "t", Status: graphstore.StatusQueued, Queue: "q", MaxAttempts: 3,
+		n := &records.Node{ID: "n", Type: "t", Status: records.StatusQueued, Queue: "q", MaxAttempts: 3,
 			Labels: []string{}, Props: map[string]any{}, CreatedAt: time.Unix(0, 0)}
 		if _, err := applyPatch(n, p); err != nil {
 			if !errors.As(err, &invalid) {
@@ -44,7 +45,7 @@ func FuzzNodePatch(f *testing.F) {
 			t.Fatalf("invalid queue %q", n.Queue)
 		case n.Target != "" && !graphstore.ValidSubject(n.Target):
 			t.Fatalf("invalid target %q", n.Target)
-		case n.Queue == "" && n.Status == graphstore.StatusQueued:
+		case n.Queue == "" && n.Status == records.StatusQueued:
 			t.Fatal("queued without a queue")
 		case n.TimeoutMS != nil && *n.TimeoutMS < 1:
 			t.Fatal("timeout below 1")

@@ -9,6 +9,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // ProgressParams report progress of a running node.
@@ -21,8 +22,8 @@ type ProgressParams struct {
 
 // ProgressResult is the node and its renewed lease.
 type ProgressResult struct {
-	Node  *graphstore.Node
-	Lease *graphstore.Lease
+	Node  *records.Node
+	Lease *records.Lease
 }
 
 // Progress records the holder's progress and renews its lease: activity is a
@@ -53,12 +54,12 @@ func (s *Service) Progress(ctx context.Context, p ProgressParams) (*ProgressResu
 }
 
 // ProgressTx is Progress inside an open transaction.
-func (s *Service) ProgressTx(tx *graphstore.Tx, n *graphstore.Node, p ProgressParams) (*ProgressResult, error) {
+func (s *Service) ProgressTx(tx *graphstore.Tx, n *records.Node, p ProgressParams) (*ProgressResult, error) {
 	res, err := s.leases.RenewTx(tx, n, p.HolderParams)
 	if err != nil {
 		return nil, err
 	}
-	prog := &graphstore.Progress{UpdatedAt: tx.Now().UTC()}
+	prog := &records.Progress{UpdatedAt: tx.Now().UTC()}
 	if n.Progress != nil {
 		*prog = *n.Progress
 		prog.UpdatedAt = tx.Now().UTC()
@@ -84,7 +85,7 @@ func (s *Service) ProgressTx(tx *graphstore.Tx, n *graphstore.Node, p ProgressPa
 	if len(p.Usage) > 0 {
 		data["usage"] = p.Usage
 	}
-	if err := tx.Emit(n.Tenant, graphstore.EventProgress, n.ID, p.By, data); err != nil {
+	if err := tx.Emit(n.Tenant, records.EventProgress, n.ID, p.By, data); err != nil {
 		return nil, err
 	}
 	if err := lifecycle.RollUp(tx, n, p.Usage); err != nil {

@@ -7,15 +7,16 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // NodeView is a node as the API shows it: stored fields plus readiness.
 type NodeView struct {
-	*graphstore.Node
+	*records.Node
 	Readiness
 }
 
-func viewTx(tx *graphstore.Tx, n *graphstore.Node) (NodeView, error) {
+func viewTx(tx *graphstore.Tx, n *records.Node) (NodeView, error) {
 	r, err := ReadinessTx(tx, n)
 	return NodeView{Node: n, Readiness: r}, err
 }
@@ -23,7 +24,7 @@ func viewTx(tx *graphstore.Tx, n *graphstore.Node) (NodeView, error) {
 // Views computes the views of nodes just written, in a fresh snapshot. Only
 // a node at rest (open or queued) can be ready, so the answers of claims and
 // completions need no snapshot at all.
-func (s *Service) Views(nodes ...*graphstore.Node) ([]NodeView, error) {
+func (s *Service) Views(nodes ...*records.Node) ([]NodeView, error) {
 	out := make([]NodeView, len(nodes))
 	atRest := false
 	for i, n := range nodes {
@@ -73,7 +74,7 @@ func (s *Service) List(tenant string, q graphstore.NodeQuery, ready *bool) ([]No
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		workOnly := q.Type != graphstore.IdentityType
 		if ready != nil || workOnly {
-			q.Match = func(tx *graphstore.Tx, n *graphstore.Node) (bool, error) {
+			q.Match = func(tx *graphstore.Tx, n *records.Node) (bool, error) {
 				if workOnly && n.Type == graphstore.IdentityType {
 					return false, nil
 				}
@@ -101,7 +102,7 @@ func (s *Service) List(tenant string, q graphstore.NodeQuery, ready *bool) ([]No
 }
 
 // Edges returns one page of the edges of node id.
-func (s *Service) Edges(tenant, id string, q graphstore.EdgeQuery, limit int, cursor string) ([]*graphstore.Edge, string, error) {
+func (s *Service) Edges(tenant, id string, q graphstore.EdgeQuery, limit int, cursor string) ([]*records.Edge, string, error) {
 	if cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cursor)
 		if err != nil || len(raw) < 2 {
@@ -109,7 +110,7 @@ func (s *Service) Edges(tenant, id string, q graphstore.EdgeQuery, limit int, cu
 		}
 		q.After = raw
 	}
-	var out []*graphstore.Edge
+	var out []*records.Edge
 	var next string
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		if ok, err := tx.NodeExists(tenant, id); err != nil || !ok {
@@ -119,7 +120,7 @@ func (s *Service) Edges(tenant, id string, q graphstore.EdgeQuery, limit int, cu
 			return err
 		}
 		var last []byte
-		return tx.EdgesOf(tenant, id, q, func(e *graphstore.Edge, c []byte) (bool, error) {
+		return tx.EdgesOf(tenant, id, q, func(e *records.Edge, c []byte) (bool, error) {
 			if len(out) == limit {
 				next = base64.RawURLEncoding.EncodeToString(last)
 				return false, nil
@@ -138,12 +139,12 @@ const MaxSubgraphNodes = 10000
 // Subgraph walks breadth first from id over live edges of the given types
 // (every type when none are given) in both directions, up to depth hops, and
 // returns the nodes reached and the edges walked.
-func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]NodeView, []*graphstore.Edge, error) {
+func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]NodeView, []*records.Edge, error) {
 	if len(types) == 0 {
 		types = []string{""}
 	}
 	var nodes []NodeView
-	var edges []*graphstore.Edge
+	var edges []*records.Edge
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		root, err := tx.NodeGet(tenant, id)
 		if err != nil {
@@ -206,7 +207,7 @@ func (s *Service) Subgraph(tenant, id string, depth int, types []string) ([]Node
 type LeaseView struct {
 	NodeID string
 	Queue  string
-	*graphstore.Lease
+	*records.Lease
 }
 
 // Leases returns one page of the live leases of tenant, in node id order.

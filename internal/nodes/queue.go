@@ -8,6 +8,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // QueueView is a queue as the API shows it.
@@ -15,7 +16,7 @@ type QueueView struct {
 	Queue       string
 	Paused      bool
 	MaxRunning  int64
-	Counts      map[graphstore.Status]int64
+	Counts      map[records.Status]int64
 	Ready       int
 	OldestReady *time.Time
 }
@@ -35,10 +36,10 @@ func (s *Service) Queues(tenant string) ([]QueueView, error) {
 		order = append(order, st.Queue)
 	}
 	err := s.store.View(func(tx *graphstore.Tx) error {
-		return tx.QueueSettingsList(tenant, func(queue string, q graphstore.QueueSettings) error {
+		return tx.QueueSettingsList(tenant, func(queue string, q records.QueueSettings) error {
 			v, ok := byName[queue]
 			if !ok {
-				v = &QueueView{Queue: queue, Counts: map[graphstore.Status]int64{}}
+				v = &QueueView{Queue: queue, Counts: map[records.Status]int64{}}
 				byName[queue] = v
 				order = append(order, queue)
 			}
@@ -72,7 +73,7 @@ func (s *Service) Queue(tenant, queue string) (QueueView, error) {
 			return v, nil
 		}
 	}
-	return QueueView{Queue: queue, Counts: map[graphstore.Status]int64{}}, nil
+	return QueueView{Queue: queue, Counts: map[records.Status]int64{}}, nil
 }
 
 // QueueChange is a change of a queue's settings; nil fields stay.

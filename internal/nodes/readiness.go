@@ -5,6 +5,7 @@ import (
 
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/lifecycle"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Readiness says whether a node at rest may run now and, if not, why.
@@ -22,7 +23,7 @@ type Readiness struct {
 // blocks it. An identity node is never ready: it stands for a caller, it is
 // not work. A queue at its max_running and a handoff target concern who
 // claims and when, not the node's readiness.
-func ReadinessTx(tx *graphstore.Tx, n *graphstore.Node) (Readiness, error) {
+func ReadinessTx(tx *graphstore.Tx, n *records.Node) (Readiness, error) {
 	r := Readiness{BlockedBy: []string{}}
 	if !n.Status.AtRest() || n.Type == graphstore.IdentityType {
 		return r, nil

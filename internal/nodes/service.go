@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/testsignal"
 )
 
@@ -18,7 +19,7 @@ type Defaults struct {
 	MaxAttempts int64
 	// Backoff is the retry backoff of a node created without one (the
 	// tenant's retry_initial_ms and retry_max_ms, factor 2); nil: none.
-	Backoff *graphstore.Backoff
+	Backoff *records.Backoff
 }
 
 // DefaultsFunc returns the defaults of a tenant.

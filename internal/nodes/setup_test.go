@@ -11,6 +11,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // bundle is a work service over a real store in t.TempDir(), on a fake clock.
@@ -76,9 +77,9 @@ func (b *bundle) create(t *testing.T, specs ...nodes.NodeSpec) {
 	require.NoError(t, err)
 }
 
-func (b *bundle) get(t *testing.T, id string) *graphstore.Node {
+func (b *bundle) get(t *testing.T, id string) *records.Node {
 	t.Helper()
-	var n *graphstore.Node
+	var n *records.Node
 	require.NoError(t, b.store.View(func(tx *graphstore.Tx) (err error) {
 		n, err = tx.NodeGet("acme", id)
 		return err
@@ -86,7 +87,7 @@ func (b *bundle) get(t *testing.T, id string) *graphstore.Node {
 	return n
 }
 
-func (b *bundle) status(t *testing.T, id string) graphstore.Status {
+func (b *bundle) status(t *testing.T, id string) records.Status {
 	t.Helper()
 	return b.get(t, id).Status
 }
@@ -119,11 +120,11 @@ func (b *bundle) claimNext(t *testing.T, p nodes.ClaimNextParams) string {
 }
 
 // events are the types of node id's events after seq, in order.
-func (b *bundle) eventTypes(t *testing.T, id string) []graphstore.EventType {
+func (b *bundle) eventTypes(t *testing.T, id string) []records.EventType {
 	t.Helper()
 	evs, err := b.nodes.NodeEvents("acme", id, 0, 1000)
 	require.NoError(t, err)
-	out := make([]graphstore.EventType, 0, len(evs))
+	out := make([]records.EventType, 0, len(evs))
 	for _, e := range evs {
 		out = append(out, e.Type)
 	}

@@ -10,7 +10,7 @@ package nodes
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 //go:generate go tool msgp -file spec.go -o spec_gen.go -tests=false -io=false
@@ -19,22 +19,22 @@ import (
 
 // NodeSpec is the body of a node create. Absent fields take their defaults.
 type NodeSpec struct {
-	ID          *string             `json:"id,omitempty"`
-	Type        string              `json:"type"`
-	Title       *string             `json:"title,omitempty"`
-	Body        *string             `json:"body,omitempty"`
-	Queue       *string             `json:"queue,omitempty"`
-	Priority    *int64              `json:"priority,omitempty"`
-	Target      *string             `json:"target,omitempty"`
-	Labels      []string            `json:"labels,omitempty"`
-	Props       map[string]any      `json:"props,omitempty"`
-	MaxAttempts *int64              `json:"max_attempts,omitempty"`
-	RunAt       *time.Time          `json:"run_at,omitempty"`
-	DelayMS     *int64              `json:"delay_ms,omitempty"`
-	TimeoutMS   *int64              `json:"timeout_ms,omitempty"`
-	Backoff     *graphstore.Backoff `json:"backoff,omitempty"`
-	Parent      *string             `json:"parent,omitempty"`
-	OnChildFail *string             `json:"on_child_fail,omitempty"`
-	DependsOn   []string            `json:"depends_on,omitempty"`
-	Blobs       []string            `json:"blobs,omitempty"`
+	ID          *string          `json:"id,omitempty"`
+	Type        string           `json:"type"`
+	Title       *string          `json:"title,omitempty"`
+	Body        *string          `json:"body,omitempty"`
+	Queue       *string          `json:"queue,omitempty"`
+	Priority    *int64           `json:"priority,omitempty"`
+	Target      *string          `json:"target,omitempty"`
+	Labels      []string         `json:"labels,omitempty"`
+	Props       map[string]any   `json:"props,omitempty"`
+	MaxAttempts *int64           `json:"max_attempts,omitempty"`
+	RunAt       *time.Time       `json:"run_at,omitempty"`
+	DelayMS     *int64           `json:"delay_ms,omitempty"`
+	TimeoutMS   *int64           `json:"timeout_ms,omitempty"`
+	Backoff     *records.Backoff `json:"backoff,omitempty"`
+	Parent      *string          `json:"parent,omitempty"`
+	OnChildFail *string          `json:"on_child_fail,omitempty"`
+	DependsOn   []string         `json:"depends_on,omitempty"`
+	Blobs       []string         `json:"blobs,omitempty"`
 }

@@ -5,7 +5,7 @@ package nodes
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -504,7 +504,7 @@ func (z *NodeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				z.Backoff = nil
 			} else {
 				if z.Backoff == nil {
-					z.Backoff = new(graphstore.Backoff)
+					z.Backoff = new(records.Backoff)
 				}
 				bts, err = z.Backoff.UnmarshalMsg(bts)
 				if err != nil {

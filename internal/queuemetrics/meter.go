@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Meter is the per-queue series: a graphstore.QueueMeter for the counters and
@@ -140,7 +141,7 @@ func (m *Meter) Describe(ch chan<- *prometheus.Desc) {
 // depthKey is one depth series.
 type depthKey struct {
 	labelKey
-	status graphstore.Status
+	status records.Status
 }
 
 // queueStat is one queue's numbers at a scrape.
@@ -151,7 +152,7 @@ type queueStat struct {
 }
 
 type statusCount struct {
-	status graphstore.Status
+	status records.Status
 	n      int64
 }
 
@@ -162,7 +163,7 @@ type statusCount struct {
 func (m *Meter) Collect(ch chan<- prometheus.Metric) {
 	now := m.store.Clock().Now()
 	var stats []queueStat
-	m.store.EachQueueStat(func(tenant, queue string, counts map[graphstore.Status]int64, _ int, oldest time.Time) {
+	m.store.EachQueueStat(func(tenant, queue string, counts map[records.Status]int64, _ int, oldest time.Time) {
 		qs := queueStat{tenant: tenant, queue: queue, oldest: oldest, counts: make([]statusCount, 0, len(counts))}
 		for st, n := range counts {
 			qs.counts = append(qs.counts, statusCount{st, n})

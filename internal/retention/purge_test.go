@@ -14,6 +14,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/retention"
 )
 
@@ -93,7 +94,7 @@ func (r *rig) exists(t *testing.T, tenant, id string) bool {
 	return true
 }
 
-func (r *rig) events(t *testing.T, tenant string) []graphstore.Event {
+func (r *rig) events(t *testing.T, tenant string) []records.Event {
 	t.Helper()
 	evs, err := r.nodes.Events(tenant, r.store.EventHorizon(tenant), 10000)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // A run with a chain makes its steps in order, each depending on the one
@@ -33,11 +34,11 @@ func TestChainStrandedStepsAreCancelled(t *testing.T) {
 
 	r.finish(t, run.Nodes[0], false)
 	for _, id := range run.Nodes[1:] {
-		require.Equal(t, graphstore.StatusQueued, r.node(t, id).Status, "stranded, not yet cancelled")
+		require.Equal(t, records.StatusQueued, r.node(t, id).Status, "stranded, not yet cancelled")
 	}
 	r.fireAt(t, "s", minute(1))
 	for _, id := range run.Nodes[1:] {
-		require.Equal(t, graphstore.StatusCancelled, r.node(t, id).Status)
+		require.Equal(t, records.StatusCancelled, r.node(t, id).Status)
 	}
 	runs := r.runs(t, "s")
 	require.Equal(t, RunFailed, runs[0].Status)

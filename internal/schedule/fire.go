@@ -7,6 +7,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // fireBudget bounds the fire instants one pass walks through: past it a
@@ -34,7 +35,7 @@ type firing struct {
 // schedule's next fire, so no fire is lost or made twice by a crash.
 func (s *Service) fireTx(tx *graphstore.Tx, tenant, id string, def nodes.Defaults) error {
 	var rec Record
-	ok, err := tx.ScheduleGet(tenant, id, &rec)
+	ok, err := tx.Records().ScheduleGet(tenant, id, &rec)
 	if err != nil {
 		return err
 	}
@@ -115,13 +116,13 @@ func (s *Service) fireTx(tx *graphstore.Tx, tenant, id string, def nodes.Default
 // was made, and tells the loop when it is next due.
 func (f *firing) store() error {
 	if f.rec.At != nil && f.made {
-		if err := f.tx.ScheduleDelete(f.tenant, f.rec.ID); err != nil {
+		if err := f.tx.Records().ScheduleDelete(f.tenant, f.rec.ID); err != nil {
 			return err
 		}
 		f.s.track(f.tx, f.tenant, f.rec.ID, nil)
 		return nil
 	}
-	if err := f.tx.SchedulePut(f.tenant, f.rec.ID, f.rec); err != nil {
+	if err := f.tx.Records().SchedulePut(f.tenant, f.rec.ID, f.rec); err != nil {
 		return err
 	}
 	f.s.track(f.tx, f.tenant, f.rec.ID, f.rec)
@@ -199,7 +200,7 @@ func (f *firing) skip(reason SkipReason, sp skipSpan) error {
 	rec := f.rec
 	if rec.LastSeq > 0 {
 		var prev Run
-		ok, err := f.tx.ScheduleRunGet(f.tenant, rec.ID, rec.LastSeq, &prev)
+		ok, err := f.tx.Records().ScheduleRunGet(f.tenant, rec.ID, rec.LastSeq, &prev)
 		if err != nil {
 			return err
 		}
@@ -209,7 +210,7 @@ func (f *firing) skip(reason SkipReason, sp skipSpan) error {
 			prev.Count += sp.count
 			last := sp.last
 			prev.LastScheduledAt = &last
-			return f.tx.ScheduleRunPut(f.tenant, rec.ID, prev.Seq, &prev)
+			return f.tx.Records().ScheduleRunPut(f.tenant, rec.ID, prev.Seq, &prev)
 		}
 	}
 	last := sp.last
@@ -231,11 +232,11 @@ func (f *firing) addRun(r *Run) error {
 	rec := f.rec
 	rec.LastSeq++
 	r.Seq = rec.LastSeq
-	if err := f.tx.ScheduleRunPut(f.tenant, rec.ID, r.Seq, r); err != nil {
+	if err := f.tx.Records().ScheduleRunPut(f.tenant, rec.ID, r.Seq, r); err != nil {
 		return err
 	}
 	if r.Seq > HistoryLimit {
-		return f.tx.ScheduleRunDelete(f.tenant, rec.ID, r.Seq-HistoryLimit)
+		return f.tx.Records().ScheduleRunDelete(f.tenant, rec.ID, r.Seq-HistoryLimit)
 	}
 	return nil
 }
@@ -308,7 +309,7 @@ func (f *firing) fire(at time.Time, trig Trigger, by string, overlap Overlap, co
 		ids = append(ids, n.ID)
 	}
 	for _, a := range after {
-		e := &graphstore.Edge{From: ids[0], Type: graphstore.EdgeDependsOn, To: a, CreatedBy: c.Sub,
+		e := &records.Edge{From: ids[0], Type: graphstore.EdgeDependsOn, To: a, CreatedBy: c.Sub,
 			Props: map[string]any{"on_fail": nodes.OnFailIgnore}}
 		if err := tx.EdgeInsert(f.tenant, e); err != nil {
 			return nil, err

@@ -52,7 +52,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	l := s.loop
 	err := s.store.View(func(tx *graphstore.Tx) error {
-		return tx.ScheduleListAll(func(tenant, id string, raw []byte) error {
+		return tx.Records().ScheduleListAll(func(tenant, id string, raw []byte) error {
 			var rec Record
 			if _, err := rec.UnmarshalMsg(raw); err != nil {
 				return fmt.Errorf("error decoding schedule %q of tenant %q: %w", id, tenant, err)

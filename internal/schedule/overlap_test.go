@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // Each overlap policy, on a second fire while the first run's node is
@@ -46,7 +46,7 @@ func TestOverlapPolicies(t *testing.T) {
 		require.Len(t, runs, 2)
 		for _, run := range runs {
 			require.Empty(t, run.After)
-			require.Equal(t, graphstore.StatusQueued, r.node(t, run.Nodes[0]).Status)
+			require.Equal(t, records.StatusQueued, r.node(t, run.Nodes[0]).Status)
 		}
 		// Both are claimable at once.
 		r.finish(t, runs[1].Nodes[0], true)
@@ -70,7 +70,7 @@ func TestOverlapPolicies(t *testing.T) {
 
 		// A failed first run does not cancel the queued one (on_fail: ignore).
 		r.finish(t, runs[0].Nodes[0], false)
-		require.Equal(t, graphstore.StatusQueued, r.node(t, second).Status)
+		require.Equal(t, records.StatusQueued, r.node(t, second).Status)
 		r.finish(t, second, true)
 	})
 	t.Run("buffer_one", func(t *testing.T) {
@@ -99,9 +99,9 @@ func TestOverlapPolicies(t *testing.T) {
 		require.Len(t, runs, 2)
 		require.Equal(t, []string{first}, runs[1].Cancelled)
 		n := r.node(t, first)
-		require.Equal(t, graphstore.StatusCancelled, n.Status)
+		require.Equal(t, records.StatusCancelled, n.Status)
 		require.Nil(t, n.Lease, "the running node's lease ended")
 		require.Equal(t, RunCancelled, runs[0].Status)
-		require.Equal(t, graphstore.StatusQueued, r.node(t, runs[1].Nodes[0]).Status)
+		require.Equal(t, records.StatusQueued, r.node(t, runs[1].Nodes[0]).Status)
 	})
 }

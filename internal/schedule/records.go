@@ -3,8 +3,8 @@ package schedule
 // Schedule and run records are stored in MessagePack by a codec generated
 // by github.com/tinylib/msgp (records_gen.go; `go generate
 // ./internal/schedule/`), as maps keyed by the JSON names
-// (internal/graphstore/foreign_records.go): a field may be added, and any
-// other change bumps graphstore.FormatVersion. The JSON tags are the stored
+// (internal/records/foreign.go): a field may be added, and any
+// other change bumps records.FormatVersion. The JSON tags are the stored
 // names. The node template and chain are nodes.NodeSpec, stored by its own
 // codec (internal/nodes/spec_gen.go), so a field added to a create body is
 // kept by a schedule without a change here; records_test.go holds the bytes.
@@ -23,7 +23,7 @@ import (
 //msgp:replace Trigger with:string
 //msgp:replace SkipReason with:string
 
-// Record is a schedule as stored (graphstore.SchedulePut): its settings, and the
+// Record is a schedule as stored (records.Txn.SchedulePut): its settings, and the
 // firing state the loop keeps in step with each fire.
 type Record struct {
 	ID              string           `json:"id"`
@@ -72,7 +72,7 @@ type RunRef struct {
 	After []string `json:"after,omitempty"`
 }
 
-// Run is one fire as stored (graphstore.ScheduleRunPut): the nodes it made, or
+// Run is one fire as stored (records.Txn.ScheduleRunPut): the nodes it made, or
 // why it made none. A skipped record may stand for several fires in a row
 // with the same reason (Count, from ScheduledAt to LastScheduledAt).
 type Run struct {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // storedTemplate is the stored form of fullTemplate: a change to how a
@@ -44,7 +44,7 @@ func fullTemplate() nodes.NodeSpec {
 		ID: s("t-1"), Type: "build", Title: s("title"), Body: s("body"), Queue: s("q"),
 		Priority: i(3), Target: s("bob"), Labels: []string{"a", "b"}, Props: map[string]any{"k": "v"},
 		MaxAttempts: i(4), RunAt: &at, DelayMS: i(500), TimeoutMS: i(6000),
-		Backoff: &graphstore.Backoff{InitialMS: 10, MaxMS: 100, Factor: 2}, Parent: s("p"),
+		Backoff: &records.Backoff{InitialMS: 10, MaxMS: 100, Factor: 2}, Parent: s("p"),
 		OnChildFail: s("ignore"), DependsOn: []string{"d"}, Blobs: []string{"sha"},
 	}
 }

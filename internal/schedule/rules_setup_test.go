@@ -12,6 +12,7 @@ import (
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // rig is a schedule service over a real store in t.TempDir(), on a fake
@@ -105,9 +106,9 @@ func (r *rig) runs(t *testing.T, id string) []RunView {
 	return out
 }
 
-func (r *rig) node(t *testing.T, id string) *graphstore.Node {
+func (r *rig) node(t *testing.T, id string) *records.Node {
 	t.Helper()
-	var n *graphstore.Node
+	var n *records.Node
 	require.NoError(t, r.store.View(func(tx *graphstore.Tx) (err error) {
 		n, err = tx.NodeGet("acme", id)
 		return err

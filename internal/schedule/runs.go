@@ -6,6 +6,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/records"
 )
 
 // RunStatus is where a run stands, read from its nodes.
@@ -54,7 +55,7 @@ type runState struct {
 // is deleted.
 func stateOf(tx *graphstore.Tx, tenant string, nodes []string) (runState, error) {
 	var st runState
-	var head *graphstore.Node
+	var head *records.Node
 	running, present := false, 0
 	for _, id := range nodes {
 		n, err := tx.NodeGet(tenant, id)
@@ -69,17 +70,17 @@ func stateOf(tx *graphstore.Tx, tenant string, nodes []string) (runState, error)
 		switch {
 		case !n.Status.Terminal():
 			st.live = append(st.live, id)
-			running = running || n.Status == graphstore.StatusRunning
+			running = running || n.Status == records.StatusRunning
 			if head != nil && head.Status.Terminal() {
 				st.stranded = append(st.stranded, id)
 			}
 		case n.UpdatedAt.After(st.endedAt):
 			st.endedAt = n.UpdatedAt
 		}
-		if n.Status == graphstore.StatusDone && len(n.Result) > 0 {
+		if n.Status == records.StatusDone && len(n.Result) > 0 {
 			st.result = n.Result
 		}
-		if head == nil && n.Status != graphstore.StatusDone {
+		if head == nil && n.Status != records.StatusDone {
 			head = n
 		}
 	}

@@ -126,7 +126,7 @@ func (s *Service) Create(ctx context.Context, tenant, by string, st Settings) (V
 	var v View
 	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var old Record
-		if ok, err := tx.ScheduleGet(tenant, rec.ID, &old); err != nil || ok {
+		if ok, err := tx.Records().ScheduleGet(tenant, rec.ID, &old); err != nil || ok {
 			if err == nil {
 				err = &fault.AlreadyExists{What: "schedule", ID: rec.ID}
 			}
@@ -140,7 +140,7 @@ func (s *Service) Create(ctx context.Context, tenant, by string, st Settings) (V
 		if !rec.Enabled {
 			rec.pausedBy(by, now)
 		}
-		if err := tx.SchedulePut(tenant, rec.ID, &rec); err != nil {
+		if err := tx.Records().SchedulePut(tenant, rec.ID, &rec); err != nil {
 			return err
 		}
 		s.track(tx, tenant, rec.ID, &rec)
@@ -234,7 +234,7 @@ func (s *Service) Get(tenant, id string) (View, error) {
 
 func load(tx *graphstore.Tx, tenant, id string) (Record, error) {
 	var rec Record
-	ok, err := tx.ScheduleGet(tenant, id, &rec)
+	ok, err := tx.Records().ScheduleGet(tenant, id, &rec)
 	if err != nil {
 		return Record{}, err
 	}
@@ -260,7 +260,7 @@ func (s *Service) List(tenant, cursor string, limit int) ([]View, string, error)
 	err = s.store.View(func(tx *graphstore.Tx) error {
 		now := tx.Now()
 		take := pageOf[Record](&out, &more, limit, "schedule", func(rec Record) (View, error) { return view(tx, tenant, rec, now) })
-		return tx.ScheduleList(tenant, after, func(_ string, raw []byte) (bool, error) { return take(raw) })
+		return tx.Records().ScheduleList(tenant, after, func(_ string, raw []byte) (bool, error) { return take(raw) })
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("error listing schedules: %w", err)
@@ -451,7 +451,7 @@ func (s *Service) Update(ctx context.Context, tenant, id, by string, p Patch) (V
 		}
 		rec.Version++
 		rec.UpdatedAt = now
-		if err := tx.SchedulePut(tenant, id, &rec); err != nil {
+		if err := tx.Records().SchedulePut(tenant, id, &rec); err != nil {
 			return err
 		}
 		s.track(tx, tenant, id, &rec)
@@ -502,7 +502,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenant, id, by string, enabled
 		rec.Note = note
 		rec.Version++
 		rec.UpdatedAt = now
-		if err := tx.SchedulePut(tenant, id, &rec); err != nil {
+		if err := tx.Records().SchedulePut(tenant, id, &rec); err != nil {
 			return err
 		}
 		s.track(tx, tenant, id, &rec)
@@ -522,7 +522,7 @@ func (s *Service) Delete(ctx context.Context, tenant, id string) error {
 		if _, err := load(tx, tenant, id); err != nil {
 			return err
 		}
-		if err := tx.ScheduleDelete(tenant, id); err != nil {
+		if err := tx.Records().ScheduleDelete(tenant, id); err != nil {
 			return err
 		}
 		s.track(tx, tenant, id, nil)
@@ -601,7 +601,7 @@ func (s *Service) Runs(tenant, id, cursor string, limit int) ([]RunView, string,
 			return err
 		}
 		take := pageOf[Run](&out, &more, limit, "run", func(r Run) (RunView, error) { return viewRun(tx, tenant, id, r) })
-		return tx.ScheduleRunList(tenant, id, before, func(_ uint64, raw []byte) (bool, error) { return take(raw) })
+		return tx.Records().ScheduleRunList(tenant, id, before, func(_ uint64, raw []byte) (bool, error) { return take(raw) })
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("error listing runs: %w", err)

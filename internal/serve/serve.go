@@ -130,6 +130,7 @@ func serve(ctx context.Context, s settings, log *slog.Logger) error {
 	log.Info("memory limit", mem.LogAttrs()...)
 	s.Server.Logger = log
 	s.Server.DataDir = s.DataDir
+	s.Server.DuringRebuild = pauseGC
 	var devSecret string
 	if s.Dev {
 		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {

@@ -35,7 +35,11 @@ type Config struct {
 	InMemory bool // tests only: no durability
 	// KV, when set, is the storage engine (one shard's etcd-backed store,
 	// say) instead of Badger in DataDir; the server closes it at Shutdown.
-	KV             *kv.Store
+	KV *kv.Store
+	// DuringRebuild is called around the store's rebuild at open
+	// (graphstore.Options.DuringRebuild): serve pauses the proportional GC
+	// there. nil: the runtime is left alone.
+	DuringRebuild  func() (done func())
 	Tenant         tenancy.Config
 	ReaperInterval time.Duration
 	MaxBodyBytes   int64
@@ -121,7 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		skill = b
 	}
 	c, err := core.Open(ctx, core.Config{
-		DataDir: cfg.DataDir, InMemory: cfg.InMemory, KV: cfg.KV, Tenant: cfg.Tenant,
+		DataDir: cfg.DataDir, InMemory: cfg.InMemory, KV: cfg.KV, DuringRebuild: cfg.DuringRebuild, Tenant: cfg.Tenant,
 		ReaperInterval: cfg.ReaperInterval, Clock: cfg.Clock, Logger: cfg.Logger,
 		WorkerStaleAfter: cfg.WorkerStaleAfter, WorkerOfflineRetention: cfg.WorkerOfflineRetention,
 		CleanerInterval: cfg.CleanerInterval,

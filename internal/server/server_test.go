@@ -19,6 +19,7 @@ import (
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/message"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 	"github.com/tether-run/tether/internal/schedule"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/testserver"
@@ -61,7 +62,7 @@ func TestServerServesItsRecordsAfterARestart(t *testing.T) {
 	node, err := alice.GetNodeWithResponse(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, node.StatusCode(), string(node.Body))
-	require.Equal(t, client.NodeStatus(graphstore.StatusRunning), node.JSON200.Status)
+	require.Equal(t, client.NodeStatus(records.StatusRunning), node.JSON200.Status)
 	require.Equal(t, "alice", node.JSON200.Lease.By)
 	require.EqualValues(t, claimed.Lease.Fence, node.JSON200.Lease.Fence)
 	require.False(t, node.JSON200.Lease.ExpiresAt.Before(claimed.Lease.ExpiresAt), "a restart never shortens a lease")

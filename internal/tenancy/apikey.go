@@ -70,7 +70,7 @@ func (s *Service) authenticateAPIKey(token string) (*Principal, error) {
 		found bool
 	)
 	err := s.store.View(func(tx *graphstore.Tx) (err error) {
-		found, err = tx.APIKeyGet(tenant, id, &rec)
+		found, err = tx.Records().APIKeyGet(tenant, id, &rec)
 		return err
 	})
 	if err != nil {
@@ -143,14 +143,14 @@ func (s *Service) CreateKey(ctx context.Context, p *Principal, sub string, roles
 		SecretSHA256: hex.EncodeToString(sum[:]),
 	}
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
-		exists, err := tx.APIKeyGet(p.Tenant, id, &apiKeyRecord{})
+		exists, err := tx.Records().APIKeyGet(p.Tenant, id, &apiKeyRecord{})
 		if err != nil {
 			return err
 		}
 		if exists {
 			return errors.New("API key id collision")
 		}
-		return tx.APIKeyPut(p.Tenant, id, &rec)
+		return tx.Records().APIKeyPut(p.Tenant, id, &rec)
 	})
 	if err != nil {
 		return NewAPIKey{}, fmt.Errorf("error creating API key: %w", err)
@@ -178,7 +178,7 @@ func (s *Service) ListKeys(ctx context.Context, tenant, after string, limit int)
 	keys := make([]APIKey, 0, min(limit, 64))
 	more := false
 	err := s.store.View(func(tx *graphstore.Tx) error {
-		return tx.APIKeyList(tenant, after, func(id string, raw []byte) (bool, error) {
+		return tx.Records().APIKeyList(tenant, after, func(id string, raw []byte) (bool, error) {
 			if len(keys) == limit {
 				more = true
 				return false, nil
@@ -211,14 +211,14 @@ func (s *Service) DeleteKey(ctx context.Context, tenant, id string) error {
 		return &fault.NotFound{What: "token", ID: truncate(id, 64)}
 	}
 	return s.store.Update(ctx, func(tx *graphstore.Tx) error {
-		found, err := tx.APIKeyGet(tenant, id, &apiKeyRecord{})
+		found, err := tx.Records().APIKeyGet(tenant, id, &apiKeyRecord{})
 		if err != nil {
 			return fmt.Errorf("error reading API key: %w", err)
 		}
 		if !found {
 			return &fault.NotFound{What: "token", ID: id}
 		}
-		return tx.APIKeyDelete(tenant, id)
+		return tx.Records().APIKeyDelete(tenant, id)
 	})
 }
 

@@ -41,7 +41,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	// Only the hash of the secret is stored.
 	var rec apiKeyRecord
 	require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
-		found, err := tx.APIKeyGet("acme", k.ID, &rec)
+		found, err := tx.Records().APIKeyGet("acme", k.ID, &rec)
 		require.True(t, found)
 		return err
 	}))

@@ -152,7 +152,7 @@ func tenantRecordExists(t *testing.T, store *graphstore.Store, tenant string) bo
 	t.Helper()
 	var found bool
 	require.NoError(t, store.View(func(tx *graphstore.Tx) (err error) {
-		found, err = tx.TenantRecordGet(tenant, &tenantRecord{})
+		found, err = tx.Records().TenantGet(tenant, &tenantRecord{})
 		return err
 	}))
 	return found

@@ -59,13 +59,13 @@ func TestAPIKeysRefuseReservedSubjects(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var rec apiKeyRecord
-		found, err := tx.APIKeyGet("acme", k.ID, &rec)
+		found, err := tx.Records().APIKeyGet("acme", k.ID, &rec)
 		require.True(t, found)
 		if err != nil {
 			return err
 		}
 		rec.Subject = "node:n1"
-		return tx.APIKeyPut("acme", k.ID, &rec)
+		return tx.Records().APIKeyPut("acme", k.ID, &rec)
 	}))
 	_, err = b.svc.Authenticate(ctx, bearer(k.Token))
 	requireUnauthorized(t, err, "API key sub "+graphstore.SubjectProblem("node:n1"))

@@ -44,7 +44,7 @@ func (s *Service) Policy(ctx context.Context, tenant string) (Policy, error) {
 		found bool
 	)
 	err := s.store.View(func(tx *graphstore.Tx) (err error) {
-		found, err = tx.TenantRecordGet(tenant, &rec)
+		found, err = tx.Records().TenantGet(tenant, &rec)
 		return err
 	})
 	if err != nil {
@@ -73,7 +73,7 @@ func (s *Service) PatchPolicy(ctx context.Context, tenant string, patch PolicyPa
 	var eff Policy
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var rec tenantRecord
-		found, err := tx.TenantRecordGet(tenant, &rec)
+		found, err := tx.Records().TenantGet(tenant, &rec)
 		if err != nil {
 			return fmt.Errorf("error reading tenant: %w", err)
 		}
@@ -85,7 +85,7 @@ func (s *Service) PatchPolicy(ctx context.Context, tenant string, patch PolicyPa
 		if err := p.validate(s.ceilingMS, patch); err != nil {
 			return err
 		}
-		if err := tx.TenantRecordPut(tenant, &rec); err != nil {
+		if err := tx.Records().TenantPut(tenant, &rec); err != nil {
 			return fmt.Errorf("error writing tenant: %w", err)
 		}
 		// Commits run in order on the writer goroutine, so the cache always
@@ -112,7 +112,7 @@ func (s *Service) ensureTenant(ctx context.Context, tenant string) error {
 		found bool
 	)
 	err := s.store.View(func(tx *graphstore.Tx) (err error) {
-		found, err = tx.TenantRecordGet(tenant, &rec)
+		found, err = tx.Records().TenantGet(tenant, &rec)
 		return err
 	})
 	if err != nil {
@@ -124,13 +124,13 @@ func (s *Service) ensureTenant(ctx context.Context, tenant string) error {
 	}
 	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		var rec tenantRecord
-		found, err := tx.TenantRecordGet(tenant, &rec)
+		found, err := tx.Records().TenantGet(tenant, &rec)
 		if err != nil {
 			return err
 		}
 		if !found {
 			rec = tenantRecord{ID: tenant, CreatedAt: tx.Now().UTC()}
-			if err := tx.TenantRecordPut(tenant, &rec); err != nil {
+			if err := tx.Records().TenantPut(tenant, &rec); err != nil {
 				return err
 			}
 		}

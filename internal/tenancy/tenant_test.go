@@ -27,7 +27,7 @@ func TestFirstTokenCreatesTenant(t *testing.T) {
 	require.NoError(t, err)
 	var rec tenantRecord
 	require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
-		found, err := tx.TenantRecordGet("newco", &rec)
+		found, err := tx.Records().TenantGet("newco", &rec)
 		require.True(t, found)
 		return err
 	}))

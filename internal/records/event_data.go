@@ -1,4 +1,4 @@
-package graphstore
+package records
 
 import (
 	"encoding/json"
@@ -109,7 +109,7 @@ func Data() DataBuilder { return DataBuilder{b: append(make([]byte, 0, 96), 0x80
 
 func (d DataBuilder) key(k string) DataBuilder {
 	if d.b[0]&0x0f == maxDataKeys {
-		panic("graph: an event's data takes at most 15 keys")
+		panic("records: an event's data takes at most 15 keys")
 	}
 	d.b[0]++
 	d.b = msgp.AppendString(d.b, k)

@@ -1,4 +1,4 @@
-package graphstore
+package serve
 
 import (
 	"bufio"
@@ -12,7 +12,8 @@ import (
 	"github.com/tether-run/tether/internal/memlimit"
 )
 
-// The rebuild at open keeps a heap that grows all along (the table, the
+// The store's rebuild at open (graphstore.Options.DuringRebuild, which
+// serve sets to pauseGC through server.Config) keeps a heap that grows all along (the table, the
 // trees) and leaves garbage behind it (a decoded record per node), so at the
 // default GOGC the GC runs again each time the heap has grown by what is
 // live, and marks all of it each time: about a third of the start-up's CPU
@@ -23,8 +24,10 @@ import (
 // heap never grows unbounded while the GC is off. The returned func restores
 // both settings and then returns the rebuild's garbage to the system
 // (debug.FreeOSMemory: one collection, marking what is live), so the RSS a
-// server shows once ready is its live heap, not the pause's high-water mark. Stores opened at once (tests) share one pause: the last to
-// finish restores what the first found.
+// server shows once ready is its live heap, not the pause's high-water mark.
+// Stores opened at once (a cluster's shards) share one pause: the last to
+// finish restores what the first found. The GC settings are the process's,
+// so the process decides: the store only calls the hook.
 var gcPause struct {
 	mu      sync.Mutex
 	holders int
