@@ -84,10 +84,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	c, err := core.Open(context.Background(), core.Config{
 		DataDir: dir, Clock: opts.Clock, Logger: opts.Logger, ReaperInterval: reaper,
-		Tenant: tenancy.Config{TTLCeilingMS: 86400000, Defaults: tenancy.Policy{
-			ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5,
-			RetentionMS: 604800000, BlobQuotaBytes: 1 << 30, RetryInitialMS: 5000, RetryMaxMS: 600000,
-		}},
+		// A zero policy field takes tenancy's documented default, the
+		// same as tether serve's without configuration.
+		Tenant: tenancy.Config{Defaults: tenancy.Policy{BlobQuotaBytes: tenancy.DefaultBlobQuotaBytes}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error opening %s: %w", dir, err)

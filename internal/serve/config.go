@@ -83,7 +83,7 @@ func loadEnv() (settings, error) {
 		"TETHER_MAX_WAITS_PER_TENANT":   {&waitsTenant, api.DefaultWaitsPerTenant},
 		"TETHER_BLOB_MAX_BYTES":         {&blobMax, 32 << 20},
 		"TETHER_BLOB_GRACE_MS":          {&blobGraceMS, 3600000},
-		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, 1 << 30},
+		"TETHER_BLOB_QUOTA_BYTES":       {&blobQuota, tenancy.DefaultBlobQuotaBytes},
 		"TETHER_RETRY_INITIAL_MS":       {&retryInitialMS, 5000},
 		"TETHER_RETRY_MAX_MS":           {&retryMaxMS, 600000},
 		// 0: no cap.

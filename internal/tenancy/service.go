@@ -45,6 +45,10 @@ const (
 	defaultRetryMaxMS        = 600_000              // at most 10 min
 )
 
+// DefaultBlobQuotaBytes is a tenant's blob quota when nothing configures
+// one (TETHER_BLOB_QUOTA_BYTES); a zero Policy.BlobQuotaBytes means no cap.
+const DefaultBlobQuotaBytes = 1 << 30
+
 // HasCredentials reports whether any secret, public key or static token is
 // configured, that is whether any request could ever authenticate.
 func (c Config) HasCredentials() bool {
