@@ -9,6 +9,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -62,7 +63,7 @@ type blobTable struct {
 }
 
 func newBlobTable() *blobTable {
-	return &blobTable{blobs: map[blobRef]*blobState{}, usage: map[string]int64{}, orphans: btree.NewG(btreeDegree, lessOrphan)}
+	return &blobTable{blobs: map[blobRef]*blobState{}, usage: map[string]int64{}, orphans: btree.NewG(indexes.BTreeDegree, lessOrphan)}
 }
 
 // put makes st the state of ref (nil: gone), keeping usage and orphans.
@@ -100,7 +101,7 @@ func (b *blobTable) derive(ktx *kv.Txn, refs map[blobRef]int64) error {
 		if err := decode(val, &r, key); err != nil {
 			return false, err
 		}
-		ref := blobRef{intern(string(parts[0])), string(parts[1])}
+		ref := blobRef{indexes.Intern(string(parts[0])), string(parts[1])}
 		b.put(ref, &blobState{size: r.Size, refs: refs[ref], unrefAt: r.UnrefAt})
 		return true, nil
 	})
@@ -112,7 +113,7 @@ func (tx *Tx) blob(ref blobRef) *blobState {
 	if st, ok := tx.blobs[ref]; ok {
 		return st
 	}
-	b := tx.store.table.blobs
+	b := tx.store.blobs
 	if !tx.writable {
 		b.mu.RLock()
 		defer b.mu.RUnlock()
@@ -151,7 +152,7 @@ func (tx *Tx) setBlob(ref blobRef, st *blobState) {
 
 // applyBlobs folds this transaction's blob changes into the table.
 func (tx *Tx) applyBlobs() {
-	b := tx.store.table.blobs
+	b := tx.store.blobs
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for ref, st := range tx.blobs {
@@ -177,7 +178,7 @@ func (tx *Tx) BlobExists(tenant, sha string) bool { return tx.blob(blobRef{tenan
 
 // BlobUsage is the bytes tenant's blobs take, as this transaction sees it.
 func (tx *Tx) BlobUsage(tenant string) int64 {
-	b := tx.store.table.blobs
+	b := tx.store.blobs
 	if !tx.writable {
 		b.mu.RLock()
 	}
@@ -277,7 +278,7 @@ func BlobIDOfKey(key []byte) (BlobID, bool) {
 // reads the committed state: a caller deletes each through BlobDelete,
 // which checks again.
 func (s *Store) BlobOrphans(unrefBefore time.Time, limit int) []BlobID {
-	b := s.table.blobs
+	b := s.blobs
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var out []BlobID

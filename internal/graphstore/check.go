@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -60,8 +61,8 @@ func Check(dir string) (*CheckReport, error) {
 		return nil, err
 	}
 	defer db.Close()
-	s := &Store{kv: db, clock: clock.Real{}, table: newTable(), ready: newReadyMirror(clock.Real{}), events: newEventHub()}
-	defer s.ready.close()
+	s := &Store{kv: db, clock: clock.Real{}, table: indexes.NewTable(), blobs: newBlobTable(), ready: indexes.NewReadyMirror(clock.Real{}), events: newEventHub()}
+	defer s.ready.Close()
 	stored, err := s.checkFormat(dir)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func Check(dir string) (*CheckReport, error) {
 	if stored.Version == 0 {
 		return r, nil
 	}
-	if err := s.derive(s.table, s.ready); err != nil {
+	if err := s.derive(s.table, s.ready, s.blobs); err != nil {
 		r.problem("the in-memory state cannot be derived: %v", err)
 		return r, nil
 	}
@@ -80,7 +81,7 @@ func Check(dir string) (*CheckReport, error) {
 		return r, nil
 	}
 	err = db.View(func(tx *kv.Txn) error {
-		c := &checker{r: r, tx: tx, nodes: map[nodeRef]*records.Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
+		c := &checker{r: r, tx: tx, nodes: map[indexes.NodeRef]*records.Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
 		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases, c.blobs, c.foreignRecords} {
 			if err := step(); err != nil {
 				return err
@@ -95,7 +96,7 @@ func Check(dir string) (*CheckReport, error) {
 type checker struct {
 	r         *CheckReport
 	tx        *kv.Txn
-	nodes     map[nodeRef]*records.Node
+	nodes     map[indexes.NodeRef]*records.Node
 	live      []records.LiveEdgeRecord
 	liveTen   []string
 	edgeAdded map[string]map[uint64]string // tenant -> seq -> "from type to"
@@ -105,7 +106,7 @@ type checker struct {
 }
 
 type recordPointer struct {
-	ref nodeRef
+	ref indexes.NodeRef
 	seq uint64
 }
 
@@ -130,7 +131,7 @@ func (c *checker) nodes_() error {
 				c.r.problem("node record %q points at event group %d after %d", key, seq, prev)
 			}
 			prev = seq
-			c.pointers = append(c.pointers, recordPointer{nodeRef{n.Tenant, n.ID}, seq})
+			c.pointers = append(c.pointers, recordPointer{indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}, seq})
 		})
 		if string(parts[0]) != n.Tenant || string(parts[1]) != n.ID {
 			c.r.problem("node record under %q names %s/%s", key, n.Tenant, n.ID)
@@ -138,7 +139,7 @@ func (c *checker) nodes_() error {
 		if !n.Status.Valid() {
 			c.r.problem("node %s/%s has status %q", n.Tenant, n.ID, n.Status)
 		}
-		c.nodes[nodeRef{n.Tenant, n.ID}] = &n
+		c.nodes[indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}] = &n
 		if a := n.Assigned; a != nil {
 			if a.Edge.From != n.ID || a.Edge.Type != EdgeAssigned || a.Edge.RetiredAt != nil {
 				c.r.problem("node %s/%s holds a live assigned edge %s %s %s", n.Tenant, n.ID, a.Edge.From, a.Edge.Type, a.Edge.To)
@@ -157,7 +158,7 @@ func (c *checker) nodes_() error {
 func (c *checker) ends() error {
 	for i, le := range c.live {
 		for _, id := range []string{le.Edge.From, le.Edge.To} {
-			if c.nodes[nodeRef{c.liveTen[i], id}] == nil {
+			if c.nodes[indexes.NodeRef{Tenant: c.liveTen[i], ID: id}] == nil {
 				c.r.problem("live edge %s %s %s of %s: node %s does not exist", le.Edge.From, le.Edge.Type, le.Edge.To, c.liveTen[i], id)
 			}
 		}
@@ -227,12 +228,12 @@ func (c *checker) retired() error {
 func (c *checker) blobs() error {
 	for ref, n := range c.nodes {
 		for _, sha := range n.Blobs {
-			ok, err := c.tx.Has(records.BlobKey(ref.tenant, sha))
+			ok, err := c.tx.Has(records.BlobKey(ref.Tenant, sha))
 			if err != nil {
 				return err
 			}
 			if !ok {
-				c.r.problem("node %s/%s names blob %s, which has no record", ref.tenant, ref.id, sha)
+				c.r.problem("node %s/%s names blob %s, which has no record", ref.Tenant, ref.ID, sha)
 			}
 		}
 	}
@@ -246,7 +247,7 @@ func (c *checker) fences() error {
 			c.r.problem("fence record %q is malformed", key)
 			return true, nil
 		}
-		if n := c.nodes[nodeRef{string(parts[0]), string(parts[1])}]; n != nil && n.LastFence < records.Uint64FromBytes(val) {
+		if n := c.nodes[indexes.NodeRef{Tenant: string(parts[0]), ID: string(parts[1])}]; n != nil && n.LastFence < records.Uint64FromBytes(val) {
 			c.r.problem("node %s/%s was re-created with last fence %d below its deleted predecessor's %d", n.Tenant, n.ID, n.LastFence, records.Uint64FromBytes(val))
 		}
 		return true, nil
@@ -310,13 +311,13 @@ func (c *checker) events() error {
 		return true, nil
 	})
 	for _, p := range c.pointers {
-		if ids, ok := groups[p.ref.tenant][p.seq]; !ok || !ids[p.ref.id] {
-			if !ok && p.seq <= c.horizon(p.ref.tenant) {
+		if ids, ok := groups[p.ref.Tenant][p.seq]; !ok || !ids[p.ref.ID] {
+			if !ok && p.seq <= c.horizon(p.ref.Tenant) {
 				continue // retention removed the group; a full record drops such pointers to make room
 			}
-			c.r.problem("node %s/%s points at event group %d from its record, which has no event of it", p.ref.tenant, p.ref.id, p.seq)
+			c.r.problem("node %s/%s points at event group %d from its record, which has no event of it", p.ref.Tenant, p.ref.ID, p.seq)
 		}
-		pointed[fmt.Sprint(p.ref.tenant, "\x00", p.ref.id, "\x00", p.seq)] = true
+		pointed[fmt.Sprint(p.ref.Tenant, "\x00", p.ref.ID, "\x00", p.seq)] = true
 	}
 	for tenant, gs := range groups {
 		for at, ids := range gs {
@@ -341,36 +342,36 @@ func (c *checker) events() error {
 
 // leases checks running nodes, their fences and assigned edges, and parents.
 func (c *checker) leases() error {
-	assigned := map[nodeRef]*records.Edge{}
-	parentOf := map[nodeRef]string{}
+	assigned := map[indexes.NodeRef]*records.Edge{}
+	parentOf := map[indexes.NodeRef]string{}
 	for i, le := range c.live {
 		e := le.Edge
 		switch e.Type {
 		case EdgeAssigned:
-			if n := c.nodes[nodeRef{c.liveTen[i], e.From}]; n != nil && n.Lease != nil && e.To == IdentityID(n.Lease.By) {
-				assigned[nodeRef{c.liveTen[i], e.From}] = &le.Edge
+			if n := c.nodes[indexes.NodeRef{Tenant: c.liveTen[i], ID: e.From}]; n != nil && n.Lease != nil && e.To == IdentityID(n.Lease.By) {
+				assigned[indexes.NodeRef{Tenant: c.liveTen[i], ID: e.From}] = &le.Edge
 			}
 		case EdgeParentOf:
-			parentOf[nodeRef{c.liveTen[i], e.To}] = e.From
+			parentOf[indexes.NodeRef{Tenant: c.liveTen[i], ID: e.To}] = e.From
 		}
 	}
 	for ref, n := range c.nodes {
 		if (n.Status == records.StatusRunning) != (n.Lease != nil) {
-			c.r.problem("node %s/%s is %s with lease %v", ref.tenant, ref.id, n.Status, n.Lease != nil)
+			c.r.problem("node %s/%s is %s with lease %v", ref.Tenant, ref.ID, n.Status, n.Lease != nil)
 		}
 		if n.Lease != nil {
 			if n.Lease.Fence != n.LastFence {
-				c.r.problem("node %s/%s: lease fence %d is not its last fence %d", ref.tenant, ref.id, n.Lease.Fence, n.LastFence)
+				c.r.problem("node %s/%s: lease fence %d is not its last fence %d", ref.Tenant, ref.ID, n.Lease.Fence, n.LastFence)
 			}
 			e := assigned[ref]
 			if e == nil {
-				c.r.problem("node %s/%s is leased by %s with no live assigned edge", ref.tenant, ref.id, n.Lease.By)
+				c.r.problem("node %s/%s is leased by %s with no live assigned edge", ref.Tenant, ref.ID, n.Lease.By)
 			} else if f, ok := e.Props["fence"]; !ok || fmt.Sprint(f) != fmt.Sprint(n.Lease.Fence) {
-				c.r.problem("node %s/%s: assigned edge fence %v is not the lease's %d", ref.tenant, ref.id, f, n.Lease.Fence)
+				c.r.problem("node %s/%s: assigned edge fence %v is not the lease's %d", ref.Tenant, ref.ID, f, n.Lease.Fence)
 			}
 		}
 		if p := parentOf[ref]; p != n.Parent {
-			c.r.problem("node %s/%s has parent %q, its parent_of edge says %q", ref.tenant, ref.id, n.Parent, p)
+			c.r.problem("node %s/%s has parent %q, its parent_of edge says %q", ref.Tenant, ref.ID, n.Parent, p)
 		}
 	}
 	return nil
@@ -379,43 +380,43 @@ func (c *checker) leases() error {
 // readiness recounts blockers from the edges and compares them, and the
 // ready set, with what the server derives.
 func (c *checker) readiness(s *Store) {
-	deps, children, dependents := map[nodeRef]int64{}, map[nodeRef]int64{}, map[nodeRef]int64{}
+	deps, children, dependents := map[indexes.NodeRef]int64{}, map[indexes.NodeRef]int64{}, map[indexes.NodeRef]int64{}
 	for i, le := range c.live {
 		e, tenant := le.Edge, c.liveTen[i]
-		to := c.nodes[nodeRef{tenant, e.To}]
+		to := c.nodes[indexes.NodeRef{Tenant: tenant, ID: e.To}]
 		if to == nil {
 			continue
 		}
 		switch e.Type {
 		case EdgeDependsOn:
-			dependents[nodeRef{tenant, e.To}]++
+			dependents[indexes.NodeRef{Tenant: tenant, ID: e.To}]++
 			if !DependencySatisfied(to.Status, &e) {
-				deps[nodeRef{tenant, e.From}]++
+				deps[indexes.NodeRef{Tenant: tenant, ID: e.From}]++
 			}
 		case EdgeParentOf:
 			if !to.Status.Terminal() {
-				children[nodeRef{tenant, e.From}]++
+				children[indexes.NodeRef{Tenant: tenant, ID: e.From}]++
 			}
 		}
 	}
-	readyByQueue := map[tenantQueue][]string{}
+	readyByQueue := map[indexes.TenantQueue][]string{}
 	for ref, n := range c.nodes {
-		e, _ := s.table.nodes.get(ref)
+		e, _ := s.table.Nodes.Get(ref)
 		if e == nil {
-			c.r.problem("node %s/%s is missing from the derived state", ref.tenant, ref.id)
+			c.r.problem("node %s/%s is missing from the derived state", ref.Tenant, ref.ID)
 			continue
 		}
-		if int64(e.st.deps) != deps[ref] || int64(e.st.children) != children[ref] || int64(e.st.dependents) != dependents[ref] {
-			c.r.problem("node %s/%s: derived blockers %d/%d/%d, recounted %d/%d/%d", ref.tenant, ref.id,
-				e.st.deps, e.st.children, e.st.dependents, deps[ref], children[ref], dependents[ref])
+		if int64(e.State.Deps) != deps[ref] || int64(e.State.Children) != children[ref] || int64(e.State.Dependents) != dependents[ref] {
+			c.r.problem("node %s/%s: derived blockers %d/%d/%d, recounted %d/%d/%d", ref.Tenant, ref.ID,
+				e.State.Deps, e.State.Children, e.State.Dependents, deps[ref], children[ref], dependents[ref])
 		}
 		if n.Status == records.StatusQueued && n.Queue != "" && deps[ref] == 0 && children[ref] == 0 {
-			tq := tenantQueue{ref.tenant, n.Queue}
-			readyByQueue[tq] = append(readyByQueue[tq], ref.id)
+			tq := indexes.TenantQueue{Tenant: ref.Tenant, Queue: n.Queue}
+			readyByQueue[tq] = append(readyByQueue[tq], ref.ID)
 			c.r.Ready++
 		}
 	}
-	derived := s.ready.readySets()
+	derived := s.ready.ReadySets()
 	for tq := range derived {
 		if _, ok := readyByQueue[tq]; !ok {
 			readyByQueue[tq] = nil
@@ -426,7 +427,7 @@ func (c *checker) readiness(s *Store) {
 		slices.Sort(want)
 		slices.Sort(got)
 		if !slices.Equal(want, got) {
-			c.r.problem("queue %s of %s: ready set recounted [%s], derived [%s]", tq.queue, tq.tenant, strings.Join(head(want), " "), strings.Join(head(got), " "))
+			c.r.problem("queue %s of %s: ready set recounted [%s], derived [%s]", tq.Queue, tq.Tenant, strings.Join(head(want), " "), strings.Join(head(got), " "))
 		}
 	}
 }

@@ -1,16 +1,21 @@
 package graphstore
 
-import "github.com/tether-run/tether/internal/records"
+import (
+	"github.com/tether-run/tether/internal/records"
+
+	"github.com/tether-run/tether/internal/indexes"
+)
 
 // The claimable rule: whether a node may be claimed now, apart from its
 // lease and its attempts (the leasing package's). It is decided here, beside
 // the ready index, from what the store keeps in memory, and the index and
 // the claim gate share it: the ready index holds the queued nodes that are
-// not blocked (nodeState.ready) and offers those whose run_at has come and
-// whose target and filters match the claimer; every claim, from claim-next
-// or by id, applies the whole rule to the record it is about to change
-// (ClaimRefusals, through lifecycle.Claimable). Naming what blocks a node is
-// an explanation of a refusal, not part of the rule (lifecycle.Blocking).
+// not blocked (indexes' NodeState.ready) and offers those whose run_at has
+// come and whose target and filters match the claimer; every claim, from
+// claim-next or by id, applies the whole rule to the record it is about to
+// change (ClaimRefusals, through lifecycle.Claimable). Naming what blocks a
+// node is an explanation of a refusal, not part of the rule
+// (lifecycle.Blocking).
 
 // Refusals is the set of reasons the claimable rule refuses a node; zero: it
 // may be claimed.
@@ -25,10 +30,6 @@ const (
 	RefusedReserved                       // reserved (target) for another identity
 )
 
-// blocked reports whether the node has an unmet dependency or an unfinished
-// child, by its blocker counts.
-func (st *nodeState) blocked() bool { return st.deps > 0 || st.children > 0 }
-
 // ClaimRefusals applies the claimable rule to n as by would claim it, at
 // tx's instant: at rest, not blocked, run_at come, its queue neither paused
 // nor at its max_running, and reserved for by or no one. It returns the
@@ -39,7 +40,7 @@ func (tx *Tx) ClaimRefusals(n *records.Node, by string) (Refusals, records.Queue
 	if !n.Status.AtRest() {
 		r |= RefusedNotAtRest
 	}
-	if st := tx.state(nodeRef{n.Tenant, n.ID}); st != nil && st.blocked() {
+	if st := tx.state(indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}); st != nil && st.Blocked() {
 		r |= RefusedBlocked
 	}
 	if n.RunAt != nil && n.RunAt.After(tx.Now()) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -34,20 +35,20 @@ func ValidEdgeType(t string) bool { return edgeTypePattern.MatchString(t) }
 
 // liveEdge returns the live edge (from, typ, to) as this transaction sees
 // the in-memory state, or nil.
-func (tx *Tx) liveEdge(tenant, from, typ, to string) *liveEdge {
-	if le, ok := tx.edges[edgeRef{tenant, from, typ, to}]; ok {
+func (tx *Tx) liveEdge(tenant, from, typ, to string) *indexes.LiveEdge {
+	if le, ok := tx.edges[indexes.EdgeRef{Tenant: tenant, From: from, Type: typ, To: to}]; ok {
 		return le
 	}
 	t := tx.store.table
 	if !tx.writable {
-		t.mu.RLock()
-		defer t.mu.RUnlock()
+		t.Mu.RLock()
+		defer t.Mu.RUnlock()
 	}
-	e, ok := t.nodes.get(nodeRef{tenant, from})
+	e, ok := t.Nodes.Get(indexes.NodeRef{Tenant: tenant, ID: from})
 	if !ok {
 		return nil
 	}
-	return e.outEdges()[edgeSlot{typ, to}]
+	return e.OutEdges()[indexes.EdgeSlot{Type: typ, Peer: to}]
 }
 
 // EdgeGet returns the live edge (from, typ, to) or a fault.NotFound. In a
@@ -68,7 +69,7 @@ func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*records.Edge, error) {
 		if le == nil {
 			return nil, nil
 		}
-		return le.e.Clone(), nil
+		return le.Edge.Clone(), nil
 	}
 	r, err := tx.storedLiveEdge(tenant, from, typ, to)
 	if err != nil || r == nil {
@@ -86,7 +87,7 @@ func (tx *Tx) EdgeFind(tenant, from, typ, to string) (*records.Edge, error) {
 func (tx *Tx) RunEdge(n *records.Node, sub string) (*records.Edge, error) {
 	if a := n.Assigned; tx.writable && a != nil && isIdentityOf(a.Edge.To, sub) {
 		// The same seq makes it the same edge: seqs are never reused.
-		if le := tx.liveEdge(n.Tenant, n.ID, EdgeAssigned, a.Edge.To); le != nil && le.seq == a.Seq {
+		if le := tx.liveEdge(n.Tenant, n.ID, EdgeAssigned, a.Edge.To); le != nil && le.Seq == a.Seq {
 			return &a.Edge, nil
 		}
 	}
@@ -116,12 +117,12 @@ func (tx *Tx) storeLiveEdge(tenant string, r *records.LiveEdgeRecord) error {
 		return tx.setRecord(records.LiveEdgeKey(tenant, e.From, e.Type, e.To), r)
 	}
 	if tx.assigned == nil {
-		tx.assigned = map[nodeRef]assignedChange{}
+		tx.assigned = map[indexes.NodeRef]assignedChange{}
 	}
 	if r.Seq == 0 {
 		r = nil
 	}
-	tx.assigned[nodeRef{tenant, e.From}] = assignedChange{rec: r}
+	tx.assigned[indexes.NodeRef{Tenant: tenant, ID: e.From}] = assignedChange{rec: r}
 	return nil
 }
 
@@ -181,7 +182,7 @@ func (tx *Tx) edgeInsert(tenant string, e *records.Edge, known bool) error {
 		if known {
 			break
 		}
-		if tx.state(nodeRef{tenant, id}) == nil {
+		if tx.state(indexes.NodeRef{Tenant: tenant, ID: id}) == nil {
 			return &fault.NotFound{What: "node", ID: id}
 		}
 	}
@@ -209,21 +210,21 @@ func (tx *Tx) edgeInsert(tenant string, e *records.Edge, known bool) error {
 	if !known {
 		kept = e.Clone()
 	}
-	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, &liveEdge{e: kept, seq: seq})
+	tx.setEdge(indexes.EdgeRef{Tenant: tenant, From: e.From, Type: e.Type, To: e.To}, &indexes.LiveEdge{Edge: kept, Seq: seq})
 	if dDeps, dChildren := tx.edgeBlocks(tenant, e); dDeps != 0 || dChildren != 0 {
 		tx.addBlockers(tenant, e.From, dDeps, dChildren)
 	}
 	if e.Type == EdgeDependsOn {
-		if st := tx.mut(nodeRef{tenant, e.To}); st != nil {
-			st.dependents++
+		if st := tx.mut(indexes.NodeRef{Tenant: tenant, ID: e.To}); st != nil {
+			st.Dependents++
 		}
 	}
 	return tx.emitWithSeq(tenant, seq, records.EventEdgeAdded, e.From, e.CreatedBy, records.Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To).Done())
 }
 
-func (tx *Tx) setEdge(ref edgeRef, le *liveEdge) {
+func (tx *Tx) setEdge(ref indexes.EdgeRef, le *indexes.LiveEdge) {
 	if tx.edges == nil {
-		tx.edges = map[edgeRef]*liveEdge{}
+		tx.edges = map[indexes.EdgeRef]*indexes.LiveEdge{}
 	}
 	tx.edges[ref] = le
 }
@@ -243,14 +244,14 @@ func (tx *Tx) EdgeRetire(tenant string, e *records.Edge, by string, extraProps m
 		tx.addBlockers(tenant, e.From, -dDeps, -dChildren)
 	}
 	if e.Type == EdgeDependsOn {
-		if st := tx.mut(nodeRef{tenant, e.To}); st != nil {
-			st.dependents = max(0, st.dependents-1)
+		if st := tx.mut(indexes.NodeRef{Tenant: tenant, ID: e.To}); st != nil {
+			st.Dependents = max(0, st.Dependents-1)
 		}
 	}
 	if err := tx.storeLiveEdge(tenant, &records.LiveEdgeRecord{Edge: records.Edge{From: e.From, Type: e.Type, To: e.To}}); err != nil {
 		return err
 	}
-	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, nil)
+	tx.setEdge(indexes.EdgeRef{Tenant: tenant, From: e.From, Type: e.Type, To: e.To}, nil)
 	now := tx.now.UTC()
 	e.RetiredAt = &now
 	switch {
@@ -263,10 +264,10 @@ func (tx *Tx) EdgeRetire(tenant string, e *records.Edge, by string, extraProps m
 			e.Props[k] = v
 		}
 	}
-	if err := tx.setRecord(tx.scratchKey(records.TagRetiredOut, tenant).Str(e.From).Str(e.Type).Str(e.To).U64(le.seq).Bytes(), e); err != nil {
+	if err := tx.setRecord(tx.scratchKey(records.TagRetiredOut, tenant).Str(e.From).Str(e.Type).Str(e.To).U64(le.Seq).Bytes(), e); err != nil {
 		return err
 	}
-	if err := tx.kv.Set(tx.scratchKey(records.TagRetiredIn, tenant).Str(e.To).Str(e.Type).Str(e.From).U64(le.seq).Bytes(), nil); err != nil {
+	if err := tx.kv.Set(tx.scratchKey(records.TagRetiredIn, tenant).Str(e.To).Str(e.Type).Str(e.From).U64(le.Seq).Bytes(), nil); err != nil {
 		return err
 	}
 	data := records.Data().Str("from", e.From).Str("type", e.Type).Str("to", e.To)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -102,22 +103,22 @@ func (tx *Tx) walkLive(tenant, id, typ string, phase byte, after []byte, fn func
 		dir = DirIn
 	}
 	for _, le := range tx.liveEdges(tenant, id, typ, dir) {
-		peer := le.e.To
+		peer := le.Edge.To
 		if dir == DirIn {
-			peer = le.e.From
+			peer = le.Edge.From
 		}
-		cur := slotCursor(phase, le.e.Type, peer)
+		cur := slotCursor(phase, le.Edge.Type, peer)
 		if after != nil && bytes.Compare(cur[1:], after) <= 0 {
 			continue
 		}
-		e := le.e.Clone()
+		e := le.Edge.Clone()
 		if !tx.writable {
 			// Only what is durable: the stored record, if there is one yet.
-			r, err := tx.storedLiveEdge(tenant, le.e.From, le.e.Type, le.e.To)
+			r, err := tx.storedLiveEdge(tenant, le.Edge.From, le.Edge.Type, le.Edge.To)
 			if err != nil {
 				return false, err
 			}
-			if r == nil || r.Seq != le.seq {
+			if r == nil || r.Seq != le.Seq {
 				continue
 			}
 			e = &r.Edge
@@ -178,20 +179,20 @@ func (tx *Tx) walkRetired(tenant, id, typ string, phase byte, after []byte, fn f
 
 // liveEdges returns the live edges of id of one type ("" for all) in one
 // direction, in (type, peer) order, as this transaction sees them.
-func (tx *Tx) liveEdges(tenant, id, typ string, dir Direction) []*liveEdge {
+func (tx *Tx) liveEdges(tenant, id, typ string, dir Direction) []*indexes.LiveEdge {
 	t := tx.store.table
-	var out []*liveEdge
-	seen := map[edgeSlot]bool{}
+	var out []*indexes.LiveEdge
+	seen := map[indexes.EdgeSlot]bool{}
 	for ref, le := range tx.edges {
-		if ref.tenant != tenant || (typ != "" && ref.typ != typ) {
+		if ref.Tenant != tenant || (typ != "" && ref.Type != typ) {
 			continue
 		}
-		var slot edgeSlot
+		var slot indexes.EdgeSlot
 		switch {
-		case dir == DirOut && ref.from == id:
-			slot = edgeSlot{ref.typ, ref.to}
-		case dir == DirIn && ref.to == id:
-			slot = edgeSlot{ref.typ, ref.from}
+		case dir == DirOut && ref.From == id:
+			slot = indexes.EdgeSlot{Type: ref.Type, Peer: ref.To}
+		case dir == DirIn && ref.To == id:
+			slot = indexes.EdgeSlot{Type: ref.Type, Peer: ref.From}
 		default:
 			continue
 		}
@@ -201,28 +202,28 @@ func (tx *Tx) liveEdges(tenant, id, typ string, dir Direction) []*liveEdge {
 		}
 	}
 	if !tx.writable {
-		t.mu.RLock()
-		defer t.mu.RUnlock()
+		t.Mu.RLock()
+		defer t.Mu.RUnlock()
 	}
-	if e, ok := t.nodes.get(nodeRef{tenant, id}); ok {
-		m := e.outEdges()
+	if e, ok := t.Nodes.Get(indexes.NodeRef{Tenant: tenant, ID: id}); ok {
+		m := e.OutEdges()
 		if dir == DirIn {
-			m = e.inEdges()
+			m = e.InEdges()
 		}
 		for slot, le := range m {
-			if (typ == "" || slot.typ == typ) && !seen[slot] {
+			if (typ == "" || slot.Type == typ) && !seen[slot] {
 				out = append(out, le)
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b *liveEdge) int {
-		if c := strings.Compare(a.e.Type, b.e.Type); c != 0 {
+	slices.SortFunc(out, func(a, b *indexes.LiveEdge) int {
+		if c := strings.Compare(a.Edge.Type, b.Edge.Type); c != 0 {
 			return c
 		}
 		if dir == DirIn {
-			return strings.Compare(a.e.From, b.e.From)
+			return strings.Compare(a.Edge.From, b.Edge.From)
 		}
-		return strings.Compare(a.e.To, b.e.To)
+		return strings.Compare(a.Edge.To, b.Edge.To)
 	})
 	return out
 }
@@ -249,15 +250,15 @@ func (tx *Tx) reaches(tenant, start, goal string) bool {
 		id := frontier[len(frontier)-1]
 		frontier = frontier[:len(frontier)-1]
 		for _, le := range tx.liveEdges(tenant, id, "", DirOut) {
-			if le.e.Type != EdgeDependsOn && le.e.Type != EdgeParentOf {
+			if le.Edge.Type != EdgeDependsOn && le.Edge.Type != EdgeParentOf {
 				continue
 			}
-			if le.e.To == goal {
+			if le.Edge.To == goal {
 				return true
 			}
-			if !seen[le.e.To] {
-				seen[le.e.To] = true
-				frontier = append(frontier, le.e.To)
+			if !seen[le.Edge.To] {
+				seen[le.Edge.To] = true
+				frontier = append(frontier, le.Edge.To)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -118,9 +119,9 @@ func takeEvents(out, evs []records.Event, tenant, id string, after uint64, limit
 // first: the groups its record points at and those its pointer keys name,
 // merged in seq order (node_events.go).
 func (tx *Tx) NodeEvents(tenant, id string, after uint64, limit int) ([]records.Event, error) {
-	var st *nodeState
+	var st *indexes.NodeState
 	if tx.writable {
-		st = tx.state(nodeRef{tenant, id})
+		st = tx.state(indexes.NodeRef{Tenant: tenant, ID: id})
 	}
 	record, err := tx.storedRecord(tenant, id, st)
 	if err != nil {

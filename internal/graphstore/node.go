@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -61,9 +62,9 @@ func ValidQueue(q string) bool { return validName(q, maxQueueLength) }
 // is decoded from memory; a terminal one, and every node in a View, is read
 // from the store (in a View: as durable).
 func (tx *Tx) NodeGet(tenant, id string) (*records.Node, error) {
-	var st *nodeState
+	var st *indexes.NodeState
 	if tx.writable {
-		if st = tx.state(nodeRef{tenant, id}); st == nil {
+		if st = tx.state(indexes.NodeRef{Tenant: tenant, ID: id}); st == nil {
 			return nil, &fault.NotFound{What: "node", ID: id}
 		}
 	}
@@ -85,11 +86,11 @@ func (tx *Tx) NodeGet(tenant, id string) (*records.Node, error) {
 // storedRecord is the node's record as last written (nil for none): kept in
 // memory while the node is live (st, its state in a write transaction),
 // read otherwise.
-func (tx *Tx) storedRecord(tenant, id string, st *nodeState) ([]byte, error) {
-	if st != nil && st.record != nil {
-		return *st.record, nil
+func (tx *Tx) storedRecord(tenant, id string, st *indexes.NodeState) ([]byte, error) {
+	if st != nil && st.Record != nil {
+		return *st.Record, nil
 	}
-	ref := nodeRef{tenant, id}
+	ref := indexes.NodeRef{Tenant: tenant, ID: id}
 	if tx.read.b != nil && tx.read.ref == ref {
 		return tx.read.b, nil
 	}
@@ -107,7 +108,7 @@ func (tx *Tx) forgetRead() { tx.read.b = nil }
 // NodeExists reports whether the node exists.
 func (tx *Tx) NodeExists(tenant, id string) (bool, error) {
 	if tx.writable {
-		return tx.state(nodeRef{tenant, id}) != nil, nil
+		return tx.state(indexes.NodeRef{Tenant: tenant, ID: id}) != nil, nil
 	}
 	return tx.kv.Has(records.NodeKey(tenant, id))
 }
@@ -118,7 +119,7 @@ func (tx *Tx) NodeInsert(n *records.Node, by string) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	ref := nodeRef{n.Tenant, n.ID}
+	ref := indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}
 	if tx.state(ref) != nil {
 		return &fault.AlreadyExists{What: "node", ID: n.ID}
 	}
@@ -126,7 +127,7 @@ func (tx *Tx) NodeInsert(n *records.Node, by string) error {
 	// so a holder of the old node can never present a fence the new one issues.
 	if f, ok := tx.fences[ref]; ok {
 		n.LastFence = f
-	} else if f, ok := tx.store.table.fences[ref]; ok {
+	} else if f, ok := tx.store.table.Fences[ref]; ok {
 		n.LastFence = f
 	}
 	// Retention removed nodes whose ids left no fence record: start above
@@ -141,7 +142,7 @@ func (tx *Tx) NodeInsert(n *records.Node, by string) error {
 	if err != nil {
 		return err
 	}
-	st := stateOf(n, b, tx.store.liveRecords)
+	st := indexes.StateOf(n, b, tx.store.liveRecords)
 	tx.setState(ref, &st)
 	return tx.Emit(n.Tenant, records.EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
 }
@@ -150,10 +151,10 @@ func (tx *Tx) NodeInsert(n *records.Node, by string) error {
 // replaces (node_events.go); the encoding, exactly sized, is what the
 // in-memory state keeps of a live node.
 func (tx *Tx) putNode(n *records.Node, replaced []byte) ([]byte, error) {
-	if ac, ok := tx.assigned[nodeRef{n.Tenant, n.ID}]; ok {
+	if ac, ok := tx.assigned[indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}]; ok {
 		n.Assigned = ac.rec
 		if !ac.written {
-			tx.assigned[nodeRef{n.Tenant, n.ID}] = assignedChange{rec: ac.rec, written: true}
+			tx.assigned[indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}] = assignedChange{rec: ac.rec, written: true}
 		}
 	}
 	b, err := n.MarshalMsg(tx.store.scratch[:0])
@@ -176,12 +177,12 @@ func (tx *Tx) NodePut(n *records.Node) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	st := tx.state(nodeRef{n.Tenant, n.ID})
+	st := tx.state(indexes.NodeRef{Tenant: n.Tenant, ID: n.ID})
 	if st == nil {
 		return &fault.NotFound{What: "node", ID: n.ID}
 	}
-	was := st.status.Status()
-	if st.hasBlobs || len(n.Blobs) > 0 {
+	was := st.Status.Status()
+	if st.HasBlobs || len(n.Blobs) > 0 {
 		// The stored record names the blobs it held; only a node with
 		// blobs, before or after, pays for reading it.
 		stored, err := tx.NodeGet(n.Tenant, n.ID)
@@ -206,7 +207,7 @@ func (tx *Tx) NodePutQuiet(n *records.Node) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	st := tx.mut(nodeRef{n.Tenant, n.ID})
+	st := tx.mut(indexes.NodeRef{Tenant: n.Tenant, ID: n.ID})
 	if st == nil {
 		return &fault.NotFound{What: "node", ID: n.ID}
 	}
@@ -218,7 +219,7 @@ func (tx *Tx) NodePutQuiet(n *records.Node) error {
 	if err != nil {
 		return err
 	}
-	*st = st.withRecord(n, b, tx.store.liveRecords)
+	*st = st.WithRecord(n, b, tx.store.liveRecords)
 	return nil
 }
 
@@ -228,7 +229,7 @@ func (tx *Tx) NodeDelete(n *records.Node, by string) error {
 	if !tx.writable {
 		return errReadOnly
 	}
-	ref := nodeRef{n.Tenant, n.ID}
+	ref := indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}
 	if err := tx.blobRefs(n.Tenant, n.Blobs, nil); err != nil {
 		return err
 	}
@@ -254,7 +255,7 @@ func (tx *Tx) NodeDelete(n *records.Node, by string) error {
 		return err
 	}
 	if tx.fences == nil {
-		tx.fences = map[nodeRef]uint64{}
+		tx.fences = map[indexes.NodeRef]uint64{}
 	}
 	tx.fences[ref] = n.LastFence
 	tx.setState(ref, nil)

@@ -4,9 +4,8 @@ import (
 	"encoding/base64"
 	"slices"
 
-	"github.com/google/btree"
-
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -55,27 +54,16 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*records.Node, string, err
 	default:
 		kind = cursorAll
 	}
-	var pivot *nodeEntry
+	var pivot *indexes.NodeEntry
 	if q.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(q.Cursor)
 		if err != nil || len(raw) < 1+records.OrderKeyLength || raw[0] != kind {
 			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
 		}
-		pivot = &nodeEntry{ref: nodeRef{tenant, string(raw[1+records.OrderKeyLength:])}}
-		copy(pivot.listedOrder[:], raw[1:1+records.OrderKeyLength])
+		pivot = indexes.ListPivot(indexes.NodeRef{Tenant: tenant, ID: string(raw[1+records.OrderKeyLength:])}, raw[1:1+records.OrderKeyLength])
 	}
-	tree := func(ti *tenantIndex) *btree.BTreeG[*nodeEntry] {
-		switch kind {
-		case cursorParent:
-			return ti.byParent[atomOf(q.Parent)]
-		case cursorQueue:
-			return ti.byQueue[queueStatus{atomOf(q.Queue), codeOf(records.Status(status))}]
-		case cursorStatus:
-			return ti.byStatus[codeOf(records.Status(status))]
-		}
-		return ti.all
-	}
-	tx.store.table.syncLists()
+	which := indexes.ListIndex{Parent: q.Parent, Queue: q.Queue, Status: records.Status(status)}
+	tx.store.table.SyncLists()
 	limit := q.Limit
 	if limit < 1 {
 		return nil, "", fault.Invalidf("limit", "must be at least 1")
@@ -84,7 +72,7 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*records.Node, string, err
 	next := ""
 	const chunk = 128
 	for done := false; !done; {
-		ids, last := tx.store.table.ascend(tenant, tree, pivot, chunk)
+		ids, last := tx.store.table.Ascend(tenant, &which, pivot, chunk)
 		if len(ids) < chunk {
 			done = true
 		}
@@ -113,42 +101,6 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*records.Node, string, err
 		}
 	}
 	return out, next, nil
-}
-
-// ascend returns up to n ids of one of tenant's indexes strictly after
-// pivot (from the start when nil), and the last entry returned.
-func (t *table) ascend(tenant string, pick func(*tenantIndex) *btree.BTreeG[*nodeEntry], pivot *nodeEntry, n int) ([]string, *nodeEntry) {
-	l := t.lists
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	ti, ok := l.tenants[tenant]
-	if !ok {
-		return nil, nil
-	}
-	tr := pick(ti)
-	if tr == nil {
-		return nil, nil
-	}
-	var ids []string
-	var last *nodeEntry
-	visit := func(e *nodeEntry) bool {
-		if pivot != nil && !lessEntry(pivot, e) {
-			return true
-		}
-		ids = append(ids, e.ref.id)
-		last = e
-		return len(ids) < n
-	}
-	if pivot == nil {
-		tr.Ascend(visit)
-	} else {
-		tr.AscendGreaterOrEqual(pivot, visit)
-	}
-	if last == nil {
-		return ids, nil
-	}
-	// A copy: the entry itself may move once the lock is released.
-	return ids, &nodeEntry{ref: last.ref, listedOrder: last.listedOrder}
 }
 
 func encodeCursor(kind byte, order []byte, id string) string {
@@ -182,37 +134,18 @@ func matches(tx *Tx, n *records.Node, q NodeQuery, status string) (bool, error) 
 // tenant "" walks every tenant (start-up only).
 func (tx *Tx) LiveLeaseIDs(tenant, after string, fn func(tenant, id string) (bool, error)) error {
 	t := tx.store.table
-	t.syncLists()
-	l := t.lists
-	var tenants []string
-	l.mu.RLock()
+	t.SyncLists()
+	tenants := []string{tenant}
 	if tenant == "" {
-		for name := range l.tenants {
-			tenants = append(tenants, name)
-		}
-		slices.Sort(tenants)
-	} else {
-		tenants = []string{tenant}
+		tenants = t.ListedTenants()
 	}
-	l.mu.RUnlock()
 	for _, name := range tenants {
 		pivot := after
 		if tenant == "" {
 			pivot = ""
 		}
 		for {
-			var ids []string
-			l.mu.RLock()
-			if ti, ok := l.tenants[name]; ok {
-				ti.leased.AscendGreaterOrEqual(&nodeEntry{ref: nodeRef{name, pivot}}, func(e *nodeEntry) bool {
-					if e.ref.id == pivot && pivot != "" {
-						return true
-					}
-					ids = append(ids, e.ref.id)
-					return len(ids) < 128
-				})
-			}
-			l.mu.RUnlock()
+			ids := t.LeasedAfter(name, pivot, 128)
 			for _, id := range ids {
 				more, err := fn(name, id)
 				if err != nil || !more {

@@ -1,6 +1,10 @@
 package graphstore
 
-import "github.com/tether-run/tether/internal/records"
+import (
+	"github.com/tether-run/tether/internal/records"
+
+	"github.com/tether-run/tether/internal/indexes"
+)
 
 // QueueSettingsGet returns the settings of a queue (zero when never set).
 // Settings are read on every claim, so committed ones are cached in memory;
@@ -10,7 +14,7 @@ func (tx *Tx) QueueSettingsGet(tenant, queue string) (records.QueueSettings, err
 	// heap on this path of every claim; a miss builds it again.
 	mine := tx.kv.Wrote(records.QueueKey(tenant, queue))
 	if !mine {
-		if q, ok := tx.store.queueSettings.Load(tenantQueue{tenant, queue}); ok {
+		if q, ok := tx.store.queueSettings.Load(indexes.TenantQueue{Tenant: tenant, Queue: queue}); ok {
 			return q.(records.QueueSettings), nil
 		}
 	}
@@ -19,14 +23,14 @@ func (tx *Tx) QueueSettingsGet(tenant, queue string) (records.QueueSettings, err
 	// Only the writer fills the cache: it alone reads the latest committed
 	// state (a view's snapshot may be older than a commit hook's value).
 	if err == nil && tx.writable && !mine {
-		tx.store.queueSettings.Store(tenantQueue{tenant, queue}, q)
+		tx.store.queueSettings.Store(indexes.TenantQueue{Tenant: tenant, Queue: queue}, q)
 	}
 	return q, err
 }
 
 // QueueSettingsPut stores the settings of a queue.
 func (tx *Tx) QueueSettingsPut(tenant, queue string, q records.QueueSettings) error {
-	tq := tenantQueue{tenant, queue}
+	tq := indexes.TenantQueue{Tenant: tenant, Queue: queue}
 	tx.OnCommit(func() { tx.store.queueSettings.Store(tq, q) })
 	if q == (records.QueueSettings{}) {
 		return tx.kv.Delete(records.QueueKey(tenant, queue))

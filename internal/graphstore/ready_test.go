@@ -13,6 +13,7 @@ import (
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -63,10 +64,10 @@ func wantReady(t *testing.T, s *Store, tenant, queue string) []string {
 // open) and as the store keeps it in memory, in claim order.
 func haveReady(t *testing.T, s *Store, tenant, queue string) (derived, mirrored []string) {
 	t.Helper()
-	fresh := newReadyMirror(s.clock)
-	require.NoError(t, s.derive(newTable(), fresh))
-	fresh.ascend(tenant, queue, s.clock.Now(), func(id string) bool { derived = append(derived, id); return true })
-	s.ready.ascend(tenant, queue, s.clock.Now(), func(id string) bool { mirrored = append(mirrored, id); return true })
+	fresh := indexes.NewReadyMirror(s.clock)
+	require.NoError(t, s.derive(indexes.NewTable(), fresh, newBlobTable()))
+	fresh.Ascend(tenant, queue, s.clock.Now(), func(id string) bool { derived = append(derived, id); return true })
+	s.ready.Ascend(tenant, queue, s.clock.Now(), func(id string) bool { mirrored = append(mirrored, id); return true })
 	return derived, mirrored
 }
 

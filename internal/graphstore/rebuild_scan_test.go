@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -26,7 +27,7 @@ func TestRebuildAcrossScanBatches(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
-	total := 3*recordBatchLen + 7
+	total := 3*indexes.RecordBatchLen + 7
 	for i := range total {
 		tenant := []string{"acme", "umbrella"}[i%2]
 		n := newNode(tenant, fmt.Sprintf("n%05d", total-i), int64(rng.IntN(3)))
@@ -96,10 +97,10 @@ func TestRebuildNamesARecordThatDoesNotDecode(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(Options{Dir: dir})
 	require.NoError(t, err)
-	for i := range 2*recordBatchLen + 3 {
+	for i := range 2*indexes.RecordBatchLen + 3 {
 		insert(t, s, newNode("acme", fmt.Sprintf("n%05d", i), 0))
 	}
-	bad := fmt.Sprintf("n%05d", recordBatchLen+5)
+	bad := fmt.Sprintf("n%05d", indexes.RecordBatchLen+5)
 	require.NoError(t, s.KV().Update(context.Background(), func(ktx *kv.Txn) error {
 		return ktx.Set(records.NodeKey("acme", bad), []byte{0xc1})
 	}))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -22,7 +23,7 @@ import (
 //	      fence is never handed out twice even under a re-used id).
 //
 // The finished nodes wait in a per-tenant queue in the order they finished
-// (finished.go's table.finished), rebuilt at open.
+// (indexes' finished.go, Table.FinishedQueue), rebuilt at open.
 
 // retentionMark is a tenant's X record.
 type retentionMark struct {
@@ -97,14 +98,7 @@ func (s *Store) EventHorizon(tenant string) uint64 {
 // Tenants lists every tenant that has nodes, or had some that retention
 // removed.
 func (s *Store) Tenants() []string {
-	s.table.syncLists()
-	l := s.table.lists
-	l.mu.RLock()
-	out := make([]string, 0, len(l.tenants))
-	for t := range l.tenants {
-		out = append(out, t)
-	}
-	l.mu.RUnlock()
+	out := s.table.ListedTenants()
 	s.marks.mu.RLock()
 	for t := range s.marks.writer {
 		out = append(out, t)
@@ -124,23 +118,23 @@ func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, batch int) (removed
 	if !tx.writable {
 		return 0, false, errReadOnly
 	}
-	q := tx.store.table.finishedQueue(tenant)
+	q := tx.store.table.FinishedQueue(tenant)
 	if q == nil {
 		return 0, false, nil
 	}
 	limit := cutoff.UnixNano()
 	mark := tx.mark(tenant)
 	var taken int
-	var again []finishedItem
-	for i := q.head; i < len(q.items) && removed < batch; i++ {
-		it := q.items[i]
-		if it.at >= limit {
+	var again []indexes.FinishedItem
+	for i := q.Head; i < len(q.Items) && removed < batch; i++ {
+		it := q.Items[i]
+		if it.At >= limit {
 			break
 		}
 		taken++
-		ref := nodeRef{tenant, it.id}
+		ref := indexes.NodeRef{Tenant: tenant, ID: it.ID}
 		st := tx.state(ref)
-		if st == nil || !st.status.Terminal() || st.changed != it.at {
+		if st == nil || !st.Status.Terminal() || st.Changed != it.At {
 			continue // gone, running again, or changed since: a later item stands for it
 		}
 		fence, ok, err := tx.purgeNode(ref)
@@ -148,22 +142,22 @@ func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, batch int) (removed
 			return 0, false, err
 		}
 		if !ok {
-			again = append(again, finishedItem{at: tx.now.UnixNano(), id: it.id})
+			again = append(again, indexes.FinishedItem{At: tx.now.UnixNano(), ID: it.ID})
 			continue
 		}
 		mark.fenceFloor = max(mark.fenceFloor, fence)
 		removed++
 	}
-	more = q.head+taken < len(q.items) && q.items[q.head+taken].at < limit
+	more = q.Head+taken < len(q.Items) && q.Items[q.Head+taken].At < limit
 	if removed > 0 {
 		if err := tx.setMark(tenant, mark); err != nil {
 			return 0, false, err
 		}
 	}
 	tx.OnCommit(func() {
-		q.head += taken
-		q.items = append(q.items, again...)
-		q.compact()
+		q.Head += taken
+		q.Items = append(q.Items, again...)
+		q.Compact()
 	})
 	return removed, more, nil
 }
@@ -171,16 +165,16 @@ func (tx *Tx) PurgeFinished(tenant string, cutoff time.Time, batch int) (removed
 // purgeNode removes a finished node and everything that hangs off it; false
 // when a live edge links it to a node that is not finished. It returns the
 // node's last fence.
-func (tx *Tx) purgeNode(ref nodeRef) (uint64, bool, error) {
-	tenant, id := ref.tenant, ref.id
-	var live []*liveEdge
+func (tx *Tx) purgeNode(ref indexes.NodeRef) (uint64, bool, error) {
+	tenant, id := ref.Tenant, ref.ID
+	var live []*indexes.LiveEdge
 	for _, dir := range []Direction{DirOut, DirIn} {
 		for _, le := range tx.liveEdges(tenant, id, "", dir) {
-			other := le.e.To
+			other := le.Edge.To
 			if dir == DirIn {
-				other = le.e.From
+				other = le.Edge.From
 			}
-			if st := tx.state(nodeRef{tenant, other}); st != nil && !st.status.Terminal() {
+			if st := tx.state(indexes.NodeRef{Tenant: tenant, ID: other}); st != nil && !st.Status.Terminal() {
 				return 0, false, nil
 			}
 			live = append(live, le)
@@ -191,7 +185,7 @@ func (tx *Tx) purgeNode(ref nodeRef) (uint64, bool, error) {
 		return 0, false, err
 	}
 	for _, le := range live {
-		if err := tx.edgeDrop(tenant, le.e); err != nil {
+		if err := tx.edgeDrop(tenant, le.Edge); err != nil {
 			return 0, false, err
 		}
 	}
@@ -266,14 +260,14 @@ func (tx *Tx) edgeDrop(tenant string, e *records.Edge) error {
 		tx.addBlockers(tenant, e.From, -dDeps, -dChildren)
 	}
 	if e.Type == EdgeDependsOn {
-		if st := tx.mut(nodeRef{tenant, e.To}); st != nil {
-			st.dependents = max(0, st.dependents-1)
+		if st := tx.mut(indexes.NodeRef{Tenant: tenant, ID: e.To}); st != nil {
+			st.Dependents = max(0, st.Dependents-1)
 		}
 	}
 	if err := tx.storeLiveEdge(tenant, &records.LiveEdgeRecord{Edge: records.Edge{From: e.From, Type: e.Type, To: e.To}}); err != nil {
 		return err
 	}
-	tx.setEdge(edgeRef{tenant, e.From, e.Type, e.To}, nil)
+	tx.setEdge(indexes.EdgeRef{Tenant: tenant, From: e.From, Type: e.Type, To: e.To}, nil)
 	return nil
 }
 

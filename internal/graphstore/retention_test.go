@@ -172,9 +172,7 @@ func TestReadyMirrorForgetsIdleQueues(t *testing.T) {
 	n := newNode("acme", "x", 0)
 	n.Queue = "busy"
 	insert(t, s, n)
-	s.ready.mu.Lock()
-	require.Len(t, s.ready.queues, 1, "only the queue that holds a node is kept")
-	s.ready.mu.Unlock()
+	require.Equal(t, 1, s.ready.QueuesHeld(), "only the queue that holds a node is kept")
 
 	finish(t, s, "x", records.StatusDone)
 	clk.Advance(time.Hour)
@@ -183,8 +181,6 @@ func TestReadyMirrorForgetsIdleQueues(t *testing.T) {
 		return err
 	}))
 	require.Eventually(t, func() bool {
-		s.ready.mu.Lock()
-		defer s.ready.mu.Unlock()
-		return len(s.ready.queues) == 0
+		return s.ready.QueuesHeld() == 0
 	}, 5*time.Second, time.Millisecond, "a queue whose last node retention removed is forgotten")
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tether-run/tether/internal/clock"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/records"
@@ -47,7 +49,7 @@ type Options struct {
 }
 
 // Store is the graph: its records in a kv.Store, and the in-memory state
-// derived from them (state.go), which write transactions keep in step on the
+// derived from them (package indexes), which write transactions keep in step on the
 // writer goroutine.
 type Store struct {
 	kv    *kv.Store
@@ -60,9 +62,10 @@ type Store struct {
 	// stay on disk.
 	liveRecords bool
 
-	table  *table
+	table  *indexes.Table
+	blobs  *blobTable // the blob state (blob_records.go), under its own lock
 	events *eventHub
-	ready  *readyMirror
+	ready  *indexes.ReadyMirror
 	marks  *marks // retention marks (retention.go)
 
 	// Owned by the writer goroutine.
@@ -73,7 +76,7 @@ type Store struct {
 	// Delete (Tx.scratchKey); only write transactions use it, one at a time
 	keyScratch records.KeyBuilder
 
-	// queueSettings caches committed queue settings (tenantQueue ->
+	// queueSettings caches committed queue settings (indexes.TenantQueue ->
 	// QueueSettings); written through by QueueSettingsPut's commit hook.
 	queueSettings sync.Map
 
@@ -81,10 +84,11 @@ type Store struct {
 	// (OnNodeGone); registered before the store serves writes.
 	goneHooks []NodeGoneHook
 
-	// meter is told what each transaction did to queues (queue_meter.go).
+	// meter is told what each transaction did to queues (SetQueueMeter;
+	// indexes' queue_meter.go).
 	meter queueMeters
 
-	// closing stops the list indexes' catch-up loop (lists.go).
+	// closing stops the list indexes' catch-up loop (indexes.Table.SyncLoop).
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -137,9 +141,10 @@ func Open(opts Options) (*Store, error) {
 		liveRecords: opts.KV != nil,
 		clock:       opts.Clock,
 		log:         opts.Logger,
-		table:       newTable(),
+		table:       indexes.NewTable(),
+		blobs:       newBlobTable(),
 		events:      newEventHub(),
-		ready:       newReadyMirror(opts.Clock),
+		ready:       indexes.NewReadyMirror(opts.Clock),
 		marks:       newMarks(),
 		seqs:        map[string]uint64{},
 		closing:     make(chan struct{}),
@@ -160,7 +165,7 @@ func Open(opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("error rebuilding the in-memory state: %w", err)
 	}
-	s.log.Info("in-memory state rebuilt", "nodes", s.table.nodes.len(), "took", time.Since(started).Round(time.Millisecond))
+	s.log.Info("in-memory state rebuilt", "nodes", s.table.Nodes.Len(), "took", time.Since(started).Round(time.Millisecond))
 	if opts.ReleaseScanPages {
 		if err := db.Reopen(); err != nil {
 			db.Close()
@@ -168,7 +173,7 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	db.Start()
-	go s.table.syncLoop(s.closing)
+	go s.table.SyncLoop(s.closing)
 	wrote, err := s.writeFormat(stored)
 	if err != nil {
 		s.Close()
@@ -183,7 +188,7 @@ func Open(opts Options) (*Store, error) {
 // Close stops accepting writes, finishes the ones queued and closes the store.
 func (s *Store) Close() error {
 	err := s.kv.Close()
-	s.ready.close()
+	s.ready.Close()
 	s.closeOnce.Do(func() { close(s.closing) })
 	return err
 }
@@ -278,3 +283,19 @@ func (s *Store) View(fn func(*Tx) error) error {
 
 // Healthy reports whether the store takes writes.
 func (s *Store) Healthy() bool { return s.kv.Healthy() }
+
+// queueMeterBox holds a QueueMeter for an atomic.Pointer.
+type queueMeterBox struct{ m QueueMeter }
+
+// queueMeters is the store's meter, nil for none.
+type queueMeters = atomic.Pointer[queueMeterBox]
+
+// SetQueueMeter has m told of every later transaction's outcomes (nil: no
+// meter, and nothing is collected for one).
+func (s *Store) SetQueueMeter(m QueueMeter) {
+	if m == nil {
+		s.meter.Store(nil)
+		return
+	}
+	s.meter.Store(&queueMeterBox{m})
+}

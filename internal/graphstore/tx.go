@@ -7,6 +7,7 @@ import (
 
 	"github.com/tinylib/msgp/msgp"
 
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -24,13 +25,13 @@ type Tx struct {
 	now      time.Time
 	writable bool
 
-	nodes  map[nodeRef]*nodeState // changed in this transaction; nil: deleted
-	edges  map[edgeRef]*liveEdge  // live edges added (or nil: retired) here
-	fences map[nodeRef]uint64     // fences of nodes deleted here
+	nodes  map[indexes.NodeRef]*indexes.NodeState // changed in this transaction; nil: deleted
+	edges  map[indexes.EdgeRef]*indexes.LiveEdge  // live edges added (or nil: retired) here
+	fences map[indexes.NodeRef]uint64             // fences of nodes deleted here
 	// assigned holds the assigned edges added (or nil: retired) here, to be
 	// written into their nodes' records, and whether the record was written
 	// since the edge changed.
-	assigned map[nodeRef]assignedChange
+	assigned map[indexes.NodeRef]assignedChange
 	blobs    map[blobRef]*blobState // blobs changed here; nil: deleted
 
 	seqs   map[string]uint64 // next event seq per tenant, applied on success
@@ -42,7 +43,7 @@ type Tx struct {
 	// its write of the node read the store once; any write of a node's key
 	// forgets it.
 	read struct {
-		ref nodeRef
+		ref indexes.NodeRef
 		b   []byte
 	}
 
@@ -50,8 +51,8 @@ type Tx struct {
 	// so the several lookups one op makes of a node (read, check, change,
 	// move) cost one access to maps of up to millions of entries.
 	last struct {
-		ref nodeRef
-		st  *nodeState
+		ref indexes.NodeRef
+		st  *indexes.NodeState
 		ok  bool
 	}
 }
@@ -64,9 +65,9 @@ type Tx struct {
 // one-op transaction after a big one should not pay for. 256 holds a chunk
 // of 128 completions or claims.
 type txMaps struct {
-	nodes    map[nodeRef]*nodeState
-	edges    map[edgeRef]*liveEdge
-	assigned map[nodeRef]assignedChange
+	nodes    map[indexes.NodeRef]*indexes.NodeState
+	edges    map[indexes.EdgeRef]*indexes.LiveEdge
+	assigned map[indexes.NodeRef]assignedChange
 }
 
 const maxSpareMap = 256
@@ -96,9 +97,6 @@ func (m *txMaps) lend(tx *Tx) {
 	*m = txMaps{}
 }
 
-// edgeRef names a live edge.
-type edgeRef struct{ tenant, from, typ, to string }
-
 // Now is the instant this transaction acts at.
 func (tx *Tx) Now() time.Time { return tx.now }
 
@@ -124,7 +122,7 @@ func (tx *Tx) Records() records.Txn { return records.On(tx.kv) }
 // state returns the in-memory state of a node as this transaction sees it
 // (nil when there is no such node). The result is read-only: use mut to
 // change it.
-func (tx *Tx) state(ref nodeRef) *nodeState {
+func (tx *Tx) state(ref indexes.NodeRef) *indexes.NodeState {
 	if tx.last.ok && tx.last.ref == ref {
 		return tx.last.st
 	}
@@ -136,23 +134,23 @@ func (tx *Tx) state(ref nodeRef) *nodeState {
 	}
 	t := tx.store.table
 	if !tx.writable {
-		t.mu.RLock()
-		defer t.mu.RUnlock()
+		t.Mu.RLock()
+		defer t.Mu.RUnlock()
 	}
-	e, ok := t.nodes.get(ref)
+	e, ok := t.Nodes.Get(ref)
 	if !ok {
 		return nil
 	}
 	if !tx.writable {
-		st := e.st
+		st := e.State
 		return &st
 	}
-	tx.remember(ref, &e.st)
-	return &e.st
+	tx.remember(ref, &e.State)
+	return &e.State
 }
 
 // remember makes st the last state looked up, as ref's.
-func (tx *Tx) remember(ref nodeRef, st *nodeState) {
+func (tx *Tx) remember(ref indexes.NodeRef, st *indexes.NodeState) {
 	tx.last.ref, tx.last.st, tx.last.ok = ref, st, true
 }
 
@@ -161,7 +159,7 @@ func (tx *Tx) NodesChanged() int { return len(tx.nodes) }
 
 // mut returns this transaction's own copy of a node's state, to change
 // (nil when there is no such node).
-func (tx *Tx) mut(ref nodeRef) *nodeState {
+func (tx *Tx) mut(ref indexes.NodeRef) *indexes.NodeState {
 	if st, ok := tx.nodes[ref]; ok {
 		return st
 	}
@@ -174,16 +172,16 @@ func (tx *Tx) mut(ref nodeRef) *nodeState {
 	return &st
 }
 
-func (tx *Tx) setState(ref nodeRef, st *nodeState) {
+func (tx *Tx) setState(ref indexes.NodeRef, st *indexes.NodeState) {
 	if tx.nodes == nil {
-		tx.nodes = map[nodeRef]*nodeState{}
+		tx.nodes = map[indexes.NodeRef]*indexes.NodeState{}
 	}
 	tx.nodes[ref] = st
 	tx.remember(ref, st)
 }
 
 // apply folds this transaction's changes into the in-memory state, through
-// a change set (changes.go), and its last event seqs into the store's. It
+// a change set (indexes.ChangeSet), and its last event seqs into the store's. It
 // runs on the writer when the transaction has succeeded.
 func (tx *Tx) apply() {
 	s := tx.store
@@ -194,17 +192,17 @@ func (tx *Tx) apply() {
 	if len(tx.blobs) > 0 {
 		tx.applyBlobs()
 	}
-	cs := changeSet{now: tx.now.UnixNano(), nodes: tx.nodes, edges: tx.edges, fences: tx.fences, events: tx.events}
-	if cs.empty() {
+	cs := indexes.ChangeSet{Now: tx.now.UnixNano(), Nodes: tx.nodes, Edges: tx.edges, Fences: tx.fences, Events: tx.events}
+	if cs.Empty() {
 		return
 	}
 	var meter QueueMeter
 	if box := s.meter.Load(); box != nil {
 		meter = box.m
 	}
-	moves, obs := s.table.fold(&cs, s.ready, meter != nil)
+	moves, obs := s.table.Fold(&cs, s.ready, meter != nil)
 	if len(moves) > 0 {
-		tx.OnDurable(func() { s.ready.showCounts(moves) })
+		tx.OnDurable(func() { s.ready.ShowCounts(moves) })
 	}
 	if len(obs) > 0 {
 		tx.OnDurable(func() { meter.QueueObserved(obs) })
@@ -335,8 +333,8 @@ func (tx *Tx) pointFromRecord(tenant, id string, seq uint64) (bool, error) {
 	if err := tx.kv.Set(key, record); err != nil {
 		return false, err
 	}
-	if st := tx.nodes[nodeRef{tenant, id}]; st != nil && st.record != nil {
-		st.record = &record // what NodeGet and the next putNode read
+	if st := tx.nodes[indexes.NodeRef{Tenant: tenant, ID: id}]; st != nil && st.Record != nil {
+		st.Record = &record // what NodeGet and the next putNode read
 	}
 	return true, nil
 }
@@ -353,7 +351,7 @@ func (tx *Tx) flushAssigned() error {
 		if st == nil {
 			continue // deleted
 		}
-		n, err := tx.NodeGet(ref.tenant, ref.id)
+		n, err := tx.NodeGet(ref.Tenant, ref.ID)
 		if err != nil {
 			return err
 		}

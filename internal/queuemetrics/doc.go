@@ -12,7 +12,7 @@
 //     ready mirror (graphstore.Store.EachQueueStat): O(queues), never a read of
 //     the store, whatever the number of nodes.
 //   - The counters and histograms are fed by the store's QueueMeter hook
-//     (internal/graphstore/queue_meter.go), which the writer calls once per durable
+//     (internal/indexes/queue_meter.go), which the writer calls once per durable
 //     transaction with what it did to each queue. No handler or domain
 //     package counts anything itself.
 //

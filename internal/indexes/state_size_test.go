@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"testing"
@@ -12,5 +12,5 @@ import (
 // pushes it past its Go allocation size class (256 bytes) costs 32 MB per
 // million nodes (make bench's (g) holds a million).
 func TestInMemoryEntriesFitTheirSizeClasses(t *testing.T) {
-	require.LessOrEqual(t, unsafe.Sizeof(nodeEntry{}), uintptr(256), "nodeEntry")
+	require.LessOrEqual(t, unsafe.Sizeof(NodeEntry{}), uintptr(256), "nodeEntry")
 }

@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"encoding/binary"
@@ -95,30 +95,30 @@ func (n atom) labelList() []string {
 	return out
 }
 
-// statusCode is a Status in one byte, as the in-memory state keeps it.
-type statusCode uint8
+// StatusCode is a Status in one byte, as the in-memory state keeps it.
+type StatusCode uint8
 
 // statusCodes lists the statuses by code; code 0 is no status.
 var statusCodes = [...]records.Status{"", records.StatusOpen, records.StatusQueued, records.StatusRunning, records.StatusDone, records.StatusFailed, records.StatusDead, records.StatusCancelled}
 
 // The codes the state compares with (their places in statusCodes).
 const (
-	codeQueued  statusCode = 2
-	codeRunning statusCode = 3
+	codeQueued  StatusCode = 2
+	codeRunning StatusCode = 3
 )
 
 // codeOf is s's code (0 for a status that is none of the statuses).
-func codeOf(s records.Status) statusCode {
+func codeOf(s records.Status) StatusCode {
 	for i, v := range statusCodes {
 		if v == s {
-			return statusCode(i)
+			return StatusCode(i)
 		}
 	}
 	return 0
 }
 
 // Status is the code's status.
-func (c statusCode) Status() records.Status {
+func (c StatusCode) Status() records.Status {
 	if int(c) < len(statusCodes) {
 		return statusCodes[c]
 	}
@@ -126,4 +126,4 @@ func (c statusCode) Status() records.Status {
 }
 
 // Terminal is Status.Terminal of the code's status.
-func (c statusCode) Terminal() bool { return c.Status().Terminal() }
+func (c StatusCode) Terminal() bool { return c.Status().Terminal() }

@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"slices"
@@ -13,16 +13,16 @@ import (
 	"github.com/tether-run/tether/internal/records"
 )
 
-// The ready index's trees hold the table's entries themselves (*nodeEntry),
+// The ready index's trees hold the table's entries themselves (*NodeEntry),
 // not copies: a queued node costs the index a few tree slots and no
 // allocation. What the trees compare and the filters read (the entry's
 // order, run_at, type, target and labels, in e.st) changes only on the
-// writer in table.fold, under the mirror's mu, and only after the entry has
+// writer in Table.Fold, under the mirror's mu, and only after the entry has
 // left the trees (leaveLocked): readers walk them under mu, so they never
 // see an entry mid-change. The entry's mirror field says where it is filed.
-type readyTree = btree.BTreeG[*nodeEntry]
+type readyTree = btree.BTreeG[*NodeEntry]
 
-// Where an entry is filed in the ready mirror (nodeEntry.mirror, under the
+// Where an entry is filed in the ready mirror (NodeEntry.mirror, under the
 // mirror's mu).
 const (
 	mirrorNone      uint8 = iota // not in the mirror
@@ -30,9 +30,9 @@ const (
 	mirrorClaimable              // in the claim trees
 )
 
-func lessClaimOrder(a, b *nodeEntry) bool { return compareClaimOrder(a, b) < 0 }
+func lessClaimOrder(a, b *NodeEntry) bool { return compareClaimOrder(a, b) < 0 }
 
-type tenantQueue struct{ tenant, queue string }
+type TenantQueue struct{ Tenant, Queue string }
 
 // queueMirror holds one queue's ready entries. Claimable entries sit in the
 // claim index of their target and in no other tree: open for untargeted
@@ -49,27 +49,27 @@ type queueMirror struct {
 	shown     map[records.Status]int64 // the same, as durable: what readers are shown
 }
 
-// readyMirror is the in-memory ready index: every queued node of a queue
+// ReadyMirror is the in-memory ready index: every queued node of a queue
 // with no blocker, kept in step on the writer by track and derived from the
 // records at open. Entries whose run_at is ahead wait in a heap and are
 // promoted by a timer. Claim-next walks the claim indexes: O(log n) to the
 // first node a filter matches, whatever the filter (see ReadyFilter).
-type readyMirror struct {
+type ReadyMirror struct {
 	mu      sync.Mutex
 	clock   clock.Clock
-	queues  map[tenantQueue]*queueMirror
-	delayed deadline.Heap[*nodeEntry] // entries whose run_at is ahead
+	queues  map[TenantQueue]*queueMirror
+	delayed deadline.Heap[*NodeEntry] // entries whose run_at is ahead
 	timer   clock.Timer
 	timerAt int64
 	closed  bool
-	scratch []*nodeEntry // the merge buffer of walk, used under mu only
+	scratch []*NodeEntry // the merge buffer of walk, used under mu only
 }
 
-func newReadyMirror(clk clock.Clock) *readyMirror {
-	return &readyMirror{clock: clk, queues: map[tenantQueue]*queueMirror{}}
+func NewReadyMirror(clk clock.Clock) *ReadyMirror {
+	return &ReadyMirror{clock: clk, queues: map[TenantQueue]*queueMirror{}}
 }
 
-func (m *readyMirror) queue(t tenantQueue) *queueMirror {
+func (m *ReadyMirror) queue(t TenantQueue) *queueMirror {
 	q, ok := m.queues[t]
 	if !ok {
 		q = &queueMirror{
@@ -84,10 +84,10 @@ func (m *readyMirror) queue(t tenantQueue) *queueMirror {
 }
 
 // insertClaimable puts e in every tree that serves claims.
-func (q *queueMirror) insertClaimable(e *nodeEntry) {
+func (q *queueMirror) insertClaimable(e *NodeEntry) {
 	e.mirror = mirrorClaimable
 	q.claimable++
-	q.indexFor(e.st.target.String()).insert(e)
+	q.indexFor(e.State.target.String()).insert(e)
 }
 
 // indexFor is the claim index of entries reserved to target ("": the open
@@ -105,9 +105,9 @@ func (q *queueMirror) indexFor(target string) *claimIndex {
 }
 
 // deleteClaimable takes e out of the trees that serve claims (it is in them).
-func (q *queueMirror) deleteClaimable(e *nodeEntry) {
+func (q *queueMirror) deleteClaimable(e *NodeEntry) {
 	q.claimable--
-	target := e.st.target.String()
+	target := e.State.target.String()
 	if target == "" {
 		q.open.delete(e)
 		return
@@ -123,27 +123,27 @@ func (q *queueMirror) deleteClaimable(e *nodeEntry) {
 // addLocked files a ready node's entry in its queue: claimable when its
 // run_at has come, else in the delay heap (call with mu held; e is in no
 // tree of the mirror).
-func (m *readyMirror) addLocked(e *nodeEntry) {
-	t := tenantQueue{e.ref.tenant, e.st.queue.String()}
+func (m *ReadyMirror) addLocked(e *NodeEntry) {
+	t := TenantQueue{e.Ref.Tenant, e.State.queue.String()}
 	q := m.queue(t)
 	q.entries++
-	if e.st.runAt <= m.clock.Now().UnixMilli() {
+	if e.State.runAt <= m.clock.Now().UnixMilli() {
 		q.insertClaimable(e)
 		q.waiters.wake(e)
 		return
 	}
 	e.mirror = mirrorDelayed
-	m.delayed.Set(e, time.UnixMilli(e.st.runAt))
+	m.delayed.Set(e, time.UnixMilli(e.State.runAt))
 	m.armLocked()
 }
 
 // removeLocked takes e out of its queue's trees, as its state still files
 // it (call with mu held, before e.st changes).
-func (m *readyMirror) removeLocked(e *nodeEntry) {
+func (m *ReadyMirror) removeLocked(e *NodeEntry) {
 	if e.mirror == mirrorNone {
 		return
 	}
-	t := tenantQueue{e.ref.tenant, e.st.queue.String()}
+	t := TenantQueue{e.Ref.Tenant, e.State.queue.String()}
 	q, ok := m.queues[t]
 	if !ok {
 		e.mirror = mirrorNone
@@ -160,13 +160,13 @@ func (m *readyMirror) removeLocked(e *nodeEntry) {
 }
 
 // add and remove are addLocked and removeLocked under the lock.
-func (m *readyMirror) add(e *nodeEntry) {
+func (m *ReadyMirror) add(e *NodeEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.addLocked(e)
 }
 
-func (m *readyMirror) remove(e *nodeEntry) {
+func (m *ReadyMirror) remove(e *NodeEntry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.removeLocked(e)
@@ -175,7 +175,7 @@ func (m *readyMirror) remove(e *nodeEntry) {
 // dropIfIdle forgets a queue that holds nothing: no entry, no waiter, no
 // node counted. Queue names are the clients' to choose; without this every
 // name ever polled would stay in memory (call with mu held).
-func (m *readyMirror) dropIfIdle(t tenantQueue, q *queueMirror) {
+func (m *ReadyMirror) dropIfIdle(t TenantQueue, q *queueMirror) {
 	if q.entries == 0 && q.waiters.waiting == 0 && len(q.counts) == 0 && len(q.shown) == 0 {
 		if m.queues[t] == q {
 			delete(m.queues, t)
@@ -183,9 +183,9 @@ func (m *readyMirror) dropIfIdle(t tenantQueue, q *queueMirror) {
 	}
 }
 
-// ascend calls fn with every claimable id of a queue in claim order, whatever
+// Ascend calls fn with every claimable id of a queue in claim order, whatever
 // its target; see walk.
-func (m *readyMirror) ascend(tenant, queue string, now time.Time, fn func(id string) bool) {
+func (m *ReadyMirror) Ascend(tenant, queue string, now time.Time, fn func(id string) bool) {
 	every := func(q *queueMirror, dst []*readyTree) []*readyTree {
 		dst = append(dst, q.open.all)
 		for _, ix := range q.targeted {
@@ -193,21 +193,21 @@ func (m *readyMirror) ascend(tenant, queue string, now time.Time, fn func(id str
 		}
 		return dst
 	}
-	m.walk(tenant, queue, now, every, func(*nodeEntry) bool { return true }, fn)
+	m.walk(tenant, queue, now, every, func(*NodeEntry) bool { return true }, fn)
 }
 
-// ascendFiltered calls fn with the claimable ids of a queue that f lets its
+// AscendFiltered calls fn with the claimable ids of a queue that f lets its
 // claimer take, in claim order; see walk.
-func (m *readyMirror) ascendFiltered(tenant, queue string, now time.Time, f ReadyFilter, fn func(id string) bool) {
+func (m *ReadyMirror) AscendFiltered(tenant, queue string, now time.Time, f ReadyFilter, fn func(id string) bool) {
 	f = f.normal()
 	m.walk(tenant, queue, now, f.sources, f.matches, fn)
 }
 
-func (m *readyMirror) stats(tenant, queue string) (int, time.Time) {
+func (m *ReadyMirror) Stats(tenant, queue string) (int, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.promoteLocked(m.clock.Now().UnixMilli())
-	q, ok := m.queues[tenantQueue{tenant, queue}]
+	q, ok := m.queues[TenantQueue{tenant, queue}]
 	if !ok {
 		return 0, time.Time{}
 	}
@@ -220,8 +220,8 @@ func (m *readyMirror) stats(tenant, queue string) (int, time.Time) {
 
 // count moves one node of a queue between statuses ("" for none; call with
 // mu held).
-func (m *readyMirror) count(tenant, queue string, from, to records.Status) {
-	q := m.queue(tenantQueue{tenant, queue})
+func (m *ReadyMirror) count(tenant, queue string, from, to records.Status) {
+	q := m.queue(TenantQueue{tenant, queue})
 	if from != "" {
 		q.counts[from]--
 		if q.counts[from] <= 0 {
@@ -231,7 +231,7 @@ func (m *readyMirror) count(tenant, queue string, from, to records.Status) {
 	if to != "" {
 		q.counts[to]++
 	}
-	m.dropIfIdle(tenantQueue{tenant, queue}, q)
+	m.dropIfIdle(TenantQueue{tenant, queue}, q)
 }
 
 // QueueStat is what the store knows of one queue.
@@ -243,17 +243,16 @@ type QueueStat struct {
 }
 
 // QueueStats lists the queues of tenant that hold nodes, by name.
-func (s *Store) QueueStats(tenant string) []QueueStat {
-	m := s.ready
+func (m *ReadyMirror) QueueStats(tenant string) []QueueStat {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.promoteLocked(m.clock.Now().UnixMilli())
 	var out []QueueStat
 	for t, q := range m.queues {
-		if t.tenant != tenant || len(q.shown) == 0 {
+		if t.Tenant != tenant || len(q.shown) == 0 {
 			continue
 		}
-		st := QueueStat{Queue: t.queue, Counts: map[records.Status]int64{}, Ready: q.claimable}
+		st := QueueStat{Queue: t.Queue, Counts: map[records.Status]int64{}, Ready: q.claimable}
 		for k, v := range q.shown {
 			st.Counts[k] = v
 		}
@@ -266,25 +265,25 @@ func (s *Store) QueueStats(tenant string) []QueueStat {
 	return out
 }
 
-// notify wakes every claimer waiting on the queue.
-func (m *readyMirror) notify(tenant, queue string) {
+// Notify wakes every claimer waiting on the queue.
+func (m *ReadyMirror) Notify(tenant, queue string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q, ok := m.queues[tenantQueue{tenant, queue}]; ok {
+	if q, ok := m.queues[TenantQueue{tenant, queue}]; ok {
 		q.waiters.wakeAll()
 	}
 }
 
 // promoteLocked moves every delayed entry whose run_at has come into the
 // claimable trees.
-func (m *readyMirror) promoteLocked(now int64) {
+func (m *ReadyMirror) promoteLocked(now int64) {
 	for {
 		e, at, ok := m.delayed.Peek()
 		if !ok || at.UnixMilli() > now {
 			return
 		}
 		m.delayed.Pop()
-		q, ok := m.queues[tenantQueue{e.ref.tenant, e.st.queue.String()}]
+		q, ok := m.queues[TenantQueue{e.Ref.Tenant, e.State.queue.String()}]
 		if !ok {
 			e.mirror = mirrorNone
 			continue
@@ -295,7 +294,7 @@ func (m *readyMirror) promoteLocked(now int64) {
 }
 
 // armLocked sets the promotion timer for the earliest delayed entry.
-func (m *readyMirror) armLocked() {
+func (m *ReadyMirror) armLocked() {
 	_, next, ok := m.delayed.Peek()
 	if m.closed || !ok {
 		return
@@ -312,7 +311,7 @@ func (m *readyMirror) armLocked() {
 	m.timer = m.clock.AfterFunc(wait, m.fire)
 }
 
-func (m *readyMirror) fire() {
+func (m *ReadyMirror) fire() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.timer = nil
@@ -320,7 +319,7 @@ func (m *readyMirror) fire() {
 	m.armLocked()
 }
 
-func (m *readyMirror) close() {
+func (m *ReadyMirror) Close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
@@ -329,57 +328,21 @@ func (m *readyMirror) close() {
 	}
 }
 
-// QueueCount returns how many nodes of the queue are in status st, as of the
-// last commit. Inside Update it is the count every earlier transaction left.
-func (tx *Tx) QueueCount(tenant, queue string, st records.Status) int64 {
-	return tx.store.QueueCount(tenant, queue, st)
-}
-
-// QueueCount returns how many nodes of the queue are in status st, as of the
+// QueueCount is how many nodes of the queue are in status st, as of the
 // last commit.
-func (s *Store) QueueCount(tenant, queue string, st records.Status) int64 {
-	m := s.ready
+func (m *ReadyMirror) QueueCount(tenant, queue string, st records.Status) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q, ok := m.queues[tenantQueue{tenant, queue}]; ok {
+	if q, ok := m.queues[TenantQueue{tenant, queue}]; ok {
 		return q.counts[st]
 	}
 	return 0
 }
 
-// ReadyIDs calls fn with the ids in tenant's queue that f's claimer may take
-// at now, in claim order (priority high first, then oldest, then id), until
-// fn returns false. It reads the in-memory mirror of the ready index, whose
-// entries carry type, labels and target, so the ids are those that match f as
-// of the node's last write; it never calls fn under the mirror's lock. Call
-// it on the writer (inside Update) so the mirror matches what the
-// transaction sees.
-func (tx *Tx) ReadyIDs(tenant, queue string, f ReadyFilter, fn func(id string) bool) {
-	tx.store.ready.ascendFiltered(tenant, queue, tx.now, f, fn)
+// QueuesHeld is how many queues the mirror holds (tests see idle ones
+// forgotten).
+func (m *ReadyMirror) QueuesHeld() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.queues)
 }
-
-// ReadyStats returns how many nodes of the queue are claimable now and when
-// the oldest of them was created.
-func (s *Store) ReadyStats(tenant, queue string) (int, time.Time) {
-	return s.ready.stats(tenant, queue)
-}
-
-// ReadyWatch files a long-polling claimer of the queue: changed is closed
-// the next time a node that f lets it take becomes claimable, or when Kick is
-// called for the queue. Call it before looking, so that a node turning ready
-// between the look and the wait is not missed, and call stop once done
-// waiting (it may be called more than once).
-func (s *Store) ReadyWatch(tenant, queue string, f ReadyFilter) (changed <-chan struct{}, stop func()) {
-	return s.ready.watch(tenant, queue, f.normal())
-}
-
-// ReadyWaiters returns how many claimers are waiting on the queue and how
-// many waits it has ended so far (by a matching node or by Kick), so tests
-// and metrics can see who was woken without waiting for a timeout.
-func (s *Store) ReadyWaiters(tenant, queue string) (waiting int, woken int64) {
-	return s.ready.waitStats(tenant, queue)
-}
-
-// Kick wakes the claimers waiting on a queue (it was resumed, or a running
-// slot freed up).
-func (s *Store) Kick(tenant, queue string) { s.ready.notify(tenant, queue) }

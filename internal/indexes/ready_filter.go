@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"slices"
@@ -32,15 +32,15 @@ func (f ReadyFilter) normal() ReadyFilter {
 
 // matches reports whether f's claimer may take e (call with the mirror's mu
 // held, as e.st is read).
-func (f ReadyFilter) matches(e *nodeEntry) bool {
-	if target := e.st.target.String(); target != "" && target != f.Sub {
+func (f ReadyFilter) matches(e *NodeEntry) bool {
+	if target := e.State.target.String(); target != "" && target != f.Sub {
 		return false
 	}
-	if len(f.Types) > 0 && !slices.Contains(f.Types, e.st.typ.String()) {
+	if len(f.Types) > 0 && !slices.Contains(f.Types, e.State.typ.String()) {
 		return false
 	}
 	for _, l := range f.Labels {
-		if !e.st.labels.hasLabel(l) {
+		if !e.State.labels.hasLabel(l) {
 			return false
 		}
 	}
@@ -73,37 +73,37 @@ type claimIndex struct {
 
 func newClaimIndex() *claimIndex {
 	return &claimIndex{
-		all:     btree.NewG(btreeDegree, lessClaimOrder),
+		all:     btree.NewG(BTreeDegree, lessClaimOrder),
 		byType:  map[string]*readyTree{},
 		byLabel: map[string]*readyTree{},
 	}
 }
 
-func (ix *claimIndex) insert(e *nodeEntry) {
+func (ix *claimIndex) insert(e *NodeEntry) {
 	ix.all.ReplaceOrInsert(e)
 	ix.insertFiltered(e)
 }
 
 // insertFiltered puts e in the trees of its type and labels.
-func (ix *claimIndex) insertFiltered(e *nodeEntry) {
-	insertInto(ix.byType, e.st.typ.String(), e)
-	for l := range e.st.labels.eachLabel() {
+func (ix *claimIndex) insertFiltered(e *NodeEntry) {
+	insertInto(ix.byType, e.State.typ.String(), e)
+	for l := range e.State.labels.eachLabel() {
 		insertInto(ix.byLabel, l, e)
 	}
 }
 
-func (ix *claimIndex) delete(e *nodeEntry) {
+func (ix *claimIndex) delete(e *NodeEntry) {
 	ix.all.Delete(e)
-	deleteFrom(ix.byType, e.st.typ.String(), e)
-	for l := range e.st.labels.eachLabel() {
+	deleteFrom(ix.byType, e.State.typ.String(), e)
+	for l := range e.State.labels.eachLabel() {
 		deleteFrom(ix.byLabel, l, e)
 	}
 }
 
-func insertInto(trees map[string]*readyTree, key string, it *nodeEntry) {
+func insertInto(trees map[string]*readyTree, key string, it *NodeEntry) {
 	t, ok := trees[key]
 	if !ok {
-		t = btree.NewG(btreeDegree, lessClaimOrder)
+		t = btree.NewG(BTreeDegree, lessClaimOrder)
 		trees[key] = t
 	}
 	t.ReplaceOrInsert(it)
@@ -111,7 +111,7 @@ func insertInto(trees map[string]*readyTree, key string, it *nodeEntry) {
 
 // deleteFrom drops empty trees, so that labels used once and gone (a run id,
 // a ticket number) leave nothing behind.
-func deleteFrom(trees map[string]*readyTree, key string, it *nodeEntry) {
+func deleteFrom(trees map[string]*readyTree, key string, it *NodeEntry) {
 	if t, ok := trees[key]; ok {
 		t.Delete(it)
 		if t.Len() == 0 {
@@ -174,11 +174,11 @@ const (
 // once the lock is let go), which stays a valid place in claim order, and
 // plan is asked again for every chunk, as the trees may have changed
 // between them.
-func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queueMirror, []*readyTree) []*readyTree, match func(*nodeEntry) bool, fn func(id string) bool) {
+func (m *ReadyMirror) walk(tenant, queue string, now time.Time, plan func(*queueMirror, []*readyTree) []*readyTree, match func(*NodeEntry) bool, fn func(id string) bool) {
 	var (
 		srcs  []*readyTree
 		ids   []string
-		after *nodeEntry // the place: a pivot in no tree, or nil for the start
+		after *NodeEntry // the place: a pivot in no tree, or nil for the start
 		done  bool
 	)
 	// Most callers take the first match (claim-next): look at a few items
@@ -188,7 +188,7 @@ func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queue
 		ids, done = ids[:0], true
 		m.mu.Lock()
 		m.promoteLocked(now.UnixMilli())
-		if q, ok := m.queues[tenantQueue{tenant, queue}]; ok {
+		if q, ok := m.queues[TenantQueue{tenant, queue}]; ok {
 			srcs = plan(q, srcs[:0])
 			ids, after, done = m.mergeLocked(srcs, after, match, ids, look)
 		}
@@ -211,16 +211,16 @@ func (m *readyMirror) walk(tenant, queue string, now time.Time, plan func(*queue
 // more, the items of the others beyond its last one are not yet in order
 // with the ones it still holds, so the merge stops at the least such last
 // item (the horizon) and the next call resumes from there.
-func (m *readyMirror) mergeLocked(srcs []*readyTree, after *nodeEntry, match func(*nodeEntry) bool, ids []string, look int) ([]string, *nodeEntry, bool) {
+func (m *ReadyMirror) mergeLocked(srcs []*readyTree, after *NodeEntry, match func(*NodeEntry) bool, ids []string, look int) ([]string, *NodeEntry, bool) {
 	if len(srcs) == 0 {
 		return ids, after, true
 	}
 	share := max(look/len(srcs), min(look, walkChunk))
 	buf := m.scratch[:0]
-	var horizon *nodeEntry
+	var horizon *NodeEntry
 	for _, t := range srcs {
 		n := 0
-		visit := func(it *nodeEntry) bool {
+		visit := func(it *NodeEntry) bool {
 			if after != nil && !lessClaimOrder(after, it) {
 				return true // the place itself
 			}
@@ -246,14 +246,14 @@ func (m *readyMirror) mergeLocked(srcs []*readyTree, after *nodeEntry, match fun
 		clear(buf) // drop the pointers so removed entries can be collected
 		m.scratch = buf[:0]
 	}()
-	var last *nodeEntry
+	var last *NodeEntry
 	for _, it := range buf {
 		if horizon != nil && lessClaimOrder(horizon, it) {
 			break
 		}
 		last = it
 		if match(it) {
-			ids = append(ids, it.ref.id)
+			ids = append(ids, it.Ref.ID)
 			if len(ids) == walkChunk {
 				return ids, placeOf(after, last), false
 			}
@@ -267,17 +267,17 @@ func (m *readyMirror) mergeLocked(srcs []*readyTree, after *nodeEntry, match fun
 
 // placeOf copies e's order and id into the walk's place p (made when nil):
 // a pivot for the trees that is in none of them.
-func placeOf(p, e *nodeEntry) *nodeEntry {
+func placeOf(p, e *NodeEntry) *NodeEntry {
 	if p == nil {
-		p = new(nodeEntry)
+		p = new(NodeEntry)
 	}
-	p.ref.id, p.st.order = e.ref.id, e.st.order
+	p.Ref.ID, p.State.order = e.Ref.ID, e.State.order
 	return p
 }
 
-func compareClaimOrder(a, b *nodeEntry) int {
-	if c := records.CompareOrder(&a.st.order, &b.st.order); c != 0 {
+func compareClaimOrder(a, b *NodeEntry) int {
+	if c := records.CompareOrder(&a.State.order, &b.State.order); c != 0 {
 		return c
 	}
-	return strings.Compare(a.ref.id, b.ref.id)
+	return strings.Compare(a.Ref.ID, b.Ref.ID)
 }

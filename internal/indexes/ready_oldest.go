@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"encoding/binary"
@@ -19,8 +19,8 @@ import (
 func (q *queueMirror) oldestCreated() (int64, bool) {
 	oldest, found := int64(0), false
 	each := func(ix *claimIndex) {
-		eachBandFirst(ix.all, func(e *nodeEntry) {
-			if c := records.CreatedOf(e.st.order); !found || c < oldest {
+		eachBandFirst(ix.all, func(e *NodeEntry) {
+			if c := records.CreatedOf(e.State.order); !found || c < oldest {
 				oldest, found = c, true
 			}
 		})
@@ -36,18 +36,18 @@ func (q *queueMirror) oldestCreated() (int64, bool) {
 // priority band in t: its min, then for each next band one seek to the
 // first entry past the band before it (an order key's first half is its
 // band, records.OrderBytes).
-func eachBandFirst(t *readyTree, fn func(e *nodeEntry)) {
+func eachBandFirst(t *readyTree, fn func(e *NodeEntry)) {
 	first, ok := t.Min()
-	var pivot nodeEntry // order (band, the least created), id "": before every entry of the band
+	var pivot NodeEntry // order (band, the least created), id "": before every entry of the band
 	for ok {
 		fn(first)
-		band := binary.BigEndian.Uint64(first.st.order[:8])
+		band := binary.BigEndian.Uint64(first.State.order[:8])
 		if band == math.MaxUint64 {
 			return
 		}
-		binary.BigEndian.PutUint64(pivot.st.order[:8], band+1)
+		binary.BigEndian.PutUint64(pivot.State.order[:8], band+1)
 		ok = false
-		t.AscendGreaterOrEqual(&pivot, func(e *nodeEntry) bool {
+		t.AscendGreaterOrEqual(&pivot, func(e *NodeEntry) bool {
 			first, ok = e, true
 			return false
 		})

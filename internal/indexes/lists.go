@@ -1,10 +1,10 @@
-package graphstore
+package indexes
 
 // The list indexes: each tenant's nodes in list order, by status, by queue
 // and status and by parent, and its leased nodes by id and by holder. They
 // serve lists (NodeList, LiveLeaseIDs, HeldNodeIDs) and nothing the writer
-// decides, so the writer does not keep them up: table.fold only marks each
-// entry it changed (table.mark), and catching up (table.syncLists) moves a
+// decides, so the writer does not keep them up: Table.Fold only marks each
+// entry it changed (Table.mark), and catching up (Table.SyncLists) moves a
 // marked entry once, from the key it is listed under to the one its state
 // gives now, however many commits changed it meanwhile (a job claimed and
 // completed between two catch-ups moves from queued to done directly). The
@@ -24,6 +24,7 @@ package graphstore
 // for a B-tree.
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,46 +40,46 @@ const listSyncEvery = 50 * time.Millisecond
 // listKey is where an entry sits in the list indexes.
 type listKey struct {
 	order  [records.OrderKeyLength]byte
-	status statusCode
+	status StatusCode
 	queue  atom
 	parent atom
 	holder atom
 }
 
-func listKeyOf(st *nodeState) listKey {
-	return listKey{order: st.order, status: st.status, queue: st.queue, parent: st.parent, holder: st.holder}
+func listKeyOf(st *NodeState) listKey {
+	return listKey{order: st.order, status: st.Status, queue: st.queue, parent: st.parent, holder: st.holder}
 }
 
 // compareEntry orders a tenant's listed nodes in list order: by order bytes,
 // then id.
-func compareEntry(a, b *nodeEntry) int {
+func compareEntry(a, b *NodeEntry) int {
 	if c := records.CompareOrder(&a.listedOrder, &b.listedOrder); c != 0 {
 		return c
 	}
-	return strings.Compare(a.ref.id, b.ref.id)
+	return strings.Compare(a.Ref.ID, b.Ref.ID)
 }
 
-func lessEntry(a, b *nodeEntry) bool { return compareEntry(a, b) < 0 }
+func lessEntry(a, b *NodeEntry) bool { return compareEntry(a, b) < 0 }
 
-func lessEntryID(a, b *nodeEntry) bool { return a.ref.id < b.ref.id }
+func lessEntryID(a, b *NodeEntry) bool { return a.Ref.ID < b.Ref.ID }
 
 type queueStatus struct {
 	queue  atom
-	status statusCode
+	status StatusCode
 }
 
 // tenantIndex holds one tenant's list indexes, in list order (priority high
 // first, then oldest, then id); leased and byHolder are in id order.
 type tenantIndex struct {
-	all      *btree.BTreeG[*nodeEntry]
-	byStatus map[statusCode]*btree.BTreeG[*nodeEntry]
-	byQueue  map[queueStatus]*btree.BTreeG[*nodeEntry]
-	byParent map[atom]*btree.BTreeG[*nodeEntry]
-	leased   *btree.BTreeG[*nodeEntry]
-	byHolder map[atom]*btree.BTreeG[*nodeEntry]
+	all      *btree.BTreeG[*NodeEntry]
+	byStatus map[StatusCode]*btree.BTreeG[*NodeEntry]
+	byQueue  map[queueStatus]*btree.BTreeG[*NodeEntry]
+	byParent map[atom]*btree.BTreeG[*NodeEntry]
+	leased   *btree.BTreeG[*NodeEntry]
+	byHolder map[atom]*btree.BTreeG[*NodeEntry]
 }
 
-func newListTree() *btree.BTreeG[*nodeEntry] { return btree.NewG(btreeDegree, lessEntry) }
+func newListTree() *btree.BTreeG[*NodeEntry] { return btree.NewG(BTreeDegree, lessEntry) }
 
 // lists are the list indexes of every tenant.
 type lists struct {
@@ -92,7 +93,7 @@ type lists struct {
 // markedEntry is an entry the writer changed since the last catch-up, and
 // the key it is listed under (when listed).
 type markedEntry struct {
-	e      *nodeEntry
+	e      *NodeEntry
 	from   listKey
 	listed bool
 }
@@ -106,13 +107,13 @@ type listTarget struct {
 
 func newLists() *lists { return &lists{tenants: map[string]*tenantIndex{}} }
 
-// syncLists brings the list indexes up to the table: every marked entry
+// SyncLists brings the list indexes up to the table: every marked entry
 // moves to the key its state gives now, or out once it left the table.
-func (t *table) syncLists() {
+func (t *Table) SyncLists() {
 	l := t.lists
 	l.sync.Lock()
 	defer l.sync.Unlock()
-	t.mu.Lock()
+	t.Mu.Lock()
 	marked := t.marked
 	t.marked = l.spare
 	targets := l.targets[:0]
@@ -120,11 +121,11 @@ func (t *table) syncLists() {
 		m.e.marked = false
 		// Gone: removed from the table (a node made again under its id
 		// has another entry).
-		cur, _ := t.nodes.get(m.e.ref)
+		cur, _ := t.Nodes.Get(m.e.Ref)
 		gone := cur != m.e
-		targets = append(targets, listTarget{markedEntry: m, to: listKeyOf(&m.e.st), gone: gone})
+		targets = append(targets, listTarget{markedEntry: m, to: listKeyOf(&m.e.State), gone: gone})
 	}
-	t.mu.Unlock()
+	t.Mu.Unlock()
 	if len(targets) > 0 {
 		l.mu.Lock()
 		for i := range targets {
@@ -137,8 +138,8 @@ func (t *table) syncLists() {
 	l.spare, l.targets = marked[:0], targets[:0]
 }
 
-// syncLoop catches the list indexes up every listSyncEvery until done closes.
-func (t *table) syncLoop(done <-chan struct{}) {
+// SyncLoop catches the list indexes up every listSyncEvery until done closes.
+func (t *Table) SyncLoop(done <-chan struct{}) {
 	tick := time.NewTicker(listSyncEvery)
 	defer tick.Stop()
 	for {
@@ -146,7 +147,7 @@ func (t *table) syncLoop(done <-chan struct{}) {
 		case <-done:
 			return
 		case <-tick.C:
-			t.syncLists()
+			t.SyncLists()
 		}
 	}
 }
@@ -157,13 +158,13 @@ func (l *lists) place(tg *listTarget) {
 	switch {
 	case tg.gone:
 		if tg.listed {
-			l.tenant(e.ref.tenant).unlist(e, &tg.from)
+			l.tenant(e.Ref.Tenant).unlist(e, &tg.from)
 		}
 	case !tg.listed:
 		e.listedOrder = tg.to.order
-		l.tenant(e.ref.tenant).list(e, &tg.to)
+		l.tenant(e.Ref.Tenant).list(e, &tg.to)
 	default:
-		l.tenant(e.ref.tenant).move(e, &tg.from, &tg.to)
+		l.tenant(e.Ref.Tenant).move(e, &tg.from, &tg.to)
 	}
 }
 
@@ -173,18 +174,18 @@ func (l *lists) tenant(name string) *tenantIndex {
 	if !ok {
 		ti = &tenantIndex{
 			all:      newListTree(),
-			byStatus: map[statusCode]*btree.BTreeG[*nodeEntry]{},
-			byQueue:  map[queueStatus]*btree.BTreeG[*nodeEntry]{},
-			byParent: map[atom]*btree.BTreeG[*nodeEntry]{},
-			leased:   btree.NewG(btreeDegree, lessEntryID),
-			byHolder: map[atom]*btree.BTreeG[*nodeEntry]{},
+			byStatus: map[StatusCode]*btree.BTreeG[*NodeEntry]{},
+			byQueue:  map[queueStatus]*btree.BTreeG[*NodeEntry]{},
+			byParent: map[atom]*btree.BTreeG[*NodeEntry]{},
+			leased:   btree.NewG(BTreeDegree, lessEntryID),
+			byHolder: map[atom]*btree.BTreeG[*NodeEntry]{},
 		}
 		l.tenants[name] = ti
 	}
 	return ti
 }
 
-func treeOf[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K) *btree.BTreeG[*nodeEntry] {
+func treeOf[K comparable](m map[K]*btree.BTreeG[*NodeEntry], k K) *btree.BTreeG[*NodeEntry] {
 	tr, ok := m[k]
 	if !ok {
 		tr = newListTree()
@@ -194,7 +195,7 @@ func treeOf[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K) *btree.BTreeG[
 }
 
 // unlist takes e out of the indexes, where k lists it.
-func (ti *tenantIndex) unlist(e *nodeEntry, k *listKey) {
+func (ti *tenantIndex) unlist(e *NodeEntry, k *listKey) {
 	ti.all.Delete(e)
 	dropFrom(ti.byStatus, k.status, e)
 	if k.queue != (atom{}) {
@@ -210,7 +211,7 @@ func (ti *tenantIndex) unlist(e *nodeEntry, k *listKey) {
 }
 
 // list puts e into the indexes under k (e.listedOrder is k.order).
-func (ti *tenantIndex) list(e *nodeEntry, k *listKey) {
+func (ti *tenantIndex) list(e *NodeEntry, k *listKey) {
 	ti.all.ReplaceOrInsert(e)
 	treeOf(ti.byStatus, k.status).ReplaceOrInsert(e)
 	if k.queue != (atom{}) {
@@ -227,10 +228,10 @@ func (ti *tenantIndex) list(e *nodeEntry, k *listKey) {
 
 // heldBy is the tree of the nodes whose lease names holder, in id order (an
 // id never changes, so a node never moves in it while held).
-func (ti *tenantIndex) heldBy(holder atom) *btree.BTreeG[*nodeEntry] {
+func (ti *tenantIndex) heldBy(holder atom) *btree.BTreeG[*NodeEntry] {
 	tr, ok := ti.byHolder[holder]
 	if !ok {
-		tr = btree.NewG(btreeDegree, lessEntryID)
+		tr = btree.NewG(BTreeDegree, lessEntryID)
 		ti.byHolder[holder] = tr
 	}
 	return tr
@@ -239,7 +240,7 @@ func (ti *tenantIndex) heldBy(holder atom) *btree.BTreeG[*nodeEntry] {
 // move lists e, listed under old, under key instead, moving it only in the
 // indexes whose place changed: a status change touches the status and queue
 // indexes, not the list of every node.
-func (ti *tenantIndex) move(e *nodeEntry, old, key *listKey) {
+func (ti *tenantIndex) move(e *NodeEntry, old, key *listKey) {
 	sameOrder := old.order == key.order
 	moveAll := !sameOrder
 	moveStatus := !sameOrder || old.status != key.status
@@ -282,11 +283,113 @@ func (ti *tenantIndex) move(e *nodeEntry, old, key *listKey) {
 }
 
 // dropFrom deletes e from the tree m[k], and the tree once it is empty.
-func dropFrom[K comparable](m map[K]*btree.BTreeG[*nodeEntry], k K, e *nodeEntry) {
+func dropFrom[K comparable](m map[K]*btree.BTreeG[*NodeEntry], k K, e *NodeEntry) {
 	if tr, ok := m[k]; ok {
 		tr.Delete(e)
 		if tr.Len() == 0 {
 			delete(m, k)
 		}
 	}
+}
+
+// ListIndex names one of a tenant's list indexes: by parent when parent is
+// set, else by queue and status when both are, else by status when it is
+// set, else every node.
+type ListIndex struct {
+	Parent, Queue string
+	Status        records.Status
+}
+
+// pick is the tree which names (nil for none).
+func (ti *tenantIndex) pick(which *ListIndex) *btree.BTreeG[*NodeEntry] {
+	switch {
+	case which.Parent != "":
+		return ti.byParent[atomOf(which.Parent)]
+	case which.Queue != "" && which.Status != "":
+		return ti.byQueue[queueStatus{atomOf(which.Queue), codeOf(which.Status)}]
+	case which.Status != "":
+		return ti.byStatus[codeOf(which.Status)]
+	}
+	return ti.all
+}
+
+// ListPivot is a place in a list index, for ascend: just before the node
+// ref would sit at order (a pivot in no tree).
+func ListPivot(ref NodeRef, order []byte) *NodeEntry {
+	p := &NodeEntry{Ref: ref}
+	copy(p.listedOrder[:], order)
+	return p
+}
+
+// Ascend returns up to n ids of the index which of tenant strictly after
+// pivot (from the start when nil), and the last entry returned.
+func (t *Table) Ascend(tenant string, which *ListIndex, pivot *NodeEntry, n int) ([]string, *NodeEntry) {
+	l := t.lists
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ti, ok := l.tenants[tenant]
+	if !ok {
+		return nil, nil
+	}
+	tr := ti.pick(which)
+	if tr == nil {
+		return nil, nil
+	}
+	var ids []string
+	var last *NodeEntry
+	visit := func(e *NodeEntry) bool {
+		if pivot != nil && !lessEntry(pivot, e) {
+			return true
+		}
+		ids = append(ids, e.Ref.ID)
+		last = e
+		return len(ids) < n
+	}
+	if pivot == nil {
+		tr.Ascend(visit)
+	} else {
+		tr.AscendGreaterOrEqual(pivot, visit)
+	}
+	if last == nil {
+		return ids, nil
+	}
+	// A copy: the entry itself may move once the lock is released.
+	return ids, &NodeEntry{Ref: last.Ref, listedOrder: last.listedOrder}
+}
+
+// ListedTenants is every tenant the list indexes hold, by name, after
+// catching up.
+func (t *Table) ListedTenants() []string {
+	t.SyncLists()
+	l := t.lists
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	out := make([]string, 0, len(l.tenants))
+	for name := range l.tenants {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LeasedAfter is up to n ids of tenant's leased nodes, in id order, after
+// the id after ("" from the start), as the list indexes hold them (the
+// caller catches them up first).
+func (t *Table) LeasedAfter(tenant, after string, n int) []string {
+	l := t.lists
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	ti, ok := l.tenants[tenant]
+	if !ok {
+		return nil
+	}
+	var ids []string
+	ti.leased.AscendGreaterOrEqual(&NodeEntry{Ref: NodeRef{tenant, after}}, func(e *NodeEntry) bool {
+		if e.Ref.ID == after && after != "" {
+			return true
+		}
+		ids = append(ids, e.Ref.ID)
+		return len(ids) < n
+	})
+	return ids
 }

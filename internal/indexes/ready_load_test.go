@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"fmt"
@@ -14,10 +14,10 @@ import (
 )
 
 // mirrorShape is everything a ready mirror holds, as plain values.
-func mirrorShape(m *readyMirror) map[string]any {
+func mirrorShape(m *ReadyMirror) map[string]any {
 	ids := func(t *readyTree) []string {
 		var out []string
-		t.Ascend(func(it *nodeEntry) bool { out = append(out, it.ref.id); return true })
+		t.Ascend(func(it *NodeEntry) bool { out = append(out, it.Ref.ID); return true })
 		return out
 	}
 	index := func(ix *claimIndex) map[string]any {
@@ -39,12 +39,12 @@ func mirrorShape(m *readyMirror) map[string]any {
 		for target, ix := range q.targeted {
 			qs["target "+target] = index(ix)
 		}
-		shape[tq.tenant+"/"+tq.queue] = qs
+		shape[tq.Tenant+"/"+tq.Queue] = qs
 	}
 	var delayed []string
 	for _, e := range m.delayed.Due(time.Unix(1<<62, 0), m.delayed.Len()) {
 		at, _ := m.delayed.Get(e)
-		delayed = append(delayed, fmt.Sprint(at.UnixMilli(), e.ref.tenant, e.st.queue, e.ref.id))
+		delayed = append(delayed, fmt.Sprint(at.UnixMilli(), e.Ref.Tenant, e.State.queue, e.Ref.ID))
 	}
 	slices.Sort(delayed)
 	shape["delayed"] = delayed
@@ -62,8 +62,8 @@ func TestLoadBuildsWhatTrackBuilds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	statuses := []records.Status{records.StatusQueued, records.StatusQueued, records.StatusQueued, records.StatusRunning, records.StatusDone, records.StatusOpen}
 	labels := [][]string{nil, {"gpu"}, {"gpu", "eu"}, {"eu"}}
-	var entries []*nodeEntry
-	seen := map[nodeRef]bool{}
+	var entries []*NodeEntry
+	seen := map[NodeRef]bool{}
 	for i := range 3000 {
 		n := &records.Node{
 			Tenant: []string{"acme", "beta"}[rng.IntN(2)], ID: fmt.Sprintf("n%05d", rng.IntN(1_000_000)*10+i%10),
@@ -76,25 +76,25 @@ func TestLoadBuildsWhatTrackBuilds(t *testing.T) {
 			at := now.Add(time.Duration(rng.IntN(2000)-1000) * time.Millisecond)
 			n.RunAt = &at
 		}
-		e := &nodeEntry{ref: nodeRef{n.Tenant, n.ID}, st: stateOf(n, nil, false)}
-		e.st.deps = int32(rng.IntN(4) / 3) // a quarter blocked
-		if !seen[e.ref] {
-			seen[e.ref] = true
+		e := &NodeEntry{Ref: NodeRef{n.Tenant, n.ID}, State: StateOf(n, nil, false)}
+		e.State.Deps = int32(rng.IntN(4) / 3) // a quarter blocked
+		if !seen[e.Ref] {
+			seen[e.Ref] = true
 			entries = append(entries, e)
 		}
 	}
-	tracked, loaded := newReadyMirror(clk), newReadyMirror(clk)
-	defer tracked.close()
-	defer loaded.close()
+	tracked, loaded := NewReadyMirror(clk), NewReadyMirror(clk)
+	defer tracked.Close()
+	defer loaded.Close()
 	var moves []countMove
 	for _, e := range entries {
 		// Each mirror files entries of its own.
-		st := e.st
-		tracked.track(&nodeEntry{ref: e.ref}, false, &st, &moves)
+		st := e.State
+		tracked.track(&NodeEntry{Ref: e.Ref}, false, &st, &moves)
 	}
-	tracked.showCounts(moves)
+	tracked.ShowCounts(moves)
 	rng.Shuffle(len(entries), func(i, j int) { entries[i], entries[j] = entries[j], entries[i] })
-	loaded.showCounts(loaded.load(entries))
+	loaded.ShowCounts(loaded.load(entries))
 	want, got := mirrorShape(tracked), mirrorShape(loaded)
 	require.Equal(t, want, got)
 	require.NotEmpty(t, want["delayed"])

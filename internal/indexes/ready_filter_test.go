@@ -1,7 +1,6 @@
-package graphstore
+package indexes
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -15,33 +14,33 @@ import (
 )
 
 // testItem is the entry of a ready node of acme's queue q.
-func testItem(id string, priority, created int64, typ, target string, labels ...string) *nodeEntry {
-	e := &nodeEntry{ref: nodeRef{"acme", id}, st: nodeState{status: codeQueued, queue: atomOf("q"), typ: atomOf(typ), target: atomOf(target), labels: labelSetOf(labels)}}
-	copy(e.st.order[:], records.OrderBytes(priority, created))
+func testItem(id string, priority, created int64, typ, target string, labels ...string) *NodeEntry {
+	e := &NodeEntry{Ref: NodeRef{"acme", id}, State: NodeState{Status: codeQueued, queue: atomOf("q"), typ: atomOf(typ), target: atomOf(target), labels: labelSetOf(labels)}}
+	copy(e.State.order[:], records.OrderBytes(priority, created))
 	return e
 }
 
 // inQueue is e moved to another queue of its tenant.
-func inQueue(queue string, e *nodeEntry) *nodeEntry {
-	e.st.queue = atomOf(queue)
+func inQueue(queue string, e *NodeEntry) *NodeEntry {
+	e.State.queue = atomOf(queue)
 	return e
 }
 
 // bruteForce is what a filtered walk must give: every claimable item, in
 // claim order, that the filter's claimer may take, spelled out apart from
 // ReadyFilter.matches.
-func bruteForce(items map[string]*nodeEntry, now int64, f ReadyFilter) []string {
-	var all []*nodeEntry
+func bruteForce(items map[string]*NodeEntry, now int64, f ReadyFilter) []string {
+	var all []*NodeEntry
 	for _, it := range items {
-		if target := it.st.target.String(); it.st.runAt > now || (target != "" && target != f.Sub) {
+		if target := it.State.target.String(); it.State.runAt > now || (target != "" && target != f.Sub) {
 			continue
 		}
-		if len(f.Types) > 0 && !slices.Contains(f.Types, it.st.typ.String()) {
+		if len(f.Types) > 0 && !slices.Contains(f.Types, it.State.typ.String()) {
 			continue
 		}
 		carries := true
 		for _, l := range f.Labels {
-			carries = carries && slices.Contains(it.st.labels.labelList(), l)
+			carries = carries && slices.Contains(it.State.labels.labelList(), l)
 		}
 		if carries {
 			all = append(all, it)
@@ -50,14 +49,14 @@ func bruteForce(items map[string]*nodeEntry, now int64, f ReadyFilter) []string 
 	slices.SortFunc(all, compareClaimOrder)
 	var ids []string
 	for _, it := range all {
-		ids = append(ids, it.ref.id)
+		ids = append(ids, it.Ref.ID)
 	}
 	return ids
 }
 
-func walkFiltered(m *readyMirror, now time.Time, f ReadyFilter, limit int) []string {
+func walkFiltered(m *ReadyMirror, now time.Time, f ReadyFilter, limit int) []string {
 	var got []string
-	m.ascendFiltered("acme", "q", now, f, func(id string) bool {
+	m.AscendFiltered("acme", "q", now, f, func(id string) bool {
 		got = append(got, id)
 		return len(got) < limit
 	})
@@ -67,8 +66,8 @@ func walkFiltered(m *readyMirror, now time.Time, f ReadyFilter, limit int) []str
 func TestReadyFilterWalkEqualsBruteForce(t *testing.T) {
 	t.Parallel()
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	m := newReadyMirror(clk)
-	defer m.close()
+	m := NewReadyMirror(clk)
+	defer m.Close()
 	rng := rand.New(rand.NewPCG(3, 5))
 	types := []string{"build", "test", "lint", "deploy", "rare"}
 	labels := []string{"x", "y", "z", "gpu", "eu", "us"}
@@ -82,7 +81,7 @@ func TestReadyFilterWalkEqualsBruteForce(t *testing.T) {
 		}
 		return out
 	}
-	items := map[string]*nodeEntry{}
+	items := map[string]*NodeEntry{}
 	// Enough items that walks cross many chunks and horizons, and the
 	// indexes of every type, label and target change under them.
 	for step := range 6000 {
@@ -100,7 +99,7 @@ func TestReadyFilterWalkEqualsBruteForce(t *testing.T) {
 			}
 			it := testItem(id, int64(rng.IntN(4)), int64(rng.IntN(1000)), typ, subs[rng.IntN(len(subs))], pick(labels, 0.3)...)
 			if rng.IntN(10) == 0 {
-				it.st.runAt = clk.Now().UnixMilli() + int64(1+rng.IntN(60000))
+				it.State.runAt = clk.Now().UnixMilli() + int64(1+rng.IntN(60000))
 			}
 			if old, ok := items[id]; ok {
 				m.remove(old)
@@ -135,8 +134,8 @@ func TestReadyFilterWalkEqualsBruteForce(t *testing.T) {
 
 func TestReadyFilterPicksTheNarrowestSource(t *testing.T) {
 	t.Parallel()
-	m := newReadyMirror(clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
-	defer m.close()
+	m := NewReadyMirror(clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+	defer m.Close()
 	for i := range 1000 {
 		labels := []string{"common"}
 		if i%100 == 0 {
@@ -145,7 +144,7 @@ func TestReadyFilterPicksTheNarrowestSource(t *testing.T) {
 		m.add(testItem(fmt.Sprintf("o%04d", i), 0, int64(i), []string{"build", "test"}[i%2], "", labels...))
 		m.add(testItem(fmt.Sprintf("b%04d", i), 0, int64(i), "build", "bob"))
 	}
-	q := m.queues[tenantQueue{"acme", "q"}]
+	q := m.queues[TenantQueue{"acme", "q"}]
 	size := func(f ReadyFilter) int {
 		n := 0
 		for _, t := range f.normal().sources(q, nil) {
@@ -166,8 +165,8 @@ func TestReadyFilterPicksTheNarrowestSource(t *testing.T) {
 func TestReadyFilterWakesOnlyMatchingWaiters(t *testing.T) {
 	t.Parallel()
 	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	m := newReadyMirror(clk)
-	defer m.close()
+	m := NewReadyMirror(clk)
+	defer m.Close()
 	closed := func(ch <-chan struct{}) bool {
 		select {
 		case <-ch:
@@ -176,10 +175,10 @@ func TestReadyFilterWakesOnlyMatchingWaiters(t *testing.T) {
 			return false
 		}
 	}
-	gpu, stopGPU := m.watch("acme", "q", ReadyFilter{Labels: []string{"gpu", "eu"}, Sub: "alice"})
-	builds, stopBuilds := m.watch("acme", "q", ReadyFilter{Types: []string{"build", "deploy"}, Sub: "alice"})
-	bob, stopBob := m.watch("acme", "q", ReadyFilter{Sub: "bob"})
-	waiting, woken := m.waitStats("acme", "q")
+	gpu, stopGPU := m.Watch("acme", "q", ReadyFilter{Labels: []string{"gpu", "eu"}, Sub: "alice"})
+	builds, stopBuilds := m.Watch("acme", "q", ReadyFilter{Types: []string{"build", "deploy"}, Sub: "alice"})
+	bob, stopBob := m.Watch("acme", "q", ReadyFilter{Sub: "bob"})
+	waiting, woken := m.WaitStats("acme", "q")
 	require.Equal(t, 3, waiting, "three waiters filed")
 	require.Zero(t, woken)
 
@@ -190,98 +189,28 @@ func TestReadyFilterWakesOnlyMatchingWaiters(t *testing.T) {
 	require.True(t, closed(builds), "an untargeted build wakes the build waiter")
 	require.False(t, closed(gpu), "nodes without both labels, or reserved to carol, do not wake the gpu waiter")
 	require.True(t, closed(bob), "an untargeted node wakes a waiter without filters")
-	waiting, woken = m.waitStats("acme", "q")
+	waiting, woken = m.WaitStats("acme", "q")
 	require.Equal(t, 1, waiting)
 	require.EqualValues(t, 2, woken)
 
 	later := clk.Now().Add(time.Minute)
 	it := testItem("t5", 0, 5, "test", "alice", "eu", "gpu")
-	it.st.runAt = later.UnixMilli()
+	it.State.runAt = later.UnixMilli()
 	m.add(it)
 	require.False(t, closed(gpu), "a delayed node wakes nobody before its run_at")
 	clk.Advance(time.Minute)
-	m.ascend("acme", "q", clk.Now(), func(string) bool { return false }) // promotes
+	m.Ascend("acme", "q", clk.Now(), func(string) bool { return false }) // promotes
 	require.True(t, closed(gpu), "it wakes its target once due")
 
 	stopGPU()
 	stopBuilds()
 	stopBob()
 	stopBob() // stop twice, or after a wake, is harmless
-	kicked, stopKicked := m.watch("acme", "q", ReadyFilter{Labels: []string{"nowhere"}, Sub: "dave"})
+	kicked, stopKicked := m.Watch("acme", "q", ReadyFilter{Labels: []string{"nowhere"}, Sub: "dave"})
 	defer stopKicked()
-	m.notify("acme", "q")
+	m.Notify("acme", "q")
 	require.True(t, closed(kicked), "Kick wakes every waiter of the queue")
-	waiting, woken = m.waitStats("acme", "q")
+	waiting, woken = m.WaitStats("acme", "q")
 	require.Zero(t, waiting)
 	require.EqualValues(t, 4, woken)
-}
-
-// TestReadyIDsFollowNodeChangesAndRestart checks the filtered walk of the
-// store against the node records, as nodes change type, labels and target
-// while ready, and after a restart derives the mirror afresh.
-func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	clk := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s, err := Open(Options{Dir: dir, Clock: clk})
-	require.NoError(t, err)
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(1, 2))
-	types, labels, targets := []string{"build", "test"}, []string{"x", "y", "gpu"}, []string{"", "", "alice", "bob"}
-	shape := func(n *records.Node) {
-		n.Type, n.Target, n.Labels = types[rng.IntN(2)], targets[rng.IntN(4)], []string{}
-		for _, l := range labels {
-			if rng.IntN(2) == 0 {
-				n.Labels = append(n.Labels, l)
-			}
-		}
-	}
-	for i := range 200 {
-		n := newNode("acme", fmt.Sprintf("n%03d", i), int64(rng.IntN(3)))
-		shape(n)
-		insert(t, s, n)
-	}
-	for i := range 100 {
-		require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-			n, err := tx.NodeGet("acme", fmt.Sprintf("n%03d", rng.IntN(200)))
-			if err != nil {
-				return err
-			}
-			shape(n)
-			if i%10 == 0 {
-				n.Status = records.StatusDone
-			}
-			return tx.NodePut(n)
-		}))
-	}
-	check := func(s *Store, when string) {
-		t.Helper()
-		for _, f := range []ReadyFilter{
-			{Sub: "alice"}, {Sub: "carol"}, {Types: []string{"build"}, Sub: "bob"},
-			{Labels: []string{"gpu"}, Sub: "alice"}, {Types: []string{"test", "build"}, Labels: []string{"x", "y"}, Sub: "bob"},
-		} {
-			var want, got []string
-			require.NoError(t, s.Update(ctx, func(tx *Tx) error {
-				nodes, _, err := tx.NodeList("acme", NodeQuery{Queue: "q", Status: string(records.StatusQueued), Limit: 1000})
-				if err != nil {
-					return err
-				}
-				items := map[string]*nodeEntry{}
-				for _, n := range nodes {
-					items[n.ID] = testItem(n.ID, n.Priority, n.CreatedAt.UnixNano(), n.Type, n.Target, n.Labels...)
-				}
-				want = bruteForce(items, clk.Now().UnixMilli(), f)
-				tx.ReadyIDs("acme", "q", f, func(id string) bool { got = append(got, id); return true })
-				return nil
-			}))
-			require.NotEmpty(t, want, "%s: filter %+v selects something", when, f)
-			require.Equal(t, want, got, "%s: filter %+v", when, f)
-		}
-	}
-	check(s, "after the changes")
-	require.NoError(t, s.Close())
-	s, err = Open(Options{Dir: dir, Clock: clk})
-	require.NoError(t, err)
-	defer s.Close()
-	check(s, "after a restart")
 }

@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"strings"

@@ -1,15 +1,14 @@
-package graphstore
+package indexes
 
 // What the lifecycle did to each queue, for per-queue metrics. Every status
-// change of a node passes through table.fold, on the writer, with the node's
+// change of a node passes through Table.Fold, on the writer, with the node's
 // state before and after the transaction, and every transaction's events are
 // there too: fold is the one place that stamps when a node became ready or
-// was claimed (nodeState.since) and that tells a QueueMeter what happened,
+// was claimed (NodeState.since) and that tells a QueueMeter what happened,
 // once the transaction is durable. The meter keeps its own totals; the store
 // keeps none of them.
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/tether-run/tether/internal/records"
@@ -56,27 +55,11 @@ type QueueMeter interface {
 	QueueObserved(obs []QueueObservation)
 }
 
-// queueMeterBox holds a QueueMeter for an atomic.Pointer.
-type queueMeterBox struct{ m QueueMeter }
-
-// queueMeters is the store's meter, nil for none.
-type queueMeters = atomic.Pointer[queueMeterBox]
-
-// SetQueueMeter has m told of every later transaction's outcomes (nil: no
-// meter, and nothing is collected for one).
-func (s *Store) SetQueueMeter(m QueueMeter) {
-	if m == nil {
-		s.meter.Store(nil)
-		return
-	}
-	s.meter.Store(&queueMeterBox{m})
-}
-
 // sinceOf is st's since: now when the node has just become ready or been
 // claimed, else what it was.
-func sinceOf(old, st *nodeState, now int64) int64 {
+func sinceOf(old, st *NodeState, now int64) int64 {
 	switch {
-	case st.status == codeRunning && (old == nil || old.status != codeRunning):
+	case st.Status == codeRunning && (old == nil || old.Status != codeRunning):
 		return now
 	case st.ready() && (old == nil || !old.ready()):
 		return now
@@ -88,17 +71,17 @@ func sinceOf(old, st *nodeState, now int64) int64 {
 
 // appendMoves adds the claim or the end of a run that moving a node from
 // old to st is (nil: no node).
-func appendMoves(obs []QueueObservation, ref nodeRef, old, st *nodeState, now int64) []QueueObservation {
+func appendMoves(obs []QueueObservation, ref NodeRef, old, st *NodeState, now int64) []QueueObservation {
 	if old == nil {
 		return obs
 	}
-	wasRunning, isRunning := old.status == codeRunning, st != nil && st.status == codeRunning
+	wasRunning, isRunning := old.Status == codeRunning, st != nil && st.Status == codeRunning
 	switch {
 	case !wasRunning && isRunning && st.queue != (atom{}):
 		from := max(old.since, old.runAt*int64(time.Millisecond))
-		obs = append(obs, QueueObservation{Tenant: ref.tenant, Queue: st.queue.String(), What: QueueClaimed, Took: took(from, now)})
+		obs = append(obs, QueueObservation{Tenant: ref.Tenant, Queue: st.queue.String(), What: QueueClaimed, Took: took(from, now)})
 	case wasRunning && !isRunning && old.queue != (atom{}):
-		obs = append(obs, QueueObservation{Tenant: ref.tenant, Queue: old.queue.String(), What: QueueRunEnded, Took: took(old.since, now)})
+		obs = append(obs, QueueObservation{Tenant: ref.Tenant, Queue: old.queue.String(), What: QueueRunEnded, Took: took(old.since, now)})
 	}
 	return obs
 }
@@ -113,7 +96,7 @@ func took(from, now int64) time.Duration {
 
 // appendOutcomes adds the outcomes a transaction's events name, for the
 // nodes still in the table (call from fold, with mu held).
-func (t *table) appendOutcomes(obs []QueueObservation, events []records.Event) []QueueObservation {
+func (t *Table) appendOutcomes(obs []QueueObservation, events []records.Event) []QueueObservation {
 	for i := range events {
 		ev := &events[i]
 		var what QueueOutcome
@@ -131,11 +114,11 @@ func (t *table) appendOutcomes(obs []QueueObservation, events []records.Event) [
 		default:
 			continue
 		}
-		e, ok := t.nodes.get(nodeRef{ev.Tenant, ev.NodeID})
-		if !ok || e.st.queue == (atom{}) {
+		e, ok := t.Nodes.Get(NodeRef{ev.Tenant, ev.NodeID})
+		if !ok || e.State.queue == (atom{}) {
 			continue
 		}
-		obs = append(obs, QueueObservation{Tenant: ev.Tenant, Queue: e.st.queue.String(), What: what})
+		obs = append(obs, QueueObservation{Tenant: ev.Tenant, Queue: e.State.queue.String(), What: what})
 	}
 	return obs
 }
@@ -146,8 +129,7 @@ func (t *table) appendOutcomes(obs []QueueObservation, events []records.Event) [
 // created (zero when none). It walks the queues the ready mirror holds, not
 // the nodes, under the mirror's lock: fn must be quick and must not call the
 // store.
-func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[records.Status]int64, ready int, oldestReady time.Time)) {
-	m := s.ready
+func (m *ReadyMirror) EachQueueStat(fn func(tenant, queue string, counts map[records.Status]int64, ready int, oldestReady time.Time)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.promoteLocked(m.clock.Now().UnixMilli())
@@ -159,6 +141,6 @@ func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[records.S
 		if c, ok := q.oldestCreated(); ok {
 			oldest = time.Unix(0, c).UTC()
 		}
-		fn(t.tenant, t.queue, q.shown, q.claimable, oldest)
+		fn(t.Tenant, t.Queue, q.shown, q.claimable, oldest)
 	}
 }

@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"fmt"
@@ -13,32 +13,32 @@ import (
 func TestNodeIndexAgreesWithAMapUnderClashes(t *testing.T) {
 	t.Parallel()
 	x := newNodeIndex(0)
-	x.hashed = func(r nodeRef) uint64 { return uint64(len(r.id) % 4) }
-	want := map[nodeRef]*nodeEntry{}
+	x.hashed = func(r NodeRef) uint64 { return uint64(len(r.ID) % 4) }
+	want := map[NodeRef]*NodeEntry{}
 	check := func() {
-		require.Equal(t, len(want), x.len())
+		require.Equal(t, len(want), x.Len())
 		for ref, e := range want {
-			got, ok := x.get(ref)
+			got, ok := x.Get(ref)
 			require.True(t, ok, ref)
 			require.Same(t, e, got, ref)
 		}
 		seen := 0
 		for e := range x.all() {
-			require.Same(t, want[e.ref], e)
+			require.Same(t, want[e.Ref], e)
 			seen++
 		}
 		require.Equal(t, len(want), seen)
 	}
 	for i := range 400 {
-		ref := nodeRef{[]string{"acme", "beta"}[i%2], fmt.Sprintf("n%d", i%97)}
+		ref := NodeRef{[]string{"acme", "beta"}[i%2], fmt.Sprintf("n%d", i%97)}
 		switch {
 		case i%5 == 4:
 			x.delete(ref)
 			delete(want, ref)
-			_, ok := x.get(ref)
+			_, ok := x.Get(ref)
 			require.False(t, ok)
 		default:
-			e := &nodeEntry{ref: ref}
+			e := &NodeEntry{Ref: ref}
 			x.set(ref, e)
 			want[ref] = e
 		}

@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 // The nodes an identity holds, for package message (a message to an
 // identity reaches the nodes it holds), from the list indexes (lists.go).
@@ -7,9 +7,8 @@ package graphstore
 // holder, in id order, as of the last commit: O(log n + held). A lease past
 // its expiry counts until the reaper ends it, so a caller that must know
 // whether holder holds a node now reads its record.
-func (tx *Tx) HeldNodeIDs(tenant, holder string) []string {
-	t := tx.store.table
-	t.syncLists()
+func (t *Table) HeldNodeIDs(tenant, holder string) []string {
+	t.SyncLists()
 	l := t.lists
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -22,8 +21,8 @@ func (tx *Tx) HeldNodeIDs(tenant, holder string) []string {
 		return nil
 	}
 	ids := make([]string, 0, tr.Len())
-	tr.Ascend(func(e *nodeEntry) bool {
-		ids = append(ids, e.ref.id)
+	tr.Ascend(func(e *NodeEntry) bool {
+		ids = append(ids, e.Ref.ID)
 		return true
 	})
 	return ids

@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 // readyWaiter is one long-polling claimer of a queue; ch is closed once, by
 // the first claimable node its filter matches or by Kick.
@@ -84,7 +84,7 @@ func unfileUnder(sets map[string]waiterSet, key string, r *readyWaiter) {
 
 // wake ends the waits of the waiters that may claim it (call with the
 // mirror's mu held).
-func (w *waitIndex) wake(it *nodeEntry) {
+func (w *waitIndex) wake(it *NodeEntry) {
 	if w.waiting == 0 {
 		return
 	}
@@ -96,12 +96,12 @@ func (w *waitIndex) wake(it *nodeEntry) {
 			}
 		}
 	}
-	if target := it.st.target.String(); target != "" {
+	if target := it.State.target.String(); target != "" {
 		consider(w.bySub[target])
 	} else {
 		consider(w.any)
-		consider(w.byType[it.st.typ.String()])
-		for l := range it.st.labels.eachLabel() {
+		consider(w.byType[it.State.typ.String()])
+		for l := range it.State.labels.eachLabel() {
 			consider(w.byLabel[l])
 		}
 	}
@@ -126,26 +126,27 @@ func (w *waitIndex) end(r *readyWaiter) {
 	}
 }
 
-// watch files a waiter for f on a queue; see Store.ReadyWatch.
-func (m *readyMirror) watch(tenant, queue string, f ReadyFilter) (<-chan struct{}, func()) {
+// Watch files a waiter for f on a queue; graphstore's Store.ReadyWatch.
+func (m *ReadyMirror) Watch(tenant, queue string, f ReadyFilter) (<-chan struct{}, func()) {
+	f = f.normal()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	q := m.queue(tenantQueue{tenant, queue})
+	q := m.queue(TenantQueue{tenant, queue})
 	r := &readyWaiter{f: f, ch: make(chan struct{})}
 	q.waiters.file(r)
 	stop := func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		q.waiters.unfile(r)
-		m.dropIfIdle(tenantQueue{tenant, queue}, q)
+		m.dropIfIdle(TenantQueue{tenant, queue}, q)
 	}
 	return r.ch, stop
 }
 
-func (m *readyMirror) waitStats(tenant, queue string) (int, int64) {
+func (m *ReadyMirror) WaitStats(tenant, queue string) (int, int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if q, ok := m.queues[tenantQueue{tenant, queue}]; ok {
+	if q, ok := m.queues[TenantQueue{tenant, queue}]; ok {
 		return q.waiters.waiting, q.waiters.woken
 	}
 	return 0, 0

@@ -1,4 +1,4 @@
-package graphstore
+package indexes
 
 import (
 	"sync"
@@ -13,7 +13,7 @@ import (
 // the mirror's build; here one goroutine fills each kind of tree, so they
 // share both cores with the list indexes derive builds meanwhile. The entries must be filed in no mirror yet. It returns the
 // count moves for showCounts.
-func (m *readyMirror) load(entries []*nodeEntry) []countMove {
+func (m *ReadyMirror) load(entries []*NodeEntry) []countMove {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.clock.Now().UnixMilli()
@@ -22,19 +22,19 @@ func (m *readyMirror) load(entries []*nodeEntry) []countMove {
 	type claimable struct {
 		q  *queueMirror
 		ix *claimIndex
-		e  *nodeEntry
+		e  *NodeEntry
 	}
 	moves := make([]countMove, 0, len(entries))
 	all := make([]claimable, 0, len(entries)) // sized once: grown by append, a million would leave their copies behind
 	for _, e := range entries {
-		st := &e.st
+		st := &e.State
 		if st.queue == (atom{}) {
 			continue
 		}
-		tq := tenantQueue{e.ref.tenant, st.queue.String()}
+		tq := TenantQueue{e.Ref.Tenant, st.queue.String()}
 		q := m.queue(tq)
-		q.counts[st.status.Status()]++
-		moves = append(moves, countMove{tq.tenant, tq.queue, "", st.status.Status()})
+		q.counts[st.Status.Status()]++
+		moves = append(moves, countMove{tq.Tenant, tq.Queue, "", st.Status.Status()})
 		if !st.ready() {
 			continue
 		}

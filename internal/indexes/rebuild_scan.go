@@ -1,7 +1,10 @@
-package graphstore
+package indexes
 
 import (
+	"fmt"
 	"sync/atomic"
+
+	"github.com/tinylib/msgp/msgp"
 
 	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/records"
@@ -15,7 +18,7 @@ import (
 // scan, each about as long as the other at a million nodes. They overlap:
 // this goroutine reads and hands records over in batches, another decodes
 // them and calls fn, so fn runs on one goroutine, in order.
-func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *records.Node, val []byte)) error {
+func scanNodes(ktx *kv.Txn, fn func(ref NodeRef, n *records.Node, val []byte)) error {
 	batches := make(chan *recordBatch, 4)
 	failed := make(chan error, 1)
 	var stop atomic.Bool
@@ -32,7 +35,7 @@ func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *records.Node, val []byte)) e
 					stop.Store(true)
 					break
 				}
-				fn(nodeRef{intern(n.Tenant), n.ID}, &n, b.vals[i])
+				fn(NodeRef{Intern(n.Tenant), n.ID}, &n, b.vals[i])
 			}
 		}
 		failed <- err
@@ -40,7 +43,7 @@ func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *records.Node, val []byte)) e
 	b := newRecordBatch()
 	err := ktx.Scan([]byte{records.TagNode, records.KeySeparator}, nil, false, true, func(key, val []byte) (bool, error) {
 		b.add(key, val)
-		if len(b.vals) == recordBatchLen {
+		if len(b.vals) == RecordBatchLen {
 			batches <- b
 			b = newRecordBatch()
 		}
@@ -54,8 +57,8 @@ func scanNodes(ktx *kv.Txn, fn func(ref nodeRef, n *records.Node, val []byte)) e
 	return err
 }
 
-// recordBatchLen is how many records the scan hands over at a time.
-const recordBatchLen = 512
+// RecordBatchLen is how many records the scan hands over at a time.
+const RecordBatchLen = 512
 
 // recordBatch is records read and not yet decoded: the values as the store
 // gave them (copies the decoder may keep), the keys copied into one buffer
@@ -68,7 +71,7 @@ type recordBatch struct {
 }
 
 func newRecordBatch() *recordBatch {
-	return &recordBatch{ends: make([]int, 0, recordBatchLen), vals: make([][]byte, 0, recordBatchLen)}
+	return &recordBatch{ends: make([]int, 0, RecordBatchLen), vals: make([][]byte, 0, RecordBatchLen)}
 }
 
 func (b *recordBatch) add(key, val []byte) {
@@ -83,4 +86,12 @@ func (b *recordBatch) key(i int) []byte {
 		start = b.ends[i-1]
 	}
 	return b.keys[start:b.ends[i]]
+}
+
+// decode unmarshals a record, naming its key when it does not decode.
+func decode(b []byte, v msgp.Unmarshaler, what []byte) error {
+	if _, err := v.UnmarshalMsg(b); err != nil {
+		return fmt.Errorf("error decoding %q: %w", what, err)
+	}
+	return nil
 }
