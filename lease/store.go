@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tether-run/tether/graph"
@@ -52,8 +53,10 @@ type Store struct {
 	ten   *tenant.Tenants
 	by    string
 
-	mu     sync.Mutex
-	closed bool
+	// closeMu orders Close calls; closed is read on every call, without
+	// a lock.
+	closeMu sync.Mutex
+	closed  atomic.Bool
 	// stop ends ClaimNext long polls when the Store closes.
 	stop chan struct{}
 }
@@ -97,12 +100,11 @@ func Open(dir string, opts Options) (*Store, error) {
 // Close stops the background services and closes the store. Calls after
 // Close fail with ErrClosed; a second Close does nothing.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed = true
 	close(s.stop)
 	return s.core.Close()
 }
@@ -343,9 +345,7 @@ func (s *Store) check(tenant, worker, creator string) error {
 }
 
 func (s *Store) open() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed.Load() {
 		return ErrClosed
 	}
 	return nil

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/clock/clocktest"
@@ -134,19 +131,12 @@ func Start(opts *Options) (*Server, error) {
 	if opts.MaxAttempts > 0 {
 		cfg.Tenant.Defaults.MaxAttemptsDefault = opts.MaxAttempts
 	}
-	srv, err := server.Open(context.Background(), cfg)
+	srv, url, err := testserver.Listen(cfg)
 	if err != nil {
 		_ = s.removeDir()
 		return nil, fmt.Errorf("error starting the server: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = srv.Shutdown(context.Background())
-		_ = s.removeDir()
-		return nil, err
-	}
-	go func() { _ = srv.Serve(ln) }()
-	s.srv, s.URL = srv, "http://"+ln.Addr().String()
+	s.srv, s.URL = srv, url
 	s.AdminToken = s.Token(s.Tenant, "admin", "admin")
 	s.Client = s.ClientFor(s.Tenant, "admin", "admin")
 	return s, nil
@@ -174,11 +164,7 @@ func (s *Server) removeDir() error {
 // Token mints a token for worker in tenant with roles (none: worker), valid
 // for TokenTTL of the server's clock.
 func (s *Server) Token(tenant, worker string, roles ...string) string {
-	claims := jwt.MapClaims{"sub": worker, "tid": tenant, "exp": s.Now().Add(TokenTTL).Unix()}
-	if len(roles) > 0 {
-		claims["roles"] = roles
-	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(testserver.Secret))
+	tok, err := testserver.SignToken(tenant, worker, s.Now().Add(TokenTTL), roles...)
 	if err != nil {
 		panic("clienttest: HS256 signing failed: " + err.Error()) // only a broken crypto library fails it
 	}

@@ -83,16 +83,30 @@ func Open(t testing.TB, opts ...Option) *Server {
 // test shuts it down (Stop).
 func Serve(t testing.TB, cfg server.Config) *Server {
 	t.Helper()
-	srv, err := server.Open(context.Background(), cfg)
+	srv, url, err := Listen(cfg)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(ln) }()
-	s := &Server{Server: srv, T: t, URL: "http://" + ln.Addr().String(), DataDir: cfg.DataDir}
+	s := &Server{Server: srv, T: t, URL: url, DataDir: cfg.DataDir}
 	if clk, ok := cfg.Clock.(*clocktest.Fake); ok {
 		s.Clock = clk
 	}
 	return s
+}
+
+// Listen opens a server from cfg and serves it on a free loopback port,
+// returning its URL, for a harness without a testing.TB (client/clienttest);
+// the caller shuts it down. When it fails, nothing is left open.
+func Listen(cfg server.Config) (*server.Server, string, error) {
+	srv, err := server.Open(context.Background(), cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		return nil, "", err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String(), nil
 }
 
 // Stop shuts the server down, draining its requests, and requires that to
@@ -116,11 +130,18 @@ func (s *Server) Now() time.Time {
 // worker), valid for an hour of the server's clock.
 func (s *Server) Token(tenant, sub string, roles ...string) string {
 	s.T.Helper()
-	claims := jwt.MapClaims{"sub": sub, "tid": tenant, "exp": s.Now().Add(time.Hour).Unix()}
+	tok, err := SignToken(tenant, sub, s.Now().Add(time.Hour), roles...)
+	require.NoError(s.T, err)
+	return tok
+}
+
+// SignToken mints an HS256 JWT signed with Secret, which every test server
+// accepts, for sub in tenant with roles (none: the default, worker),
+// expiring at exp.
+func SignToken(tenant, sub string, exp time.Time, roles ...string) (string, error) {
+	claims := jwt.MapClaims{"sub": sub, "tid": tenant, "exp": exp.Unix()}
 	if len(roles) > 0 {
 		claims["roles"] = roles
 	}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(Secret))
-	require.NoError(s.T, err)
-	return tok
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(Secret))
 }
