@@ -32,7 +32,7 @@ func (s *Store) QueueCount(tenant, queue string, st records.Status) int64 {
 // of the node's last write; it never calls fn under the mirror's lock. Call
 // it on the writer (inside Update) so the mirror matches what the
 // transaction sees.
-func (tx *Tx) ReadyIDs(tenant, queue string, f ReadyFilter, fn func(id string) bool) {
+func (tx *Tx) ReadyIDs(tenant, queue string, f indexes.ReadyFilter, fn func(id string) bool) {
 	tx.store.ready.AscendFiltered(tenant, queue, tx.now, f, fn)
 }
 
@@ -47,7 +47,7 @@ func (s *Store) ReadyStats(tenant, queue string) (int, time.Time) {
 // called for the queue. Call it before looking, so that a node turning ready
 // between the look and the wait is not missed, and call stop once done
 // waiting (it may be called more than once).
-func (s *Store) ReadyWatch(tenant, queue string, f ReadyFilter) (changed <-chan struct{}, stop func()) {
+func (s *Store) ReadyWatch(tenant, queue string, f indexes.ReadyFilter) (changed <-chan struct{}, stop func()) {
 	return s.ready.Watch(tenant, queue, f)
 }
 
@@ -73,7 +73,7 @@ func (s *Store) EachQueueStat(fn func(tenant, queue string, counts map[records.S
 }
 
 // QueueStats lists the queues of tenant that hold nodes, by name.
-func (s *Store) QueueStats(tenant string) []QueueStat { return s.ready.QueueStats(tenant) }
+func (s *Store) QueueStats(tenant string) []indexes.QueueStat { return s.ready.QueueStats(tenant) }
 
 // HeldNodeIDs returns the ids of the nodes of tenant whose lease names
 // holder, in id order, as of the last commit: O(log n + held). A lease past
@@ -132,24 +132,3 @@ func (s *Store) derive(t *indexes.Table, m *indexes.ReadyMirror, b *blobTable) e
 		return b.derive(ktx, blobRefs)
 	})
 }
-
-// What callers of the store name of the derived state, as package indexes
-// defines it.
-type (
-	ReadyFilter      = indexes.ReadyFilter
-	QueueStat        = indexes.QueueStat
-	QueueMeter       = indexes.QueueMeter
-	QueueObservation = indexes.QueueObservation
-	QueueOutcome     = indexes.QueueOutcome
-)
-
-// The outcomes a QueueMeter is told of (indexes.QueueOutcome).
-const (
-	QueueClaimed   = indexes.QueueClaimed
-	QueueRunEnded  = indexes.QueueRunEnded
-	QueueCompleted = indexes.QueueCompleted
-	QueueFailed    = indexes.QueueFailed
-	QueueDead      = indexes.QueueDead
-	QueueExpired   = indexes.QueueExpired
-	QueueCreated   = indexes.QueueCreated
-)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -54,7 +55,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 	}
 	check := func(s *Store, when string) {
 		t.Helper()
-		for _, f := range []ReadyFilter{
+		for _, f := range []indexes.ReadyFilter{
 			{Sub: "alice"}, {Sub: "carol"}, {Types: []string{"build"}, Sub: "bob"},
 			{Labels: []string{"gpu"}, Sub: "alice"}, {Types: []string{"test", "build"}, Labels: []string{"x", "y"}, Sub: "bob"},
 		} {
@@ -86,7 +87,7 @@ func TestReadyIDsFollowNodeChangesAndRestart(t *testing.T) {
 
 // offered reports whether f's claimer may take the ready node n, from its
 // record: the rule the mirror's indexes keep.
-func offered(n *records.Node, f ReadyFilter) bool {
+func offered(n *records.Node, f indexes.ReadyFilter) bool {
 	if n.Target != "" && n.Target != f.Sub {
 		return false
 	}

@@ -188,7 +188,7 @@ func TestReadyMirrorSurvivesRestartAndPromotesDelayed(t *testing.T) {
 	stats := s3.QueueStats("acme")
 	require.Len(t, stats, 1)
 	require.EqualValues(t, 5, stats[0].Counts[records.StatusQueued])
-	require.True(t, slices.ContainsFunc(stats, func(q QueueStat) bool { return q.Ready == 5 }))
+	require.True(t, slices.ContainsFunc(stats, func(q indexes.QueueStat) bool { return q.Ready == 5 }))
 }
 
 // The mirror offers a delayed node only once the record's run_at has passed,
@@ -206,7 +206,7 @@ func TestReadyMirrorOffersNoNodeBeforeItsRunAt(t *testing.T) {
 	n := newNode("acme", "later", 0)
 	n.RunAt = &at
 	insert(t, s, n)
-	changed, stop := s.ReadyWatch("acme", "q", ReadyFilter{})
+	changed, stop := s.ReadyWatch("acme", "q", indexes.ReadyFilter{})
 	defer stop()
 
 	clk.Advance(20*time.Millisecond + 200*time.Microsecond) // the same ms as run_at, before it

@@ -49,11 +49,11 @@ func TestRebuildAcrossScanBatches(t *testing.T) {
 	type seen struct {
 		lists map[string][]string
 		ready map[string][]string
-		stats map[string][]QueueStat
+		stats map[string][]indexes.QueueStat
 	}
 	look := func(s *Store) seen {
 		t.Helper()
-		got := seen{lists: map[string][]string{}, ready: map[string][]string{}, stats: map[string][]QueueStat{}}
+		got := seen{lists: map[string][]string{}, ready: map[string][]string{}, stats: map[string][]indexes.QueueStat{}}
 		require.NoError(t, s.View(func(tx *Tx) error {
 			for _, tenant := range []string{"acme", "umbrella"} {
 				nodes, _, err := tx.NodeList(tenant, NodeQuery{Limit: 1000})
@@ -64,7 +64,7 @@ func TestRebuildAcrossScanBatches(t *testing.T) {
 					got.lists[tenant] = append(got.lists[tenant], n.ID)
 				}
 				for _, q := range []string{"q", "r"} {
-					tx.ReadyIDs(tenant, q, ReadyFilter{}, func(id string) bool {
+					tx.ReadyIDs(tenant, q, indexes.ReadyFilter{}, func(id string) bool {
 						got.ready[tenant+"/"+q] = append(got.ready[tenant+"/"+q], id)
 						return true
 					})

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -166,7 +167,7 @@ func TestReadyMirrorForgetsIdleQueues(t *testing.T) {
 	t.Parallel()
 	s, clk := setup(t)
 	for i := range 100 {
-		_, stop := s.ReadyWatch("acme", fmt.Sprint("poll-", i), ReadyFilter{Sub: "w"})
+		_, stop := s.ReadyWatch("acme", fmt.Sprint("poll-", i), indexes.ReadyFilter{Sub: "w"})
 		stop()
 	}
 	n := newNode("acme", "x", 0)

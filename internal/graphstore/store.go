@@ -285,14 +285,14 @@ func (s *Store) View(fn func(*Tx) error) error {
 func (s *Store) Healthy() bool { return s.kv.Healthy() }
 
 // queueMeterBox holds a QueueMeter for an atomic.Pointer.
-type queueMeterBox struct{ m QueueMeter }
+type queueMeterBox struct{ m indexes.QueueMeter }
 
 // queueMeters is the store's meter, nil for none.
 type queueMeters = atomic.Pointer[queueMeterBox]
 
 // SetQueueMeter has m told of every later transaction's outcomes (nil: no
 // meter, and nothing is collected for one).
-func (s *Store) SetQueueMeter(m QueueMeter) {
+func (s *Store) SetQueueMeter(m indexes.QueueMeter) {
 	if m == nil {
 		s.meter.Store(nil)
 		return

@@ -196,7 +196,7 @@ func (tx *Tx) apply() {
 	if cs.Empty() {
 		return
 	}
-	var meter QueueMeter
+	var meter indexes.QueueMeter
 	if box := s.meter.Load(); box != nil {
 		meter = box.m
 	}

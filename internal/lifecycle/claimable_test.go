@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/lifecycle"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -65,7 +66,7 @@ func TestClaimableRule(t *testing.T) {
 	offered := func(queue, by string) []string {
 		var ids []string
 		require.NoError(t, b.store.View(func(tx *graphstore.Tx) error {
-			tx.ReadyIDs("acme", queue, graphstore.ReadyFilter{Sub: by}, func(id string) bool {
+			tx.ReadyIDs("acme", queue, indexes.ReadyFilter{Sub: by}, func(id string) bool {
 				ids = append(ids, id)
 				return true
 			})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -30,8 +31,8 @@ type ClaimNextParams struct {
 
 // filter is what the ready mirror offers p: its types and labels, and the
 // nodes reserved to its caller or to no one.
-func (p ClaimNextParams) filter() graphstore.ReadyFilter {
-	return graphstore.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
+func (p ClaimNextParams) filter() indexes.ReadyFilter {
+	return indexes.ReadyFilter{Types: p.Types, Labels: p.Labels, Sub: p.Sub}
 }
 
 // MaxWait bounds a long poll.
@@ -105,7 +106,7 @@ const claimChunk = 64
 
 // claimChunks claims up to p.Max ready nodes, claimChunk per transaction, and
 // returns once all of them are durable.
-func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter graphstore.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
+func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter indexes.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
 	bctx, durable := graphstore.WithBarrier(ctx)
 	var out []*leasing.ClaimResult
 	for len(out) < p.Max {
@@ -138,7 +139,7 @@ func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter gra
 	return out, nil
 }
 
-func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f graphstore.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
+func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
 	q, err := tx.QueueSettingsGet(p.Tenant, p.Queue)
 	if err != nil || q.Paused {
 		return nil, err

@@ -9,10 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/indexes"
 	"github.com/tether-run/tether/internal/records"
 )
 
-// Meter is the per-queue series: a graphstore.QueueMeter for the counters and
+// Meter is the per-queue series: a indexes.QueueMeter for the counters and
 // histograms, a prometheus.Collector for the gauges. Register it with
 // Register.
 type Meter struct {
@@ -83,8 +84,8 @@ func (m *Meter) Register(reg prometheus.Registerer) error {
 }
 
 // QueueObserved counts one durable transaction's outcomes
-// (graphstore.QueueMeter).
-func (m *Meter) QueueObserved(obs []graphstore.QueueObservation) {
+// (indexes.QueueMeter).
+func (m *Meter) QueueObserved(obs []indexes.QueueObservation) {
 	now := m.store.Clock().Now()
 	m.labels.mu.Lock()
 	defer m.labels.mu.Unlock()
@@ -94,19 +95,19 @@ func (m *Meter) QueueObserved(obs []graphstore.QueueObservation) {
 		s := m.seriesOf(k)
 		m.count(k, o.What, now)
 		switch o.What {
-		case graphstore.QueueCreated:
+		case indexes.QueueCreated:
 			s.created.Inc()
-		case graphstore.QueueClaimed:
+		case indexes.QueueClaimed:
 			s.claimWait.Observe(o.Took.Seconds())
-		case graphstore.QueueRunEnded:
+		case indexes.QueueRunEnded:
 			s.runTime.Observe(o.Took.Seconds())
-		case graphstore.QueueCompleted:
+		case indexes.QueueCompleted:
 			s.completed.Inc()
-		case graphstore.QueueFailed:
+		case indexes.QueueFailed:
 			s.failed.Inc()
-		case graphstore.QueueDead:
+		case indexes.QueueDead:
 			s.dead.Inc()
-		case graphstore.QueueExpired:
+		case indexes.QueueExpired:
 			s.expired.Inc()
 		}
 	}

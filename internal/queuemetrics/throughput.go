@@ -3,7 +3,7 @@ package queuemetrics
 import (
 	"time"
 
-	"github.com/tether-run/tether/internal/graphstore"
+	"github.com/tether-run/tether/internal/indexes"
 )
 
 // The throughput history: per queue, how many nodes were created, completed
@@ -41,14 +41,14 @@ func (h *history) at(minute int64) *minuteCounts {
 }
 
 // count adds one outcome at now to k's history (call with labels.mu held).
-func (m *Meter) count(k labelKey, what graphstore.QueueOutcome, now time.Time) {
+func (m *Meter) count(k labelKey, what indexes.QueueOutcome, now time.Time) {
 	var field func(*minuteCounts) *int64
 	switch what {
-	case graphstore.QueueCreated:
+	case indexes.QueueCreated:
 		field = func(c *minuteCounts) *int64 { return &c.created }
-	case graphstore.QueueCompleted:
+	case indexes.QueueCompleted:
 		field = func(c *minuteCounts) *int64 { return &c.completed }
-	case graphstore.QueueFailed:
+	case indexes.QueueFailed:
 		field = func(c *minuteCounts) *int64 { return &c.failed }
 	default:
 		return
