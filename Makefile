@@ -55,8 +55,8 @@ test-short: ## Run the tests without the race detector (faster)
 	$(GO) test -count=1 $(PKGS)
 
 .PHONY: linearize
-linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses and etcd leader kills (~30 min)
-	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 60m -v -run 'TestLinearize' ./cmd/tether/
+linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses, etcd leader kills, both at once, and network splits in namespaces (~50 min; splits need root)
+	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 90m -v -run 'TestLinearize' ./cmd/tether/
 
 .PHONY: spec-lint
 spec-lint: ## Lint openapi.yaml with Redocly (recommended) and Spectral (spectral:oas); needs npm

@@ -7,22 +7,27 @@ package main
 // reads, while the owner of the nodes' shard is killed with SIGKILL (and
 // started again), cut off from etcd and then killed (every renewal it answered
 // meanwhile is lost), paused with SIGSTOP past its etcd lease (and resumed),
-// and the etcd leader is killed (and restarted). porcupine checks the whole
-// history against internal/linearize's model, the API's promise.
+// the etcd leader is killed (and restarted), and the owner is killed while
+// the etcd leader is killed. The partition runs
+// (linearize_etcd_partitions_test.go) add splits of the network. porcupine
+// checks the whole history against internal/linearize's model, the API's
+// promise: no two holders at once, no answered renewal lost, no
+// acknowledged write lost.
 //
 // Every opening of the shard (a takeover, a handback, a reopening after a
 // broken store) is a Restart operation of the model on every node: from the
 // last fault or recovery action before it to the moment the server logged
 // it served the shard, which is after leasing.Service.Start ran.
 //
-// CI runs one short run; TETHER_LINEARIZE=long runs five of three minutes;
-// TETHER_LINEARIZE_ETCD_{RUNS,SECONDS} override either.
+// CI runs one short run of each; TETHER_LINEARIZE=long runs five of each,
+// of three minutes; TETHER_LINEARIZE_ETCD_{RUNS,SECONDS} override either.
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -41,6 +46,7 @@ import (
 	"github.com/tether-run/tether/internal/cluster"
 	"github.com/tether-run/tether/internal/etcdtest"
 	"github.com/tether-run/tether/internal/linearize"
+	"github.com/tether-run/tether/internal/netfault"
 )
 
 const (
@@ -51,16 +57,17 @@ const (
 	lePause     = efLeaseTTL + 1500*time.Millisecond
 )
 
-// leScale is the size of an etcd linearizability run.
+// leScale is the size of an etcd linearizability run: load is that of a
+// run on loopback, splits that of a partition run.
 type leScale struct {
 	runs, clients, nodes int
-	load                 time.Duration
+	load, splits         time.Duration
 }
 
 func linearizeEtcdScale(t *testing.T) leScale {
-	s := leScale{runs: 1, clients: 8, nodes: 6, load: 45 * time.Second}
+	s := leScale{runs: 1, clients: 8, nodes: 6, load: 45 * time.Second, splits: 90 * time.Second}
 	if os.Getenv("TETHER_LINEARIZE") == "long" {
-		s = leScale{runs: 5, clients: 10, nodes: 8, load: 3 * time.Minute}
+		s = leScale{runs: 5, clients: 10, nodes: 8, load: 3 * time.Minute, splits: 3 * time.Minute}
 	}
 	if env := os.Getenv("TETHER_LINEARIZE_ETCD_RUNS"); env != "" {
 		n, err := strconv.Atoi(env)
@@ -75,6 +82,7 @@ func linearizeEtcdScale(t *testing.T) leScale {
 			t.Fatalf("TETHER_LINEARIZE_ETCD_SECONDS=%q is not a positive count", env)
 		}
 		s.load = time.Duration(n) * time.Second
+		s.splits = s.load
 	}
 	return s
 }
@@ -89,6 +97,7 @@ type leCluster struct {
 	shard  int
 	rec    *linearize.Recorder
 	toks   map[string]string // identity -> token
+	net    *leNet            // the namespaces of a partition run; nil on loopback
 
 	mu      sync.Mutex
 	live    []*proc                // servers that answer (or will, once resumed)
@@ -96,18 +105,51 @@ type leCluster struct {
 	ids     map[*proc]string       // the server id each reports
 	proxies map[*proc][]*etcdProxy // its etcd proxies, one per member
 	cuts    [][2]int64             // each cut-then-kill: from the cut to the kill (Unix ns)
-	pauses  [][2]int64             // each pause: from SIGSTOP to SIGCONT (Unix ns)
+	stalls  []leHold               // each pause, and each cut that was healed
 	held    map[string]leHolder    // node -> the lease a client believes it holds
 	actions []int64                // when each fault or recovery action began (Unix ns)
+	causes  map[int64]int64        // a recovery action -> the fault action it ends
 	faults  map[string]int         // fault kind -> how many
 
 	unexpected sync.Map
 }
 
-func (c *leCluster) action() {
+// action records that a fault or recovery action begins now, and returns
+// the instant.
+func (c *leCluster) action() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.actions = append(c.actions, linearize.Now())
+	at := linearize.Now()
+	c.actions = append(c.actions, at)
+	return at
+}
+
+// recovery records that an action ending the fault that began at from
+// begins now, and returns the instant. A shard opened after it may have been
+// lost to the fault before it (a server cut off from etcd or paused loses
+// its session only later, and another then takes over): such an opening is
+// checked as a restart from the fault.
+func (c *leCluster) recovery(from int64) int64 {
+	at := c.action()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.causes[at] = from
+	return at
+}
+
+// leHold is a window in which a call may have waited in a process that
+// could not go on: a pause (SIGSTOP to SIGCONT), or a cut of the network (to
+// its heal).
+type leHold struct {
+	from, to int64 // Unix ns
+	cut      bool
+}
+
+// hold records a cut from from to to, healed.
+func (c *leCluster) hold(from, to int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stalls = append(c.stalls, leHold{from: from, to: to, cut: true})
 }
 
 func (c *leCluster) servers() []*proc {
@@ -209,8 +251,19 @@ func (c *leCluster) byID(id string) *proc {
 }
 
 // start starts a server at addr that reaches each etcd member through a
-// proxy of its own, so that it can be cut off from etcd alone.
+// proxy of its own, so that it can be cut off from etcd alone (in a
+// partition run, in its namespace, which can be).
 func (c *leCluster) start(name, addr string) *proc {
+	if c.net != nil {
+		p := c.net.start(c, name, addr)
+		id := serverID(c.t, c.hc, p)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.live = append(c.live, p)
+		c.all = append(c.all, p)
+		c.ids[p] = id
+		return p
+	}
 	var urls []string
 	var proxies []*etcdProxy
 	for _, ep := range c.etcd.Endpoints {
@@ -251,33 +304,22 @@ func (c *leCluster) killOwnerAfter(cut time.Duration) {
 		c.t.Fatalf("nobody serves tenant %s", c.tenant)
 	}
 	c.action()
+	heal := func() {}
 	if cut > 0 {
 		for _, px := range c.proxies[o] {
 			px.Freeze()
 		}
-		// Every holder renews at once (the clients may all be waiting on
-		// reads, which need etcd): the owner answers what it can apply.
-		c.mu.Lock()
-		held := make(map[string]leHolder, len(c.held))
-		for n, h := range c.held {
-			held[n] = h
+		if c.net != nil {
+			heal = c.net.host(o).Cut(netfault.Both, c.net.etcd...)
 		}
-		c.mu.Unlock()
-		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-		for node, h := range held {
-			in := linearize.Input{Kind: linearize.Renew, Node: node, Client: h.sub, Fence: h.fence}
-			p := o
-			if rng.IntN(2) == 0 {
-				p = c.servers()[rng.IntN(len(c.servers()))]
-			}
-			go c.callVia(context.Background(), p, in)
-		}
+		c.renewAllVia(o)
 		time.Sleep(cut)
 	}
 	o.kill9()
 	for _, px := range c.proxies[o] {
 		px.Cut()
 	}
+	heal() // its namespace is where it starts again
 	if cut > 0 {
 		c.mu.Lock()
 		c.cuts = append(c.cuts, [2]int64{c.actions[len(c.actions)-1], linearize.Now()})
@@ -301,6 +343,67 @@ func (c *leCluster) killOwnerAfter(cut time.Duration) {
 	c.t.Logf("recovery: %s started again at %s (%s)", n.name, addr, c.ids[n])
 }
 
+// renewAllVia has every holder renew at once (the clients may all be
+// waiting on reads, which need etcd), half of them through o: the owner
+// answers what it can apply.
+func (c *leCluster) renewAllVia(o *proc) {
+	c.mu.Lock()
+	held := make(map[string]leHolder, len(c.held))
+	for n, h := range c.held {
+		held[n] = h
+	}
+	c.mu.Unlock()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	for node, h := range held {
+		in := linearize.Input{Kind: linearize.Renew, Node: node, Client: h.sub, Fence: h.fence}
+		p := o
+		if rng.IntN(2) == 0 {
+			p = c.servers()[rng.IntN(len(c.servers()))]
+		}
+		go c.callVia(context.Background(), p, in)
+	}
+}
+
+// killOwnerAndEtcdLeader kills the shard's owner with SIGKILL while the
+// etcd leader is killed: the other server takes the shard over from the
+// two members left, through their election. Then the etcd member is
+// restarted, and the server as killOwner does.
+func (c *leCluster) killOwnerAndEtcdLeader() {
+	o := c.owner(nil)
+	if o == nil {
+		c.t.Fatalf("nobody serves tenant %s", c.tenant)
+	}
+	l := etcdLeader(c.t, c.etcd)
+	from := c.action()
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		c.etcd.Kill(l)
+	}()
+	o.kill9()
+	for _, px := range c.proxies[o] {
+		px.Cut()
+	}
+	c.drop(o)
+	<-killed
+	c.count("owner killed (SIGKILL) while the etcd leader is killed")
+	c.t.Logf("fault: owner %s (%s) killed with SIGKILL while the etcd leader (member %d) is killed", o.name, c.ids[o], l)
+	// The takeover comes before the next action: its opening is checked as
+	// a restart from the kill.
+	if c.owner(o) == nil {
+		c.t.Fatalf("no server took over tenant %s after its owner and the etcd leader were killed", c.tenant)
+	}
+	time.Sleep(time.Second)
+	c.recovery(from)
+	c.etcd.Restart(l)
+	c.t.Logf("recovery: etcd member %d restarted", l)
+	time.Sleep(leGap / 3)
+	c.action()
+	addr := strings.TrimPrefix(o.url, "http://")
+	n := c.start(o.name+"'", addr)
+	c.t.Logf("recovery: %s started again at %s (%s)", n.name, addr, c.ids[n])
+}
+
 // pauseOwner stops the owner with SIGSTOP past its etcd lease, then resumes
 // it.
 func (c *leCluster) pauseOwner() {
@@ -308,15 +411,15 @@ func (c *leCluster) pauseOwner() {
 	if o == nil {
 		c.t.Fatalf("nobody serves tenant %s", c.tenant)
 	}
-	c.action()
+	from := c.action()
 	o.signal(syscall.SIGSTOP)
 	c.count("owner paused past its etcd lease (SIGSTOP)")
 	c.t.Logf("fault: owner %s (%s) paused with SIGSTOP for %v (its etcd lease: %v)", o.name, c.ids[o], lePause, efLeaseTTL)
 	time.Sleep(lePause)
-	c.action()
+	to := c.recovery(from)
 	o.signal(syscall.SIGCONT)
 	c.mu.Lock()
-	c.pauses = append(c.pauses, [2]int64{c.actions[len(c.actions)-2], c.actions[len(c.actions)-1]})
+	c.stalls = append(c.stalls, leHold{from: from, to: to})
 	c.mu.Unlock()
 	c.t.Logf("recovery: %s resumed", o.name)
 }
@@ -324,12 +427,12 @@ func (c *leCluster) pauseOwner() {
 // killEtcdLeader kills the etcd leader and restarts it a while later.
 func (c *leCluster) killEtcdLeader() {
 	l := etcdLeader(c.t, c.etcd)
-	c.action()
+	from := c.action()
 	c.count("etcd leader killed")
 	c.t.Logf("fault: etcd leader (member %d) killed", l)
 	c.etcd.Kill(l) // returns once the member has closed, which takes seconds
 	time.Sleep(time.Second)
-	c.action()
+	c.recovery(from)
 	c.etcd.Restart(l)
 	c.t.Logf("recovery: etcd member %d restarted", l)
 }
@@ -371,17 +474,19 @@ func (c *leCluster) openings() []int64 {
 
 // history is the recorded calls ready to check, with a Restart operation on
 // every node for every opening of the shard after the load began: it spans
-// from the last action before the opening (its cause) to the opening's log
-// line (+1 ms for the log's rounding). A call without an answer may have
-// taken effect until leLateBound after it was given up, or after the paused
-// server it may have waited in was resumed; reads without an answer are left
-// out. (The bound matters: internal/linearize lets a call whose window spans
-// a lease's expiry see the lease either way, so an unknown call with an
-// endless window would let any lease end early.)
+// from the last action before the opening (its cause; the fault, when that
+// action is the fault's recovery) to the opening's log line (+1 ms for the
+// log's rounding). A call without an answer may have taken effect until
+// leLateBound after it was given up, or after the paused server it may have
+// waited in was resumed (or the cut it may have waited behind was healed);
+// reads without an answer are left out. (The bound matters:
+// internal/linearize lets a call whose window spans a lease's expiry see the
+// lease either way, so an unknown call with an endless window would let any
+// lease end early.)
 func (c *leCluster) history(loadStart int64) ([]linearize.Op, linearize.Counts, int) {
 	end := linearize.Now()
 	c.mu.Lock()
-	pauses := slices.Clone(c.pauses)
+	stalls := slices.Clone(c.stalls)
 	c.mu.Unlock()
 	var out []linearize.Op
 	var counts linearize.Counts
@@ -395,9 +500,9 @@ func (c *leCluster) history(loadStart int64) ([]linearize.Op, linearize.Counts, 
 			}
 			op.Output = linearize.Output{Result: linearize.Unknown}
 			last := max(op.Return, op.Call)
-			for _, p := range pauses {
-				if op.Call < p[1] && last > p[0] {
-					last = max(last, p[1])
+			for _, h := range stalls {
+				if op.Call < h.to && last > h.from {
+					last = max(last, h.to)
 				}
 			}
 			op.Return = min(end, last+int64(leLateBound))
@@ -409,6 +514,10 @@ func (c *leCluster) history(loadStart int64) ([]linearize.Op, linearize.Counts, 
 	}
 	c.mu.Lock()
 	actions := slices.Clone(c.actions)
+	causes := make(map[int64]int64, len(c.causes))
+	for k, v := range c.causes {
+		causes[k] = v
+	}
 	c.mu.Unlock()
 	takeovers := 0
 	for _, at := range c.openings() {
@@ -420,10 +529,14 @@ func (c *leCluster) history(loadStart int64) ([]linearize.Op, linearize.Counts, 
 			c.t.Errorf("the shard was opened at %v with no fault or recovery before it", time.Unix(0, at))
 			continue
 		}
+		cause := actions[i-1]
+		if f, ok := causes[cause]; ok {
+			cause = f
+		}
 		takeovers++
 		counts.Restarts++
 		for n := range nodes {
-			in := linearize.Input{Kind: linearize.Restart, Node: n, Call: actions[i-1], Return: at + int64(time.Millisecond)}
+			in := linearize.Input{Kind: linearize.Restart, Node: n, Call: cause, Return: at + int64(time.Millisecond)}
 			out = append(out, linearize.Op{Input: in, Output: linearize.Output{Result: linearize.OK}, Call: in.Call, Return: in.Return})
 		}
 	}
@@ -436,31 +549,49 @@ func TestLinearizeEtcdFaults(t *testing.T) {
 	scale := linearizeEtcdScale(t)
 	var total linearize.Counts
 	faults := map[string]int{}
-	takeovers := 0
-	for run := range scale.runs {
-		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
-			counts, f, n := linearizeEtcdRun(t, run, scale)
-			total.Ops += counts.Ops
-			total.Unknown += counts.Unknown
-			total.Nodes += counts.Nodes
-			takeovers += n
-			for k, v := range f {
-				faults[k] += v
+	takeovers, runs := 0, 0
+	for _, partitions := range []bool{false, true} {
+		for run := range scale.runs {
+			name := fmt.Sprintf("run-%d", run)
+			if partitions {
+				name = fmt.Sprintf("partitions-%d", run)
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				counts, f, n := linearizeEtcdRun(t, run, scale, partitions)
+				runs++
+				total.Ops += counts.Ops
+				total.Unknown += counts.Unknown
+				total.Nodes += counts.Nodes
+				takeovers += n
+				for k, v := range f {
+					faults[k] += v
+				}
+			})
+		}
 	}
 	t.Logf("%d runs: %d calls checked (%d with unknown outcome), %d nodes; faults %v; %d openings of the shard checked as restarts; 0 illegal",
-		scale.runs, total.Ops, total.Unknown, total.Nodes, faults, takeovers)
+		runs, total.Ops, total.Unknown, total.Nodes, faults, takeovers)
 }
 
-func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, map[string]int, int) {
-	e := etcdtest.Start(t, 3)
-	if !e.Embedded() {
-		t.Skip("needs embedded etcd members to kill")
+// linearizeEtcdRun is one run: on loopback with embedded etcd members, or,
+// for partitions, with every process in a network namespace of its own.
+func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (linearize.Counts, map[string]int, int) {
+	c := &leCluster{t: t, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, held: map[string]leHolder{}, causes: map[int64]int64{}, proxies: map[*proc][]*etcdProxy{}, faults: map[string]int{}}
+	var addrA, addrB string
+	load := scale.load
+	if partitions {
+		c.net, c.etcd, c.hc = newLeNet(t)
+		addrA, addrB = c.net.addrs(t)
+		load = scale.splits
+	} else {
+		c.etcd = etcdtest.Start(t, 3)
+		if !c.etcd.Embedded() {
+			t.Skip("needs embedded etcd members to kill")
+		}
+		c.hc = &http.Client{Transport: httpClient(t).Transport, Timeout: leCallLimit + time.Second}
+		addrA, addrB = spreadAddrs(t)
 	}
-	hc := &http.Client{Transport: httpClient(t).Transport, Timeout: leCallLimit + time.Second}
-	c := &leCluster{t: t, etcd: e, hc: hc, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, held: map[string]leHolder{}, proxies: map[*proc][]*etcdProxy{}, faults: map[string]int{}}
-	addrA, addrB := spreadAddrs(t)
+	hc := c.hc
 	a := c.start("A", addrA)
 	c.start("B", addrB)
 	// The tenant under test is one the first server owns.
@@ -495,7 +626,7 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, m
 	}
 
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("run %d: tenant %s (shard %d), %d clients on %d nodes for %v through 2 servers (seed %d)", run, c.tenant, c.shard, scale.clients, scale.nodes, scale.load, seed)
+	t.Logf("run %d: tenant %s (shard %d), %d clients on %d nodes for %v through 2 servers (seed %d)", run, c.tenant, c.shard, scale.clients, scale.nodes, load, seed)
 	loadStart := linearize.Now()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -506,14 +637,17 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, m
 			leWorker(ctx, c, pool, s, rand.New(rand.NewPCG(seed, uint64(i))), stop)
 		}()
 	}
-	faults := []func(){c.cutAndKillOwner, c.pauseOwner, c.killEtcdLeader, c.cutAndKillOwner, c.killOwner}
+	faults := []func(){c.cutAndKillOwner, c.killOwnerAndEtcdLeader, c.pauseOwner, c.killEtcdLeader, c.cutAndKillOwner, c.killOwner}
+	if partitions {
+		faults = c.partitionFaults()
+	}
 	start := time.Now()
-	for k := 0; time.Since(start)+leGap < scale.load; k++ {
+	for k := 0; time.Since(start)+leGap < load; k++ {
 		time.Sleep(leGap / 2)
 		faults[k%len(faults)]()
 		time.Sleep(time.Until(start.Add(leGap * time.Duration(k+1))))
 	}
-	time.Sleep(time.Until(start.Add(scale.load)))
+	time.Sleep(time.Until(start.Add(load)))
 	close(stop)
 	wg.Wait()
 
@@ -527,7 +661,11 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, m
 		return true
 	})
 	ops, counts, takeovers := c.history(loadStart)
-	rep := linearize.Check(linearize.DefaultConfig(linMaxAttempts), ops, checkTimeout, t.TempDir())
+	cfg := linearize.DefaultConfig(linMaxAttempts)
+	if partitions {
+		cfg = leSplitConfig()
+	}
+	rep := linearize.Check(cfg, ops, checkTimeout, t.TempDir())
 	t.Logf("run %d: %d calls (%d with unknown outcome, %d of them dropped), %d nodes, faults %v, %d openings of the shard as restarts; %v",
 		run, counts.Ops, counts.Unknown, counts.Dropped, counts.Nodes, c.faults, takeovers, rep)
 	if rep.Result != porcupine.Ok || os.Getenv("TETHER_LINEARIZE_KEEP") != "" {
@@ -542,6 +680,9 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale) (linearize.Counts, m
 	}
 	linRequireEtcdVariety(t, c.rec.Ops())
 	t.Logf("run %d: %d renewals were answered while their owner was cut off from etcd, before it was killed: none of them was committed", run, c.lostRenewals())
+	if partitions {
+		t.Logf("run %d: %d renewals were answered during a cut that was then healed", run, c.renewedWhileCut())
+	}
 	if takeovers == 0 {
 		t.Errorf("the shard never changed hands: the run tested no takeover")
 	}

@@ -89,6 +89,9 @@ type proc struct {
 	stdout *lockedBuffer
 	stderr *lockedBuffer
 	exited chan struct{} // closed when Wait has returned
+	// reach is how the test reaches it: nil for the default transport, set
+	// for a process in a network namespace of its own.
+	reach http.RoundTripper
 }
 
 // freeAddr is a loopback address with a port that was free a moment ago.
@@ -153,13 +156,22 @@ func serverEnv(dataDir, addr string, extra ...string) []string {
 // output is shown if the test failed.
 func launch(t *testing.T, name, addr string, env []string, args ...string) *proc {
 	t.Helper()
+	cmd := exec.Command(tetherBin, args...)
+	cmd.Env = env
+	return launchCmd(t, name, addr, cmd, nil)
+}
+
+// launchCmd is launch of a command made by the caller (tether run in a
+// network namespace, say), reached through reach (nil: the default
+// transport).
+func launchCmd(t *testing.T, name, addr string, cmd *exec.Cmd, reach http.RoundTripper) *proc {
+	t.Helper()
 	p := &proc{
 		t: t, name: name, url: "http://" + addr,
 		stdout: &lockedBuffer{}, stderr: &lockedBuffer{},
-		exited: make(chan struct{}),
+		exited: make(chan struct{}), reach: reach,
 	}
-	p.cmd = exec.Command(tetherBin, args...)
-	p.cmd.Env = env
+	p.cmd = cmd
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	p.cmd.WaitDelay = 2 * time.Second
 	if err := p.cmd.Start(); err != nil {
@@ -204,7 +216,7 @@ func startServer(t *testing.T, name, dataDir string, extraEnv ...string) *proc {
 // test if the process exits or readyTimeout passes.
 func (p *proc) waitReady() {
 	p.t.Helper()
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: time.Second, Transport: p.reach}
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		resp, err := hc.Get(p.url + "/ready")

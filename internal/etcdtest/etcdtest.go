@@ -30,6 +30,7 @@ type Cluster struct {
 	Endpoints []string
 	members   []*member // nil for an external cluster
 	prefix    string
+	dial      Dialer // how the test reaches process members; nil for the rest
 }
 
 type member struct {
@@ -40,6 +41,7 @@ type member struct {
 	cli  url.URL
 	all  string // the initial cluster, name=peer,...
 	etcd *embed.Etcd
+	proc *process // set for a member run as a process (StartProcesses)
 }
 
 var clusters atomic.Int64
@@ -78,7 +80,7 @@ func StartShared(dir string, n int) (c *Cluster, stop func(), err error) {
 
 // For is a view of a shared cluster for test t, with a key prefix of its own.
 func (c *Cluster) For(t testing.TB) *Cluster {
-	return &Cluster{t: t, Endpoints: c.Endpoints, members: c.members, prefix: newPrefix()}
+	return &Cluster{t: t, Endpoints: c.Endpoints, members: c.members, prefix: newPrefix(), dial: c.dial}
 }
 
 func newPrefix() string {
@@ -149,8 +151,8 @@ func startMembers(dir string, n int) (*Cluster, error) {
 }
 
 // Embedded reports whether the members run in this process (and so can be
-// killed and restarted).
-func (c *Cluster) Embedded() bool { return c.members != nil }
+// killed and restarted, as process members can).
+func (c *Cluster) Embedded() bool { return c.members != nil && c.members[0].proc == nil }
 
 // Members is how many members the test may kill and restart (0 for an
 // external cluster).
@@ -162,7 +164,7 @@ func (c *Cluster) Prefix() string { return c.prefix }
 // Client is a client of the whole cluster, closed when the test ends.
 func (c *Cluster) Client() *clientv3.Client {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second, DialOptions: c.dialOptions()})
 	if err != nil {
 		c.t.Fatalf("etcd client: %v", err)
 	}
@@ -173,10 +175,14 @@ func (c *Cluster) Client() *clientv3.Client {
 // Kill stops member i at once, as a crash would (its data stays on disk).
 func (c *Cluster) Kill(i int) {
 	c.t.Helper()
-	if !c.Embedded() {
+	if c.members == nil {
 		c.t.Skip("an external cluster's members cannot be killed from a test")
 	}
 	m := c.members[i]
+	if m.proc != nil {
+		m.killProcess()
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.etcd != nil {
@@ -190,10 +196,10 @@ func (c *Cluster) Kill(i int) {
 // serves (which, if it restores a quorum, means the cluster has a leader).
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
-	if !c.Embedded() {
+	if c.members == nil {
 		c.t.Skip("an external cluster's members cannot be restarted from a test")
 	}
-	if err := c.members[i].start(); err != nil {
+	if err := c.startMember(c.members[i]); err != nil {
 		c.t.Fatalf("restarting etcd member %d: %v", i, err)
 	}
 }
@@ -202,12 +208,24 @@ func (c *Cluster) Restart(i int) {
 // member alone without a quorum never does.
 func (c *Cluster) RestartAsync(i int) <-chan error {
 	ch := make(chan error, 1)
-	go func() { ch <- c.members[i].start() }()
+	go func() { ch <- c.startMember(c.members[i]) }()
 	return ch
+}
+
+// startMember starts m, embedded or as a process, and waits until it serves.
+func (c *Cluster) startMember(m *member) error {
+	if m.proc != nil {
+		return c.startProcess(m)
+	}
+	return m.start()
 }
 
 func (c *Cluster) stopAll() {
 	for _, m := range c.members {
+		if m.proc != nil {
+			m.killProcess()
+			continue
+		}
 		m.mu.Lock()
 		if m.etcd != nil {
 			m.etcd.Close()
