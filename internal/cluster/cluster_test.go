@@ -357,7 +357,7 @@ func TestShardCountIsFixed(t *testing.T) {
 }
 
 // TestRequestsWaitForAnOwner: while a shard's election is held by a key of
-// no live member (a session that ended), a request waits up to 2 s and is
+// no live member (a session that ended), a request waits up to 5 s and is
 // answered 503 with Retry-After; one that arrives while the shard gets its
 // owner is served.
 func TestRequestsWaitForAnOwner(t *testing.T) {
