@@ -53,7 +53,6 @@ func (n *Node) handler() http.Handler {
 	}
 	files := ui.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.lastRequest.Store(time.Now().UnixNano())
 		id := requestID(r.Header.Get(headerRequestID))
 		r.Header.Set(headerRequestID, id)
 		w.Header().Set(headerRequestID, id)
@@ -148,6 +147,7 @@ func public(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 // was passed to no longer serves it) the request waits, handoverWait at
 // most, and goes where the shard is served once it is.
 func (n *Node) route(w http.ResponseWriter, r *http.Request) {
+	n.lastRequest.Store(time.Now().UnixNano())
 	t, err := n.resolver.Tenant(r.Header.Get("Authorization"))
 	if err != nil {
 		var u *fault.Unauthorized

@@ -43,8 +43,9 @@ type Node struct {
 	// leaving is set when Shutdown begins: /ready answers 503 and the
 	// shards served here go to other servers.
 	leaving atomic.Bool
-	// lastRequest is when the front last received a request (unix
-	// nanoseconds): Shutdown keeps answering until requests stop coming.
+	// lastRequest is when the front last received an API request (unix
+	// nanoseconds; probes do not count): Shutdown keeps answering until
+	// requests stop coming.
 	lastRequest atomic.Int64
 
 	viewMu sync.Mutex
@@ -403,7 +404,7 @@ func (n *Node) leave(ctx context.Context) {
 	}
 }
 
-// quietPeriod is how long no request must have come before a stopping
+// quietPeriod is how long no API request must have come before a stopping
 // server closes its front.
 const quietPeriod = 200 * time.Millisecond
 
