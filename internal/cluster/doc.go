@@ -38,7 +38,8 @@
 //     answers 503, every server drops it from the desired owners, so the
 //     next owners campaign at once, and it hands its shards over one by
 //     one as above while it still forwards. It revokes its session only
-//     then, and closes its front once no request has come for a moment.
+//     then, and closes its front once no API request has come for a second
+//     (quietPeriod).
 //   - An owner's answer goes out only while its session lease is surely
 //     alive (fresh.go): checked when the status line is written, after the
 //     work, so every renewal it answered was applied before a new owner
@@ -51,10 +52,11 @@
 //     (X-Tether-Reroutes: it kept the body), else 503 unavailable with
 //     Retry-After. A sender that gets 421, or cannot dial the owner,
 //     has had nothing done and routes the request again by its own view.
-//   - A request waits at most 5 s (handoverWait) for its shard to be
-//     served (an election, a hand-over or a takeover in progress, or the
-//     views of the servers catching up), then is answered 503 with
-//     Retry-After.
+//   - A request waits for its shard to be served (a hand-over or an
+//     election in progress, or the servers' views catching up) at most
+//     10 s (handoverWait), and at most 2 s (orphanWait) of them while the
+//     shard has no owner it can reach (a takeover from a server that died
+//     takes a lease TTL); then it is answered 503 with Retry-After.
 //   - Of the member keys of one advertise URL only the newest counts: an
 //     older one is a session of the same server that ended while etcd could
 //     not expire or revoke its lease. An owner that is not a live member is

@@ -29,9 +29,18 @@ var errMisdirected = errors.New("the server does not serve the request's shard")
 
 // attempt is one passing of a request to an owner.
 type attempt struct {
-	replay bool // the body is kept: the request may go elsewhere if not served
-	again  bool // it was not served and nothing was answered: route it again
+	replay bool       // the body is kept: the request may go elsewhere if not served
+	result passResult // passed unless the request may go elsewhere
 }
+
+// passResult is what became of a request passed on.
+type passResult int
+
+const (
+	passed          passResult = iota // answered, by the owner or with its error
+	passMisdirected                   // the server does not serve the shard; nothing done
+	passUnreachable                   // the server could not be dialled; nothing sent
+)
 
 type attemptKey struct{}
 
@@ -74,10 +83,10 @@ type readCloser struct {
 	io.Closer
 }
 
-// pass passes r on to the server at base and reports whether r was
-// answered. It answers nothing (false) when r may go elsewhere: its body is
-// kept, and the server could not be dialled or answered misdirected.
-func (n *Node) pass(w http.ResponseWriter, r *http.Request, base string, body *replayable) bool {
+// pass passes r on to the server at base. It answers nothing when r may go
+// elsewhere: its body is kept, and the server could not be dialled or
+// answered misdirected.
+func (n *Node) pass(w http.ResponseWriter, r *http.Request, base string, body *replayable) passResult {
 	a := &attempt{replay: body.ok}
 	out := r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
 	if body.ok {
@@ -89,7 +98,7 @@ func (n *Node) pass(w http.ResponseWriter, r *http.Request, base string, body *r
 	}
 	n.metrics.forwarded.Inc()
 	n.proxy(base).ServeHTTP(w, out)
-	return !a.again
+	return a.result
 }
 
 // blobTransferTimeout is the API's deadline of a blob transfer.
@@ -143,9 +152,16 @@ func (n *Node) proxy(base string) http.Handler {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			var op *net.OpError
 			dial := errors.As(err, &op) && op.Op == "dial"
-			if a := attemptOf(r); a != nil && a.replay && (dial || errors.Is(err, errMisdirected)) {
-				a.again = true // nothing was done: the front routes it again
-				return
+			if a := attemptOf(r); a != nil && a.replay {
+				// Nothing was done: the front routes it again.
+				switch {
+				case errors.Is(err, errMisdirected):
+					a.result = passMisdirected
+					return
+				case dial:
+					a.result = passUnreachable
+					return
+				}
 			}
 			if errors.Is(err, errMisdirected) {
 				unavailable(w, r, "this server does not serve this tenant right now; retry")

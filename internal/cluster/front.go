@@ -164,7 +164,9 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 	s := n.shards[n.ShardOf(t)]
 	forwarded := r.Header.Get(HeaderForwarded) != ""
 	var body *replayable // read once the request is first passed on
-	var deadline <-chan time.Time
+	// waiting is when the request first had to wait; orphaned, since when
+	// its shard has had no owner that could be reached (zero while it has).
+	var waiting, orphaned time.Time
 	for {
 		if inst := s.inst.Load(); inst != nil && n.leaseFresh() && inst.acquire() {
 			defer inst.release()
@@ -181,6 +183,7 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 			o = owner{} // a session that ended: its key goes when its lease does
 		}
 		look := 50 * time.Millisecond
+		unreachable := false
 		switch {
 		case o.id != "" && o.id != n.ID() && forwarded:
 			// Sent here by a server whose view is behind (or this
@@ -197,29 +200,43 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 				proxyDeadlines(w, r)
 				body = n.readReplayable(r)
 			}
-			if n.pass(w, r, o.url, body) {
+			switch n.pass(w, r, o.url, body) {
+			case passed:
 				return
+			case passUnreachable:
+				unreachable = true
 			}
-			// Not passed on, nothing answered: the owner could not be
-			// reached or no longer serves the shard. Look again soon,
+			// Nothing was done and nothing answered: look again soon,
 			// once the views have caught up.
 			look = 25 * time.Millisecond
 		}
 		// No owner yet, this server is the owner and opening or closing the
 		// shard, or the owner the request was passed to did not serve it.
-		if deadline == nil {
-			t := time.NewTimer(handoverWait)
-			defer t.Stop()
-			deadline = t.C
+		now := time.Now()
+		if waiting.IsZero() {
+			waiting = now
+		}
+		switch {
+		case o.id != "" && !unreachable:
+			orphaned = time.Time{}
+		case orphaned.IsZero():
+			orphaned = now
+		}
+		switch {
+		case !orphaned.IsZero() && now.Sub(orphaned) >= orphanWait && unreachable:
+			unavailable(w, r, "the server that owns this tenant's shard could not be reached; the request was not passed on; retry")
+			return
+		case !orphaned.IsZero() && now.Sub(orphaned) >= orphanWait, now.Sub(waiting) >= handoverWait:
+			unavailable(w, r, "this tenant's shard has no server right now (an election is in progress); retry")
+			return
 		}
 		select {
 		case <-v.changed:
 		case <-time.After(look):
-			// The owner here, with a lease not known fresh (lease.go): look
-			// again once a keepalive may have answered.
-		case <-deadline:
-			unavailable(w, r, "this tenant's shard has no server right now (an election is in progress); retry")
-			return
+			// The owner here, with a lease not known fresh (lease.go), or an
+			// owner elsewhere that did not serve the request: look again
+			// once a keepalive, or the other server's view, may have caught
+			// up.
 		case <-r.Context().Done():
 			unavailable(w, r, "the request was cancelled")
 			return

@@ -16,10 +16,13 @@ import (
 )
 
 // balancer stands for the load balancer in front of a test cluster: it
-// sends each request to the next, in turn, of the servers whose /ready
-// answered 200 at its last probe (every probeEvery), as a load balancer
-// with a readiness probe does. A server can also be taken out of rotation
-// by hand (before it is killed).
+// sends each request to the next, in turn, of the servers in rotation, as a
+// load balancer with a readiness probe does: a server comes in when /ready
+// answers 200 and goes out after failThreshold probes in a row (every
+// probeEvery) that did not. When no server is in rotation (probes can time
+// out on a loaded machine) it fails open, as load balancers do, and sends
+// to every server. A server can also be taken out by hand (before it is
+// killed); that one gets nothing.
 type balancer struct {
 	hc *http.Client
 
@@ -27,17 +30,21 @@ type balancer struct {
 	idle     *sync.Cond // signalled when a request ends
 	urls     []string
 	ready    map[string]bool
+	failed   map[string]int  // probes failed in a row
 	out      map[string]bool // taken out by hand
 	inflight map[string]int
 	next     int
 }
 
-const probeEvery = 50 * time.Millisecond
+const (
+	probeEvery    = 50 * time.Millisecond
+	failThreshold = 3
+)
 
 func newBalancer(t *testing.T) *balancer {
 	b := &balancer{
-		hc:    &http.Client{Timeout: time.Second},
-		ready: map[string]bool{}, out: map[string]bool{}, inflight: map[string]int{},
+		hc:    &http.Client{Timeout: 2 * time.Second},
+		ready: map[string]bool{}, failed: map[string]int{}, out: map[string]bool{}, inflight: map[string]int{},
 	}
 	b.idle = sync.NewCond(&b.mu)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -50,13 +57,21 @@ func newBalancer(t *testing.T) *balancer {
 	return b
 }
 
-// add puts url among the servers the balancer probes.
+// add registers url: the balancer probes it and sends to it once ready.
 func (b *balancer) add(url string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !slices.Contains(b.urls, url) {
 		b.urls = append(b.urls, url)
 	}
+	b.ready[url], b.failed[url], b.out[url] = false, 0, false
+}
+
+// remove deregisters url (a server that has stopped).
+func (b *balancer) remove(url string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.urls = slices.DeleteFunc(b.urls, func(u string) bool { return u == url })
 }
 
 // takeOut stops sending to url and waits until no request to it is in
@@ -85,7 +100,16 @@ func (b *balancer) probe(ctx context.Context) {
 				ok = resp.StatusCode == http.StatusOK
 			}
 			b.mu.Lock()
-			b.ready[u] = ok
+			if !slices.Contains(b.urls, u) {
+				b.mu.Unlock()
+				continue
+			}
+			if ok {
+				b.failed[u] = 0
+			} else {
+				b.failed[u]++
+			}
+			b.ready[u] = ok || b.ready[u] && b.failed[u] < failThreshold
 			b.mu.Unlock()
 		}
 		select {
@@ -96,15 +120,21 @@ func (b *balancer) probe(ctx context.Context) {
 	}
 }
 
-// pick is the server for the next request ("" when none is in rotation)
-// and the function to call when the request ends.
+// pick is the server for the next request ("" when every one was taken
+// out by hand) and the function to call when the request ends.
 func (b *balancer) pick() (string, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	open := true // no server in rotation: fail open
+	for _, u := range b.urls {
+		if b.ready[u] && !b.out[u] {
+			open = false
+		}
+	}
 	for range b.urls {
 		u := b.urls[b.next%len(b.urls)]
 		b.next++
-		if b.ready[u] && !b.out[u] {
+		if (b.ready[u] || open) && !b.out[u] {
 			b.inflight[u]++
 			return u, func() {
 				b.mu.Lock()

@@ -405,8 +405,9 @@ func (n *Node) leave(ctx context.Context) {
 }
 
 // quietPeriod is how long no API request must have come before a stopping
-// server closes its front.
-const quietPeriod = 200 * time.Millisecond
+// server closes its front: closing drops idle connections, and a server
+// whose view is behind could be sending a request on one at that moment.
+const quietPeriod = time.Second
 
 // waitQuiet waits until the front has received no request for quietPeriod,
 // or ctx ends.
@@ -427,6 +428,12 @@ func (n *Node) waitQuiet(ctx context.Context) {
 // again (an election, a hand-over, or the owner it was passed to not yet
 // serving it), and how long Shutdown waits for other servers to take over.
 // A planned hand-over (drain, resign, elect, open the shard from etcd)
-// takes well under a second on an idle machine and up to about 2.5 s on a
-// loaded one under the race detector; a request should wait it out.
-const handoverWait = 5 * time.Second
+// takes well under a second on an idle machine and was seen to take over
+// 5 s on a shared 2-core one under the race detector; a request should wait
+// it out rather than fail.
+const handoverWait = 10 * time.Second
+
+// orphanWait bounds how long a request waits while its shard has no owner
+// it can reach: an election, or a takeover from a server that died (which
+// takes a lease TTL), is in progress.
+const orphanWait = 2 * time.Second

@@ -40,9 +40,9 @@ func TestScalingWithoutClientErrors(t *testing.T) {
 	}
 	lb := newBalancer(t)
 	for _, s := range []*scaleServer{a, b, c} {
-		lb.add(s.url())
+		s.etcd, s.lb = etcd, lb
 	}
-	a.start(t, etcd)
+	a.start(t)
 	waitSettled(t, a)
 	l := startLoad(t, lb, tenants, "one server")
 	cycles := 2 * len(tenants) // each phase ends after as many cycles of steady load
@@ -64,8 +64,8 @@ func TestScalingWithoutClientErrors(t *testing.T) {
 	l.waitCycles(t, cycles)
 	planned = append(planned, "one server")
 	phase("1→3", func() {
-		b.start(t, etcd)
-		c.start(t, etcd)
+		b.start(t)
+		c.start(t)
 		waitSettled(t, a, b, c)
 	})
 	phase("3→1 (clean stops)", func() {
@@ -74,14 +74,14 @@ func TestScalingWithoutClientErrors(t *testing.T) {
 		waitSettled(t, a)
 	})
 	phase("1→3 again", func() {
-		b.start(t, etcd)
-		c.start(t, etcd)
+		b.start(t)
+		c.start(t)
 		waitSettled(t, a, b, c)
 	})
 	phase("rolling restart", func() {
 		for _, s := range []*scaleServer{a, b, c} {
 			s.stop(t)
-			s.start(t, etcd)
+			s.start(t)
 			waitSettled(t, a, b, c)
 		}
 	})
@@ -117,27 +117,32 @@ func TestScalingWithoutClientErrors(t *testing.T) {
 type scaleServer struct {
 	addr  string
 	proc  bool
+	etcd  *etcdtest.Cluster
+	lb    *balancer    // registers the server while it runs
 	node  *testNode    // in this process, while running
 	child *childServer // in a child process, while running
 }
 
 func (s *scaleServer) url() string { return "http://" + s.addr }
 
-// start starts the server (again) and waits until it is a member.
-func (s *scaleServer) start(t *testing.T, etcd *etcdtest.Cluster) {
+// start starts the server (again), registers it with the balancer and
+// waits until it is a member.
+func (s *scaleServer) start(t *testing.T) {
 	t.Helper()
 	if s.proc {
-		s.child = startChild(t, etcd, testShards, s.addr)
+		s.child = startChild(t, s.etcd, testShards, s.addr)
 	} else {
-		s.node = startNode(t, etcd, testShards, listenAt(t, s.addr))
+		s.node = startNode(t, s.etcd, testShards, listenAt(t, s.addr))
 	}
+	s.lb.add(s.url())
 	waitReady(t, s.url())
 }
 
-// stop stops the server cleanly: it hands its shards over and leaves.
+// stop stops the server cleanly: it hands its shards over and leaves; the
+// balancer, which saw /ready fail, deregisters it once it is gone.
 func (s *scaleServer) stop(t *testing.T) {
 	t.Helper()
-	defer func() { s.node, s.child = nil, nil }()
+	defer func() { s.node, s.child = nil, nil; s.lb.remove(s.url()) }()
 	if s.proc {
 		s.child.stop(t)
 		return
