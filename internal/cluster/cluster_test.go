@@ -75,6 +75,10 @@ func TestShardsSpreadAndRequestsForward(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, st, string(body))
 	require.Equal(t, "1", hdr.Get("Retry-After"))
 	require.Contains(t, string(body), `"code":"unavailable"`)
+	// ...or, to a sender that kept the body, sent back to route it again.
+	st, hdr, body = call(t, http.MethodGet, a.url+"/v1/nodes", token(t, ten), nil, HeaderForwarded, "someone", headerReroutes, "1")
+	require.Equal(t, http.StatusMisdirectedRequest, st, string(body))
+	require.NotEmpty(t, hdr.Get(headerMisdirected))
 
 	// Public routes, probes and metrics.
 	for _, path := range []string{"/health", "/ready", "/openapi.yaml", "/skill.md", "/ui", "/ui/app.js", "/metrics"} {
@@ -376,7 +380,7 @@ func TestRequestsWaitForAnOwner(t *testing.T) {
 	waited := time.Since(start)
 	require.Equal(t, http.StatusServiceUnavailable, st, string(body))
 	require.Equal(t, "1", hdr.Get("Retry-After"))
-	require.GreaterOrEqual(t, waited, handoverWait-100*time.Millisecond)
+	require.GreaterOrEqual(t, waited, orphanWait-100*time.Millisecond)
 	require.Nil(t, n.ShardServer("t0"))
 
 	go func() {

@@ -8,6 +8,7 @@
 //
 //	meta/shards               the shard count, written once by the first server
 //	members/<id>              = advertise URL, on the server's session lease
+//	leaving/<id>              the member is stopping, on its session lease
 //	shards/<NN>/owner/<id>    the shard's election (concurrency.Election)
 //	s/<NN>/...                the shard's records (its kv store)
 //
@@ -27,23 +28,35 @@
 //     lease TTL has passed since etcd last answered a keepalive (lease.go),
 //     which is before etcd can expire the lease; a write it had already
 //     begun fails the guard.
-//   - The desired owner of a shard is the live member of highest
-//     rendezvous weight fnv64a(advertise URL, shard). A server campaigns
-//     for the shards it is desired for, and for a shard without an owner for
-//     longer than a lease TTL; an owner that is not the desired one hands
-//     the shard over (closes, then resigns).
+//   - The desired owner of a shard is the live member, not leaving, of
+//     highest rendezvous weight fnv64a(advertise URL, shard). A server
+//     campaigns for the shards it is desired for, and (unless it is
+//     leaving) for a shard without an owner for longer than a lease TTL; an
+//     owner that is not the desired one hands the shard over (closes, then
+//     resigns).
+//   - A server that stops (Shutdown) first marks itself leaving: /ready
+//     answers 503, every server drops it from the desired owners, so the
+//     next owners campaign at once, and it hands its shards over one by
+//     one as above while it still forwards. It revokes its session only
+//     then, and closes its front once no API request has come for a second
+//     (quietPeriod).
 //   - An owner's answer goes out only while its session lease is surely
 //     alive (fresh.go): checked when the status line is written, after the
 //     work, so every renewal it answered was applied before a new owner
 //     could be elected, and the new owner's leasing.Service.Start gives every
 //     lease that renewal may have touched its full TTL from then on. No
 //     lease ends before the expiry its holder was last told.
-//   - A request is forwarded at most once: one that arrives with
-//     X-Tether-Forwarded for a shard not served here is answered 503
-//     unavailable with Retry-After, never forwarded again.
-//   - A request waits at most 2 s for its shard to have an owner (an
-//     election or a takeover in progress), then is answered 503 with
-//     Retry-After.
+//   - A request is never forwarded by the server it was forwarded to: one
+//     that arrives with X-Tether-Forwarded for a shard another server owns
+//     is answered 421 misdirected when its sender can send it again
+//     (X-Tether-Reroutes: it kept the body), else 503 unavailable with
+//     Retry-After. A sender that gets 421, or cannot dial the owner,
+//     has had nothing done and routes the request again by its own view.
+//   - A request waits for its shard to be served (a hand-over or an
+//     election in progress, or the servers' views catching up) at most
+//     10 s (handoverWait), and at most 2 s (orphanWait) of them while the
+//     shard has no owner it can reach (a takeover from a server that died
+//     takes a lease TTL); then it is answered 503 with Retry-After.
 //   - Of the member keys of one advertise URL only the newest counts: an
 //     older one is a session of the same server that ended while etcd could
 //     not expire or revoke its lease. An owner that is not a live member is

@@ -8,11 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -33,6 +29,12 @@ const (
 	// server that answered. For operators and tests; clients need not care.
 	HeaderServedBy  = "Tether-Served-By"
 	headerRequestID = "X-Request-Id"
+	// headerReroutes, on a forwarded request, says the sender can send it
+	// again elsewhere: a server that does not serve the shard answers it
+	// misdirected (421, headerMisdirected) instead of 503, and the sender
+	// routes it again by its own view.
+	headerReroutes    = "X-Tether-Reroutes"
+	headerMisdirected = "X-Tether-Misdirected"
 )
 
 // handler builds the front.
@@ -140,8 +142,12 @@ func public(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 }
 
 // route serves an authenticated request: here when this server serves the
-// tenant's shard, else at the shard's owner.
+// tenant's shard, else at the shard's owner. While the shard moves (it has
+// no owner yet, its owner here is opening or closing it, or the owner it
+// was passed to no longer serves it) the request waits, handoverWait at
+// most, and goes where the shard is served once it is.
 func (n *Node) route(w http.ResponseWriter, r *http.Request) {
+	n.lastRequest.Store(time.Now().UnixNano())
 	t, err := n.resolver.Tenant(r.Header.Get("Authorization"))
 	if err != nil {
 		var u *fault.Unauthorized
@@ -157,10 +163,16 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 	}
 	s := n.shards[n.ShardOf(t)]
 	forwarded := r.Header.Get(HeaderForwarded) != ""
-	var deadline <-chan time.Time
+	var body *replayable // read once the request is first passed on
+	// waiting is when the request first had to wait; orphaned, since when
+	// its shard has had no owner that could be reached (zero while it has).
+	var waiting, orphaned time.Time
 	for {
 		if inst := s.inst.Load(); inst != nil && n.leaseFresh() && inst.acquire() {
 			defer inst.release()
+			if body != nil {
+				r.Body = body.again() // read when the request was passed on
+			}
 			w.Header().Set(HeaderServedBy, n.ID())
 			inst.srv.API.Handler().ServeHTTP(&freshWriter{ResponseWriter: w, r: r, fresh: n.awaitFresh}, r)
 			return
@@ -170,31 +182,61 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		if _, live := v.members[o.id]; !live {
 			o = owner{} // a session that ended: its key goes when its lease does
 		}
+		look := 50 * time.Millisecond
+		unreachable := false
 		switch {
-		case o.id != "" && o.id != n.ID() && !forwarded:
-			n.metrics.forwarded.Inc()
-			proxyDeadlines(w, r)
-			n.proxy(o.url).ServeHTTP(w, r)
-			return
-		case o.id != "" && o.id != n.ID():
-			// Sent here by a server whose view is behind: never on again.
+		case o.id != "" && o.id != n.ID() && forwarded:
+			// Sent here by a server whose view is behind (or this
+			// server's is): never on again, but back to the sender, who
+			// routes it again, when it can.
+			if r.Header.Get(headerReroutes) != "" {
+				misdirected(w, r)
+				return
+			}
 			unavailable(w, r, "this server does not serve this tenant right now; retry")
 			return
+		case o.id != "" && o.id != n.ID():
+			if body == nil {
+				proxyDeadlines(w, r)
+				body = n.readReplayable(r)
+			}
+			switch n.pass(w, r, o.url, body) {
+			case passed:
+				return
+			case passUnreachable:
+				unreachable = true
+			}
+			// Nothing was done and nothing answered: look again soon,
+			// once the views have caught up.
+			look = 25 * time.Millisecond
 		}
-		// No owner yet, or this server is the owner and opening the shard.
-		if deadline == nil {
-			t := time.NewTimer(handoverWait)
-			defer t.Stop()
-			deadline = t.C
+		// No owner yet, this server is the owner and opening or closing the
+		// shard, or the owner the request was passed to did not serve it.
+		now := time.Now()
+		if waiting.IsZero() {
+			waiting = now
+		}
+		switch {
+		case o.id != "" && !unreachable:
+			orphaned = time.Time{}
+		case orphaned.IsZero():
+			orphaned = now
+		}
+		switch {
+		case !orphaned.IsZero() && now.Sub(orphaned) >= orphanWait && unreachable:
+			unavailable(w, r, "the server that owns this tenant's shard could not be reached; the request was not passed on; retry")
+			return
+		case !orphaned.IsZero() && now.Sub(orphaned) >= orphanWait, now.Sub(waiting) >= handoverWait:
+			unavailable(w, r, "this tenant's shard has no server right now (an election is in progress); retry")
+			return
 		}
 		select {
 		case <-v.changed:
-		case <-time.After(50 * time.Millisecond):
-			// The owner here, with a lease not known fresh (lease.go): look
-			// again once a keepalive may have answered.
-		case <-deadline:
-			unavailable(w, r, "this tenant's shard has no server right now (an election is in progress); retry")
-			return
+		case <-time.After(look):
+			// The owner here, with a lease not known fresh (lease.go), or an
+			// owner elsewhere that did not serve the request: look again
+			// once a keepalive, or the other server's view, may have caught
+			// up.
 		case <-r.Context().Done():
 			unavailable(w, r, "the request was cancelled")
 			return
@@ -202,65 +244,19 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// blobTransferTimeout is the API's deadline of a blob transfer.
-const blobTransferTimeout = 30 * time.Minute
-
-// proxyDeadlines gives a request passed on the deadlines the API gives it
-// when it serves it itself (on this same connection): a blob transfer has
-// 30 minutes, an event stream no write deadline.
-func proxyDeadlines(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	switch {
-	case strings.HasPrefix(r.URL.Path, "/v1/blobs"):
-		_ = rc.SetReadDeadline(time.Now().Add(blobTransferTimeout))
-		_ = rc.SetWriteDeadline(time.Now().Add(blobTransferTimeout))
-	case r.URL.Path == "/v1/events" && strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
-		_ = rc.SetWriteDeadline(time.Time{})
-	}
-}
-
-// proxy is the reverse proxy to the server at base.
-func (n *Node) proxy(base string) http.Handler {
-	if p, ok := n.proxies.Load(base); ok {
-		return p.(http.Handler)
-	}
-	target, err := url.Parse(base)
-	if err != nil {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			unavailable(w, r, "the server that owns this tenant's shard has a bad address; retry")
-		})
-	}
-	p := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.SetXForwarded()
-			pr.Out.Header.Set(HeaderForwarded, n.ID())
-		},
-		// Flush at once: long polls and event streams pass through.
-		FlushInterval: -1,
-		ErrorLog:      slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if r.Context().Err() == nil {
-				n.log.Warn("error passing a request to its shard's owner", "owner", base, "err", err)
-			}
-			var op *net.OpError
-			if errors.As(err, &op) && op.Op == "dial" {
-				// Nothing was sent: the request surely had no effect.
-				unavailable(w, r, "the server that owns this tenant's shard could not be reached; the request was not passed on; retry")
-				return
-			}
-			unavailable(w, r, "the server that owns this tenant's shard did not answer; retry")
-		},
-	}
-	actual, _ := n.proxies.LoadOrStore(base, p)
-	return actual.(http.Handler)
+// misdirected answers a forwarded request for a shard this server does not
+// serve: 421, marked as the cluster's own so that the sender routes the
+// request again instead of passing the answer on.
+func misdirected(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(headerMisdirected, "1")
+	writeProblem(w, r, http.StatusMisdirectedRequest, "unavailable", "this server does not serve this tenant right now; route the request again", 1)
 }
 
 // ready answers /ready: 503 when etcd does not answer or has an alarm
 // raised (NOSPACE, CORRUPT), or this server is stopping or not (yet, or
 // again) a member of the cluster.
 func (n *Node) ready(w http.ResponseWriter, r *http.Request) {
-	if n.ctx.Err() != nil {
+	if n.ctx.Err() != nil || n.leaving.Load() {
 		unavailable(w, r, "this server is stopping")
 		return
 	}

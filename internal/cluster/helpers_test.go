@@ -45,17 +45,8 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, shards int, l net.Listener)
 		require.NoError(t, err)
 	}
 	url := "http://" + l.Addr().String()
-	level := slog.LevelWarn
-	if os.Getenv("TETHER_TEST_CLUSTER_LOG") != "" {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("node", url)
 	cli := etcd.Client()
-	n, err := Open(context.Background(), Config{
-		Client: cli, Prefix: etcd.Prefix(), Shards: shards, Advertise: url, LeaseTTL: testLeaseTTL,
-		Logger: log, DrainTimeout: 5 * time.Second,
-		Server: server.Config{Tenant: tenancy.Config{JWTSecrets: []string{testSecret}}, OperatorTokens: []string{"op-token"}},
-	})
+	n, err := Open(context.Background(), testConfig(cli, etcd.Prefix(), shards, url))
 	require.NoError(t, err)
 	go func() { _ = n.Serve(l) }()
 	t.Cleanup(func() {
@@ -64,6 +55,21 @@ func startNode(t *testing.T, etcd *etcdtest.Cluster, shards int, l net.Listener)
 		_ = n.Shutdown(ctx)
 	})
 	return &testNode{Node: n, url: url, cli: cli}
+}
+
+// testConfig is the configuration of a test server at url (in this process
+// or in a child process, process_test.go).
+func testConfig(cli *clientv3.Client, prefix string, shards int, url string) Config {
+	level := slog.LevelWarn
+	if os.Getenv("TETHER_TEST_CLUSTER_LOG") != "" {
+		level = slog.LevelInfo
+	}
+	return Config{
+		Client: cli, Prefix: prefix, Shards: shards, Advertise: url, LeaseTTL: testLeaseTTL,
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("node", url),
+		DrainTimeout: 5 * time.Second,
+		Server:       server.Config{Tenant: tenancy.Config{JWTSecrets: []string{testSecret}}, OperatorTokens: []string{"op-token"}},
+	}
 }
 
 // balancedListener listens on free ports until the rendezvous hash would

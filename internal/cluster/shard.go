@@ -98,12 +98,15 @@ func leaseID(sess *concurrency.Session) string {
 
 // wanted says whether this server (id) should campaign for the shard: it
 // owns it already, or is its desired owner, or the shard has had no owner
-// for a lease TTL (then anyone takes it). again is when an orphan becomes
-// old enough.
+// for a lease TTL (then anyone takes it but a server that is leaving). again
+// is when an orphan becomes old enough.
 func (s *shard) wanted(v *view, id string) (ok bool, again time.Time) {
 	o := v.owners[s.k]
 	if o.id == id {
 		return true, time.Time{}
+	}
+	if v.leaving[id] || s.n.leaving.Load() {
+		return false, time.Time{}
 	}
 	if _, member := v.members[id]; member {
 		if d, _ := v.desired(s.k); d == id {

@@ -23,19 +23,25 @@ type owner struct {
 // when a newer one replaces it.
 type view struct {
 	members map[string]string // id -> advertise URL; one id per URL, its newest session
-	owners  []owner           // by shard; id "" when none
+	// leaving are the members that are stopping (Shutdown): they still
+	// serve what they own until they hand it over, but are nobody's desired
+	// owner.
+	leaving map[string]bool
+	owners  []owner // by shard; id "" when none
 	// orphanSince is when this server first saw shard k without an owner
 	// (zero when it has one).
 	orphanSince []time.Time
 	changed     chan struct{}
 }
 
-// desired is the live member of highest rendezvous weight for shard k: its
-// id and URL ("" when there is no member).
+// desired is the live member, not leaving, of highest rendezvous weight
+// for shard k: its id and URL ("" when there is none).
 func (v *view) desired(k int) (id, url string) {
 	urls := make([]string, 0, len(v.members))
-	for _, u := range v.members {
-		urls = append(urls, u)
+	for mid, u := range v.members {
+		if !v.leaving[mid] {
+			urls = append(urls, u)
+		}
 	}
 	url = Placement(urls, k)
 	for mid, u := range v.members {
@@ -79,7 +85,7 @@ func (n *Node) publish(edit func(v *view)) {
 	n.viewMu.Lock()
 	defer n.viewMu.Unlock()
 	old := n.cur
-	v := &view{members: old.members, owners: old.owners, orphanSince: old.orphanSince, changed: make(chan struct{})}
+	v := &view{members: old.members, leaving: old.leaving, owners: old.owners, orphanSince: old.orphanSince, changed: make(chan struct{})}
 	edit(v)
 	now := time.Now()
 	since := make([]time.Time, len(v.owners))
@@ -143,6 +149,18 @@ func (n *Node) watchMembers(ctx context.Context) {
 			members[strings.TrimPrefix(string(kv.Key), n.cfg.Prefix+"members/")] = u
 		}
 		n.publish(func(v *view) { v.members = members })
+	})
+}
+
+// watchLeaving keeps the view's leaving members up to date until ctx ends.
+func (n *Node) watchLeaving(ctx context.Context) {
+	pfx := n.cfg.Prefix + "leaving/"
+	n.watch(ctx, pfx, func(resp *clientv3.GetResponse) {
+		leaving := map[string]bool{}
+		for _, kv := range resp.Kvs {
+			leaving[strings.TrimPrefix(string(kv.Key), pfx)] = true
+		}
+		n.publish(func(v *view) { v.leaving = leaving })
 	})
 }
 
