@@ -3,13 +3,8 @@ package client_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,95 +15,18 @@ import (
 	"github.com/tether-run/tether/client/clienttest"
 )
 
-// faultMode is what the fault proxy does with a request it fails.
-type faultMode int
-
-const (
-	// refuse answers without passing the request on: the server never saw it.
-	refuse faultMode = iota
-	// loseAnswer passes the request on and answers in place of the server's
-	// answer: the server acted, the caller cannot know.
-	loseAnswer
-)
-
-// faultProxy is a reverse proxy in front of a real server that fails the
-// first `fails` requests of one method and path with status (Retry-After:
-// 0), then passes every request through. It records the Idempotency-Key of
-// every request to that path.
-type faultProxy struct {
-	URL string
-
-	mu     sync.Mutex
-	method string
-	path   string
-	status int
-	mode   faultMode
-	fails  int
-	keys   []string
-}
-
-func newFaultProxy(t *testing.T, target string) *faultProxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	require.NoError(t, err)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &faultProxy{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		hit := r.Method == p.method && r.URL.Path == p.path
-		fail := hit && p.fails > 0
-		if hit {
-			p.keys = append(p.keys, r.Header.Get("Idempotency-Key"))
-		}
-		if fail {
-			p.fails--
-		}
-		status, mode := p.status, p.mode
-		p.mu.Unlock()
-		if !fail {
-			rp.ServeHTTP(w, r)
-			return
-		}
-		if mode == loseAnswer {
-			rp.ServeHTTP(httptest.NewRecorder(), r)
-		}
-		w.Header().Set("Retry-After", "0")
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(status)
-		code := map[int]string{http.StatusServiceUnavailable: "unavailable", http.StatusTooManyRequests: "rate_limited"}[status]
-		_, _ = fmt.Fprintf(w, `{"type":"urn:tether:problem:%s","title":"injected","status":%d,"code":"%s"}`, code, status, code)
-	}))
-	t.Cleanup(srv.Close)
-	p.URL = srv.URL
-	return p
-}
-
-// failNext makes the next n requests of method and path fail with status.
-func (p *faultProxy) failNext(n int, status int, mode faultMode, method, path string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.method, p.path, p.status, p.mode, p.fails, p.keys = method, path, status, mode, n, nil
-}
-
-// seen is the Idempotency-Key of every request to the failing path so far.
-func (p *faultProxy) seen() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.keys...)
-}
-
 // fastRetries is the default number of tries with waits short enough for a test.
 var fastRetries = client.WithRetries(client.RetryPolicy{BaseDelay: time.Millisecond, MaxDelay: 10 * time.Millisecond})
 
 type retrySetup struct {
 	srv   *clienttest.Server
-	proxy *faultProxy
+	proxy *clienttest.FaultProxy
 }
 
 func setupRetry(t *testing.T) retrySetup {
 	t.Helper()
 	srv := clienttest.New(t, &clienttest.Options{InMemory: true})
-	return retrySetup{srv: srv, proxy: newFaultProxy(t, srv.URL)}
+	return retrySetup{srv: srv, proxy: clienttest.NewFaultProxy(t, srv.URL)}
 }
 
 // via is a client of the proxy acting as sub with roles.
@@ -133,18 +51,18 @@ func (s retrySetup) nodeCount(t *testing.T) int {
 
 func TestRetryCreateThroughTwo503sCreatesOnce(t *testing.T) {
 	t.Parallel()
-	for name, mode := range map[string]faultMode{"refused": refuse, "answer lost": loseAnswer} {
+	for name, mode := range map[string]clienttest.FaultMode{"refused": clienttest.Refuse, "answer lost": clienttest.LoseAnswer} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := setupRetry(t)
 			c := s.via(t, "head", []string{"dispatcher"}, fastRetries)
-			s.proxy.failNext(2, http.StatusServiceUnavailable, mode, http.MethodPost, "/v1/nodes")
+			s.proxy.FailNext(2, http.StatusServiceUnavailable, mode, http.MethodPost, "/v1/nodes")
 
 			res, err := c.CreateNodeWithResponse(context.Background(), nil, client.NodeCreate{Type: "task", Queue: ptr("q")})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, res.StatusCode(), string(res.Body))
 
-			keys := s.proxy.seen()
+			keys := s.proxy.Seen()
 			require.Len(t, keys, 3, "two 503s, then the answer")
 			require.NotEmpty(t, keys[0], "the client gives a create an Idempotency-Key")
 			require.Equal(t, []string{keys[0], keys[0], keys[0]}, keys, "every try carries the same key")
@@ -157,13 +75,13 @@ func TestRetryOffPasses503ToTheCaller(t *testing.T) {
 	t.Parallel()
 	s := setupRetry(t)
 	c := s.via(t, "head", []string{"dispatcher"}, client.WithoutRetries())
-	s.proxy.failNext(2, http.StatusServiceUnavailable, loseAnswer, http.MethodPost, "/v1/nodes")
+	s.proxy.FailNext(2, http.StatusServiceUnavailable, clienttest.LoseAnswer, http.MethodPost, "/v1/nodes")
 
 	res, err := c.CreateNodeWithResponse(context.Background(), nil, client.NodeCreate{Type: "task"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode())
 	require.True(t, client.IsCode(client.CheckResponse(res.HTTPResponse, res.Body), client.ProblemCodeUnavailable))
-	require.Equal(t, []string{""}, s.proxy.seen(), "one try, with no key of the client's making")
+	require.Equal(t, []string{""}, s.proxy.Seen(), "one try, with no key of the client's making")
 }
 
 func TestRetryClaimAndRenewThrough503s(t *testing.T) {
@@ -178,14 +96,14 @@ func TestRetryClaimAndRenewThrough503s(t *testing.T) {
 
 	// The first claim is applied but its answer lost; the retry re-claims
 	// the caller's own lease, which renews it.
-	s.proxy.failNext(2, http.StatusServiceUnavailable, loseAnswer, http.MethodPost, "/v1/nodes/n1/claim")
+	s.proxy.FailNext(2, http.StatusServiceUnavailable, clienttest.LoseAnswer, http.MethodPost, "/v1/nodes/n1/claim")
 	claim, err := worker.ClaimNodeWithResponse(ctx, "n1", client.ClaimRequest{})
 	require.NoError(t, err)
 	require.NotNil(t, claim.JSON200, string(claim.Body))
 	require.True(t, claim.JSON200.Renewed, "the retry found the claim its first try made")
-	require.Len(t, s.proxy.seen(), 3)
+	require.Len(t, s.proxy.Seen(), 3)
 
-	s.proxy.failNext(2, http.StatusServiceUnavailable, loseAnswer, http.MethodPost, "/v1/nodes/n1/renew")
+	s.proxy.FailNext(2, http.StatusServiceUnavailable, clienttest.LoseAnswer, http.MethodPost, "/v1/nodes/n1/renew")
 	fence := claim.JSON200.Lease.Fence
 	renew, err := worker.RenewLeaseWithResponse(ctx, "n1", client.RenewRequest{Fence: &fence})
 	require.NoError(t, err)
@@ -212,11 +130,11 @@ func TestRetryDoesNotRepeatAnUnkeyedWriteOn503(t *testing.T) {
 	fence := claim.JSON200.Lease.Fence
 
 	// A 503 may come after the server acted: a complete is not sent again.
-	s.proxy.failNext(2, http.StatusServiceUnavailable, loseAnswer, http.MethodPost, "/v1/nodes/n1/complete")
+	s.proxy.FailNext(2, http.StatusServiceUnavailable, clienttest.LoseAnswer, http.MethodPost, "/v1/nodes/n1/complete")
 	res, err := worker.CompleteNodeWithResponse(ctx, "n1", client.CompleteRequest{Fence: &fence})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode())
-	require.Len(t, s.proxy.seen(), 1, "a complete is tried once on a 503")
+	require.Len(t, s.proxy.Seen(), 1, "a complete is tried once on a 503")
 	node, err := head.GetNodeWithResponse(ctx, "n1")
 	require.NoError(t, err)
 	require.Equal(t, client.NodeStatusDone, node.JSON200.Status, "the one try was applied")
@@ -235,11 +153,11 @@ func TestRetryRepeatsAnyWriteOn429(t *testing.T) {
 	fence := claim.JSON200.Lease.Fence
 
 	// A 429 is a refusal before acting: safe to send again, whatever the call.
-	s.proxy.failNext(2, http.StatusTooManyRequests, refuse, http.MethodPost, "/v1/nodes/n1/complete")
+	s.proxy.FailNext(2, http.StatusTooManyRequests, clienttest.Refuse, http.MethodPost, "/v1/nodes/n1/complete")
 	res, err := worker.CompleteNodeWithResponse(ctx, "n1", client.CompleteRequest{Fence: &fence})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
-	require.Len(t, s.proxy.seen(), 3)
+	require.Len(t, s.proxy.Seen(), 3)
 }
 
 func TestRetryDialsAgainWhenNoConnectionWasMade(t *testing.T) {
@@ -278,13 +196,13 @@ func TestRetryGivesUpWhenTheContextCannotWait(t *testing.T) {
 	t.Parallel()
 	s := setupRetry(t)
 	c := s.via(t, "head", []string{"dispatcher"}, client.WithRetries(client.RetryPolicy{BaseDelay: time.Hour, MaxDelay: time.Hour}))
-	s.proxy.failNext(2, http.StatusServiceUnavailable, refuse, http.MethodGet, "/v1/nodes")
+	s.proxy.FailNext(2, http.StatusServiceUnavailable, clienttest.Refuse, http.MethodGet, "/v1/nodes")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := c.ListNodesWithResponse(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode(), "a wait past the deadline is not begun: the caller gets the 503")
-	require.Len(t, s.proxy.seen(), 1)
+	require.Len(t, s.proxy.Seen(), 1)
 }
 
 func ptr[T any](v T) *T { return &v }
