@@ -25,7 +25,7 @@ const (
 
 // RetryPolicy says how often the client sends a call again that failed for
 // a reason that may pass, and how long it waits between tries. Which calls
-// it sends again is fixed (see retry_ops.go and the README's table): every
+// it sends again is fixed (retry_ops.go; the table is docs/retries.md): every
 // call answered 429 or that could not connect, and, when the call is safe
 // to repeat (reads, renewals, claims of a node by id, fenced releases,
 // heartbeats, acknowledgements, and creates, which the client gives an
