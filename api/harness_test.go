@@ -85,7 +85,8 @@ func (e *env) token(tid, sub string, roles ...string) string {
 func (e *env) as(tok string) *client.ClientWithResponses {
 	e.t.Helper()
 	hc := &http.Client{Transport: apitest.ValidatingTransport(e.t, nil), Timeout: 30 * time.Second}
-	opts := []client.ClientOption{client.WithHTTPClient(hc)}
+	// The API's own answers (429s, 503s) are what these tests check.
+	opts := []client.ClientOption{client.WithHTTPClient(hc), client.WithoutRetries()}
 	if tok != "" {
 		opts = append(opts, client.WithBearerToken(tok))
 	}

@@ -42,6 +42,9 @@ type Client struct {
 	// A list of callbacks for modifying requests which are generated before sending over
 	// the network.
 	RequestEditors []RequestEditorFn
+
+	// retry is the policy of WithRetries, applied around Client by NewClient.
+	retry RetryPolicy
 }
 
 // ClientOption allows setting custom parameters during construction
@@ -67,6 +70,7 @@ func NewClient(server string, opts ...ClientOption) (*Client, error) {
 	if client.Client == nil {
 		client.Client = &http.Client{}
 	}
+	client.Client = retrying(client.Client, client.Server, client.retry)
 	return &client, nil
 }
 

@@ -27,13 +27,22 @@
 // and switch on the stable problem code with IsCode(err,
 // client.ProblemCodeLeaseLost) or errors.As(err, &problem).
 //
+// The client retries by itself what is safe to send again (RetryPolicy,
+// retry.go): a 429 or a connection never made for every call, and a 503 or a
+// lost connection for reads, renewals, claims of a node by id, fenced
+// releases, heartbeats, acknowledgements and creates (which it sends with an
+// Idempotency-Key of its own making, so that the server replays a repeat's
+// answer). It waits a jittered, doubling backoff or the server's Retry-After,
+// both capped, and at most four tries in all; WithRetries tunes it and
+// WithoutRetries turns it off.
+//
 // Merge patches (NodePatch, PolicyPatch) use Nullable members, which tell
 // "leave alone" (the zero value) from "clear" (Null) and "set" (Value):
 //
 //	client.NodePatch{Title: client.Value("retitled"), RunAt: client.Null[time.Time]()}
 //
-// Invariants: nothing in models.gen.go or client.gen.go is edited by hand; Problem, Nullable
-// and WithBearerToken are the hand-written parts the generated code refers to
+// Invariants: nothing in models.gen.go or client.gen.go is edited by hand; Problem, Nullable,
+// WithBearerToken and the retry policy are the hand-written parts the generated code refers to
 // (see oapi-codegen.yaml, oapi-codegen-client.yaml and overlay.yaml), and none of them changes the wire
 // format the spec describes.
 package client

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -230,7 +229,7 @@ func (k *keeper) renew(ctx context.Context, left time.Duration) (*RenewResponse,
 	if err := CheckResponse(res.HTTPResponse, res.Body); err != nil {
 		switch status := res.StatusCode(); {
 		case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status >= 500:
-			return nil, retryable{err: err, after: retryAfter(res.HTTPResponse)}
+			return nil, retryable{err: err, after: retryAfter(res.HTTPResponse, k.clock.Now())}
 		default:
 			return nil, err
 		}
@@ -239,14 +238,6 @@ func (k *keeper) renew(ctx context.Context, left time.Duration) (*RenewResponse,
 		return nil, retryable{err: fmt.Errorf("error renewing: unexpected status %d", res.StatusCode())}
 	}
 	return res.JSON200, nil
-}
-
-func retryAfter(resp *http.Response) time.Duration {
-	secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-	if err != nil || secs < 0 {
-		return 0
-	}
-	return time.Duration(secs) * time.Second
 }
 
 // jitter spreads d over [d/2, d), so that a fleet of keepers that lost the

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tether-run/tether/client"
 )
 
 // Config is what a runner does and how. The zero value of an optional field
@@ -61,6 +63,12 @@ type Config struct {
 	// Backoff spaces the retries of a claim, a report or an inbox read that
 	// failed for a reason that may pass (no answer, a 5xx, a 429).
 	Backoff Backoff
+
+	// Retries is the client's policy for sending one call again by itself
+	// when that is safe (see client.RetryPolicy); the zero value is the
+	// client's default, MaxAttempts 1 turns it off. A call that still fails
+	// is then retried by the runner as Backoff says.
+	Retries client.RetryPolicy
 
 	// Tracer, when set, makes each run a span of its own trace, linked to
 	// the request that created its node; the handler's context carries it.

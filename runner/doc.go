@@ -36,6 +36,10 @@
 //     runner was stopping.
 //     A report is retried with backoff on no answer, a 5xx or a 429, and never
 //     past the lease's end as last renewed.
+//   - Every call goes through the Go client's retries (Config.Retries, on by
+//     default), which send again what is safe to repeat (docs/retries.md);
+//     the runner's own Backoff then retries a claim or report that still
+//     failed.
 //   - Stopping (Run's context ends, Stop, or a fatal answer to a claim such as
 //     401) ends claiming at once; a node claimed just as it stopped is released
 //     untouched. Running handlers have Grace to finish; then their contexts are

@@ -60,7 +60,8 @@ func New(cfg Config) (*Runner, error) {
 			IdleConnTimeout:     90 * time.Second,
 		}}
 	}
-	api, err := client.NewClientWithResponses(cfg.Server, client.WithHTTPClient(hc), client.WithBearerToken(cfg.Token))
+	api, err := client.NewClientWithResponses(cfg.Server, client.WithHTTPClient(hc), client.WithBearerToken(cfg.Token),
+		client.WithRetries(cfg.Retries))
 	if err != nil {
 		return nil, fmt.Errorf("error making a client for %s: %w", cfg.Server, err)
 	}

@@ -11,6 +11,14 @@
 //	... // claim, renew, complete through c
 //	srv.Advance(10 * time.Minute) // every lease the test left running expires
 //
+// NewFaultProxy puts a proxy in front of it that fails the next calls of one
+// path with a 503 or a 429, before the server sees them or after it acted,
+// to test how a program rides out a server that is briefly unavailable:
+//
+//	p := clienttest.NewFaultProxy(t, srv.URL)
+//	p.FailNext(2, http.StatusServiceUnavailable, clienttest.LoseAnswer, "POST", "/v1/nodes")
+//	... // a client of p.URL; p.Seen() lists each try's Idempotency-Key
+//
 // Invariants:
 //   - Each Server is its own: its own directory (or memory), port, clock and
 //     tokens; tests using it may run in parallel.

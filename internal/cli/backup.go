@@ -56,7 +56,11 @@ SHA-256), and only then renamed into place. Restore it with tether restore.`,
 }
 
 func (c *cli) takeBackup(ctx context.Context, tok, file string) (backup.Stats, error) {
-	api, err := client.NewClient(c.serverURL(), client.WithBearerToken(tok))
+	retry, err := c.retryOption()
+	if err != nil {
+		return backup.Stats{}, err
+	}
+	api, err := client.NewClient(c.serverURL(), client.WithBearerToken(tok), retry)
 	if err != nil {
 		return backup.Stats{}, err
 	}

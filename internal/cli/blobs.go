@@ -34,7 +34,11 @@ func (c *cli) transferAPI() (*client.ClientWithResponses, error) {
 			return nil, err
 		}
 	}
-	opts := []client.ClientOption{client.WithHTTPClient(&http.Client{})}
+	retry, err := c.retryOption()
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.ClientOption{client.WithHTTPClient(&http.Client{}), retry}
 	if tok := c.bearer(); tok != "" {
 		opts = append(opts, client.WithBearerToken(tok))
 	}

@@ -26,9 +26,10 @@ const defaultServer = "http://127.0.0.1:36725"
 
 // cli is the state of the root's persistent flags.
 type cli struct {
-	server string
-	token  string
-	output string
+	server  string
+	token   string
+	output  string
+	retries int
 }
 
 // newCLI adds --server, --token and --output to root, for every command.
@@ -37,6 +38,7 @@ func newCLI(root *cobra.Command) *cli {
 	f := root.PersistentFlags()
 	f.StringVar(&c.server, "server", "", "Tether server URL (TETHER_URL, default "+defaultServer+")")
 	f.StringVar(&c.token, "token", "", "bearer token: a JWT or an API key (TETHER_TOKEN)")
+	addRetriesFlag(f, &c.retries)
 	f.StringVarP(&c.output, "output", "o", "table", "output format: table (for people), json (the API's JSON; errors as problem JSON on stderr) or id (the answer's id alone, for $(...))")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return c
@@ -47,9 +49,14 @@ func (c *cli) api() (*client.ClientWithResponses, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
+	retry, err := c.retryOption()
+	if err != nil {
+		return nil, err
+	}
 	opts := []client.ClientOption{
 		// Long polls wait up to 60 s for an answer.
 		client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second}),
+		retry,
 	}
 	if tok := c.bearer(); tok != "" {
 		opts = append(opts, client.WithBearerToken(tok))
@@ -57,10 +64,13 @@ func (c *cli) api() (*client.ClientWithResponses, error) {
 	return client.NewClientWithResponses(c.serverURL(), opts...)
 }
 
-// usable is the error api would give before making a client: a bad -o, or
-// an empty TETHER_TOKEN.
+// usable is the error api would give before making a client: a bad -o, a
+// bad --retries, or an empty TETHER_TOKEN.
 func (c *cli) usable() error {
 	if err := c.checkOutput(); err != nil {
+		return err
+	}
+	if _, err := retryPolicy(c.retries); err != nil {
 		return err
 	}
 	if c.token == "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/internal/fleet"
 	"github.com/tether-run/tether/internal/graphstore"
@@ -26,6 +27,7 @@ import (
 // workOptions are the flags of tether work.
 type workOptions struct {
 	server, token string
+	retries       int
 	queue         string
 	concurrency   int
 	ttl, grace    time.Duration
@@ -36,6 +38,7 @@ type workOptions struct {
 
 	inboxSignalName string
 	inboxSignal     syscall.Signal // 0: none
+	retryPolicy     client.RetryPolicy
 }
 
 func workCommand() *cobra.Command {
@@ -92,6 +95,7 @@ a second signal ends the grace at once. If the runner dies without that
 	f.SetInterspersed(false)
 	f.StringVar(&o.server, "server", "", "Tether server URL (TETHER_URL, default "+defaultServer+")")
 	f.StringVar(&o.token, "token", "", "bearer token of a worker identity (TETHER_TOKEN)")
+	addRetriesFlag(f, &o.retries)
 	f.StringVar(&o.queue, "queue", "", "the queue to take nodes from (required)")
 	f.IntVar(&o.concurrency, "concurrency", 1, "how many commands run at once (slots)")
 	f.DurationVar(&o.ttl, "ttl", 5*time.Minute, "lease TTL asked for each claim; renewed at a third of it")
@@ -115,6 +119,10 @@ func (o *workOptions) resolve() error {
 		if o.token, err = envToken("TETHER_TOKEN"); err != nil {
 			return err
 		}
+	}
+	var err error
+	if o.retryPolicy, err = retryPolicy(o.retries); err != nil {
+		return err
 	}
 	if o.workerName == "" {
 		o.workerName = runner.DefaultWorkerName()
@@ -160,7 +168,7 @@ func runWork(o workOptions) error {
 		Handler: &runner.Exec{Argv: o.command, Stderr: os.Stderr, InboxSignal: o.inboxSignal},
 		Slots:   o.concurrency, TTL: o.ttl, Grace: o.grace, Heartbeat: o.heartbeat,
 		WorkerName: o.workerName, Meta: map[string]any{"command": o.command[0]},
-		Inbox: true, Logger: log,
+		Inbox: true, Logger: log, Retries: o.retryPolicy,
 	}
 	tp, stopTracing, err := tracing.Setup(context.Background(), "tether-work", os.Getenv)
 	if err != nil {

@@ -81,7 +81,7 @@ func (e *env) token(sub string, roles ...string) string {
 func (e *env) as(tok string) *client.ClientWithResponses {
 	e.t.Helper()
 	hc := &http.Client{Transport: apitest.ValidatingTransport(e.t, nil), Timeout: 30 * time.Second}
-	c, err := client.NewClientWithResponses(e.url, client.WithHTTPClient(hc), client.WithBearerToken(tok))
+	c, err := client.NewClientWithResponses(e.url, client.WithHTTPClient(hc), client.WithBearerToken(tok), client.WithoutRetries())
 	require.NoError(e.t, err)
 	return c
 }

@@ -180,6 +180,9 @@ func (h *Handler) newSession(apiHandler http.Handler, r *http.Request, sl *slot,
 	sess.setAuth(r.Header.Get("Authorization"))
 	c, err := client.NewClientWithResponses("http://tether.in-process",
 		client.WithHTTPClient(&http.Client{Transport: inProcess{apiHandler}}),
+		// In process there is no connection to lose; the MCP caller decides
+		// whether to call a tool again.
+		client.WithoutRetries(),
 		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("Authorization", sess.authorization())
 			return nil

@@ -30,7 +30,7 @@ import (
 func as(t *testing.T, s *testserver.Server, sub string) *client.ClientWithResponses {
 	t.Helper()
 	hc := &http.Client{Transport: apitest.ValidatingTransport(t, nil), Timeout: 30 * time.Second}
-	c, err := client.NewClientWithResponses(s.URL, client.WithHTTPClient(hc), client.WithBearerToken(s.Token("acme", sub)))
+	c, err := client.NewClientWithResponses(s.URL, client.WithHTTPClient(hc), client.WithBearerToken(s.Token("acme", sub)), client.WithoutRetries())
 	require.NoError(t, err)
 	return c
 }

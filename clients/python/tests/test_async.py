@@ -47,7 +47,9 @@ def test_async_problem_and_loss(server, head, queue: str) -> None:
             server.url, server.token("grace", "worker")
         ) as grace:
             node_id = head.create_node({"type": "task", "queue": queue})["id"]
-            claim = await frank.claim_node(node_id, {"ttl_ms": 900})
+            # The keeper's first renewal (a third of the TTL) must come after
+            # grace's claim, or it finds no lease at all (holder None).
+            claim = await frank.claim_node(node_id, {"ttl_ms": 3000})
             with pytest.raises(ConflictError) as caught:
                 await grace.claim_node(node_id)
             assert caught.value.code == "conflict"

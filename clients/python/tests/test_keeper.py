@@ -125,7 +125,7 @@ class Flaky(httpx.BaseTransport):
 
 def test_retries_transient_failures_with_backoff(server, make_node) -> None:
     flaky = Flaky(failures=3)
-    with server.client("carol", "worker", transport=flaky) as carol:
+    with server.client("carol", "worker", transport=flaky, retry=None) as carol:
         node_id = make_node()
         claim = carol.claim_node(node_id, {"ttl_ms": 3000})
         sig = Signals()
@@ -145,7 +145,7 @@ def test_retries_transient_failures_with_backoff(server, make_node) -> None:
 
 def test_gives_up_at_the_expiry(server, make_node) -> None:
     flaky = Flaky(failures=1 << 20)
-    with server.client("dave", "worker", transport=flaky) as dave:
+    with server.client("dave", "worker", transport=flaky, retry=None) as dave:
         node_id = make_node()
         claim = dave.claim_node(node_id, {"ttl_ms": 600})
         keeper = dave.keep(claim, backoff=(0.05, 0.1))

@@ -2,7 +2,8 @@
 
 The operations and models are generated from openapi.yaml
 (_operations.py, models.py: ``make generate``); the transport, the
-problem+json exceptions and the lease keepers are written by hand.
+problem+json exceptions, the retries (_retry.py) and the lease keepers are
+written by hand.
 
 Invariants: nothing in models.py or _operations.py is edited by hand; every
 operation of the spec is a method of both Client and AsyncClient; every
@@ -11,6 +12,7 @@ answer of 400 or above raises a ProblemError whose class is its code's family.
 
 from . import models
 from ._operations import OPERATIONS
+from ._retry import RetryPolicy
 from .client import AsyncClient, Client
 from .errors import (
     AuthError,
@@ -42,6 +44,7 @@ __all__ = [
     "NotFoundError",
     "OPERATIONS",
     "ProblemError",
+    "RetryPolicy",
     "TetherError",
     "TransientError",
     "models",

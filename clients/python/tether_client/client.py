@@ -3,14 +3,17 @@ an httpx client, with the bearer token and problem+json errors."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
-from typing import Any, Mapping, Optional, Union
+import time
+from typing import Any, Dict, Mapping, Optional, Union
 
 import httpx
 
-from . import _transport
+from . import _retry, _transport
 from ._operations import AsyncOperations, SyncOperations
 from .keeper import AsyncLeaseKeeper, LeaseKeeper
+from ._retry import RetryPolicy
 from .models import ClaimResponse, Lease
 
 __all__ = ["Client", "AsyncClient"]
@@ -26,6 +29,10 @@ class Client(SyncOperations):
     an API key). Pass ``http_client`` to bring your own httpx.Client (its
     base URL is not used; you close it); otherwise the client makes one and
     ``close()`` (or ``with``) closes it. Safe to share between threads.
+
+    ``retry`` is the RetryPolicy of calls that failed for a reason that may
+    pass (a 429, a 503, a connection error), for the calls it is safe to
+    repeat (see the README's table); ``retry=None`` turns retries off.
     """
 
     def __init__(
@@ -36,12 +43,14 @@ class Client(SyncOperations):
         timeout: float = DEFAULT_TIMEOUT,
         http_client: Optional[httpx.Client] = None,
         transport: Optional[httpx.BaseTransport] = None,
+        retry: Optional[RetryPolicy] = RetryPolicy(),
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self._owned = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout, transport=transport)
         self._timeout_override: Optional[float] = None
+        self.retry = retry
 
     def close(self) -> None:
         if self._owned:
@@ -87,8 +96,21 @@ class Client(SyncOperations):
             json=json, content=content, content_type=content_type, accept=accept,
         )
         timeout = _transport.timeout_for(self._http.timeout, long_poll_ms, self._timeout_override)
-        response = self._http.request(method, url, params=params, headers=hdrs, content=body, timeout=timeout)
-        return _transport.read(response, result)
+        attempts = _attempts(self.retry, method, path, json, hdrs)
+        while True:
+            try:
+                response = self._http.request(method, url, params=params, headers=hdrs, content=body, timeout=timeout)
+            except httpx.TransportError as e:
+                wait = attempts.after_error(e)
+                if wait is None:
+                    raise
+                time.sleep(wait)
+                continue
+            wait = attempts.after_response(response)
+            if wait is None:
+                return _transport.read(response, result)
+            response.close()
+            time.sleep(wait)
 
 
 class AsyncClient(AsyncOperations):
@@ -102,12 +124,14 @@ class AsyncClient(AsyncOperations):
         timeout: float = DEFAULT_TIMEOUT,
         http_client: Optional[httpx.AsyncClient] = None,
         transport: Optional[httpx.AsyncBaseTransport] = None,
+        retry: Optional[RetryPolicy] = RetryPolicy(),
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self._owned = http_client is None
         self._http = http_client or httpx.AsyncClient(timeout=timeout, transport=transport)
         self._timeout_override: Optional[float] = None
+        self.retry = retry
 
     async def aclose(self) -> None:
         if self._owned:
@@ -154,5 +178,27 @@ class AsyncClient(AsyncOperations):
             json=json, content=content, content_type=content_type, accept=accept,
         )
         timeout = _transport.timeout_for(self._http.timeout, long_poll_ms, self._timeout_override)
-        response = await self._http.request(method, url, params=params, headers=hdrs, content=body, timeout=timeout)
-        return _transport.read(response, result)
+        attempts = _attempts(self.retry, method, path, json, hdrs)
+        while True:
+            try:
+                response = await self._http.request(method, url, params=params, headers=hdrs, content=body, timeout=timeout)
+            except httpx.TransportError as e:
+                wait = attempts.after_error(e)
+                if wait is None:
+                    raise
+                await asyncio.sleep(wait)
+                continue
+            wait = attempts.after_response(response)
+            if wait is None:
+                return _transport.read(response, result)
+            await response.aclose()
+            await asyncio.sleep(wait)
+
+
+def _attempts(policy: Optional[RetryPolicy], method: str, path: str, json: Any, hdrs: Dict[str, str]) -> _retry.Attempts:
+    """The tries of one call; gives a create its Idempotency-Key (in hdrs)
+    when retries are on and the caller gave none."""
+    kind = _retry.kind_of(method, path, json)
+    if policy is not None and policy.max_attempts > 1 and kind == _retry.KEYED_CREATE and "Idempotency-Key" not in hdrs:
+        hdrs["Idempotency-Key"] = _retry.new_idempotency_key()
+    return _retry.Attempts(policy, kind)

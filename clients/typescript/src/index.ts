@@ -2,7 +2,8 @@
 //
 // The types in ./schema.ts are generated from openapi.yaml by
 // openapi-typescript (`npm run generate`); the runtime is openapi-fetch. This file
-// only adds the bearer token and turns problem+json answers into TetherProblem.
+// adds the bearer token, the retries of calls that are safe to repeat, and turns
+// problem+json answers into TetherProblem.
 import createClient, { type Client, defaultPathSerializer } from "openapi-fetch";
 import type { components, paths } from "./schema.js";
 
@@ -21,15 +22,190 @@ export interface TetherClientOptions {
   token?: string;
   /** A fetch to use instead of globalThis.fetch (tests, proxies, timeouts). */
   fetch?: (input: Request) => Promise<Response>;
+  /**
+   * How the client sends again a call that failed for a reason that may pass (a
+   * 429, a 503, a connection error), when that is safe (see the README's table).
+   * Omitted: the defaults of RetryPolicy. `false` turns retries off.
+   */
+  retry?: RetryPolicy | false;
 }
 
 /** Makes an openapi-fetch client for a Tether server, authenticated with `token`. */
 export function createTetherClient(opts: TetherClientOptions): TetherClient {
+  const inner = opts.fetch ?? ((req: Request) => globalThis.fetch(req));
   return createClient<paths>({
     baseUrl: opts.baseUrl,
     headers: opts.token ? { Authorization: `Bearer ${opts.token}` } : {},
     pathSerializer: onePathSegmentEach,
-    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    fetch: opts.retry === false ? inner : retryingFetch(inner, opts.baseUrl, opts.retry ?? {}),
+  });
+}
+
+/**
+ * How often a call is tried, and the waits between tries: the Go client's
+ * RetryPolicy. Waits double from baseDelayMs up to maxDelayMs, each drawn from
+ * the upper half of its span; the server's Retry-After counts when longer,
+ * capped at maxDelayMs too.
+ */
+export interface RetryPolicy {
+  /** Tries of one call, the first included (default 4; 1 turns retries off). */
+  maxAttempts?: number;
+  /** The wait before the first retry (default 200). */
+  baseDelayMs?: number;
+  /** The cap of every wait, Retry-After included (default 5000). */
+  maxDelayMs?: number;
+}
+
+/** What a retry may assume of a call. */
+type CallKind = "once" | "repeatable" | "keyed-create";
+
+/**
+ * A fetch that sends a call again, at most maxAttempts times in all: after a 429
+ * (the server refused before acting) or a connection never made, whatever the
+ * call; after a 503 or a connection lost during the call, only when the call is
+ * safe to repeat: reads, renewals, claims of a node by id (re-claiming one's own
+ * lease renews it), releases that carry a fence, worker heartbeats, message
+ * acknowledgements, and creates, which it sends with an Idempotency-Key of its
+ * own making so that the server replays the first answer. An aborted request
+ * is never sent again.
+ */
+export function retryingFetch(
+  fetch: (input: Request) => Promise<Response>,
+  baseUrl: string,
+  policy: RetryPolicy = {},
+): (input: Request) => Promise<Response> {
+  const maxAttempts = policy.maxAttempts ?? 4;
+  const baseDelay = policy.baseDelayMs ?? 200;
+  const maxDelay = policy.maxDelayMs ?? Math.max(5000, baseDelay);
+  const base = new URL(baseUrl).pathname.replace(/\/+$/, "");
+  return async (request: Request): Promise<Response> => {
+    if (maxAttempts <= 1) {
+      return fetch(request);
+    }
+    const kind = await callKind(request, base);
+    if (kind === "keyed-create" && !request.headers.has("Idempotency-Key")) {
+      request = new Request(request, { headers: withHeader(request.headers, "Idempotency-Key", newIdempotencyKey()) });
+    }
+    const repeatable = kind !== "once";
+    let backoff = baseDelay;
+    for (let attempt = 1; ; attempt++) {
+      const last = attempt >= maxAttempts;
+      let wait: number;
+      try {
+        const response = await fetch(last ? request : request.clone());
+        const again = response.status === 429 || (response.status === 503 && repeatable);
+        if (last || !again) {
+          return response;
+        }
+        wait = retryAfterMs(response);
+        await response.body?.cancel();
+      } catch (err) {
+        if (last || request.signal.aborted || !(notSent(err) || (repeatable && isNetworkError(err)))) {
+          throw err;
+        }
+        wait = 0;
+      }
+      const jittered = backoff / 2 + Math.random() * (backoff / 2);
+      backoff = Math.min(2 * backoff, maxDelay);
+      await sleep(Math.max(jittered, Math.min(wait, maxDelay)), request.signal);
+    }
+  };
+}
+
+async function callKind(request: Request, base: string): Promise<CallKind> {
+  if (["GET", "HEAD", "OPTIONS"].includes(request.method)) {
+    return "repeatable";
+  }
+  const path = new URL(request.url).pathname;
+  if (request.method !== "POST" || !path.startsWith(`${base}/`)) {
+    return "once";
+  }
+  const seg = path.slice(base.length + 1).split("/");
+  const [v1, kind, id, verb] = seg;
+  if (v1 !== "v1") {
+    return "once";
+  }
+  if ((seg.length === 2 && kind === "nodes") || (seg.length === 3 && kind === "nodes" && id === "batch")) {
+    return "keyed-create";
+  }
+  if (seg.length === 4 && kind === "nodes" && (verb === "renew" || verb === "claim")) {
+    return "repeatable";
+  }
+  if (seg.length === 4 && kind === "nodes" && verb === "release") {
+    return (await hasFence(request)) ? "repeatable" : "once";
+  }
+  if ((seg.length === 3 && kind === "workers" && id === "heartbeat") || (seg.length === 4 && kind === "inbox" && verb === "ack")) {
+    return "repeatable";
+  }
+  return "once";
+}
+
+async function hasFence(request: Request): Promise<boolean> {
+  try {
+    const body: unknown = JSON.parse(await request.clone().text());
+    return typeof body === "object" && body !== null && typeof (body as { fence?: unknown }).fence === "number";
+  } catch {
+    return false;
+  }
+}
+
+/** Node's fetch (undici) fails a request with a TypeError whose cause has the socket's error code. */
+function errorCode(err: unknown): string | undefined {
+  const cause = (err as { cause?: { code?: unknown } } | undefined)?.cause;
+  return typeof cause?.code === "string" ? cause.code : undefined;
+}
+
+/** The error codes of a connection that was never made: nothing was sent. */
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+function notSent(err: unknown): boolean {
+  const code = errorCode(err);
+  return code !== undefined && NOT_SENT.has(code);
+}
+
+function isNetworkError(err: unknown): boolean {
+  return err instanceof TypeError && errorCode(err) !== undefined;
+}
+
+/** The wait a Retry-After asks for (delta seconds or an HTTP date), in ms; 0 without one. */
+function retryAfterMs(response: Response): number {
+  const v = response.headers.get("Retry-After")?.trim();
+  if (!v) {
+    return 0;
+  }
+  if (/^\d+$/.test(v)) {
+    return Number(v) * 1000;
+  }
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? 0 : Math.max(0, at - Date.now());
+}
+
+function withHeader(headers: Headers, name: string, value: string): Headers {
+  const h = new Headers(headers);
+  h.set(name, value);
+  return h;
+}
+
+function newIdempotencyKey(): string {
+  return `tether-ts-${globalThis.crypto.randomUUID()}`;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const done = (): void => {
+      signal.removeEventListener("abort", abort);
+      resolve();
+    };
+    const abort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", abort, { once: true });
   });
 }
 

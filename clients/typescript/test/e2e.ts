@@ -5,12 +5,14 @@
 //
 // Creates a node, claims it, renews it with the fence, completes it and reads it
 // back; with TETHER_TOKEN_2, checks that a second identity's claim of a held node
-// is a TetherProblem with code "conflict". Prints `N passed, M failed` and exits
+// is a TetherProblem with code "conflict". Then, through a proxy that answers 503
+// (or 429) twice before passing a call on, checks the client's retries. Prints `N passed, M failed` and exits
 // non-zero on any failure.
 import { deepStrictEqual } from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 
 import { type Schemas, TetherProblem, createTetherClient, unwrap, unwrapOptional } from "../src/index.js";
+import { FaultProxy } from "./faultproxy.js";
 
 const REQUEST_TIMEOUT_MS = 15_000;
 const OVERALL_TIMEOUT_MS = 90_000;
@@ -244,6 +246,54 @@ await check("a bad token is unauthorized", async () => {
   const p = await expectProblem("unauthorized", () => unwrap(anon.GET("/v1/nodes/{id}", { params: { path: { id } } })));
   expect(p.status === 401, `status ${p.status}`);
 });
+
+const proxy = await new FaultProxy(baseUrl).start();
+const fast = { baseDelayMs: 1, maxDelayMs: 10 };
+const viaProxy = createTetherClient({ baseUrl: proxy.url, token, fetch: timedFetch, retry: fast });
+const nodesOf = async (queue: string): Promise<string[]> =>
+  (await unwrap(head.GET("/v1/nodes", { params: { query: { queue } } }))).items.map((n) => n.id);
+
+for (const mode of ["refuse", "lose-answer"] as const) {
+  await check(`retries: a create through two 503s (${mode}) creates one node`, async () => {
+    const queue = `${id}-retry-${mode}`;
+    proxy.failNext(2, 503, mode, "POST", "/v1/nodes");
+    const node = await unwrap(viaProxy.POST("/v1/nodes", { body: { type: "task", queue } }));
+    const keys = proxy.seen();
+    expect(keys.length === 3 && keys[0] !== "" && keys.every((k) => k === keys[0]), `keys ${JSON.stringify(keys)}`);
+    deepStrictEqual(await nodesOf(queue), [node.id]);
+  });
+}
+
+await check("retries: off (retry: false), the 503 reaches the caller", async () => {
+  const off = createTetherClient({ baseUrl: proxy.url, token, fetch: timedFetch, retry: false });
+  const queue = `${id}-retry-off`;
+  proxy.failNext(2, 503, "lose-answer", "POST", "/v1/nodes");
+  const p = await expectProblem("unavailable", () => unwrap(off.POST("/v1/nodes", { body: { type: "task", queue } })));
+  expect(p.status === 503, `status ${p.status}`);
+  deepStrictEqual(proxy.seen(), [""]);
+  expect((await nodesOf(queue)).length === 1, "the one try was applied");
+});
+
+await check("retries: claim and renew through lost answers; a complete is not repeated on 503, is on 429", async () => {
+  const nid = `${id}-retry-claim`;
+  await unwrap(head.POST("/v1/nodes", { body: { id: nid, type: "task", queue: `${id}-retry-claim` } }));
+  proxy.failNext(2, 503, "lose-answer", "POST", `/v1/nodes/${nid}/claim`);
+  const claim = await unwrap(viaProxy.POST("/v1/nodes/{id}/claim", { params: { path: { id: nid } }, body: { ttl_ms: 60_000 } }));
+  expect(claim.renewed && claim.node.attempts === 1, `renewed ${claim.renewed}, attempts ${claim.node.attempts}`);
+  const fence = claim.lease.fence;
+  proxy.failNext(2, 503, "lose-answer", "POST", `/v1/nodes/${nid}/renew`);
+  const renew = await unwrap(viaProxy.POST("/v1/nodes/{id}/renew", { params: { path: { id: nid } }, body: { fence } }));
+  expect(renew.lease.fence === fence && proxy.seen().length === 3, `fence ${renew.lease.fence}, tries ${proxy.seen().length}`);
+  proxy.failNext(1, 503, "refuse", "POST", `/v1/nodes/${nid}/complete`);
+  await expectProblem("unavailable", () =>
+    unwrap(viaProxy.POST("/v1/nodes/{id}/complete", { params: { path: { id: nid } }, body: { fence } })),
+  );
+  expect(proxy.seen().length === 1, `a complete answered 503 was tried ${proxy.seen().length} times`);
+  proxy.failNext(2, 429, "refuse", "POST", `/v1/nodes/${nid}/complete`);
+  const done = await unwrap(viaProxy.POST("/v1/nodes/{id}/complete", { params: { path: { id: nid } }, body: { fence } }));
+  expect(done.status === "done" && proxy.seen().length === 3, `status ${done.status}, tries ${proxy.seen().length}`);
+});
+proxy.close();
 
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(failed > 0 ? 1 : 0);
