@@ -298,7 +298,9 @@ func (r *Registry) refusal(by string, subs, tenants int) error {
 }
 
 // counts counts the workers listed at now of identity by (up to its cap)
-// and of the tenant (up to its cap).
+// and of the tenant (up to its cap). An identity at its cap is not counted
+// further: the tenant's count is left at 0, since the identity's alone
+// refuses the heartbeat, and a flood of refused ones costs no tenant scan.
 func (r *Registry) counts(tx *graphstore.Tx, tenant, by string, now time.Time) (subs, tenants int, err error) {
 	count := func(afterBy string, stop int, keep func(Record) bool) (int, error) {
 		n := 0
@@ -318,8 +320,8 @@ func (r *Registry) counts(tx *graphstore.Tx, tenant, by string, now time.Time) (
 		return n, err
 	}
 	// The identity's records sit together, from just after (by, "").
-	if subs, err = count(by, r.maxPerSub, func(rec Record) bool { return rec.By == by }); err != nil {
-		return 0, 0, err
+	if subs, err = count(by, r.maxPerSub, func(rec Record) bool { return rec.By == by }); err != nil || subs >= r.maxPerSub {
+		return subs, 0, err
 	}
 	tenants, err = count("", r.maxPerTen, func(Record) bool { return true })
 	return subs, tenants, err
