@@ -14,6 +14,7 @@ type bulkRequest struct {
 	Action string     `json:"action"`
 	Filter nodeFilter `json:"filter"`
 	Limit  *int       `json:"limit"`
+	IDs    []string   `json:"ids"`
 	DryRun bool       `json:"dry_run"`
 	Reason string     `json:"reason"`
 	Force  bool       `json:"force"`
@@ -31,6 +32,8 @@ type bulkAnswer struct {
 	DryRun    bool          `json:"dry_run"`
 	Matched   int           `json:"matched"`
 	Truncated bool          `json:"truncated"`
+	Selected  []string      `json:"selected"`
+	Skipped   []string      `json:"skipped"`
 	Affected  []string      `json:"affected"`
 	Failed    []bulkFailure `json:"failed"`
 }
@@ -47,6 +50,9 @@ func (s *Server) bulkNodes(c echo.Context) error {
 		return err
 	}
 	q, ready, err := b.Filter.query()
+	if inv, ok := err.(*fault.Invalid); ok {
+		return fault.Invalidf("filter."+inv.Field, "%s", inv.Reason)
+	}
 	if err != nil {
 		return err
 	}
@@ -58,7 +64,7 @@ func (s *Server) bulkNodes(c echo.Context) error {
 		limit = *b.Limit
 	}
 	res, err := s.nodes.Bulk(c.Request().Context(), caller(c), nodes.BulkParams{
-		Action: nodes.BulkAction(b.Action), Query: q, Ready: ready, Limit: limit,
+		Action: nodes.BulkAction(b.Action), Query: q, Ready: ready, Limit: limit, IDs: b.IDs,
 		DryRun: b.DryRun, Reason: b.Reason, Force: b.Force,
 	})
 	if err != nil {
@@ -66,10 +72,8 @@ func (s *Server) bulkNodes(c echo.Context) error {
 	}
 	out := bulkAnswer{
 		Action: b.Action, DryRun: b.DryRun, Matched: res.Matched, Truncated: res.Truncated,
-		Affected: res.Affected, Failed: make([]bulkFailure, 0, len(res.Failed)),
-	}
-	if out.Affected == nil {
-		out.Affected = []string{}
+		Selected: orEmpty(res.Selected), Skipped: orEmpty(res.Skipped), Affected: orEmpty(res.Affected),
+		Failed: make([]bulkFailure, 0, len(res.Failed)),
 	}
 	for _, f := range res.Failed {
 		p, known := problemFor(f.Err)
@@ -79,4 +83,11 @@ func (s *Server) bulkNodes(c echo.Context) error {
 		out.Failed = append(out.Failed, bulkFailure{ID: f.ID, Status: p.Status, Code: p.Code, Detail: p.Detail})
 	}
 	return writeJSON(c, http.StatusOK, out)
+}
+
+func orEmpty(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
 }

@@ -113,7 +113,7 @@ func (s *Server) listNodes(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nq.Limit, nq.Cursor = limit, c.QueryParam("cursor")
+	nq.Limit, nq.Cursor, nq.ScanBudget = limit, c.QueryParam("cursor"), nodes.ListScanBudget
 	views, next, err := s.nodes.List(principal(c).Tenant, nq, ready)
 	if err != nil {
 		return err

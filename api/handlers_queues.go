@@ -28,7 +28,11 @@ func toQueue(v nodes.QueueView) queueJSON {
 }
 
 func (s *Server) listQueues(c echo.Context) error {
-	views, err := s.nodes.Queues(principal(c).Tenant)
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	views, next, err := s.nodes.QueuesPage(principal(c).Tenant, c.QueryParam("cursor"), limit)
 	if err != nil {
 		return err
 	}
@@ -36,7 +40,7 @@ func (s *Server) listQueues(c echo.Context) error {
 	for i, v := range views {
 		items[i] = toQueue(v)
 	}
-	return writeJSON(c, http.StatusOK, map[string]any{"items": items})
+	return writeJSON(c, http.StatusOK, newList(items, next))
 }
 
 func (s *Server) setQueue(c echo.Context, ch nodes.QueueChange) error {

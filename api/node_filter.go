@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
@@ -66,6 +67,11 @@ func (f nodeFilter) query() (graphstore.NodeQuery, *bool, error) {
 	}
 	if len(f.Q) > 200 {
 		return graphstore.NodeQuery{}, nil, fault.Invalidf("q", "must be at most 200 bytes")
+	}
+	if !utf8.ValidString(f.Q) {
+		// Case folding reads an invalid byte as U+FFFD, which would match
+		// every title holding that character.
+		return graphstore.NodeQuery{}, nil, fault.Invalidf("q", "must be valid UTF-8")
 	}
 	at := func(t *time.Time) time.Time {
 		if t == nil {

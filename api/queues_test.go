@@ -144,7 +144,7 @@ func queueNamed(t *testing.T, list *client.QueueList, name string) client.Queue 
 
 func listQueues(t *testing.T, c *client.ClientWithResponses) *client.QueueList {
 	t.Helper()
-	res, err := c.ListQueuesWithResponse(context.Background())
+	res, err := c.ListQueuesWithResponse(context.Background(), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 	return res.JSON200

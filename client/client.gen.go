@@ -493,6 +493,11 @@ type ClientInterface interface {
 	// far end of `assigned` edges) are not work: they are never `ready`, never
 	// claimable, and listed only with `type=identity`.
 	//
+	// One page reads at most 10000 nodes. When a filter matches few of them
+	// (a search that matches nothing, say), the page comes back short, even
+	// empty, with `next_cursor` set: follow it to search on. Only a null
+	// `next_cursor` means the end of the list.
+	//
 	// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
 	ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -546,8 +551,16 @@ type ClientInterface interface {
 	// action is refused for (a requeue of a node that is not failed, dead or
 	// cancelled; a delete of a running node without `force`) is listed in
 	// `failed` with the problem it would have got on its own, and the rest go
-	// on. `dry_run` only counts what the filter selects, for a confirmation
-	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+	//
+	// Confirming: `dry_run` changes nothing and answers what the filter
+	// selects, the count in `matched` and the ids in `selected`, for a
+	// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+	// confirmed, send the same request without `dry_run` and with `ids` set to
+	// that `selected`: the action then touches only those of them the filter
+	// still selects, in the order given, and lists the others in `skipped`
+	// untouched. Nodes that arrived after the dry run are never touched.
+	// Without `ids` the filter is applied afresh.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -562,8 +575,16 @@ type ClientInterface interface {
 	// action is refused for (a requeue of a node that is not failed, dead or
 	// cancelled; a delete of a running node without `force`) is listed in
 	// `failed` with the problem it would have got on its own, and the rest go
-	// on. `dry_run` only counts what the filter selects, for a confirmation
-	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+	//
+	// Confirming: `dry_run` changes nothing and answers what the filter
+	// selects, the count in `matched` and the ids in `selected`, for a
+	// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+	// confirmed, send the same request without `dry_run` and with `ids` set to
+	// that `selected`: the action then touches only those of them the filter
+	// still selects, in the order given, and lists the others in `skipped`
+	// untouched. Nodes that arrived after the dry run are never touched.
+	// Without `ids` the filter is applied afresh.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1018,10 +1039,11 @@ type ClientInterface interface {
 	//
 	// Role: reader. Every queue of the tenant that holds nodes or has settings, by
 	// name, with counts by status, how many nodes are claimable now (`ready`; 0 while
-	// paused) and when the oldest of them was created.
+	// paused) and when the oldest of them was created. Paged: follow
+	// `next_cursor` until it is null.
 	//
 	// Corresponds with GET /v1/queues (the `ListQueues` operationId).
-	ListQueues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListQueues(ctx context.Context, params *ListQueuesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateQueueWithBody Change queue settings
 	//
@@ -1430,7 +1452,11 @@ type ClientInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// 24 hours after its last heartbeat. One identity may have at most
+	// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+	// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+	// heartbeat of one more worker is `429` (`rate_limited`) and stores
+	// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes any type of body and a specified content type.
@@ -1456,7 +1482,11 @@ type ClientInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// 24 hours after its last heartbeat. One identity may have at most
+	// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+	// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+	// heartbeat of one more worker is `429` (`rate_limited`) and stores
+	// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes a body of the `application/json` content type.
@@ -2143,6 +2173,11 @@ func (c *Client) GetMessage(ctx context.Context, id MessageID, reqEditors ...Req
 // far end of `assigned` edges) are not work: they are never `ready`, never
 // claimable, and listed only with `type=identity`.
 //
+// One page reads at most 10000 nodes. When a filter matches few of them
+// (a search that matches nothing, say), the page comes back short, even
+// empty, with `next_cursor` set: follow it to search on. Only a null
+// `next_cursor` means the end of the list.
+//
 // Corresponds with GET /v1/nodes (the `ListNodes` operationId).
 func (c *Client) ListNodes(ctx context.Context, params *ListNodesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListNodesRequest(c.Server, params)
@@ -2246,8 +2281,16 @@ func (c *Client) CreateNodesBatch(ctx context.Context, params *CreateNodesBatchP
 // action is refused for (a requeue of a node that is not failed, dead or
 // cancelled; a delete of a running node without `force`) is listed in
 // `failed` with the problem it would have got on its own, and the rest go
-// on. `dry_run` only counts what the filter selects, for a confirmation
-// ("this will requeue 50 nodes"). Identity nodes are never selected.
+// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+//
+// Confirming: `dry_run` changes nothing and answers what the filter
+// selects, the count in `matched` and the ids in `selected`, for a
+// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+// confirmed, send the same request without `dry_run` and with `ids` set to
+// that `selected`: the action then touches only those of them the filter
+// still selects, in the order given, and lists the others in `skipped`
+// untouched. Nodes that arrived after the dry run are never touched.
+// Without `ids` the filter is applied afresh.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2272,8 +2315,16 @@ func (c *Client) BulkNodesWithBody(ctx context.Context, contentType string, body
 // action is refused for (a requeue of a node that is not failed, dead or
 // cancelled; a delete of a running node without `force`) is listed in
 // `failed` with the problem it would have got on its own, and the rest go
-// on. `dry_run` only counts what the filter selects, for a confirmation
-// ("this will requeue 50 nodes"). Identity nodes are never selected.
+// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+//
+// Confirming: `dry_run` changes nothing and answers what the filter
+// selects, the count in `matched` and the ids in `selected`, for a
+// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+// confirmed, send the same request without `dry_run` and with `ids` set to
+// that `selected`: the action then touches only those of them the filter
+// still selects, in the order given, and lists the others in `skipped`
+// untouched. Nodes that arrived after the dry run are never touched.
+// Without `ids` the filter is applied afresh.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3048,11 +3099,12 @@ func (c *Client) GetSubgraph(ctx context.Context, id NodeID, params *GetSubgraph
 //
 // Role: reader. Every queue of the tenant that holds nodes or has settings, by
 // name, with counts by status, how many nodes are claimable now (`ready`; 0 while
-// paused) and when the oldest of them was created.
+// paused) and when the oldest of them was created. Paged: follow
+// `next_cursor` until it is null.
 //
 // Corresponds with GET /v1/queues (the `ListQueues` operationId).
-func (c *Client) ListQueues(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListQueuesRequest(c.Server)
+func (c *Client) ListQueues(ctx context.Context, params *ListQueuesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListQueuesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3790,7 +3842,11 @@ func (c *Client) ListWorkers(ctx context.Context, params *ListWorkersParams, req
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// 24 hours after its last heartbeat. One identity may have at most
+// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+// heartbeat of one more worker is `429` (`rate_limited`) and stores
+// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 // of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes any type of body and a specified content type.
@@ -3826,7 +3882,11 @@ func (c *Client) HeartbeatWorkerWithBody(ctx context.Context, contentType string
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// 24 hours after its last heartbeat. One identity may have at most
+// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+// heartbeat of one more worker is `429` (`rate_limited`) and stores
+// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 // of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes a body of the `application/json` content type.
@@ -6385,7 +6445,7 @@ func NewGetSubgraphRequest(server string, id NodeID, params *GetSubgraphParams) 
 }
 
 // NewListQueuesRequest constructs an http.Request for the ListQueues method
-func NewListQueuesRequest(server string) (*http.Request, error) {
+func NewListQueuesRequest(server string, params *ListQueuesParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6401,6 +6461,45 @@ func NewListQueuesRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7963,6 +8062,11 @@ type ClientWithResponsesInterface interface {
 	// far end of `assigned` edges) are not work: they are never `ready`, never
 	// claimable, and listed only with `type=identity`.
 	//
+	// One page reads at most 10000 nodes. When a filter matches few of them
+	// (a search that matches nothing, say), the page comes back short, even
+	// empty, with `next_cursor` set: follow it to search on. Only a null
+	// `next_cursor` means the end of the list.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/nodes (the `ListNodes` operationId).
@@ -8018,8 +8122,16 @@ type ClientWithResponsesInterface interface {
 	// action is refused for (a requeue of a node that is not failed, dead or
 	// cancelled; a delete of a running node without `force`) is listed in
 	// `failed` with the problem it would have got on its own, and the rest go
-	// on. `dry_run` only counts what the filter selects, for a confirmation
-	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+	//
+	// Confirming: `dry_run` changes nothing and answers what the filter
+	// selects, the count in `matched` and the ids in `selected`, for a
+	// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+	// confirmed, send the same request without `dry_run` and with `ids` set to
+	// that `selected`: the action then touches only those of them the filter
+	// still selects, in the order given, and lists the others in `skipped`
+	// untouched. Nodes that arrived after the dry run are never touched.
+	// Without `ids` the filter is applied afresh.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8034,8 +8146,16 @@ type ClientWithResponsesInterface interface {
 	// action is refused for (a requeue of a node that is not failed, dead or
 	// cancelled; a delete of a running node without `force`) is listed in
 	// `failed` with the problem it would have got on its own, and the rest go
-	// on. `dry_run` only counts what the filter selects, for a confirmation
-	// ("this will requeue 50 nodes"). Identity nodes are never selected.
+	// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+	//
+	// Confirming: `dry_run` changes nothing and answers what the filter
+	// selects, the count in `matched` and the ids in `selected`, for a
+	// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+	// confirmed, send the same request without `dry_run` and with `ids` set to
+	// that `selected`: the action then touches only those of them the filter
+	// still selects, in the order given, and lists the others in `skipped`
+	// untouched. Nodes that arrived after the dry run are never touched.
+	// Without `ids` the filter is applied afresh.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8502,12 +8622,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: reader. Every queue of the tenant that holds nodes or has settings, by
 	// name, with counts by status, how many nodes are claimable now (`ready`; 0 while
-	// paused) and when the oldest of them was created.
+	// paused) and when the oldest of them was created. Paged: follow
+	// `next_cursor` until it is null.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/queues (the `ListQueues` operationId).
-	ListQueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListQueuesResponse, error)
+	ListQueuesWithResponse(ctx context.Context, params *ListQueuesParams, reqEditors ...RequestEditorFn) (*ListQueuesResponse, error)
 
 	// UpdateQueueWithBodyWithResponse Change queue settings
 	//
@@ -8938,7 +9059,11 @@ type ClientWithResponsesInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// 24 hours after its last heartbeat. One identity may have at most
+	// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+	// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+	// heartbeat of one more worker is `429` (`rate_limited`) and stores
+	// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8964,7 +9089,11 @@ type ClientWithResponsesInterface interface {
 	//   the worker's meta; null clears it; absent keeps the last one.
 	//
 	// Heartbeats are not events. A worker's record is dropped
-	// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+	// 24 hours after its last heartbeat. One identity may have at most
+	// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+	// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+	// heartbeat of one more worker is `429` (`rate_limited`) and stores
+	// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 	// of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -13597,6 +13726,8 @@ type ListQueuesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *QueueList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -13616,6 +13747,11 @@ type ListQueuesResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListQueuesResponse) GetJSON200() *QueueList {
 	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListQueuesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -16599,6 +16735,11 @@ func (c *ClientWithResponses) GetMessageWithResponse(ctx context.Context, id Mes
 // far end of `assigned` edges) are not work: they are never `ready`, never
 // claimable, and listed only with `type=identity`.
 //
+// One page reads at most 10000 nodes. When a filter matches few of them
+// (a search that matches nothing, say), the page comes back short, even
+// empty, with `next_cursor` set: follow it to search on. Only a null
+// `next_cursor` means the end of the list.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/nodes (the `ListNodes` operationId).
@@ -16684,8 +16825,16 @@ func (c *ClientWithResponses) CreateNodesBatchWithResponse(ctx context.Context, 
 // action is refused for (a requeue of a node that is not failed, dead or
 // cancelled; a delete of a running node without `force`) is listed in
 // `failed` with the problem it would have got on its own, and the rest go
-// on. `dry_run` only counts what the filter selects, for a confirmation
-// ("this will requeue 50 nodes"). Identity nodes are never selected.
+// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+//
+// Confirming: `dry_run` changes nothing and answers what the filter
+// selects, the count in `matched` and the ids in `selected`, for a
+// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+// confirmed, send the same request without `dry_run` and with `ids` set to
+// that `selected`: the action then touches only those of them the filter
+// still selects, in the order given, and lists the others in `skipped`
+// untouched. Nodes that arrived after the dry run are never touched.
+// Without `ids` the filter is applied afresh.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16706,8 +16855,16 @@ func (c *ClientWithResponses) BulkNodesWithBodyWithResponse(ctx context.Context,
 // action is refused for (a requeue of a node that is not failed, dead or
 // cancelled; a delete of a running node without `force`) is listed in
 // `failed` with the problem it would have got on its own, and the rest go
-// on. `dry_run` only counts what the filter selects, for a confirmation
-// ("this will requeue 50 nodes"). Identity nodes are never selected.
+// on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+//
+// Confirming: `dry_run` changes nothing and answers what the filter
+// selects, the count in `matched` and the ids in `selected`, for a
+// confirmation ("this will requeue 50 nodes"). To act on exactly what was
+// confirmed, send the same request without `dry_run` and with `ids` set to
+// that `selected`: the action then touches only those of them the filter
+// still selects, in the order given, and lists the others in `skipped`
+// untouched. Nodes that arrived after the dry run are never touched.
+// Without `ids` the filter is applied afresh.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17366,13 +17523,14 @@ func (c *ClientWithResponses) GetSubgraphWithResponse(ctx context.Context, id No
 //
 // Role: reader. Every queue of the tenant that holds nodes or has settings, by
 // name, with counts by status, how many nodes are claimable now (`ready`; 0 while
-// paused) and when the oldest of them was created.
+// paused) and when the oldest of them was created. Paged: follow
+// `next_cursor` until it is null.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/queues (the `ListQueues` operationId).
-func (c *ClientWithResponses) ListQueuesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListQueuesResponse, error) {
-	rsp, err := c.ListQueues(ctx, reqEditors...)
+func (c *ClientWithResponses) ListQueuesWithResponse(ctx context.Context, params *ListQueuesParams, reqEditors ...RequestEditorFn) (*ListQueuesResponse, error) {
+	rsp, err := c.ListQueues(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18000,7 +18158,11 @@ func (c *ClientWithResponses) ListWorkersWithResponse(ctx context.Context, param
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// 24 hours after its last heartbeat. One identity may have at most
+// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+// heartbeat of one more worker is `429` (`rate_limited`) and stores
+// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 // of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -18032,7 +18194,11 @@ func (c *ClientWithResponses) HeartbeatWorkerWithBodyWithResponse(ctx context.Co
 //     the worker's meta; null clears it; absent keeps the last one.
 //
 // Heartbeats are not events. A worker's record is dropped
-// 24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+// 24 hours after its last heartbeat. One identity may have at most
+// `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+// and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+// heartbeat of one more worker is `429` (`rate_limited`) and stores
+// nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
 // of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -22354,6 +22520,13 @@ func ParseListQueuesResponse(rsp *http.Response) (*ListQueuesResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized

@@ -648,7 +648,7 @@ type BulkRequest struct {
 	// dependents; `delete` removes each node (a running one only with `force`).
 	Action BulkRequestAction `json:"action"`
 
-	// DryRun Only count what the filter selects; change nothing.
+	// DryRun Only select; change nothing.
 	DryRun *bool `json:"dry_run,omitempty"`
 
 	// Filter The filters of `listNodes`, combined with AND; none selects every work node.
@@ -657,10 +657,15 @@ type BulkRequest struct {
 	// Force For `delete`, end a running node's lease and delete it.
 	Force *bool `json:"force,omitempty"`
 
-	// Limit The most nodes to select; more matching ones are left untouched (`truncated`).
+	// Ids The `selected` of a dry run, confirmed: act only on these nodes, and
+	// only on those the filter still selects (the rest are `skipped`). No
+	// id may repeat. `[]` touches nothing.
+	Ids *[]string `json:"ids,omitempty"`
+
+	// Limit The most nodes to select; more matching ones are left untouched (`truncated`). Not used with `ids`.
 	Limit *int `json:"limit,omitempty"`
 
-	// Reason For `requeue` and `cancel`, recorded in each node's event.
+	// Reason For `requeue` and `cancel`, recorded in each node's event (at most 4096 bytes).
 	Reason *string `json:"reason,omitempty"`
 }
 
@@ -685,8 +690,16 @@ type BulkResult struct {
 		Status int    `json:"status"`
 	} `json:"failed"`
 
-	// Matched How many nodes the filter selected (at most `limit`).
+	// Matched How many nodes the filter selected (at most `limit`), the length of `selected`.
 	Matched int `json:"matched"`
+
+	// Selected The nodes the filter selected, in list order (in the order of `ids`
+	// when given). After a dry run, send it back as `ids` to act on exactly
+	// these nodes.
+	Selected []string `json:"selected"`
+
+	// Skipped The `ids` the filter no longer selects (changed, deleted, or never matching); untouched. Empty without `ids`.
+	Skipped []string `json:"skipped"`
 
 	// Truncated More nodes matched beyond `limit`; they were not touched.
 	Truncated bool `json:"truncated"`
@@ -1299,7 +1312,7 @@ type NodeFilter struct {
 	Label  *string `json:"label,omitempty"`
 	Parent *string `json:"parent,omitempty"`
 
-	// Q Nodes whose id or title contains this text, ignoring case.
+	// Q Nodes whose id or title contains this text, ignoring case. Valid UTF-8.
 	Q     *string `json:"q,omitempty"`
 	Queue *string `json:"queue,omitempty"`
 	Ready *bool   `json:"ready,omitempty"`
@@ -1477,7 +1490,8 @@ type Queue struct {
 
 // QueueList defines model for QueueList.
 type QueueList struct {
-	Items []Queue `json:"items"`
+	Items      []Queue `json:"items"`
+	NextCursor *string `json:"next_cursor"`
 }
 
 // QueuePatch defines model for QueuePatch.
@@ -1875,7 +1889,7 @@ type ScheduleTrigger struct {
 type StatusRequest struct {
 	Fence *int64 `json:"fence,omitempty"`
 
-	// Reason For a release or a cancel.
+	// Reason For a release or a cancel (at most 4096 bytes for a cancel).
 	Reason *string `json:"reason,omitempty"`
 
 	// Result For `done`, as in `completeNode`.
@@ -2253,7 +2267,7 @@ type ListNodesParams struct {
 	// Ready true: only nodes claimable now; false: only nodes that are not.
 	Ready *bool `form:"ready,omitempty" json:"ready,omitempty"`
 
-	// Q Nodes whose id or title contains this text, ignoring case.
+	// Q Nodes whose id or title contains this text, ignoring case. Valid UTF-8.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 
 	// CreatedAfter Nodes created at or after this instant.
@@ -2341,6 +2355,15 @@ type GetSubgraphParams struct {
 
 	// Types Edge types to follow, comma separated (default all).
 	Types *[]string `form:"types,omitempty" json:"types,omitempty"`
+}
+
+// ListQueuesParams defines parameters for ListQueues.
+type ListQueuesParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListSchedulesParams defines parameters for ListSchedules.

@@ -276,6 +276,18 @@ func TestCLIQueuesAndLeases(t *testing.T) {
 	if len(queues.Items) != 2 || queues.Items[0].Counts["running"]+queues.Items[1].Counts["running"] != 1 {
 		t.Errorf("queues ls -o json: %+v", queues)
 	}
+	// A page at a time: the first names the cursor of the next.
+	first := e.ok(e.head, "queues", "ls", "--limit", "1")
+	row(t, first, "q1")
+	_, cursor, found := strings.Cut(first, "(more: --cursor ")
+	if !found {
+		t.Fatalf("queues ls --limit 1 names no next page:\n%s", first)
+	}
+	second := e.ok(e.head, "queues", "ls", "--limit", "1", "--cursor", strings.TrimSuffix(strings.TrimSpace(cursor), ")"))
+	row(t, second, "q2")
+	if strings.Contains(second, "(more:") {
+		t.Errorf("queues ls after the last page:\n%s", second)
+	}
 
 	leases := e.ok(e.head, "leases")
 	if got := row(t, leases, "a"); got[1] != "alice" || got[3] != "1" || got[4] != "2m" {

@@ -1,9 +1,11 @@
 package cli
 
 // The bulk form of a node verb (cancel, requeue, nodes rm): every node a
-// list filter selects, changed by one POST /v1/nodes/bulk. A dry run counts
+// list filter selects, changed by one POST /v1/nodes/bulk. A dry run selects
 // them first, so that the confirmation says how many nodes the action will
-// touch; the answer then says what it did, node by node for refusals.
+// touch, and the action is sent with the ids it selected, so that it
+// touches no node the confirmation did not count; the answer then says what
+// it did, node by node for refusals and nodes that no longer match.
 
 import (
 	"bufio"
@@ -83,8 +85,8 @@ func (f *nodeFilter) isBulk(cmd *cobra.Command, args []string) (bool, error) {
 	return true, nil
 }
 
-// runBulk counts what the filter selects (a dry run), confirms, applies
-// action to it in one call, and reports: "cancelled 48 of 50 nodes" on
+// runBulk selects what the filter selects (a dry run), confirms, applies
+// action to those nodes alone in one call, and reports: "cancelled 48 of 50 nodes" on
 // stdout (-o json: the API's answer; -o id: the ids changed), each refusal
 // on stderr. It fails when any node was refused.
 func (c *cli) runBulk(cmd *cobra.Command, f *nodeFilter, action client.BulkRequestAction, past string, reason *string, force *bool) error {
@@ -117,9 +119,13 @@ func (c *cli) runBulk(cmd *cobra.Command, f *nodeFilter, action client.BulkReque
 	if err := confirmBulk(cmd, f, string(action), count); err != nil {
 		return err
 	}
+	req.Ids = &count.Selected
 	done, body, err := call(false)
 	if err != nil {
 		return err
+	}
+	for _, id := range done.Skipped {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: skipped: no longer matches\n", id)
 	}
 	for _, fl := range done.Failed {
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d %s: %s\n", fl.ID, fl.Status, fl.Code, fl.Detail)
@@ -139,7 +145,10 @@ func (c *cli) runBulk(cmd *cobra.Command, f *nodeFilter, action client.BulkReque
 		if extra := len(done.Affected) - changed; extra > 0 {
 			fmt.Fprintf(out, ", and %d more that hang on them", extra)
 		}
-		if done.Truncated {
+		if n := len(done.Skipped); n > 0 {
+			fmt.Fprintf(out, "; %d no longer matched, left alone", n)
+		}
+		if count.Truncated {
 			fmt.Fprintf(out, "; more match beyond --limit %d, left alone", f.limit)
 		}
 		fmt.Fprintln(out)

@@ -18,14 +18,18 @@ func (c *cli) queuesCommand() *cobra.Command {
 }
 
 func (c *cli) queuesListCommand() *cobra.Command {
-	return &cobra.Command{
+	var limit int
+	var cursor string
+	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "Every queue with its counts per status",
+		Short:   "The queues with their counts per status, a page at a time, by name",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := ask(c, func(api *apiClient) (*client.ListQueuesResponse, error) {
-				return api.ListQueuesWithResponse(cmd.Context())
+				return api.ListQueuesWithResponse(cmd.Context(), &client.ListQueuesParams{
+					Limit: ifSet(cmd, "limit", limit), Cursor: ifSet(cmd, "cursor", cursor),
+				})
 			})
 			if err != nil {
 				return err
@@ -50,9 +54,15 @@ func (c *cli) queuesListCommand() *cobra.Command {
 					}
 					fmt.Fprintf(w, "\t%s\t%s\n", maxRunning, relativeOrDash(q.OldestReadyAt))
 				}
+				if res.JSON200.NextCursor != nil {
+					fmt.Fprintf(w, "(more: --cursor %s)\n", *res.JSON200.NextCursor)
+				}
 			})
 		},
 	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many queues (default 100, at most 1000)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue a list from its next_cursor")
+	return cmd
 }
 
 func (c *cli) queuesClaimCommand() *cobra.Command {

@@ -45,6 +45,9 @@ type Config struct {
 	// (fleet.DefaultStaleAfter and fleet.DefaultOfflineRetention when zero).
 	WorkerStaleAfter       time.Duration
 	WorkerOfflineRetention time.Duration
+	// WorkerMaxPerIdentity and WorkerMaxPerTenant bound the fleet's rows
+	// (fleet.DefaultMaxPerIdentity and fleet.DefaultMaxPerTenant when zero).
+	WorkerMaxPerIdentity, WorkerMaxPerTenant int
 	// CleanerInterval is how often retention runs (retention.DefaultInterval
 	// when zero).
 	CleanerInterval time.Duration
@@ -137,7 +140,8 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 	if err := start(leases); err != nil {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
 	}
-	workers := fleet.New(fleet.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter, OfflineRetention: cfg.WorkerOfflineRetention})
+	workers := fleet.New(fleet.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter, OfflineRetention: cfg.WorkerOfflineRetention,
+		MaxPerIdentity: cfg.WorkerMaxPerIdentity, MaxPerTenant: cfg.WorkerMaxPerTenant})
 	cleaner := retention.New(retention.Config{
 		Store: store, Clock: cfg.Clock, Logger: cfg.Logger, Interval: cfg.CleanerInterval,
 		Retention: func(ctx context.Context, t string) (time.Duration, error) {

@@ -47,4 +47,12 @@
 //     or Retention (24 hours) after its last heartbeat otherwise: a runner
 //     names its slots after its pid, so without this every runner process
 //     that stopped left rows behind for a day.
+//   - One identity holds at most MaxPerIdentity workers not yet forgotten,
+//     and one tenant MaxPerTenant (TETHER_WORKER_MAX_PER_IDENTITY,
+//     TETHER_WORKER_MAX_PER_TENANT): the first heartbeat of one more is
+//     refused (fault.RateLimited) and stores nothing; heartbeats of workers
+//     already held always pass, and nothing is evicted, so no identity can
+//     push out another's workers. The count is made in a snapshot off the
+//     writer, and made again inside the write when it is within capSlack of
+//     a cap, so first heartbeats that race cannot pass a cap together.
 package fleet

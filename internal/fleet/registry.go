@@ -74,6 +74,16 @@ const (
 	DefaultOfflineRetention = 10 * time.Minute
 	// MaxMetaBytes bounds a worker's meta, encoded as JSON.
 	MaxMetaBytes = 16 << 10
+	// DefaultMaxPerIdentity and DefaultMaxPerTenant bound the workers
+	// one identity, and one tenant, may hold at once, unless the registry
+	// is configured otherwise: a first heartbeat past either is refused.
+	// A worker holds its row until it is forgotten (see Retention).
+	DefaultMaxPerIdentity = 1000
+	DefaultMaxPerTenant   = 10000
+	// capSlack is how near a cap a snapshot's count must be for the write
+	// to count again, under the writer: a count far from the cap cannot
+	// reach it through the first heartbeats in flight beside it.
+	capSlack = 64
 	// DefaultLimit and MaxLimit bound a page of List.
 	DefaultLimit = 100
 	MaxLimit     = 1000
@@ -104,13 +114,19 @@ type Config struct {
 	// (DefaultOfflineRetention when zero): how long a worker that said
 	// offline is listed after it did.
 	OfflineRetention time.Duration
+	// MaxPerIdentity and MaxPerTenant bound the workers listed at once for
+	// one identity and for one tenant (DefaultMaxPerIdentity and
+	// DefaultMaxPerTenant when zero).
+	MaxPerIdentity, MaxPerTenant int
 }
 
 // Registry records worker heartbeats and answers who is alive.
 type Registry struct {
-	store   *graphstore.Store
-	stale   time.Duration
-	offline time.Duration
+	store     *graphstore.Store
+	stale     time.Duration
+	offline   time.Duration
+	maxPerSub int
+	maxPerTen int
 }
 
 // New makes a registry on cfg.Store, whose clock decides every instant.
@@ -121,7 +137,14 @@ func New(cfg Config) *Registry {
 	if cfg.OfflineRetention <= 0 {
 		cfg.OfflineRetention = DefaultOfflineRetention
 	}
-	return &Registry{store: cfg.Store, stale: cfg.StaleAfter, offline: cfg.OfflineRetention}
+	if cfg.MaxPerIdentity <= 0 {
+		cfg.MaxPerIdentity = DefaultMaxPerIdentity
+	}
+	if cfg.MaxPerTenant <= 0 {
+		cfg.MaxPerTenant = DefaultMaxPerTenant
+	}
+	return &Registry{store: cfg.Store, stale: cfg.StaleAfter, offline: cfg.OfflineRetention,
+		maxPerSub: cfg.MaxPerIdentity, maxPerTen: cfg.MaxPerTenant}
 }
 
 // OfflineRetention is how long a worker that said offline stays listed.
@@ -191,17 +214,26 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 	if err := p.validate(); err != nil {
 		return View{}, err
 	}
+	recount, err := r.checkRoom(p)
+	if err != nil {
+		return View{}, err
+	}
 	var rec Record
 	// Not durable: a heartbeat is superseded by the next one within seconds,
 	// so an fsync per heartbeat would buy nothing. A crash can lose only the
 	// last few, which makes the worker look older than it is; after a crash
 	// that is the truth anyway, and its next heartbeat sets it right.
-	err := r.store.Update(ctx, func(tx *graphstore.Tx) error {
+	err = r.store.Update(ctx, func(tx *graphstore.Tx) error {
 		now := tx.Now().UTC()
 		var prev Record
 		found, err := tx.Records().WorkerGet(p.Tenant, p.By, p.Worker, &prev)
 		if err != nil {
 			return err
+		}
+		if recount && (!found || r.forgotten(prev, now)) {
+			if err := r.roomIn(tx, p.Tenant, p.By, now); err != nil {
+				return err
+			}
 		}
 		rec = Record{
 			By: p.By, Worker: p.Worker, Status: p.Status, Node: p.Node,
@@ -219,6 +251,80 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 		return View{}, fmt.Errorf("error recording a heartbeat: %w", err)
 	}
 	return r.view(rec, rec.LastSeenAt), nil
+}
+
+// checkRoom refuses the first heartbeat of a worker whose identity or
+// tenant holds its cap of workers, counted in a snapshot off the writer,
+// and says whether the write must count again: when a count is within
+// capSlack of its cap, first heartbeats racing this one could reach it.
+func (r *Registry) checkRoom(p HeartbeatParams) (recount bool, err error) {
+	err = r.store.View(func(tx *graphstore.Tx) error {
+		now := tx.Now().UTC()
+		var prev Record
+		found, err := tx.Records().WorkerGet(p.Tenant, p.By, p.Worker, &prev)
+		if err != nil || (found && !r.forgotten(prev, now)) {
+			return err
+		}
+		subs, tenants, err := r.counts(tx, p.Tenant, p.By, now)
+		if err != nil {
+			return err
+		}
+		if err := r.refusal(p.By, subs, tenants); err != nil {
+			return err
+		}
+		recount = subs >= r.maxPerSub-capSlack || tenants >= r.maxPerTen-capSlack
+		return nil
+	})
+	return recount, err
+}
+
+// roomIn is checkRoom's count made again inside the write.
+func (r *Registry) roomIn(tx *graphstore.Tx, tenant, by string, now time.Time) error {
+	subs, tenants, err := r.counts(tx, tenant, by, now)
+	if err != nil {
+		return err
+	}
+	return r.refusal(by, subs, tenants)
+}
+
+func (r *Registry) refusal(by string, subs, tenants int) error {
+	switch {
+	case subs >= r.maxPerSub:
+		return &fault.RateLimited{Reason: fmt.Sprintf("identity %q holds %d workers, the most one identity may hold; a worker is forgotten %s after it says offline, or %s after its last heartbeat", by, r.maxPerSub, r.offline, Retention), RetryAfter: time.Minute}
+	case tenants >= r.maxPerTen:
+		return &fault.RateLimited{Reason: fmt.Sprintf("the tenant holds %d workers, the most one tenant may hold; a worker is forgotten %s after it says offline, or %s after its last heartbeat", r.maxPerTen, r.offline, Retention), RetryAfter: time.Minute}
+	}
+	return nil
+}
+
+// counts counts the workers listed at now of identity by (up to its cap)
+// and of the tenant (up to its cap). An identity at its cap is not counted
+// further: the tenant's count is left at 0, since the identity's alone
+// refuses the heartbeat, and a flood of refused ones costs no tenant scan.
+func (r *Registry) counts(tx *graphstore.Tx, tenant, by string, now time.Time) (subs, tenants int, err error) {
+	count := func(afterBy string, stop int, keep func(Record) bool) (int, error) {
+		n := 0
+		err := tx.Records().WorkerList(tenant, afterBy, "", func(raw []byte) (bool, error) {
+			var rec Record
+			if _, err := rec.UnmarshalMsg(raw); err != nil {
+				return false, fmt.Errorf("error decoding a worker record: %w", err)
+			}
+			if !keep(rec) {
+				return false, nil
+			}
+			if !r.forgotten(rec, now) {
+				n++
+			}
+			return n < stop, nil
+		})
+		return n, err
+	}
+	// The identity's records sit together, from just after (by, "").
+	if subs, err = count(by, r.maxPerSub, func(rec Record) bool { return rec.By == by }); err != nil || subs >= r.maxPerSub {
+		return subs, 0, err
+	}
+	tenants, err = count("", r.maxPerTen, func(Record) bool { return true })
+	return subs, tenants, err
 }
 
 func (r *Registry) isStale(rec Record, now time.Time) bool {

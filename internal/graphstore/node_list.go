@@ -23,6 +23,12 @@ type NodeQuery struct {
 	Match  func(*Tx, *records.Node) (bool, error)
 	Limit  int
 	Cursor string
+	// ScanBudget, when above zero, bounds the records one call reads: once
+	// it has read that many without filling the page, it answers the
+	// matches so far (perhaps none) and a cursor that goes on from the last
+	// record read, so a filter that matches little never costs a walk of
+	// the whole tenant in one request.
+	ScanBudget int
 }
 
 // index kinds, the first byte of a cursor, so that a cursor from one index is
@@ -71,6 +77,8 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*records.Node, string, err
 	var out []*records.Node
 	next := ""
 	const chunk = 128
+	read := 0
+	var lastRead *records.Node
 	for done := false; !done; {
 		ids, last := tx.store.table.Ascend(tenant, &which, pivot, chunk)
 		if len(ids) < chunk {
@@ -78,6 +86,12 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*records.Node, string, err
 		}
 		pivot = last
 		for _, id := range ids {
+			if q.ScanBudget > 0 && read >= q.ScanBudget && lastRead != nil {
+				// The budget is spent with the page short and id still to
+				// read: the next call goes on from the last record read.
+				return out, encodeCursor(kind, lastRead.Order(), lastRead.ID), nil
+			}
+			read++
 			n, err := tx.NodeGet(tenant, id)
 			if _, gone := err.(*fault.NotFound); gone {
 				continue // not durable yet, or deleted since
@@ -85,6 +99,7 @@ func (tx *Tx) NodeList(tenant string, q NodeQuery) ([]*records.Node, string, err
 			if err != nil {
 				return nil, "", err
 			}
+			lastRead = n
 			ok, err := matches(tx, n, q, status)
 			if err != nil {
 				return nil, "", err
@@ -107,6 +122,16 @@ func encodeCursor(kind byte, order []byte, id string) string {
 	b := append([]byte{kind}, order...)
 	b = append(b, id...)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// NodeMatches reports whether n is one NodeList of q would list (its
+// Limit, Cursor and ScanBudget aside), in tx's snapshot.
+func (tx *Tx) NodeMatches(n *records.Node, q NodeQuery) (bool, error) {
+	status := q.Status
+	if q.Holder != "" && status == "" {
+		status = string(records.StatusRunning)
+	}
+	return matches(tx, n, q, status)
 }
 
 func matches(tx *Tx, n *records.Node, q NodeQuery, status string) (bool, error) {

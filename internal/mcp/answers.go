@@ -152,8 +152,9 @@ type queueOut struct {
 }
 
 type queuesOut struct {
-	Queues []queueOut `json:"queues" jsonschema:"every queue of the tenant"`
-	Next   string     `json:"next" jsonschema:"what to call next"`
+	Queues     []queueOut `json:"queues" jsonschema:"the queues of this page, by name"`
+	NextCursor string     `json:"next_cursor,omitempty" jsonschema:"pass as cursor for the next page; absent on the last page"`
+	Next       string     `json:"next" jsonschema:"what to call next"`
 }
 
 type waitOut struct {
@@ -217,13 +218,14 @@ const (
 	nextAfterMade  = "The node waits in its queue for a worker: call wait_for to block until it ends, or get_node to look at it."
 	nextAfterOpen  = "The node has no queue, so no worker claims it: give it children (create_node with parent set to its id and a queue), " +
 		"then call wait_for with children: true."
-	nextAfterRead = "Call claim_next to work on a queued node, history for its events, or wait_for to block until it ends."
-	nextHistory   = "Call history again with after set to next_cursor for later events."
-	nextInbox     = "Act on the messages; reply with send_message."
-	nextAfterSend = "The recipient reads it with inbox; replies arrive in your inbox."
-	nextNodesMore = "Call list_nodes again with cursor set to next_cursor for the next page, or get_node for one node."
-	nextNodesLast = "This is the last page: call get_node for one node's details."
-	nextQueues    = "Call claim_next on a queue with ready nodes, or list_nodes with queue to see its nodes."
-	nextWaitEnded = "Every node waited for has ended: read results with get_node, or retry failures."
-	nextWaitAgain = "Not all have ended yet: call wait_for again to keep waiting."
+	nextAfterRead  = "Call claim_next to work on a queued node, history for its events, or wait_for to block until it ends."
+	nextHistory    = "Call history again with after set to next_cursor for later events."
+	nextInbox      = "Act on the messages; reply with send_message."
+	nextAfterSend  = "The recipient reads it with inbox; replies arrive in your inbox."
+	nextNodesMore  = "Call list_nodes again with cursor set to next_cursor for the next page, or get_node for one node."
+	nextNodesLast  = "This is the last page: call get_node for one node's details."
+	nextQueues     = "Call claim_next on a queue with ready nodes, or list_nodes with queue to see its nodes."
+	nextQueuesMore = "Call list_queues again with cursor set to next_cursor for more queues, claim_next on a queue with ready nodes, or list_nodes with queue to see its nodes."
+	nextWaitEnded  = "Every node waited for has ended: read results with get_node, or retry failures."
+	nextWaitAgain  = "Not all have ended yet: call wait_for again to keep waiting."
 )

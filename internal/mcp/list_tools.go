@@ -28,20 +28,22 @@ func (s *session) listNodes(ctx context.Context, in client.ListNodesParams) (*li
 	return out, nil
 }
 
-// noInput is the input of a tool that takes none.
-type noInput struct{}
-
-func (s *session) listQueues(ctx context.Context, _ noInput) (*queuesOut, *sdk.CallToolResult) {
-	res, err := s.api.ListQueuesWithResponse(ctx)
+// listQueues answers one page of queues, so that a tenant of many queues
+// never hands a model more than a page.
+func (s *session) listQueues(ctx context.Context, in client.ListQueuesParams) (*queuesOut, *sdk.CallToolResult) {
+	res, err := s.api.ListQueuesWithResponse(ctx, &in)
 	if err != nil {
 		return nil, failure(err)
 	}
 	if bad := refused(res.HTTPResponse, res.Body); bad != nil {
 		return nil, bad
 	}
-	out := &queuesOut{Queues: []queueOut{}, Next: nextQueues}
+	out := &queuesOut{Queues: []queueOut{}, NextCursor: deref(res.JSON200.NextCursor), Next: nextQueues}
 	for _, q := range res.JSON200.Items {
 		out.Queues = append(out.Queues, briefQueue(q))
+	}
+	if out.NextCursor != "" {
+		out.Next = nextQueuesMore
 	}
 	return out, nil
 }

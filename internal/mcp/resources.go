@@ -66,8 +66,9 @@ func (s *session) readNode(ctx context.Context, req *sdk.ReadResourceRequest) (*
 	return contents(uri, jsonMIMEType, res.Body), nil
 }
 
-// readQueue finds the queue among GET /v1/queues, which lists every queue
-// of the tenant with its counts (there is no per-queue read). A queue that
+// readQueue finds the queue among the pages of GET /v1/queues, which list
+// every queue of the tenant with its counts by name (there is no per-queue
+// read). A queue that
 // holds no node and has no settings is not listed, yet it is a queue an
 // agent may claim from: it reads as empty. A name no queue may have is not
 // found.
@@ -77,20 +78,9 @@ func (s *session) readQueue(ctx context.Context, req *sdk.ReadResourceRequest) (
 	if !queueName.MatchString(name) {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	res, err := s.api.ListQueuesWithResponse(ctx)
+	q, err := s.findQueue(ctx, name)
 	if err != nil {
 		return nil, err
-	}
-	if err := client.CheckResponse(res.HTTPResponse, res.Body); err != nil {
-		return nil, err
-	}
-	q := client.Queue{Queue: name, Counts: map[string]int64{}}
-	if res.JSON200 != nil {
-		for _, listed := range res.JSON200.Items {
-			if listed.Queue == name {
-				q = listed
-			}
-		}
 	}
 	b, err := json.Marshal(q)
 	if err != nil {
@@ -104,4 +94,32 @@ var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 func contents(uri, mime string, b []byte) *sdk.ReadResourceResult {
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: mime, Text: string(b)}}}
+}
+
+// findQueue pages GET /v1/queues up to the queue named name: the queue, or
+// an empty one when none is listed.
+func (s *session) findQueue(ctx context.Context, name string) (client.Queue, error) {
+	limit := 1000
+	params := client.ListQueuesParams{Limit: &limit}
+	for {
+		res, err := s.api.ListQueuesWithResponse(ctx, &params)
+		if err != nil {
+			return client.Queue{}, err
+		}
+		if err := client.CheckResponse(res.HTTPResponse, res.Body); err != nil {
+			return client.Queue{}, err
+		}
+		for _, listed := range res.JSON200.Items {
+			if listed.Queue == name {
+				return listed, nil
+			}
+			if listed.Queue > name {
+				return client.Queue{Queue: name, Counts: map[string]int64{}}, nil
+			}
+		}
+		if res.JSON200.NextCursor == nil || *res.JSON200.NextCursor == "" {
+			return client.Queue{Queue: name, Counts: map[string]int64{}}, nil
+		}
+		params.Cursor = res.JSON200.NextCursor
+	}
 }

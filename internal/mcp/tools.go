@@ -178,8 +178,9 @@ func (s *session) addTools(srv *sdk.Server) {
 			"a page at a time (limit, then cursor = next_cursor). Ordered by priority, then age.",
 		hints: readOnly, from: []string{"GET /v1/nodes"}}, s.listNodes)
 	tool(srv, def{name: "list_queues", title: "List queues",
-		desc:  "List the tenant's queues with their nodes counted by status, how many are ready to claim, and whether each is paused.",
-		hints: readOnly}, s.listQueues)
+		desc: "List the tenant's queues with their nodes counted by status, how many are ready to claim, and whether each is paused; " +
+			"a page at a time, by name (limit, then cursor = next_cursor).",
+		hints: readOnly, from: []string{"GET /v1/queues"}}, s.listQueues)
 	tool(srv, def{name: "history", title: "A node's events",
 		desc:  "List a node's events (created, claimed, progress, released, completed, failed, ...), oldest first; page with after.",
 		hints: readOnly, from: []string{"GET /v1/nodes/{id}/events"}}, s.history)

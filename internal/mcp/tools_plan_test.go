@@ -208,6 +208,18 @@ func TestPlannerCreatesListsAndWaits(t *testing.T) {
 	queues := ok(t, call(t, planner, "list_queues", map[string]any{}))
 	require.Equal(t, "jobs", queues["queues"].([]any)[0].(map[string]any)["queue"])
 	require.EqualValues(t, 3, queues["queues"].([]any)[0].(map[string]any)["ready"])
+	require.Empty(t, queues["next_cursor"])
+
+	// Queues come a page at a time, by name.
+	ok(t, call(t, planner, "create_node", map[string]any{"type": "task", "queue": "later", "id": "elsewhere"}))
+	first := ok(t, call(t, planner, "list_queues", map[string]any{"limit": 1}))
+	require.Len(t, first["queues"], 1)
+	require.Equal(t, "jobs", first["queues"].([]any)[0].(map[string]any)["queue"])
+	require.NotEmpty(t, first["next_cursor"])
+	require.Contains(t, first["next"], "next_cursor")
+	second := ok(t, call(t, planner, "list_queues", map[string]any{"limit": 1, "cursor": first["next_cursor"]}))
+	require.Equal(t, "later", second["queues"].([]any)[0].(map[string]any)["queue"])
+	require.Empty(t, second["next_cursor"])
 
 	// Not yet ended: a short wait times out with the statuses so far.
 	early := ok(t, call(t, planner, "wait_for", map[string]any{"node_id": "plan", "children": true, "max_wait_ms": 20}))

@@ -40,8 +40,13 @@ type BulkParams struct {
 	Query  graphstore.NodeQuery
 	Ready  *bool
 	Limit  int
+	// IDs, when set, are the nodes a dry run selected and a person
+	// confirmed: the action touches only those of them the query still
+	// selects, and reports the rest as skipped, so nothing that arrived
+	// after the confirmation is touched. At most BulkLimitMax, no repeats.
+	IDs    []string
 	DryRun bool
-	Reason string // requeue and cancel
+	Reason string // requeue and cancel, at most MaxReasonLength bytes
 	Force  bool   // delete: end a running node's lease
 }
 
@@ -57,6 +62,12 @@ type BulkResult struct {
 	// Truncated says more matched beyond Limit, untouched.
 	Matched   int
 	Truncated bool
+	// Selected lists the nodes selected, in list order (in the order of
+	// IDs when given): what a confirmation sends back as IDs.
+	Selected []string
+	// Skipped lists the IDs the query no longer selects (changed, deleted,
+	// or never matching), untouched.
+	Skipped []string
 	// Affected lists the nodes the action changed, in list order (cancel
 	// also names the descendants and dependents it reached).
 	Affected []string
@@ -67,10 +78,11 @@ type BulkResult struct {
 // transaction of its own: a bulk is not atomic, and a node that changed
 // since it was selected is refused as it would be on its own (a requeue of
 // a node that is no longer failed, say) and reported in Failed. Identity
-// nodes are never selected. The caller must be a dispatcher.
+// nodes are never selected: a query for their type is refused. The caller
+// must be a dispatcher.
 func (s *Service) Bulk(ctx context.Context, c Caller, p BulkParams) (BulkResult, error) {
-	if !p.Action.Valid() {
-		return BulkResult{}, fault.Invalidf("action", "must be requeue, cancel or delete")
+	if err := p.validate(); err != nil {
+		return BulkResult{}, err
 	}
 	if !c.Dispatcher {
 		return BulkResult{}, &fault.Forbidden{Reason: "a bulk action needs the dispatcher or admin role"}
@@ -78,14 +90,18 @@ func (s *Service) Bulk(ctx context.Context, c Caller, p BulkParams) (BulkResult,
 	if p.Limit == 0 {
 		p.Limit = BulkLimitDefault
 	}
-	if p.Limit < 1 || p.Limit > BulkLimitMax {
-		return BulkResult{}, fault.Invalidf("limit", "must be an integer from 1 to %d", BulkLimitMax)
+	var res BulkResult
+	var err error
+	if p.IDs != nil {
+		res, err = s.selectNamed(c.Tenant, p.Query, p.Ready, p.IDs)
+	} else {
+		res.Selected, res.Truncated, err = s.selectAll(c.Tenant, p.Query, p.Ready, p.Limit)
 	}
-	ids, truncated, err := s.selectAll(c.Tenant, p.Query, p.Ready, p.Limit)
 	if err != nil {
 		return BulkResult{}, err
 	}
-	res := BulkResult{Matched: len(ids), Truncated: truncated}
+	ids := res.Selected
+	res.Matched = len(ids)
 	if p.DryRun || len(ids) == 0 {
 		return res, nil
 	}
@@ -115,6 +131,73 @@ func (s *Service) Bulk(ctx context.Context, c Caller, p BulkParams) (BulkResult,
 		res.Affected = append(res.Affected, affected[i]...)
 	}
 	return res, nil
+}
+
+func (p BulkParams) validate() error {
+	switch {
+	case !p.Action.Valid():
+		return fault.Invalidf("action", "must be requeue, cancel or delete")
+	case p.Limit != 0 && (p.Limit < 1 || p.Limit > BulkLimitMax):
+		return fault.Invalidf("limit", "must be an integer from 1 to %d", BulkLimitMax)
+	case p.Query.Type == graphstore.IdentityType:
+		return fault.Invalidf("filter.type", "identity nodes are never selected by a bulk action")
+	case len(p.IDs) > BulkLimitMax:
+		return fault.Invalidf("ids", "must name at most %d nodes", BulkLimitMax)
+	}
+	if err := checkReason(p.Reason); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(p.IDs))
+	for _, id := range p.IDs {
+		if !graphstore.ValidID(id) {
+			return fault.Invalidf("ids", "%q is not a valid node id", id)
+		}
+		if seen[id] {
+			return fault.Invalidf("ids", "names %q twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// selectNamed keeps the ids that the query selects, in one snapshot, and
+// reports the others as skipped.
+func (s *Service) selectNamed(tenant string, q graphstore.NodeQuery, ready *bool, ids []string) (BulkResult, error) {
+	res := BulkResult{Selected: []string{}, Skipped: []string{}}
+	err := s.store.View(func(tx *graphstore.Tx) error {
+		for _, id := range ids {
+			ok, err := selects(tx, tenant, q, ready, id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				res.Selected = append(res.Selected, id)
+			} else {
+				res.Skipped = append(res.Skipped, id)
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// selects reports whether node id is one the list of q and ready shows.
+func selects(tx *graphstore.Tx, tenant string, q graphstore.NodeQuery, ready *bool, id string) (bool, error) {
+	n, err := tx.NodeGet(tenant, id)
+	if _, gone := err.(*fault.NotFound); gone {
+		return false, nil
+	}
+	if err != nil || n.Type == graphstore.IdentityType {
+		return false, err
+	}
+	if ok, err := tx.NodeMatches(n, q); err != nil || !ok {
+		return false, err
+	}
+	if ready == nil {
+		return true, nil
+	}
+	r, err := ReadinessTx(tx, n)
+	return r.Ready == *ready, err
 }
 
 // selectAll lists every node of the query, up to limit, in list order, and

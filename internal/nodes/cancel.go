@@ -14,6 +14,9 @@ import (
 // Their live leases end (outcome cancelled), so holders get lease_lost.
 // It returns the ids it cancelled, in the order it reached them.
 func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) ([]string, error) {
+	if err := checkReason(reason); err != nil {
+		return nil, err
+	}
 	var cancelled []string
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		root, err := tx.NodeGet(c.Tenant, id)

@@ -52,4 +52,13 @@
 //     caller. Batch returns once every write it answers is durable (one
 //     barrier wait for the whole batch), so no result is reported before
 //     its write could be read.
+//   - A bulk action confirmed with ids (the selected of its dry run) touches
+//     only those of them its filter still selects, so a confirmation bounds
+//     what it acts on; a bulk never selects identity nodes, and a reason
+//     (bulk, requeue, cancel) is at most MaxReasonLength bytes, since it is
+//     kept in the event of every node it reaches.
+//   - One page of a list reads at most its ScanBudget records
+//     (ListScanBudget through the API): a filter that matches little
+//     answers a short page and a cursor rather than walking the tenant.
+//   - A page of queues holds at most QueuesLimitMax queues, by name.
 package nodes

@@ -64,6 +64,12 @@ func (s *Service) Get(tenant, id string) (NodeView, error) {
 	return v, err
 }
 
+// ListScanBudget is how many node records one page of a list request may
+// read (graphstore.NodeQuery.ScanBudget): a filter that matches few nodes
+// answers a short page, perhaps empty, with a cursor to go on, instead of
+// walking the whole tenant in one request.
+const ListScanBudget = 10000
+
 // List returns one page of nodes; ready, when set, keeps only nodes whose
 // readiness equals it. Identity nodes (identity:<sub>, the far end of
 // assigned edges) are not work: they are listed only when q asks for type

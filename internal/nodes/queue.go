@@ -2,8 +2,10 @@ package nodes
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tether-run/tether/internal/fault"
@@ -21,12 +23,51 @@ type QueueView struct {
 	OldestReady *time.Time
 }
 
-// Queues lists the tenant's queues: every queue that holds nodes or has
-// settings, by name.
-func (s *Service) Queues(tenant string) ([]QueueView, error) {
+// QueuesPage is one page of the tenant's queues, by name, after the queue
+// named in cursor ("" from the first), and the cursor of the next page (""
+// at the end). limit is at most QueuesLimitMax (QueuesLimitDefault when 0).
+func (s *Service) QueuesPage(tenant, cursor string, limit int) ([]QueueView, string, error) {
+	if limit == 0 {
+		limit = QueuesLimitDefault
+	}
+	if limit < 1 || limit > QueuesLimitMax {
+		return nil, "", fault.Invalidf("limit", "must be an integer from 1 to %d", QueuesLimitMax)
+	}
+	after := ""
+	if cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
+		name, ok := strings.CutPrefix(string(raw), "q:")
+		if err != nil || !ok || !graphstore.ValidQueue(name) {
+			return nil, "", fault.Invalidf("cursor", "not a cursor of this list")
+		}
+		after = name
+	}
+	all, err := s.queues(tenant, func(name string) bool { return name > after })
+	if err != nil {
+		return nil, "", err
+	}
+	if len(all) <= limit {
+		return all, "", nil
+	}
+	page := all[:limit]
+	return page, base64.RawURLEncoding.EncodeToString([]byte("q:" + page[limit-1].Queue)), nil
+}
+
+// Queue pages: by default and at most.
+const (
+	QueuesLimitDefault = 100
+	QueuesLimitMax     = 1000
+)
+
+// queues lists the tenant's queues that hold nodes or have settings and
+// whose names keep accepts, by name.
+func (s *Service) queues(tenant string, keep func(name string) bool) ([]QueueView, error) {
 	byName := map[string]*QueueView{}
 	var order []string
 	for _, st := range s.store.QueueStats(tenant) {
+		if !keep(st.Queue) {
+			continue
+		}
 		v := &QueueView{Queue: st.Queue, Counts: st.Counts, Ready: st.Ready}
 		if !st.OldestReady.IsZero() {
 			t := st.OldestReady
@@ -37,6 +78,9 @@ func (s *Service) Queues(tenant string) ([]QueueView, error) {
 	}
 	err := s.store.View(func(tx *graphstore.Tx) error {
 		return tx.QueueSettingsList(tenant, func(queue string, q records.QueueSettings) error {
+			if !keep(queue) {
+				return nil
+			}
 			v, ok := byName[queue]
 			if !ok {
 				v = &QueueView{Queue: queue, Counts: map[records.Status]int64{}}
@@ -64,14 +108,12 @@ func (s *Service) Queues(tenant string) ([]QueueView, error) {
 
 // Queue returns one queue's view (zero counts when it holds nothing).
 func (s *Service) Queue(tenant, queue string) (QueueView, error) {
-	all, err := s.Queues(tenant)
+	one, err := s.queues(tenant, func(name string) bool { return name == queue })
 	if err != nil {
 		return QueueView{}, err
 	}
-	for _, v := range all {
-		if v.Queue == queue {
-			return v, nil
-		}
+	if len(one) == 1 {
+		return one[0], nil
 	}
 	return QueueView{Queue: queue, Counts: map[records.Status]int64{}}, nil
 }

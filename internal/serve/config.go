@@ -64,6 +64,7 @@ func loadEnv() (settings, error) {
 	var retryInitialMS, retryMaxMS int64
 	var mcpSessions, mcpSessionsIdentity, mcpIdleMS int64
 	var metricsTenants, metricsQueues, workerOfflineMS int64
+	var workersIdentity, workersTenant int64
 	for name, spec := range map[string]struct {
 		dst *int64
 		def int64
@@ -76,6 +77,8 @@ func loadEnv() (settings, error) {
 		"TETHER_MAX_BODY_BYTES":              {&maxBody, 1 << 20},
 		"TETHER_WORKER_STALE_MS":             {&workerStaleMS, 90000},
 		"TETHER_WORKER_OFFLINE_RETENTION_MS": {&workerOfflineMS, 600000},
+		"TETHER_WORKER_MAX_PER_IDENTITY":     {&workersIdentity, fleet.DefaultMaxPerIdentity},
+		"TETHER_WORKER_MAX_PER_TENANT":       {&workersTenant, fleet.DefaultMaxPerTenant},
 		"TETHER_RETENTION_MS":                {&retentionMS, 604800000},
 		"TETHER_CLEANER_INTERVAL_MS":         {&cleanerMS, 1000},
 		// 0: no cap.
@@ -118,6 +121,8 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_WORKER_STALE_MS must be at least 1")
 	case workerOfflineMS < 1 || workerOfflineMS > maxWorkerOfflineMS:
 		return s, fmt.Errorf("TETHER_WORKER_OFFLINE_RETENTION_MS must be from 1 to %d (a day: no worker is kept longer)", int64(maxWorkerOfflineMS))
+	case workersIdentity < 1 || workersTenant < 1 || workersIdentity > 1<<20 || workersTenant > 1<<20:
+		return s, fmt.Errorf("TETHER_WORKER_MAX_PER_IDENTITY and TETHER_WORKER_MAX_PER_TENANT must be from 1 to %d", 1<<20)
 	case waitsIdentity < 0 || waitsTenant < 0 || waitsIdentity > 1<<20 || waitsTenant > 1<<20:
 		return s, fmt.Errorf("TETHER_MAX_WAITS_PER_IDENTITY and TETHER_MAX_WAITS_PER_TENANT must be from 0 (no cap) to %d", 1<<20)
 	case retentionMS != 0 && (retentionMS < tenancy.MinRetentionMS || retentionMS > tenancy.MaxRetentionMS):
@@ -162,6 +167,8 @@ func loadEnv() (settings, error) {
 		ReaperInterval:         time.Duration(reaperMS) * time.Millisecond,
 		WorkerStaleAfter:       time.Duration(workerStaleMS) * time.Millisecond,
 		WorkerOfflineRetention: time.Duration(workerOfflineMS) * time.Millisecond,
+		WorkerMaxPerIdentity:   int(workersIdentity),
+		WorkerMaxPerTenant:     int(workersTenant),
 		MaxBodyBytes:           maxBody,
 		Waits:                  api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
 		BlobMaxBytes:           blobMax,

@@ -54,6 +54,10 @@ type Config struct {
 	// WorkerOfflineRetention is TETHER_WORKER_OFFLINE_RETENTION_MS
 	// (fleet.DefaultOfflineRetention when zero).
 	WorkerOfflineRetention time.Duration
+	// WorkerMaxPerIdentity and WorkerMaxPerTenant are
+	// TETHER_WORKER_MAX_PER_IDENTITY and TETHER_WORKER_MAX_PER_TENANT
+	// (fleet.DefaultMaxPerIdentity and fleet.DefaultMaxPerTenant when zero).
+	WorkerMaxPerIdentity, WorkerMaxPerTenant int
 	// OperatorTokens may take backups (TETHER_OPERATOR_TOKENS).
 	OperatorTokens []string
 	// CleanerInterval is how often retention runs (retention.DefaultInterval
@@ -128,6 +132,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		DataDir: cfg.DataDir, InMemory: cfg.InMemory, KV: cfg.KV, DuringRebuild: cfg.DuringRebuild, Tenant: cfg.Tenant,
 		ReaperInterval: cfg.ReaperInterval, Clock: cfg.Clock, Logger: cfg.Logger,
 		WorkerStaleAfter: cfg.WorkerStaleAfter, WorkerOfflineRetention: cfg.WorkerOfflineRetention,
+		WorkerMaxPerIdentity: cfg.WorkerMaxPerIdentity, WorkerMaxPerTenant: cfg.WorkerMaxPerTenant,
 		CleanerInterval: cfg.CleanerInterval,
 		BlobMaxBytes:    cfg.BlobMaxBytes, BlobGrace: cfg.BlobGrace, BlobDir: cfg.BlobDir,
 	})

@@ -75,12 +75,22 @@ func TestDashboardFindsAndFixesWork(t *testing.T) {
 		press(`#list button[data-bulk="requeue"]`),
 		until(`document.querySelector('dialog#confirm h2')?.textContent === 'Requeue 50 nodes?'`))
 	screenshot(t, ctx, shots, "bulk-requeue-confirm.png")
+	// Two more die while the dialog is open: the filter now selects 52, but
+	// the operator confirmed 50, and only those 50 are requeued.
+	for i := range 2 {
+		id := fmt.Sprintf("late-%d", i)
+		s.call(ops, "POST", "/v1/nodes", map[string]any{"id": id, "type": "import", "queue": "imports", "max_attempts": 1}, 201)
+		s.call(alice, "POST", "/v1/nodes/"+id+"/claim", map[string]any{}, 200)
+		s.call(alice, "POST", "/v1/nodes/"+id+"/fail", map[string]any{"error": "late"}, 200)
+	}
 	step(t, ctx, "bulk requeue",
 		press(`dialog#confirm button[data-answer="yes"]`),
 		until(`document.querySelector('#list p.note')?.textContent === 'requeue: 50 changed'`),
-		until(`!!document.querySelector('#list p.empty')`))
+		until(`document.querySelectorAll('#list tbody tr').length === 2`))
 	queued := s.call(ops, "GET", "/v1/nodes?queue=imports&status=queued&limit=1000", nil, 200)["items"].([]any)
 	require.Len(t, queued, 53)
+	dead := s.call(ops, "GET", "/v1/nodes?queue=imports&status=dead&limit=1000", nil, 200)["items"].([]any)
+	require.Len(t, dead, 2, "the nodes that died after the confirmation are left alone")
 	screenshot(t, ctx, shots, "bulk-requeued.png")
 
 	// The node that failed three times shows each attempt's error, its props
@@ -100,11 +110,11 @@ func TestDashboardFindsAndFixesWork(t *testing.T) {
 	screenshot(t, ctx, shots, "node-attempts.png")
 
 	// The throughput view draws each queue's last hour from what the server
-	// counted: 53 imports created, 50 failed; the sync node's three failures.
+	// counted: 55 imports created (two late), 52 failed; the sync node's three failures.
 	step(t, ctx, "the throughput view",
 		chromedp.Evaluate[chromedp.Void](`location.hash = '#/throughput'`),
-		until(`document.querySelector('figure[data-queue="imports"] [data-total="created"]')?.textContent === '53 created'`),
-		until(`document.querySelector('figure[data-queue="imports"] [data-total="failed"]')?.textContent === '50 failed'`),
+		until(`document.querySelector('figure[data-queue="imports"] [data-total="created"]')?.textContent === '55 created'`),
+		until(`document.querySelector('figure[data-queue="imports"] [data-total="failed"]')?.textContent === '52 failed'`),
 		until(`document.querySelector('figure[data-queue="sync"] [data-total="failed"]')?.textContent === '3 failed'`),
 		until(`document.querySelectorAll('figure[data-queue="imports"] polyline').length === 3`))
 	screenshot(t, ctx, shots, "throughput.png")

@@ -85,6 +85,11 @@ class SyncOperations:
         far end of `assigned` edges) are not work: they are never `ready`, never
         claimable, and listed only with `type=identity`.
 
+        One page reads at most 10000 nodes. When a filter matches few of them
+        (a search that matches nothing, say), the page comes back short, even
+        empty, with `next_cursor` set: follow it to search on. Only a null
+        `next_cursor` means the end of the list.
+
         ``GET /v1/nodes`` (listNodes).
         """
         return cast('NodeList', self._call(
@@ -130,8 +135,16 @@ class SyncOperations:
         action is refused for (a requeue of a node that is not failed, dead or
         cancelled; a delete of a running node without `force`) is listed in
         `failed` with the problem it would have got on its own, and the rest go
-        on. `dry_run` only counts what the filter selects, for a confirmation
-        ("this will requeue 50 nodes"). Identity nodes are never selected.
+        on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+
+        Confirming: `dry_run` changes nothing and answers what the filter
+        selects, the count in `matched` and the ids in `selected`, for a
+        confirmation ("this will requeue 50 nodes"). To act on exactly what was
+        confirmed, send the same request without `dry_run` and with `ids` set to
+        that `selected`: the action then touches only those of them the filter
+        still selects, in the order given, and lists the others in `skipped`
+        untouched. Nodes that arrived after the dry run are never touched.
+        Without `ids` the filter is applied afresh.
 
         ``POST /v1/nodes/bulk`` (bulkNodes).
         """
@@ -551,18 +564,23 @@ class SyncOperations:
 
     def list_queues(
         self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
     ) -> QueueList:
         """List queues.
 
         Role: reader. Every queue of the tenant that holds nodes or has settings, by
         name, with counts by status, how many nodes are claimable now (`ready`; 0 while
-        paused) and when the oldest of them was created.
+        paused) and when the oldest of them was created. Paged: follow
+        `next_cursor` until it is null.
 
         ``GET /v1/queues`` (listQueues).
         """
         return cast('QueueList', self._call(
             "GET",
             "/v1/queues",
+            query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
         ))
@@ -1034,7 +1052,11 @@ class SyncOperations:
           the worker's meta; null clears it; absent keeps the last one.
 
         Heartbeats are not events. A worker's record is dropped
-        24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+        24 hours after its last heartbeat. One identity may have at most
+        `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+        and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+        heartbeat of one more worker is `429` (`rate_limited`) and stores
+        nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
         of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 
         ``POST /v1/workers/heartbeat`` (heartbeatWorker).
@@ -1811,6 +1833,11 @@ class AsyncOperations:
         far end of `assigned` edges) are not work: they are never `ready`, never
         claimable, and listed only with `type=identity`.
 
+        One page reads at most 10000 nodes. When a filter matches few of them
+        (a search that matches nothing, say), the page comes back short, even
+        empty, with `next_cursor` set: follow it to search on. Only a null
+        `next_cursor` means the end of the list.
+
         ``GET /v1/nodes`` (listNodes).
         """
         return cast('NodeList', await self._call(
@@ -1856,8 +1883,16 @@ class AsyncOperations:
         action is refused for (a requeue of a node that is not failed, dead or
         cancelled; a delete of a running node without `force`) is listed in
         `failed` with the problem it would have got on its own, and the rest go
-        on. `dry_run` only counts what the filter selects, for a confirmation
-        ("this will requeue 50 nodes"). Identity nodes are never selected.
+        on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+
+        Confirming: `dry_run` changes nothing and answers what the filter
+        selects, the count in `matched` and the ids in `selected`, for a
+        confirmation ("this will requeue 50 nodes"). To act on exactly what was
+        confirmed, send the same request without `dry_run` and with `ids` set to
+        that `selected`: the action then touches only those of them the filter
+        still selects, in the order given, and lists the others in `skipped`
+        untouched. Nodes that arrived after the dry run are never touched.
+        Without `ids` the filter is applied afresh.
 
         ``POST /v1/nodes/bulk`` (bulkNodes).
         """
@@ -2277,18 +2312,23 @@ class AsyncOperations:
 
     async def list_queues(
         self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
     ) -> QueueList:
         """List queues.
 
         Role: reader. Every queue of the tenant that holds nodes or has settings, by
         name, with counts by status, how many nodes are claimable now (`ready`; 0 while
-        paused) and when the oldest of them was created.
+        paused) and when the oldest of them was created. Paged: follow
+        `next_cursor` until it is null.
 
         ``GET /v1/queues`` (listQueues).
         """
         return cast('QueueList', await self._call(
             "GET",
             "/v1/queues",
+            query={"limit": limit, "cursor": cursor},
             accept="application/json",
             result="json",
         ))
@@ -2760,7 +2800,11 @@ class AsyncOperations:
           the worker's meta; null clears it; absent keeps the last one.
 
         Heartbeats are not events. A worker's record is dropped
-        24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+        24 hours after its last heartbeat. One identity may have at most
+        `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+        and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+        heartbeat of one more worker is `429` (`rate_limited`) and stores
+        nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
         of the caller's whole inbox (`GET /v1/inbox?unread=true`).
 
         ``POST /v1/workers/heartbeat`` (heartbeatWorker).

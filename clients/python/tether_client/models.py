@@ -35,7 +35,7 @@ class NodeFilter(TypedDict):
     # Nodes whose live lease is held by this identity.
     holder: NotRequired[str]
     ready: NotRequired[bool]
-    # Nodes whose id or title contains this text, ignoring case.
+    # Nodes whose id or title contains this text, ignoring case. Valid UTF-8.
     q: NotRequired[str]
     created_after: NotRequired[str]
     created_before: NotRequired[str]
@@ -49,11 +49,15 @@ class BulkRequest(TypedDict):
     # dependents; `delete` removes each node (a running one only with `force`).
     action: Literal["requeue", "cancel", "delete"]
     filter: NotRequired["NodeFilter"]
-    # The most nodes to select; more matching ones are left untouched (`truncated`).
+    # The most nodes to select; more matching ones are left untouched (`truncated`). Not used with `ids`.
     limit: NotRequired[int]
-    # Only count what the filter selects; change nothing.
+    # The `selected` of a dry run, confirmed: act only on these nodes, and
+    # only on those the filter still selects (the rest are `skipped`). No
+    # id may repeat. `[]` touches nothing.
+    ids: NotRequired[List[str]]
+    # Only select; change nothing.
     dry_run: NotRequired[bool]
-    # For `requeue` and `cancel`, recorded in each node's event.
+    # For `requeue` and `cancel`, recorded in each node's event (at most 4096 bytes).
     reason: NotRequired[str]
     # For `delete`, end a running node's lease and delete it.
     force: NotRequired[bool]
@@ -62,10 +66,16 @@ class BulkRequest(TypedDict):
 class BulkResult(TypedDict):
     action: Literal["requeue", "cancel", "delete"]
     dry_run: bool
-    # How many nodes the filter selected (at most `limit`).
+    # How many nodes the filter selected (at most `limit`), the length of `selected`.
     matched: int
     # More nodes matched beyond `limit`; they were not touched.
     truncated: bool
+    # The nodes the filter selected, in list order (in the order of `ids`
+    # when given). After a dry run, send it back as `ids` to act on exactly
+    # these nodes.
+    selected: List[str]
+    # The `ids` the filter no longer selects (changed, deleted, or never matching); untouched. Empty without `ids`.
+    skipped: List[str]
     # The nodes the action changed (a cancel also names the descendants and dependents it reached). Empty on a dry run.
     affected: List[str]
     # The selected nodes the action was refused for, each with its problem.
@@ -430,7 +440,7 @@ class StatusRequest(TypedDict):
     # For `done`, as in `completeNode`.
     result: NotRequired["JSONValue"]
     usage: NotRequired["Usage"]
-    # For a release or a cancel.
+    # For a release or a cancel (at most 4096 bytes for a cancel).
     reason: NotRequired[str]
 
 
@@ -521,6 +531,7 @@ class Queue(TypedDict):
 
 class QueueList(TypedDict):
     items: List["Queue"]
+    next_cursor: Optional[str]
 
 
 class QueuePatch(TypedDict):

@@ -17,6 +17,11 @@ export interface paths {
          *     then id. Filters combine with AND. Identity nodes (`identity:<sub>`, the
          *     far end of `assigned` edges) are not work: they are never `ready`, never
          *     claimable, and listed only with `type=identity`.
+         *
+         *     One page reads at most 10000 nodes. When a filter matches few of them
+         *     (a search that matches nothing, say), the page comes back short, even
+         *     empty, with `next_cursor` set: follow it to search on. Only a null
+         *     `next_cursor` means the end of the list.
          */
         get: operations["listNodes"];
         put?: never;
@@ -71,8 +76,16 @@ export interface paths {
          *     action is refused for (a requeue of a node that is not failed, dead or
          *     cancelled; a delete of a running node without `force`) is listed in
          *     `failed` with the problem it would have got on its own, and the rest go
-         *     on. `dry_run` only counts what the filter selects, for a confirmation
-         *     ("this will requeue 50 nodes"). Identity nodes are never selected.
+         *     on. Identity nodes are never selected: `filter.type` `identity` is `400`.
+         *
+         *     Confirming: `dry_run` changes nothing and answers what the filter
+         *     selects, the count in `matched` and the ids in `selected`, for a
+         *     confirmation ("this will requeue 50 nodes"). To act on exactly what was
+         *     confirmed, send the same request without `dry_run` and with `ids` set to
+         *     that `selected`: the action then touches only those of them the filter
+         *     still selects, in the order given, and lists the others in `skipped`
+         *     untouched. Nodes that arrived after the dry run are never touched.
+         *     Without `ids` the filter is applied afresh.
          */
         post: operations["bulkNodes"];
         delete?: never;
@@ -524,7 +537,8 @@ export interface paths {
          * List queues
          * @description Role: reader. Every queue of the tenant that holds nodes or has settings, by
          *     name, with counts by status, how many nodes are claimable now (`ready`; 0 while
-         *     paused) and when the oldest of them was created.
+         *     paused) and when the oldest of them was created. Paged: follow
+         *     `next_cursor` until it is null.
          */
         get: operations["listQueues"];
         put?: never;
@@ -993,7 +1007,11 @@ export interface paths {
          *       the worker's meta; null clears it; absent keeps the last one.
          *
          *     Heartbeats are not events. A worker's record is dropped
-         *     24 hours after its last heartbeat. `inbox_unread` counts the unread messages
+         *     24 hours after its last heartbeat. One identity may have at most
+         *     `TETHER_WORKER_MAX_PER_IDENTITY` (default 1000) workers listed at once,
+         *     and one tenant `TETHER_WORKER_MAX_PER_TENANT` (default 10000): the first
+         *     heartbeat of one more worker is `429` (`rate_limited`) and stores
+         *     nothing, while the workers already listed go on. `inbox_unread` counts the unread messages
          *     of the caller's whole inbox (`GET /v1/inbox?unread=true`).
          */
         post: operations["heartbeatWorker"];
@@ -1683,7 +1701,7 @@ export interface components {
             /** @description Nodes whose live lease is held by this identity. */
             holder?: string;
             ready?: boolean;
-            /** @description Nodes whose id or title contains this text, ignoring case. */
+            /** @description Nodes whose id or title contains this text, ignoring case. Valid UTF-8. */
             q?: string;
             /** Format: date-time */
             created_after?: string;
@@ -1704,16 +1722,22 @@ export interface components {
             action: "requeue" | "cancel" | "delete";
             filter?: components["schemas"]["NodeFilter"];
             /**
-             * @description The most nodes to select; more matching ones are left untouched (`truncated`).
+             * @description The most nodes to select; more matching ones are left untouched (`truncated`). Not used with `ids`.
              * @default 1000
              */
             limit: number;
             /**
-             * @description Only count what the filter selects; change nothing.
+             * @description The `selected` of a dry run, confirmed: act only on these nodes, and
+             *     only on those the filter still selects (the rest are `skipped`). No
+             *     id may repeat. `[]` touches nothing.
+             */
+            ids?: string[];
+            /**
+             * @description Only select; change nothing.
              * @default false
              */
             dry_run: boolean;
-            /** @description For `requeue` and `cancel`, recorded in each node's event. */
+            /** @description For `requeue` and `cancel`, recorded in each node's event (at most 4096 bytes). */
             reason?: string;
             /**
              * @description For `delete`, end a running node's lease and delete it.
@@ -1725,10 +1749,18 @@ export interface components {
             /** @enum {string} */
             action: "requeue" | "cancel" | "delete";
             dry_run: boolean;
-            /** @description How many nodes the filter selected (at most `limit`). */
+            /** @description How many nodes the filter selected (at most `limit`), the length of `selected`. */
             matched: number;
             /** @description More nodes matched beyond `limit`; they were not touched. */
             truncated: boolean;
+            /**
+             * @description The nodes the filter selected, in list order (in the order of `ids`
+             *     when given). After a dry run, send it back as `ids` to act on exactly
+             *     these nodes.
+             */
+            selected: string[];
+            /** @description The `ids` the filter no longer selects (changed, deleted, or never matching); untouched. Empty without `ids`. */
+            skipped: string[];
             /** @description The nodes the action changed (a cancel also names the descendants and dependents it reached). Empty on a dry run. */
             affected: string[];
             /** @description The selected nodes the action was refused for, each with its problem. */
@@ -2191,7 +2223,7 @@ export interface components {
             /** @description For `done`, as in `completeNode`. */
             result?: components["schemas"]["JSONValue"];
             usage?: components["schemas"]["Usage"];
-            /** @description For a release or a cancel. */
+            /** @description For a release or a cancel (at most 4096 bytes for a cancel). */
             reason?: string;
         };
         /** @description The response of the action taken (claim, complete, release or cancel). */
@@ -2296,6 +2328,7 @@ export interface components {
         };
         QueueList: {
             items: components["schemas"]["Queue"][];
+            next_cursor: string | null;
         };
         QueuePatch: {
             /** Format: int64 */
@@ -3274,7 +3307,7 @@ export interface operations {
                 holder?: string;
                 /** @description true: only nodes claimable now; false: only nodes that are not. */
                 ready?: boolean;
-                /** @description Nodes whose id or title contains this text, ignoring case. */
+                /** @description Nodes whose id or title contains this text, ignoring case. Valid UTF-8. */
                 q?: string;
                 /** @description Nodes created at or after this instant. */
                 created_after?: string;
@@ -4024,14 +4057,19 @@ export interface operations {
     };
     listQueues: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The queues. */
+            /** @description A page of queues. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4040,6 +4078,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueueList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];

@@ -61,9 +61,12 @@ export function nodesPage(main, params) {
       cursors.length > 1 ? h('button', { type: 'button', class: 'link', onclick: () => { cursors.pop(); refresh(); } }, '← Previous page') : null,
       h('span', { class: 'dim' }, `page ${cursors.length}`),
       page.next_cursor ? h('button', { type: 'button', class: 'link', onclick: () => { cursors.push(page.next_cursor); refresh(); } }, 'Next page →') : null);
+    // A page reads a bounded number of nodes: an empty one with a cursor
+    // means none matched among those read, not none at all.
+    const empty = page.next_cursor ? 'No match among the nodes this page read; the next page searches on.' : 'No node matches these filters.';
     list.replaceChildren(list.firstChild, bulk, said,
-      h('div', { class: 'scroll' }, table(head, rows, 'No node matches these filters.')), pager);
-    drawBulk(page.items.length > 0);
+      h('div', { class: 'scroll' }, table(head, rows, empty)), pager);
+    drawBulk(page.items.length > 0 || !!page.next_cursor);
   }
 
   // Bulk actions act on every node the filters select, not only this page.
@@ -96,13 +99,16 @@ export function nodesPage(main, params) {
           : 'Failed, dead and cancelled nodes go back to their queue with attempts reset; others are skipped.', `${verb} ${count.matched}`);
     if (!ok) return;
     await act(b, `${verb} all`, async () => {
-      const res = await api('POST', '/v1/nodes/bulk', body);
+      // Exactly the nodes counted: none that arrived since the count.
+      const res = await api('POST', '/v1/nodes/bulk', { ...body, ids: count.selected });
       note(res);
     }, () => { cursors.length = 1; refresh(); });
   }
 
   function note(res) {
-    const msg = `${res.action}: ${res.affected.length} changed` + (res.failed.length ? `, ${res.failed.length} refused (${res.failed[0].id}: ${res.failed[0].detail})` : '');
+    const msg = `${res.action}: ${res.affected.length} changed`
+      + (res.skipped.length ? `, ${res.skipped.length} skipped (no longer matching)` : '')
+      + (res.failed.length ? `, ${res.failed.length} refused (${res.failed[0].id}: ${res.failed[0].detail})` : '');
     said = h('p', { class: 'note', role: 'status' }, msg);
   }
 

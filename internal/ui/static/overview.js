@@ -33,7 +33,7 @@ export function overview(main, recent) {
     if (!alive) return;
     const loads = [
       [leases, () => api('GET', '/v1/nodes?status=running&limit=1000').then(renderLeases)],
-      [queues, () => api('GET', '/v1/queues').then(renderQueues)],
+      [queues, () => api('GET', '/v1/queues?limit=1000').then(renderQueues)],
       [workers, () => api('GET', '/v1/workers?limit=1000').then(renderWorkers)],
       [schedules, () => api('GET', '/v1/schedules?limit=1000').then(renderSchedules)],
     ];
@@ -78,7 +78,7 @@ export function overview(main, recent) {
       h('td', {}, q.paused
         ? button('Resume', `Resume ${q.queue}`, () => api('POST', `/v1/queues/${enc(q.queue)}/resume`), refresh, { kind: 'resume' })
         : button('Pause', `Pause ${q.queue}`, () => api('POST', `/v1/queues/${enc(q.queue)}/pause`), refresh, { kind: 'pause' }))));
-    return h('div', { class: 'scroll' }, table(['Queue', 'State', 'Ready', ...STATUSES, 'Max running', ''], rows, 'No queues yet.'));
+    return [h('div', { class: 'scroll' }, table(['Queue', 'State', 'Ready', ...STATUSES, 'Max running', ''], rows, 'No queues yet.')), more(list)];
   }
 
   function renderWorkers(list) {
