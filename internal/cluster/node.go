@@ -50,6 +50,9 @@ type Node struct {
 
 	httpMu sync.Mutex
 	http   *http.Server
+	// metricsHTTP serves every series on a listener of its own
+	// (ServeMetrics).
+	metricsHTTP *http.Server
 }
 
 // Open joins the cluster: it checks the shard count, starts a session,
@@ -79,6 +82,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.batcher = kv.NewEtcdBatcher(cfg.Client, cfg.MaxTxnOps, 0, 0)
 	n.metrics = newMetrics(n)
 	n.front = n.handler()
+	n.metricsHTTP = server.MetricsHTTP(n.metrics.full, n.log)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	wctx, stopWatch := context.WithCancel(context.Background())
 	n.stopWatch = stopWatch
@@ -298,12 +302,23 @@ func (n *Node) Serve(l net.Listener) error {
 	return err
 }
 
+// ServeMetrics answers GET /metrics with every series, the per-tenant ones
+// included, on l (TETHER_METRICS_ADDR) until Shutdown.
+func (n *Node) ServeMetrics(l net.Listener) error {
+	err := n.metricsHTTP.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
 // Shutdown hands every shard over: it stops campaigning, closes each shard
 // served here (draining its requests), leaves the cluster (revoking the
 // session, which resigns every election at once) and then stops the front,
 // which until then passes requests on to the shards' new owners.
 func (n *Node) Shutdown(ctx context.Context) error {
 	defer n.stopWatch()
+	defer n.metricsHTTP.Close() // scrapes are short: nothing to drain
 	n.cancel()
 	select {
 	case <-n.done:
