@@ -39,6 +39,12 @@
 //     each request answered, counted and logged (TestSignals.Served).
 //   - The caller's identity is the authenticated principal, never a request
 //     argument, and every query is confined to the principal's tenant.
+//   - /metrics names no tenant and no queue to an anonymous scrape: series
+//     labelled by tenant or queue are registered in metrics.tenants, which
+//     only a scrape token (Scrapers) or the metrics listener
+//     (MetricsListener) reads. Every label value is bounded: routes are
+//     templates, methods HTTP's nine or "other", queues and tenants capped
+//     (package queuemetrics).
 //   - openapi.yaml describes every route and response; the API tests validate
 //     each response against it.
 //   - The hot answers (node, lease, edge, claim, completion, renew, the claims

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,13 +17,19 @@ import (
 	"github.com/tether-run/tether/internal/version"
 )
 
-// metrics is one registry per server: no package-level state.
+// metrics are a server's two registries (no package-level state): reg
+// holds the process-wide series, which anyone may read, and tenants those
+// labelled by tenant and queue, which only a scrape token reads (Scrapers).
+// A series that names a tenant or a queue never goes in reg.
 type metrics struct {
 	queueMeter *queuemetrics.Meter
 	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	codes      [600]string // the label of each status code, made once
+	tenants    *prometheus.Registry
+	// public and full serve reg, and reg with tenants.
+	public, full http.Handler
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	codes        [600]string // the label of each status code, made once
 }
 
 // retention registers the retention cleaner's totals.
@@ -37,11 +44,23 @@ func (m *metrics) retention(st *retention.Stats) {
 	)
 }
 
+// readiness registers tether_ready: what /ready answers, as a number.
+func (m *metrics) readiness(ready func() bool) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tether_ready", Help: "1 when the server takes requests (GET /ready answers 200), 0 while it starts or drains.",
+	}, func() float64 {
+		if ready() {
+			return 1
+		}
+		return 0
+	}))
+}
+
 // queues registers the per-queue series (package queuemetrics); the meter
 // also keeps each queue's last hour for GET /v1/queues/{queue}/throughput.
 func (m *metrics) queues(store *graphstore.Store, lim queuemetrics.Limits) {
 	m.queueMeter = queuemetrics.New(store, lim)
-	if err := m.queueMeter.Register(m.reg); err != nil {
+	if err := m.queueMeter.Register(m.tenants); err != nil {
 		panic(err) // a name registered twice: a programming error, as MustRegister
 	}
 }
@@ -49,7 +68,8 @@ func (m *metrics) queues(store *graphstore.Store, lim queuemetrics.Limits) {
 func newMetrics(stats *leasing.Stats, store *graphstore.StoreStats) *metrics {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
-		reg: reg,
+		reg:     reg,
+		tenants: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tether_http_requests_total", Help: "HTTP requests by route, method and status code.",
 		}, []string{"method", "route", "code"}),
@@ -93,6 +113,8 @@ func newMetrics(stats *leasing.Stats, store *graphstore.StoreStats) *metrics {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_fsync_seconds_total", Help: "Time spent appending to the write-ahead log and syncing it."},
 			func() float64 { return float64(store.SyncNanos.Load()) / 1e9 }),
 	)
+	m.public = promhttp.HandlerFor(m.gatherer(false), promhttp.HandlerOpts{})
+	m.full = promhttp.HandlerFor(m.gatherer(true), promhttp.HandlerOpts{})
 	return m
 }
 
@@ -103,10 +125,90 @@ func (m *metrics) observe(method, route string, status int, d time.Duration) {
 	} else {
 		code = strconv.Itoa(status)
 	}
+	method = methodLabel(method)
 	m.requests.WithLabelValues(method, route, code).Inc()
 	m.latency.WithLabelValues(method, route).Observe(d.Seconds())
 }
 
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+// otherMethod is the method label of every request whose method is not one
+// of HTTP's own: the method is the client's to make up, and each made-up
+// one would otherwise be a series for the life of the process.
+const otherMethod = "other"
+
+// methodLabel is method's label value: itself for HTTP's methods, else
+// otherMethod.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	}
+	return otherMethod
+}
+
+// gatherer is the series a scrape reads: every one when full, else the
+// process-wide ones.
+func (m *metrics) gatherer(full bool) prometheus.Gatherer {
+	if full {
+		return prometheus.Gatherers{m.reg, m.tenants}
+	}
+	return m.reg
+}
+
+// MetricsGatherers are the server's process-wide series and every series
+// (those and the ones labelled by tenant and queue), for a front that
+// serves /metrics itself (package cluster).
+func (s *Server) MetricsGatherers() (public, full prometheus.Gatherer) {
+	return s.metrics.gatherer(false), s.metrics.gatherer(true)
+}
+
+// MetricsHandler serves every series to anyone: what a metrics listener
+// (MetricsListener) serves.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.full }
+
+// MetricsListener is the handler of a listener of its own
+// (TETHER_METRICS_ADDR), which the operator keeps private: GET /metrics
+// answered by all, and a problem for any other request.
+func MetricsListener(all http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path != "/metrics":
+			writePlainProblem(w, newProblem(http.StatusNotFound, CodeNotFound, "no such endpoint: this listener serves GET /metrics only"))
+		case r.Method != http.MethodGet:
+			w.Header().Set("Allow", http.MethodGet)
+			writePlainProblem(w, newProblem(http.StatusMethodNotAllowed, CodeBadRequest, "method not allowed on this endpoint"))
+		case HasBody(r):
+			writePlainProblem(w, newProblem(http.StatusBadRequest, CodeBadRequest, ErrBodyRefused.Error()))
+		default:
+			all.ServeHTTP(w, r)
+		}
+	})
+}
+
+// writePlainProblem answers p outside Echo.
+func writePlainProblem(w http.ResponseWriter, p *Problem) {
+	b, err := p.MarshalJSON()
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(b)
+}
+
+// scrape is GET /metrics: the process-wide series, or every series for a
+// scrape token (Scrapers).
+func (s *Server) scrape(c echo.Context) error {
+	full, err := s.scrapers.Full(c.Request())
+	if err != nil {
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="tether"`)
+		return err
+	}
+	h := s.metrics.public
+	if full {
+		h = s.metrics.full
+	}
+	h.ServeHTTP(c.Response(), c.Request())
+	return nil
 }

@@ -40,11 +40,15 @@ func (s *Server) health(c echo.Context) error {
 }
 
 func (s *Server) readiness(c echo.Context) error {
-	if !s.ready.Load() || !s.store.Healthy() {
+	if !s.isReady() {
 		return fault.ErrUnavailable
 	}
 	return writeJSON(c, http.StatusOK, statusJSON{Status: "ready"})
 }
+
+// isReady is what /ready answers (and tether_ready reports): serving, and
+// the store healthy.
+func (s *Server) isReady() bool { return s.ready.Load() && s.store.Healthy() }
 
 func (s *Server) openapi(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/yaml", tether.OpenAPI)

@@ -18,12 +18,12 @@ import (
 // per-queue series back from /metrics.
 func TestQueueMetrics(t *testing.T) {
 	t.Parallel()
-	e := start(t)
+	e := start(t, func(c *server.Config) { c.MetricsTokens = []string{"scrape-secret"} })
 	ctx := context.Background()
-	anon, alice := e.as(""), e.user("alice")
+	scraper, alice := e.as("scrape-secret"), e.user("alice")
 	scrape := func() string {
 		t.Helper()
-		res, err := anon.GetMetricsWithResponse(ctx)
+		res, err := scraper.GetMetricsWithResponse(ctx)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 		return string(res.Body)
@@ -90,7 +90,10 @@ func TestQueueMetrics(t *testing.T) {
 // the "other" label value, and the depths of the queues in it add up.
 func TestQueueMetricsCardinalityCap(t *testing.T) {
 	t.Parallel()
-	e := start(t, func(c *server.Config) { c.QueueMetrics = queuemetrics.Limits{MaxTenants: 1, MaxQueues: 2} })
+	e := start(t, func(c *server.Config) {
+		c.QueueMetrics = queuemetrics.Limits{MaxTenants: 1, MaxQueues: 2}
+		c.OperatorTokens = []string{"op-secret"}
+	})
 	ctx := context.Background()
 	for _, q := range []string{"a", "b", "c", "d"} {
 		e.mustCreate(client.NodeCreate{Type: "task", Queue: ptr(q)})
@@ -100,7 +103,7 @@ func TestQueueMetricsCardinalityCap(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, res.StatusCode(), string(res.Body))
 
-	m, err := e.as("").GetMetricsWithResponse(ctx)
+	m, err := e.as("op-secret").GetMetricsWithResponse(ctx)
 	require.NoError(t, err)
 	text := string(m.Body)
 	var own, other float64

@@ -36,6 +36,11 @@ type Config struct {
 	// which reach every tenant's records (TETHER_OPERATOR_TOKENS). None: the
 	// operator endpoints refuse every caller.
 	OperatorTokens []string
+	// MetricsTokens may read every series of /metrics, those that name
+	// tenants and queues included, and nothing else
+	// (TETHER_METRICS_TOKENS); operator tokens may too. Without a token a
+	// scrape gets the process-wide series only.
+	MetricsTokens []string
 	// Waits cap the long polls, event streams and MCP sessions and streams
 	// open at once.
 	Waits WaitLimits
@@ -94,7 +99,9 @@ type Server struct {
 	// operatorSums are the SHA-256 of the operator tokens, so comparing
 	// never leaks a token's length.
 	operatorSums [][sha256.Size]byte
-	waiters      *waiters
+	// scrapers decide which series a GET /metrics reads.
+	scrapers Scrapers
+	waiters  *waiters
 
 	messages  *message.Service
 	schedules *schedule.Service
@@ -124,10 +131,12 @@ func New(cfg Config, d Deps) *Server {
 			s.operatorSums = append(s.operatorSums, sha256.Sum256([]byte(t)))
 		}
 	}
+	s.scrapers = NewScrapers(cfg.OperatorTokens, cfg.MetricsTokens)
 	s.metrics = newMetrics(d.Leases.Stats(), d.Store.Stats())
 	if d.Retention != nil {
 		s.metrics.retention(d.Retention)
 	}
+	s.metrics.readiness(s.isReady)
 	s.metrics.queues(d.Store, cfg.QueueMetrics)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -170,7 +179,7 @@ func (s *Server) routes() {
 	e.GET("/ready", s.readiness, noBody)
 	e.HEAD("/ready", s.readiness, noBody)
 	e.GET("/openapi.yaml", s.openapi, noBody)
-	e.GET("/metrics", echo.WrapHandler(s.metrics.handler()), noBody)
+	e.GET("/metrics", s.scrape, noBody)
 	e.GET("/skill.md", s.skill, noBody)
 	e.GET("/admin/backup", s.backup)
 	s.dashboardRoutes()

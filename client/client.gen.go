@@ -169,7 +169,13 @@ type ClientInterface interface {
 	// GetMetrics Prometheus metrics
 	//
 	// The server's `tether_*` series and Go's runtime series, for a Prometheus
-	// scrape. Public: put it behind the network's own access rules.
+	// scrape. Without credentials, only the process-wide series: none names
+	// a tenant or a queue. With a metrics token (`TETHER_METRICS_TOKENS`) or
+	// an operator token (`TETHER_OPERATOR_TOKENS`), every series, the
+	// per-queue ones labelled by tenant and queue included (Prometheus'
+	// `authorization` setting sends one). Any other credential, a tenant's
+	// own included, is refused with 401. `TETHER_METRICS_ADDR` serves every
+	// series on a listener of its own, without a token.
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1639,7 +1645,13 @@ func (c *Client) McpPost(ctx context.Context, params *McpPostParams, body McpPos
 // GetMetrics Prometheus metrics
 //
 // The server's `tether_*` series and Go's runtime series, for a Prometheus
-// scrape. Public: put it behind the network's own access rules.
+// scrape. Without credentials, only the process-wide series: none names
+// a tenant or a queue. With a metrics token (`TETHER_METRICS_TOKENS`) or
+// an operator token (`TETHER_OPERATOR_TOKENS`), every series, the
+// per-queue ones labelled by tenant and queue included (Prometheus'
+// `authorization` setting sends one). Any other credential, a tenant's
+// own included, is refused with 401. `TETHER_METRICS_ADDR` serves every
+// series on a listener of its own, without a token.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7710,7 +7722,13 @@ type ClientWithResponsesInterface interface {
 	// GetMetricsWithResponse Prometheus metrics
 	//
 	// The server's `tether_*` series and Go's runtime series, for a Prometheus
-	// scrape. Public: put it behind the network's own access rules.
+	// scrape. Without credentials, only the process-wide series: none names
+	// a tenant or a queue. With a metrics token (`TETHER_METRICS_TOKENS`) or
+	// an operator token (`TETHER_OPERATOR_TOKENS`), every series, the
+	// per-queue ones labelled by tenant and queue included (Prometheus'
+	// `authorization` setting sends one). Any other credential, a tenant's
+	// own included, is refused with 401. `TETHER_METRICS_ADDR` serves every
+	// series on a listener of its own, without a token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9558,18 +9576,32 @@ func (r McpPostResponse) ContentType() string {
 	return ""
 }
 
+// GetMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetMetrics
+type GetMetricsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
 type GetMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationProblemJSON400 *BodyRefused
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationProblemJSON500 *Internal
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMetricsResponse401Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r GetMetricsResponse) GetApplicationProblemJSON400() *BodyRefused {
 	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
 // GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -16257,7 +16289,13 @@ func (c *ClientWithResponses) McpPostWithResponse(ctx context.Context, params *M
 // GetMetricsWithResponse Prometheus metrics
 //
 // The server's `tether_*` series and Go's runtime series, for a Prometheus
-// scrape. Public: put it behind the network's own access rules.
+// scrape. Without credentials, only the process-wide series: none names
+// a tenant or a queue. With a metrics token (`TETHER_METRICS_TOKENS`) or
+// an operator token (`TETHER_OPERATOR_TOKENS`), every series, the
+// per-queue ones labelled by tenant and queue included (Prometheus'
+// `authorization` setting sends one). Any other credential, a tenant's
+// own included, is refused with 401. `TETHER_METRICS_ADDR` serves every
+// series on a listener of its own, without a token.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18644,6 +18682,13 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 		}
 		response.ApplicationProblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18651,6 +18696,19 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 		}
 		response.ApplicationProblemJSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

@@ -14,6 +14,9 @@
 //     Tether's go.mod.
 //   - systemd/: the unit and its environment file, checked with
 //     systemd-analyze verify.
+//   - prometheus/: alerting rules (alerts.yml) and their promtool unit
+//     tests (alerts_test.yml), which TestAlertingRules runs; the chart
+//     carries a copy as a PrometheusRule.
 //
 // docs/deploy.md is the guide; docs/configuration.md lists every setting.
 //

@@ -28,9 +28,12 @@ import (
 )
 
 const (
-	secret   = "grafana-test-secret-0123456789abcdef"
-	tenantID = "acme"
-	queue    = "jobs"
+	secret = "grafana-test-secret-0123456789abcdef"
+	// metricsToken is the server's TETHER_METRICS_TOKENS, which Prometheus
+	// sends: without it /metrics has no per-queue series.
+	metricsToken = "grafana-test-metrics-token"
+	tenantID     = "acme"
+	queue        = "jobs"
 	// scrapeInterval is Prometheus' scrape interval here, and rateWindow
 	// what $__rate_interval becomes: four scrapes, as Grafana computes it.
 	scrapeInterval = time.Second
@@ -110,6 +113,49 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	for i, q := range queries {
 		t.Logf("panel %q %s\n    query:  %s\n    answer: %s", q.panel, q.ref, q.expr, answers[i])
 	}
+	require.Contains(t, promQuery(t, promURL, `up{job="tether"}`), "=1", "the scrape with the metrics token is accepted")
+	checkRulesHealthy(t, promURL)
+}
+
+// checkRulesHealthy holds every rule of deploy/prometheus/alerts.yml, which
+// the Prometheus here loads, to evaluating without error against the live
+// server's series.
+func checkRulesHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/api/v1/rules")
+		require.NoError(t, err)
+		var r struct {
+			Data struct {
+				Groups []struct {
+					Rules []struct {
+						Name      string `json:"name"`
+						Health    string `json:"health"`
+						LastError string `json:"lastError"`
+					} `json:"rules"`
+				} `json:"groups"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		require.NoError(t, err)
+		n, ok := 0, true
+		for _, g := range r.Data.Groups {
+			for _, rule := range g.Rules {
+				n++
+				require.NotEqual(t, "err", rule.Health, "rule %s: %s", rule.Name, rule.LastError)
+				ok = ok && rule.Health == "ok"
+			}
+		}
+		require.NotZero(t, n, "the alerting rules are loaded")
+		if ok {
+			t.Logf("%d alerting rules evaluate without error", n)
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the rules were not all evaluated within 30 s")
+		time.Sleep(scrapeInterval) // Prometheus evaluates on its own clock
+	}
 }
 
 // substitute replaces the Grafana variables with the values the load uses.
@@ -158,6 +204,7 @@ func startServer(t *testing.T) string {
 	srv, err := server.Open(context.Background(), server.Config{
 		DataDir:        t.TempDir(),
 		ReaperInterval: 100 * time.Millisecond,
+		MetricsTokens:  []string{metricsToken},
 		Tenant: tenancy.Config{
 			JWTSecrets:   []string{secret},
 			TTLCeilingMS: 86400000,
@@ -228,8 +275,13 @@ func sleep(ctx context.Context, d time.Duration) {
 func startPrometheus(t *testing.T, bin, target string) string {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n  - job_name: tether\n    static_configs:\n      - targets: [%q]\n",
-		scrapeInterval, scrapeInterval, target)
+	tokenFile := filepath.Join(dir, "metrics-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(metricsToken+"\n"), 0o600))
+	rules, err := filepath.Abs("../prometheus/alerts.yml")
+	require.NoError(t, err)
+	cfg := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nrule_files: [%q]\n"+
+		"scrape_configs:\n  - job_name: tether\n    authorization:\n      credentials_file: %q\n    static_configs:\n      - targets: [%q]\n",
+		scrapeInterval, scrapeInterval, rules, tokenFile, target)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

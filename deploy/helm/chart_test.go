@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -44,7 +45,10 @@ var (
 
 func TestLint(t *testing.T) {
 	t.Parallel()
-	for name, vals := range map[string]map[string]any{"badger": badgerValues, "etcd": etcdValues} {
+	metricsValues := map[string]any{"metrics": map[string]any{
+		"port": 9725, "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true},
+	}}
+	for name, vals := range map[string]map[string]any{"badger": badgerValues, "etcd": etcdValues, "metrics": metricsValues} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			res := lint.AllWithKubeVersion(chartDir, vals, "tether", nil)
@@ -80,7 +84,7 @@ func render(t *testing.T, vals map[string]any) ([]rendered, error) {
 		return nil, err
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme, monitoringv1.AddToScheme} {
 		require.NoError(t, add(scheme))
 	}
 	strict := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{Yaml: true, Strict: true})
@@ -151,6 +155,7 @@ func checkPod(t *testing.T, spec corev1.PodSpec, secret string) corev1.Container
 	env := envOf(c)
 	require.Equal(t, secret, env["TETHER_JWT_SECRET"].ValueFrom.SecretKeyRef.Name)
 	require.Equal(t, secret, env["TETHER_OPERATOR_TOKENS"].ValueFrom.SecretKeyRef.Name)
+	require.Equal(t, secret, env["TETHER_METRICS_TOKENS"].ValueFrom.SecretKeyRef.Name)
 	require.Equal(t, "0.0.0.0:36725", env["TETHER_ADDR"].Value)
 	return c
 }
@@ -177,6 +182,11 @@ func TestTemplateBadger(t *testing.T) {
 	secrets := find[*corev1.Secret](t, objs)
 	require.Len(t, secrets, 1)
 	require.Len(t, secrets[0].Data["jwt-secret"], 48, "a generated secret")
+	require.Len(t, secrets[0].Data["metrics-token"], 48, "a generated metrics token")
+	require.NotEqual(t, secrets[0].Data["jwt-secret"], secrets[0].Data["metrics-token"])
+	require.Empty(t, find[*monitoringv1.ServiceMonitor](t, objs), "off by default: the CRD may not be installed")
+	require.Empty(t, find[*monitoringv1.PrometheusRule](t, objs))
+	require.NotContains(t, envOf(c), "TETHER_METRICS_ADDR", "no metrics listener by default")
 	services := find[*corev1.Service](t, objs)
 	require.Len(t, services, 2)
 	require.Equal(t, ss.Spec.ServiceName, services[1].Name)

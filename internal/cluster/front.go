@@ -51,6 +51,7 @@ func (n *Node) handler() http.Handler {
 			operators = append(operators, sha256.Sum256([]byte(t)))
 		}
 	}
+	scrapers := api.NewScrapers(n.cfg.Server.OperatorTokens, n.cfg.Server.MetricsTokens)
 	files := ui.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := requestID(r.Header.Get(headerRequestID))
@@ -77,7 +78,7 @@ func (n *Node) handler() http.Handler {
 			}
 		case path == "/metrics":
 			if public(w, r, http.MethodGet) {
-				n.metrics.handler.ServeHTTP(w, r)
+				n.scrape(w, r, scrapers)
 			}
 		case path == "/openapi.yaml":
 			if public(w, r, http.MethodGet) {
@@ -280,6 +281,20 @@ func (n *Node) ready(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, r, http.StatusOK, map[string]any{"status": "ready", "id": n.ID(), "shards_owned": n.Owned()})
+}
+
+// scrape answers GET /metrics: the process-wide series, or every series
+// for a scrape token (api.Scrapers).
+func (n *Node) scrape(w http.ResponseWriter, r *http.Request, scrapers api.Scrapers) {
+	full, err := scrapers.Full(r)
+	switch {
+	case err != nil:
+		writeProblem(w, r, http.StatusUnauthorized, "unauthorized", err.Error(), 0)
+	case full:
+		n.metrics.full.ServeHTTP(w, r)
+	default:
+		n.metrics.public.ServeHTTP(w, r)
+	}
 }
 
 // backup answers /admin/backup: the records are etcd's to back up.

@@ -62,6 +62,9 @@ type Node struct {
 
 	shutdownMu sync.Mutex
 	shutDown   bool // Shutdown has completed
+	// metricsHTTP serves every series on a listener of its own
+	// (ServeMetrics).
+	metricsHTTP *http.Server
 }
 
 // Open joins the cluster: it checks the shard count, starts a session,
@@ -91,6 +94,7 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n.batcher = kv.NewEtcdBatcher(cfg.Client, cfg.MaxTxnOps, 0, 0)
 	n.metrics = newMetrics(n)
 	n.front = n.handler()
+	n.metricsHTTP = server.MetricsHTTP(n.metrics.full, n.log)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	wctx, stopWatch := context.WithCancel(context.Background())
 	n.stopWatch = stopWatch
@@ -321,6 +325,16 @@ func (n *Node) Serve(l net.Listener) error {
 	return err
 }
 
+// ServeMetrics answers GET /metrics with every series, the per-tenant ones
+// included, on l (TETHER_METRICS_ADDR) until Shutdown.
+func (n *Node) ServeMetrics(l net.Listener) error {
+	err := n.metricsHTTP.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
 // Shutdown hands every shard over and leaves: /ready answers 503 at once,
 // the shards served here go one by one to their next owners (each drained,
 // then resigned, with the next owner already campaigning), the session is
@@ -340,6 +354,7 @@ func (n *Node) Shutdown(ctx context.Context) error {
 
 func (n *Node) shutdown(ctx context.Context) error {
 	defer n.stopWatch()
+	defer n.metricsHTTP.Close() // scrapes are short: nothing to drain
 	n.leave(ctx)
 	n.cancel()
 	select {

@@ -149,6 +149,7 @@ func (s *shard) campaign(ctx context.Context, el *concurrency.Election, id strin
 func (s *shard) own(ctx context.Context, el *concurrency.Election, id string) {
 	key, rev := el.Key(), el.Rev()
 	s.n.log.Info("elected owner of a shard", "shard", s.k, "id", id, "rev", rev)
+	s.n.metrics.elected.Inc()
 	for {
 		inst, err := s.open(ctx, key, rev)
 		if err != nil {

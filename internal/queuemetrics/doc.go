@@ -5,7 +5,7 @@
 // expiries (counters), labelled by tenant and queue. docs/metrics.md lists
 // them. The meter also keeps each queue's last hour of creations,
 // completions and failures, minute by minute, for the API's throughput view
-// (throughput.go), under the same labels and caps.
+// (throughput.go), by tenant and queue, never by label.
 //
 // Where the numbers come from:
 //   - The gauges are computed at scrape time from the store's in-memory
@@ -25,6 +25,14 @@
 //     past its tenant's cap), so the series count is bounded by
 //     (MaxTenants+1) x (MaxQueues+1) per metric (times the statuses for
 //     depth, the buckets for histograms).
+//   - The caps fold label values only, never what a tenant reads through
+//     the API: the throughput history is keyed by the real tenant, with
+//     bounds of its own (MaxQueues per tenant, MaxHistories in all, the
+//     least recently counted dropped first), so a tenant's read holds its
+//     own counts or fewer, never another tenant's.
+//   - The series are for an operator's scrape: they name tenants and
+//     queues, so package api serves them only to a scrape token or on the
+//     metrics listener, never to an anonymous GET /metrics.
 //   - Counters only grow: a queue that empties keeps its counters.
 //   - A gauge of the "other" bucket sums (depth) or takes the largest
 //     (oldest ready age) of the queues in it.

@@ -43,22 +43,6 @@ func newLabeller(lim Limits) *labeller {
 	return &labeller{lim: lim.withDefaults(), tenants: map[string]map[string]struct{}{}}
 }
 
-// peek returns the label values (tenant, queue) has, or would be counted
-// under, without giving it any; call with mu held.
-func (l *labeller) peek(tenant, queue string) labelKey {
-	queues, ok := l.tenants[tenant]
-	switch {
-	case !ok && len(l.tenants) >= l.lim.MaxTenants:
-		return labelKey{Other, Other}
-	case !ok:
-		return labelKey{tenant, queue}
-	}
-	if _, ok := queues[queue]; !ok && len(queues) >= l.lim.MaxQueues {
-		return labelKey{tenant, Other}
-	}
-	return labelKey{tenant, queue}
-}
-
 // label returns the label values of (tenant, queue); call with mu held.
 func (l *labeller) label(tenant, queue string) labelKey {
 	queues, ok := l.tenants[tenant]

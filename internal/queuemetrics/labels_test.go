@@ -22,16 +22,3 @@ func TestLabelsStayWithinTheCaps(t *testing.T) {
 	d := newLabeller(Limits{})
 	require.Equal(t, Limits{MaxTenants: DefaultMaxTenants, MaxQueues: DefaultMaxQueues}, d.lim)
 }
-
-// TestPeekGivesNothing: peek names the labels a pair has or would share,
-// and leaves the caps' places to those that count something.
-func TestPeekGivesNothing(t *testing.T) {
-	t.Parallel()
-	l := newLabeller(Limits{MaxTenants: 1, MaxQueues: 1})
-	require.Equal(t, labelKey{"a", "q1"}, l.peek("a", "q1"))
-	require.Empty(t, l.tenants, "peek took no place")
-	require.Equal(t, labelKey{"a", "q1"}, l.label("a", "q1"))
-	require.Equal(t, labelKey{"a", Other}, l.peek("a", "q2"), "past a's cap")
-	require.Equal(t, labelKey{Other, Other}, l.peek("b", "q1"), "past the tenants' cap")
-	require.Equal(t, labelKey{"a", "q1"}, l.peek("a", "q1"))
-}

@@ -27,9 +27,9 @@ type Meter struct {
 	// series caches each label pair's children (under labels.mu), so an
 	// observation hashes no label values.
 	series map[labelKey]*series
-	// history is each label pair's last hour, minute by minute
-	// (throughput.go), under labels.mu.
-	history map[labelKey]*history
+	// history is each queue's last hour, minute by minute, by tenant and
+	// queue, never by label (throughput.go).
+	history *histories
 
 	depthDesc, ageDesc *prometheus.Desc
 }
@@ -52,7 +52,7 @@ func New(store *graphstore.Store, lim Limits) *Meter {
 		store:   store,
 		labels:  newLabeller(lim),
 		series:  map[labelKey]*series{},
-		history: map[labelKey]*history{},
+		history: newHistories(lim.withDefaults().MaxQueues, MaxHistories),
 		claimWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tether_queue_claim_wait_seconds", Help: "How long a node of the queue was ready before it was claimed.",
 			Buckets: claimWaitBuckets,
@@ -89,11 +89,13 @@ func (m *Meter) QueueObserved(obs []indexes.QueueObservation) {
 	now := m.store.Clock().Now()
 	m.labels.mu.Lock()
 	defer m.labels.mu.Unlock()
+	m.history.mu.Lock()
+	defer m.history.mu.Unlock()
 	for i := range obs {
 		o := &obs[i]
 		k := m.labels.label(o.Tenant, o.Queue)
 		s := m.seriesOf(k)
-		m.count(k, o.What, now)
+		m.history.count(o.Tenant, o.Queue, o.What, now)
 		switch o.What {
 		case indexes.QueueCreated:
 			s.created.Inc()

@@ -21,7 +21,10 @@ type settings struct {
 	DataDir   string
 	Dev       bool
 	PprofAddr string // TETHER_PPROF_ADDR: serve /debug/pprof there (off when empty)
-	Server    server.Config
+	// MetricsAddr is TETHER_METRICS_ADDR: serve every series of /metrics,
+	// the per-tenant ones included, there without a token (off when empty).
+	MetricsAddr string
+	Server      server.Config
 	// Store is TETHER_STORE: badger (the data directory) or etcd (a cluster
 	// of servers over etcd, with the settings in Etcd).
 	Store string
@@ -56,6 +59,9 @@ func loadEnv() (settings, error) {
 		Addr:      envflag.String("TETHER_ADDR", "127.0.0.1:36725"),
 		DataDir:   envflag.String("TETHER_DATA_DIR", "./data"),
 		PprofAddr: os.Getenv("TETHER_PPROF_ADDR"),
+		// The per-tenant series name every tenant: never on a public port
+		// by default.
+		MetricsAddr: os.Getenv("TETHER_METRICS_ADDR"),
 	}
 	s.MemoryLimit = os.Getenv("TETHER_MEMORY_LIMIT")
 	var ttlDefault, ttlMax, ttlCeiling, maxAttempts, reaperMS, maxBody, workerStaleMS, retentionMS, cleanerMS int64
@@ -175,6 +181,7 @@ func loadEnv() (settings, error) {
 		BlobGrace:              time.Duration(blobGraceMS) * time.Millisecond,
 		SkillMDPath:            os.Getenv("TETHER_SKILL_MD_PATH"),
 		OperatorTokens:         envflag.List("TETHER_OPERATOR_TOKENS"),
+		MetricsTokens:          envflag.List("TETHER_METRICS_TOKENS"),
 		CleanerInterval:        time.Duration(cleanerMS) * time.Millisecond,
 		QueueMetrics:           queuemetrics.Limits{MaxTenants: int(metricsTenants), MaxQueues: int(metricsQueues)},
 		Tenant: tenancy.Config{

@@ -146,7 +146,7 @@ func (e etcdSettings) client() (*clientv3.Client, error) {
 // serveCluster runs this server as one of a cluster on etcd until a
 // signal: it joins, serves the front on ln, and at the signal hands its
 // shards over and leaves.
-func serveCluster(ctx context.Context, s settings, ln net.Listener, log *slog.Logger, printBanner func(url string) error) error {
+func serveCluster(ctx context.Context, s settings, ln, metricsLn net.Listener, log *slog.Logger, printBanner func(url string) error) error {
 	cli, err := s.Etcd.client()
 	if err != nil {
 		ln.Close()
@@ -168,6 +168,7 @@ func serveCluster(ctx context.Context, s settings, ln net.Listener, log *slog.Lo
 	}
 	log.Info("tether is serving on etcd", "addr", ln.Addr().String(), "advertise", s.Etcd.Advertise, "id", node.ID(),
 		"prefix", s.Etcd.Prefix, "shards", s.Etcd.Shards, "lease_ttl", s.Etcd.LeaseTTL.String(), buildLogAttrs())
+	serveMetrics(metricsLn, node.ServeMetrics, log)
 	if err := printBanner("http://" + ln.Addr().String()); err != nil {
 		return err
 	}

@@ -159,6 +159,14 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", s.Addr, err)
 	}
+	var metricsLn net.Listener
+	if s.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", s.MetricsAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("TETHER_METRICS_ADDR: error listening on %s: %w", s.MetricsAddr, err)
+		}
+		defer metricsLn.Close()
+	}
 	s.Server.MCP = func(h http.Handler) server.MCPHandler { // /mcp: agents over MCP
 		opts := s.MCP
 		opts.Logger = log
@@ -188,7 +196,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		return printDevBanner(url, devSecret, filepath.Join(s.DataDir, "dev-secret"))
 	}
 	if s.Store == storeEtcd {
-		return serveCluster(ctx, s, ln, log, banner)
+		return serveCluster(ctx, s, ln, metricsLn, log, banner)
 	}
 	srv, err := server.Open(ctx, s.Server)
 	if err != nil {
@@ -204,6 +212,7 @@ or run "tether serve --dev" to try it out with a generated secret`)
 	procs := spareProcs()
 	url := "http://" + ln.Addr().String()
 	log.Info("tether is serving", "addr", ln.Addr().String(), "data_dir", s.DataDir, "gomaxprocs", procs, buildLogAttrs())
+	serveMetrics(metricsLn, srv.ServeMetrics, log)
 	if err := banner(url); err != nil {
 		return err
 	}
@@ -246,6 +255,21 @@ func serveUntilSignal(log *slog.Logger, serve func() error, shutdown func(contex
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// serveMetrics serves the metrics listener ln (TETHER_METRICS_ADDR; none
+// when nil) with serve, in the background: the shutdown of the server
+// closes it.
+func serveMetrics(ln net.Listener, serve func(net.Listener) error, log *slog.Logger) {
+	if ln == nil {
+		return
+	}
+	log.Info("every series of /metrics, the per-tenant ones included, is served without a token; keep this address private", "metrics_addr", ln.Addr().String())
+	go func() {
+		if err := serve(ln); err != nil {
+			log.Error("the metrics listener stopped", "err", err)
+		}
+	}()
 }
 
 // servePprof exposes the Go profiler on its own listener (keep it on

@@ -60,6 +60,9 @@ type Config struct {
 	WorkerMaxPerIdentity, WorkerMaxPerTenant int
 	// OperatorTokens may take backups (TETHER_OPERATOR_TOKENS).
 	OperatorTokens []string
+	// MetricsTokens may read every series of /metrics
+	// (TETHER_METRICS_TOKENS); so may operator tokens.
+	MetricsTokens []string
 	// CleanerInterval is how often retention runs (retention.DefaultInterval
 	// when zero).
 	CleanerInterval time.Duration
@@ -103,7 +106,10 @@ type Server struct {
 	Cleaner *retention.Cleaner
 	API     *api.Server
 	http    *http.Server
-	log     *slog.Logger
+	// metricsHTTP serves every series on a listener of its own
+	// (ServeMetrics).
+	metricsHTTP *http.Server
+	log         *slog.Logger
 
 	Messages  *message.Service
 	Blobs     *blob.Service
@@ -141,7 +147,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	a := api.New(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes, SkillMD: skill, AccessLog: cfg.AccessLog, Waits: cfg.Waits, OperatorTokens: cfg.OperatorTokens,
-		QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
+		MetricsTokens: cfg.MetricsTokens, QueueMetrics: cfg.QueueMetrics, Tracer: cfg.Tracer,
 	}, api.Deps{
 		Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Workers: c.Workers, Retention: c.Cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: c.Messages, Blobs: c.Blobs, Schedules: c.Schedules,
@@ -161,7 +167,34 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	s.metricsHTTP = MetricsHTTP(a.MetricsHandler(), cfg.Logger)
 	return s, nil
+}
+
+// MetricsHTTP is the server of a metrics listener (TETHER_METRICS_ADDR):
+// GET /metrics answered by all, every series, the per-tenant ones included,
+// to anyone who reaches it (api.MetricsListener). The operator binds it
+// where only the scraper reaches.
+func MetricsHTTP(all http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           api.MetricsListener(all),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// ServeMetrics answers GET /metrics with every series on l (MetricsHTTP)
+// until Shutdown.
+func (s *Server) ServeMetrics(l net.Listener) error {
+	err := s.metricsHTTP.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 // Serve answers requests on l until Shutdown.
@@ -187,5 +220,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mcp.Close() // no MCP session holds Shutdown or renews a lease from here on
 	}
 	err := s.http.Shutdown(ctx)
-	return errors.Join(err, s.core.Close())
+	merr := s.metricsHTTP.Shutdown(ctx)
+	return errors.Join(err, merr, s.core.Close())
 }

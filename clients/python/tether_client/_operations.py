@@ -1606,7 +1606,13 @@ class SyncOperations:
         """Prometheus metrics.
 
         The server's `tether_*` series and Go's runtime series, for a Prometheus
-        scrape. Public: put it behind the network's own access rules.
+        scrape. Without credentials, only the process-wide series: none names
+        a tenant or a queue. With a metrics token (`TETHER_METRICS_TOKENS`) or
+        an operator token (`TETHER_OPERATOR_TOKENS`), every series, the
+        per-queue ones labelled by tenant and queue included (Prometheus'
+        `authorization` setting sends one). Any other credential, a tenant's
+        own included, is refused with 401. `TETHER_METRICS_ADDR` serves every
+        series on a listener of its own, without a token.
 
         ``GET /metrics`` (getMetrics).
         """
@@ -3354,7 +3360,13 @@ class AsyncOperations:
         """Prometheus metrics.
 
         The server's `tether_*` series and Go's runtime series, for a Prometheus
-        scrape. Public: put it behind the network's own access rules.
+        scrape. Without credentials, only the process-wide series: none names
+        a tenant or a queue. With a metrics token (`TETHER_METRICS_TOKENS`) or
+        an operator token (`TETHER_OPERATOR_TOKENS`), every series, the
+        per-queue ones labelled by tenant and queue included (Prometheus'
+        `authorization` setting sends one). Any other credential, a tenant's
+        own included, is refused with 401. `TETHER_METRICS_ADDR` serves every
+        series on a listener of its own, without a token.
 
         ``GET /metrics`` (getMetrics).
         """

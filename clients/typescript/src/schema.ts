@@ -1525,7 +1525,13 @@ export interface paths {
         /**
          * Prometheus metrics
          * @description The server's `tether_*` series and Go's runtime series, for a Prometheus
-         *     scrape. Public: put it behind the network's own access rules.
+         *     scrape. Without credentials, only the process-wide series: none names
+         *     a tenant or a queue. With a metrics token (`TETHER_METRICS_TOKENS`) or
+         *     an operator token (`TETHER_OPERATOR_TOKENS`), every series, the
+         *     per-queue ones labelled by tenant and queue included (Prometheus'
+         *     `authorization` setting sends one). Any other credential, a tenant's
+         *     own included, is refused with 401. `TETHER_METRICS_ADDR` serves every
+         *     series on a listener of its own, without a token.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -5432,6 +5438,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BodyRefused"];
+            401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
         };
     };

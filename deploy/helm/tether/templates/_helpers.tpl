@@ -44,6 +44,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and (eq .Values.store "etcd") (lt (int .Values.replicaCount) 1) -}}
 {{- fail "replicaCount must be at least 1" -}}
 {{- end -}}
+{{- if and .Values.metrics.port (or (lt (int .Values.metrics.port) 1) (gt (int .Values.metrics.port) 65535) (eq (int .Values.metrics.port) 36725)) -}}
+{{- fail (printf "metrics.port must be a port from 1 to 65535 other than 36725 (the API's), or 0 for none, not %v" .Values.metrics.port) -}}
+{{- end -}}
 {{- if le (int .Values.terminationGracePeriodSeconds) 30 -}}
 {{- fail "terminationGracePeriodSeconds must be above 30: the server drains for up to 30 s on SIGTERM" -}}
 {{- end -}}
@@ -59,9 +62,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     - name: http
       containerPort: 36725
       protocol: TCP
+    {{- if .Values.metrics.port }}
+    - name: metrics
+      containerPort: {{ .Values.metrics.port }}
+      protocol: TCP
+    {{- end }}
   env:
     - name: TETHER_ADDR
       value: "0.0.0.0:36725"
+    {{- if .Values.metrics.port }}
+    - name: TETHER_METRICS_ADDR
+      value: "0.0.0.0:{{ .Values.metrics.port }}"
+    {{- end }}
     - name: TETHER_LOG_FORMAT
       value: {{ .Values.logFormat | quote }}
     - name: TETHER_LOG_LEVEL
@@ -76,6 +88,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
         secretKeyRef:
           name: {{ include "tether.secretName" . }}
           key: {{ .Values.auth.operatorTokensKey }}
+          optional: true
+    - name: TETHER_METRICS_TOKENS
+      valueFrom:
+        secretKeyRef:
+          name: {{ include "tether.secretName" . }}
+          key: {{ .Values.auth.metricsTokenKey }}
           optional: true
     {{- if eq .Values.store "etcd" }}
     - name: TETHER_STORE
