@@ -1536,7 +1536,9 @@ class SyncOperations:
     ) -> Readiness:
         """Readiness.
 
-        503 while the store is opening or the server is draining.
+        503 while the store is opening or the server is draining, and
+        (`disk_full`) while the disk that holds its data is full: it still
+        serves reads then, but refuses writes until space is freed.
 
         ``GET /ready`` (getReady).
         """
@@ -3262,7 +3264,9 @@ class AsyncOperations:
     ) -> Readiness:
         """Readiness.
 
-        503 while the store is opening or the server is draining.
+        503 while the store is opening or the server is draining, and
+        (`disk_full`) while the disk that holds its data is full: it still
+        serves reads then, but refuses writes until space is freed.
 
         ``GET /ready`` (getReady).
         """
