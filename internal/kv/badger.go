@@ -302,9 +302,6 @@ func (e *badgerEngine) commit(segs []*inflight) error {
 	if e.s.broken.Load() {
 		return errBroken
 	}
-	if e.mem != nil {
-		e.prepareMemtable()
-	}
 	txn := e.db.NewTransaction(true)
 	defer func() { txn.Discard() }()
 	// The segments are staged in order, without merging them first: a key
@@ -336,6 +333,11 @@ func (e *badgerEngine) commit(segs []*inflight) error {
 		return fmt.Errorf("error committing: %w", err)
 	}
 	e.s.stats.Batches.Add(1)
+	if e.mem != nil {
+		// One commit is far smaller than a memtable: Badger rotates at
+		// most once in it, into the file prepared before.
+		e.prepareMemtable()
+	}
 	return nil
 }
 
