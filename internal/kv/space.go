@@ -15,7 +15,8 @@ package kv
 //	       memtable could not be preallocated
 //
 // The state follows the free space both ways: freeing space on the disk
-// takes the store back to ok at the next look, without a restart.
+// takes the store back to ok at the next look, without a restart (a state
+// is left upwards once free passes its line by reserve/8).
 
 import (
 	"fmt"
@@ -93,14 +94,19 @@ func (d *diskSpace) look() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stats.DiskFree.Store(free)
+	// A state is left upwards only with a margin to spare, so that a disk
+	// hovering at a line (a flush's table made, then its memtable file
+	// removed) does not take the store in and out of it.
+	was := d.state.Load()
+	margin := d.reserve / 8
 	next := int32(spaceOK)
 	switch {
-	case free < d.reserve/2 || d.unprepared.Load():
+	case free < d.reserve/2 || (was == spaceOut && free < d.reserve/2+margin) || d.unprepared.Load():
 		next = spaceOut
-	case free < d.reserve:
+	case free < d.reserve || (was != spaceOK && free < d.reserve+margin):
 		next = spaceLow
 	}
-	was := d.state.Swap(next)
+	d.state.Store(next)
 	d.stats.DiskFull.Store(int64(next))
 	if was == next {
 		return
