@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 
@@ -153,6 +155,10 @@ func problemFor(err error) (*Problem, bool) {
 		return p, true
 	case *echo.HTTPError:
 		return echoProblem(e), true
+	}
+	if known == nil && errors.Is(err, syscall.ENOSPC) {
+		// A write of a file of its own (a blob) that found the disk full.
+		return problemFor(&fault.DiskFull{})
 	}
 	switch known {
 	case fault.ErrUnavailable:

@@ -85,6 +85,8 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		WithCompression(options.None)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
+	} else if err := roomToOpen(opts.Dir, opts.DiskReserve); err != nil {
+		return nil, err
 	} else if err := removeEmptyMemtables(opts.Dir, opts.Logger); err != nil {
 		return nil, err
 	}

@@ -19,8 +19,11 @@ package kv
 // is left upwards once free passes its line by reserve/8).
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,10 +70,35 @@ type diskSpace struct {
 }
 
 func newDiskSpace(dir string, reserve int64, log *slog.Logger, stats *Stats) *diskSpace {
+	return &diskSpace{dir: dir, reserve: orDefaultReserve(reserve), log: log, stats: stats}
+}
+
+func orDefaultReserve(reserve int64) int64 {
 	if reserve <= 0 {
-		reserve = DefaultDiskReserve
+		return DefaultDiskReserve
 	}
-	return &diskSpace{dir: dir, reserve: reserve, log: log, stats: stats}
+	return reserve
+}
+
+// roomToOpen refuses to open the store in dir with less than half the
+// reserve free: opening replays the log into a memtable file Badger has
+// just made (sparse, not yet allocated) and flushes it into tables, all
+// through memory-mapped files, where a full disk is a SIGBUS at every
+// start. A dir not made yet is measured at its nearest parent.
+func roomToOpen(dir string, reserve int64) error {
+	need := orDefaultReserve(reserve) / 2
+	for d := dir; ; d = filepath.Dir(d) {
+		free, err := freeBytes(d)
+		if err == nil {
+			if free < need {
+				return fmt.Errorf("the disk that holds %s has %d MiB free, and opening the store needs %d MiB: free space on that filesystem (or grow it) and start again", dir, free>>20, need>>20)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
+			return nil // nothing to measure: Badger says what is wrong
+		}
+	}
 }
 
 // freeBytes is the space an unprivileged process may still take on the
