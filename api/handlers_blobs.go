@@ -45,6 +45,11 @@ func (s *Server) uploadBlob(c echo.Context) error {
 	if s.blobs == nil {
 		return fault.ErrUnavailable
 	}
+	if err := s.store.Full(); err != nil {
+		// Its record would be refused after its file took the room the
+		// store keeps for Badger: refused before a byte is written.
+		return err
+	}
 	r := c.Request()
 	limit := s.blobs.MaxBytes()
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))

@@ -112,6 +112,12 @@ func newMetrics(stats *leasing.Stats, store *graphstore.StoreStats) *metrics {
 			func() float64 { return float64(store.Overtaken.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_fsync_seconds_total", Help: "Time spent appending to the write-ahead log and syncing it."},
 			func() float64 { return float64(store.SyncNanos.Load()) / 1e9 }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tether_store_disk_full", Help: "1 while the data directory's disk is full and writes are refused, 2 when renewals are refused too, else 0."},
+			func() float64 { return float64(store.DiskFull.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tether_store_disk_free_bytes", Help: "Free bytes on the data directory's filesystem at the store's last look."},
+			func() float64 { return float64(store.DiskFree.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tether_store_writes_refused_total", Help: "Writes refused because the data directory's disk was full."},
+			func() float64 { return float64(store.Refused.Load()) }),
 	)
 	m.public = promhttp.HandlerFor(m.gatherer(false), promhttp.HandlerOpts{})
 	m.full = promhttp.HandlerFor(m.gatherer(true), promhttp.HandlerOpts{})

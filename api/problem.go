@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,7 +33,7 @@ type Problem struct {
 	OldestSeq      *uint64  `json:"oldest_seq,omitempty"`
 	Limit          *int64   `json:"limit,omitempty"`
 	RequestID      string   `json:"request_id,omitempty"`
-	retryAfter     int      // seconds, for 429
+	retryAfter     int      // seconds, for 429 and disk_full
 }
 
 // MarshalJSON emits holder as null when the problem names "no holder".
@@ -64,6 +66,7 @@ const (
 	CodeInternal            = "internal"
 	CodeUnavailable         = "unavailable"
 	CodeGone                = "gone"
+	CodeDiskFull            = "disk_full"
 )
 
 func newProblem(status int, code, detail string) *Problem {
@@ -144,8 +147,18 @@ func problemFor(err error) (*Problem, bool) {
 		oldest := e.OldestSeq
 		p.OldestSeq = &oldest
 		return p, true
+	case *fault.DiskFull:
+		// 503, not 507: the condition passes without the client doing
+		// anything, and clients already back off and retry on 503.
+		p := newProblem(http.StatusServiceUnavailable, CodeDiskFull, e.Error())
+		p.retryAfter = diskFullRetryAfter
+		return p, true
 	case *echo.HTTPError:
 		return echoProblem(e), true
+	}
+	if known == nil && errors.Is(err, syscall.ENOSPC) {
+		// A write of a file of its own (a blob) that found the disk full.
+		return problemFor(&fault.DiskFull{})
 	}
 	switch known {
 	case fault.ErrUnavailable:
@@ -155,6 +168,10 @@ func problemFor(err error) (*Problem, bool) {
 	}
 	return newProblem(http.StatusInternalServerError, CodeInternal, "an internal error occurred; it has been logged"), false
 }
+
+// diskFullRetryAfter is the Retry-After of a disk_full answer, in seconds:
+// space comes back when an operator frees it, not in a moment.
+const diskFullRetryAfter = 5
 
 // knownError finds, in err's tree of wrapped errors, the error that decides
 // the problem: the one of the kind ranked first by errorRank, and of those the
@@ -234,6 +251,8 @@ func errorRank(err error) int {
 		return 17
 	case *fault.UnsupportedMediaType:
 		return 18
+	case *fault.DiskFull:
+		return 19
 	}
 	switch err {
 	case fault.ErrUnavailable:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,4 +110,20 @@ func TestProblemForUnknownIsInternal(t *testing.T) {
 	p, known = problemFor(fmt.Errorf("error claiming node: %w", &fault.LeaseLost{Reason: "stale fence"}))
 	require.True(t, known)
 	require.Equal(t, CodeLeaseLost, p.Code)
+}
+
+func TestProblemForDiskFull(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("error creating node: %w", &fault.DiskFull{}),
+		fmt.Errorf("error writing blob: %w", &os.PathError{Op: "write", Path: "/data/blobs/tmp-1", Err: syscall.ENOSPC}),
+	} {
+		p, known := problemFor(err)
+		require.True(t, known, "%v", err)
+		require.Equal(t, http.StatusServiceUnavailable, p.Status)
+		require.Equal(t, CodeDiskFull, p.Code)
+		require.Equal(t, diskFullRetryAfter, p.retryAfter)
+		require.Contains(t, p.Detail, "TETHER_DATA_DIR")
+		require.NotContains(t, p.Detail, "/data", "no path reaches the client")
+	}
 }

@@ -43,6 +43,11 @@ func (s *Server) readiness(c echo.Context) error {
 	if !s.isReady() {
 		return fault.ErrUnavailable
 	}
+	if err := s.store.Full(); err != nil {
+		// Reads are still served, but a balancer should send writes
+		// elsewhere: the problem says why (disk_full).
+		return err
+	}
 	return writeJSON(c, http.StatusOK, statusJSON{Status: "ready"})
 }
 

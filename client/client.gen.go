@@ -189,7 +189,9 @@ type ClientInterface interface {
 
 	// GetReady Readiness
 	//
-	// 503 while the store is opening or the server is draining.
+	// 503 while the store is opening or the server is draining, and
+	// (`disk_full`) while the disk that holds its data is full: it still
+	// serves reads then, but refuses writes until space is freed.
 	//
 	// Corresponds with GET /ready (the `GetReady` operationId).
 	GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1685,7 +1687,9 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // GetReady Readiness
 //
-// 503 while the store is opening or the server is draining.
+// 503 while the store is opening or the server is draining, and
+// (`disk_full`) while the disk that holds its data is full: it still
+// serves reads then, but refuses writes until space is freed.
 //
 // Corresponds with GET /ready (the `GetReady` operationId).
 func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7746,7 +7750,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetReadyWithResponse Readiness
 	//
-	// 503 while the store is opening or the server is draining.
+	// 503 while the store is opening or the server is draining, and
+	// (`disk_full`) while the disk that holds its data is full: it still
+	// serves reads then, but refuses writes until space is freed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -16325,7 +16331,9 @@ func (c *ClientWithResponses) GetOpenAPIWithResponse(ctx context.Context, reqEdi
 
 // GetReadyWithResponse Readiness
 //
-// 503 while the store is opening or the server is draining.
+// 503 while the store is opening or the server is draining, and
+// (`disk_full`) while the disk that holds its data is full: it still
+// serves reads then, but refuses writes until space is freed.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -265,6 +265,7 @@ const (
 	ProblemCodeBadRequest           ProblemCode = "bad_request"
 	ProblemCodeConflict             ProblemCode = "conflict"
 	ProblemCodeCycle                ProblemCode = "cycle"
+	ProblemCodeDiskFull             ProblemCode = "disk_full"
 	ProblemCodeForbidden            ProblemCode = "forbidden"
 	ProblemCodeGone                 ProblemCode = "gone"
 	ProblemCodeIdempotencyMismatch  ProblemCode = "idempotency_mismatch"
@@ -291,6 +292,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeConflict:
 		return true
 	case ProblemCodeCycle:
+		return true
+	case ProblemCodeDiskFull:
 		return true
 	case ProblemCodeForbidden:
 		return true

@@ -175,3 +175,21 @@ func (e *IdempotencyMismatch) Error() string {
 
 // ErrUnavailable is a server that cannot serve right now (closing, store down).
 var ErrUnavailable = errors.New("service unavailable")
+
+// DiskFull is a write refused because the disk that holds the server's data
+// directory is (nearly) full. It is no fault of the request: the server
+// takes writes again by itself once space is freed there, without a
+// restart. Renewal says whether lease renewals are refused too (the disk
+// is past the reserve they may use).
+type DiskFull struct {
+	Renewal bool
+}
+
+func (e *DiskFull) Error() string {
+	what := "writes are"
+	if e.Renewal {
+		what = "writes, lease renewals included, are"
+	}
+	return "the disk that holds the server's data directory (TETHER_DATA_DIR) is full: " + what +
+		" refused until an operator frees space on it; they are taken again, without a restart, once there is; retry later"
+}

@@ -284,6 +284,10 @@ func (s *Store) View(fn func(*Tx) error) error {
 // Healthy reports whether the store takes writes.
 func (s *Store) Healthy() bool { return s.kv.Healthy() }
 
+// Full is the fault writes get while the data directory's disk is full,
+// or nil (kv.Store.Full).
+func (s *Store) Full() error { return s.kv.Full() }
+
 // queueMeterBox holds a QueueMeter for an atomic.Pointer.
 type queueMeterBox struct{ m indexes.QueueMeter }
 

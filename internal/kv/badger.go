@@ -34,6 +34,9 @@ type badgerEngine struct {
 	s         *Store
 	log       *slog.Logger
 	opts      badger.Options // what it was opened with (reopen)
+	// mem prepares Badger's memtable files (memtables.go); nil in memory.
+	mem     *memtableFiles
+	reserve int64 // the free space below which writes are refused (space.go)
 }
 
 // openBadger opens (or creates) Badger in opts.Dir and applies what its log
@@ -82,6 +85,8 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		WithCompression(options.None)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
+	} else if err := roomToOpen(opts.Dir, opts.DiskReserve); err != nil {
+		return nil, err
 	} else if err := removeEmptyMemtables(opts.Dir, opts.Logger); err != nil {
 		return nil, err
 	}
@@ -89,12 +94,13 @@ func openBadger(opts Options) (*badgerEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &badgerEngine{db: db, log: opts.Logger, opts: bopts}
+	e := &badgerEngine{db: db, log: opts.Logger, opts: bopts, reserve: opts.DiskReserve}
 	if !opts.InMemory {
 		e.dir = opts.Dir
 		if e.db, e.wal, err = recoverLog(db, bopts, filepath.Join(opts.Dir, "wal")); err != nil {
 			return nil, err
 		}
+		e.mem = newMemtableFiles(opts.Dir, bopts.MemTableSize, e.db.MaxBatchSize())
 	}
 	return e, nil
 }
@@ -114,11 +120,15 @@ func (e *badgerEngine) reopen() error {
 	if err != nil {
 		return fmt.Errorf("error closing badger to reopen it: %w", err)
 	}
+	if err := e.mem.drop(); err != nil {
+		return fmt.Errorf("error removing the prepared memtable file: %w", err)
+	}
 	db, err := openBadgerDB(e.opts)
 	if err != nil {
 		return err
 	}
 	e.db = db
+	e.openMemtables()
 	return nil
 }
 
@@ -143,7 +153,42 @@ func openBadgerDB(opts badger.Options) (*badger.DB, error) {
 // or more would go to its value log.
 const valueThreshold = 1 << 20
 
-func (e *badgerEngine) attach(s *Store) { e.s = s }
+// attach gives the engine its Store and, on disk, the store its guard of
+// the data directory's free space (space.go), which looks once now.
+func (e *badgerEngine) attach(s *Store) {
+	e.s = s
+	if e.mem == nil {
+		return
+	}
+	s.space = newDiskSpace(e.dir, e.reserve, e.log, &s.stats)
+	e.openMemtables()
+	s.space.look()
+}
+
+// openMemtables allocates the memtable file Badger has just opened and
+// prepares the next (memtables.go); while it cannot, the guard refuses
+// every write.
+func (e *badgerEngine) openMemtables() {
+	e.noteMemtables(e.mem.open())
+}
+
+// prepareMemtable prepares the file of Badger's next memtable once Badger
+// has taken the last one prepared.
+func (e *badgerEngine) prepareMemtable() {
+	e.noteMemtables(e.mem.prepare())
+}
+
+// noteMemtables tells the guard whether the next memtable's file is ready.
+func (e *badgerEngine) noteMemtables(err error) {
+	sp := e.s.space
+	if sp.unprepared.Swap(err != nil) == (err != nil) {
+		return
+	}
+	if err != nil {
+		e.log.Warn("error preallocating badger's next memtable file: every write is refused until it is", "dir", e.dir, "err", err)
+	}
+	sp.look()
+}
 
 func (e *badgerEngine) limits() (int64, int64, int64) {
 	return e.db.MaxBatchCount() * 8 / 10, e.db.MaxBatchSize() * 8 / 10, valueThreshold - 1
@@ -161,6 +206,7 @@ func (e *badgerEngine) snapshotReader() (reader, error) { return e.reader(), nil
 func (e *badgerEngine) start(done <-chan struct{}) {
 	if e.dir != "" {
 		go e.syncDirLoop(done)
+		go e.s.space.watch(done, e.prepareMemtable)
 	}
 }
 
@@ -208,6 +254,7 @@ func (e *badgerEngine) durable(group []*inflight) error {
 	st.SyncNanos.Add(time.Since(start).Nanoseconds())
 	st.Keys.Add(keys)
 	st.Bytes.Add(bytes)
+	e.s.space.look()
 	if err := e.wal.removeApplied(e.flushed.Load()); err != nil {
 		e.log.Warn("error removing applied log segments", "err", err)
 	}
@@ -288,6 +335,11 @@ func (e *badgerEngine) commit(segs []*inflight) error {
 		return fmt.Errorf("error committing: %w", err)
 	}
 	e.s.stats.Batches.Add(1)
+	if e.mem != nil {
+		// One commit is far smaller than a memtable: Badger rotates at
+		// most once in it, into the file prepared before.
+		e.prepareMemtable()
+	}
 	return nil
 }
 
@@ -302,6 +354,9 @@ func (e *badgerEngine) close(healthy bool) error {
 	}
 	// Closing Badger flushes its memtables into synced tables.
 	err := e.db.Close()
+	if e.mem != nil {
+		err = errors.Join(err, e.mem.drop())
+	}
 	if e.wal != nil {
 		err = errors.Join(err, e.wal.close())
 		if healthy && err == nil {

@@ -107,7 +107,41 @@
 //   - Opening removes zero-length *.mem files before Badger sees them: a crash
 //     between a memtable rotation and the new file's first sync can leave one,
 //     it can hold no data, and Badger refuses to open with it present. This
-//     is the one place Tether looks at Badger's files.
+//     and the memtable files' preallocation (below) are the places Tether
+//     looks at Badger's files.
+//
+// A disk that fills (Badger; space.go, memtables.go):
+//   - Badger writes its memtables, and makes its tables, through memory-
+//     mapped files. A page the filesystem has no block for is not an error
+//     Badger could return but a SIGBUS that kills the process (the first
+//     commit into an unallocated page of the sparse memtable file did it on
+//     a full tmpfs); our log cannot meet it (its segments are written
+//     through and allocated before use). Two measures keep Badger off it:
+//   - A reserve (DefaultDiskReserve, 512 MiB): the free space of the data
+//     directory's filesystem is read after every group made durable and
+//     every 250 ms. Below the reserve, writes are refused before they reach
+//     the writer (fault.DiskFull); renewals and the reaper's expiries (the
+//     eager writes) are taken until half of it, so held leases do not lapse
+//     because the disk filled; below half, every write is refused. Refused
+//     writes were never applied: nothing is acknowledged that is not
+//     durable, and nothing is kept that was refused. Writes queued before
+//     the refusal go on into the log, whose segments are allocated already.
+//     The state is left, without a restart, once free space passes its line
+//     by an eighth of the reserve. What the reserve holds: Badger's flushes
+//     of both memtables, the log's next segment, compactions' new tables.
+//   - Badger's memtable files are allocated before Badger writes them: the
+//     current one at open, and the next one made beforehand, empty with
+//     its blocks allocated past its end, under the name Badger will open
+//     for it (it sizes an empty file, and the blocks stay). The applier
+//     prepares the next after every commit that made Badger take the last.
+//     So the memtable, written on every commit, never faults, even when
+//     another process takes the last block; while the next file cannot be
+//     prepared every write is refused. The tables Badger makes in flushes
+//     and compactions are not ours to allocate: the reserve is their room,
+//     and a process that takes all of it while Badger makes one can still
+//     crash the server.
+//   - Opening needs half the reserve free (the replay writes the memtable
+//     before it can be allocated), and says so instead of dying.
 //
 // etcd (etcd.go, etcd_write.go, etcd_read.go, etcd_log.go):
 //   - Keys live at Prefix + "d/" + key; a value is an envelope holding its

@@ -23,6 +23,9 @@ type Options struct {
 	// KeyInflight bounds the writes one fairness key (a tenant) may have
 	// queued or running at once (default 64; see fairness.go).
 	KeyInflight int
+	// DiskReserve is the free space on Dir's filesystem below which writes
+	// are refused (default DefaultDiskReserve; space.go).
+	DiskReserve int64
 }
 
 // Store is the storage engine's front: one writer goroutine applies every
@@ -52,6 +55,9 @@ type Store struct {
 	broken                      atomic.Bool
 	stats                       Stats
 	gates                       *gates
+	// space refuses writes while the data directory's disk is full
+	// (space.go); nil where there is no such disk (etcd, in memory).
+	space *diskSpace
 
 	// beforeDurable, in tests, runs on the logger before each group is made
 	// durable (set before Start): a test holds it to look at the store
@@ -76,6 +82,9 @@ type Stats struct {
 	Snapshots atomic.Int64 // snapshots of committed state the writer opened (Badger's wait for its commits in flight)
 	Keys      atomic.Int64 // keys written (sets and deletes)
 	Bytes     atomic.Int64 // bytes written (keys and values)
+	DiskFull  atomic.Int64 // the disk guard's state: 0 writes taken, 1 writes refused but renewals, 2 every write refused (space.go)
+	DiskFree  atomic.Int64 // free bytes on the data directory's filesystem at the guard's last look
+	Refused   atomic.Int64 // writes refused because the disk is full
 }
 
 // Stats returns the write-path totals.
@@ -205,6 +214,13 @@ func (s *Store) submit(ctx context.Context, lane chan *request, eager bool, fn f
 	if s.broken.Load() {
 		return fault.ErrUnavailable
 	}
+	if s.space != nil {
+		// Renewals and expiries (the eager writes) may use part of the
+		// reserve that other writes may not.
+		if err := s.space.refuse(eager); err != nil {
+			return err
+		}
+	}
 	req := &request{ctx: ctx, fn: fn, err: make(chan error, 1), eager: eager, show: show}
 	b := barrierOf(ctx)
 	if b != nil {
@@ -300,6 +316,16 @@ func (s *Store) View(fn func(*Txn) error) error {
 
 // Healthy reports whether the store takes writes.
 func (s *Store) Healthy() bool { return !s.broken.Load() }
+
+// Full is the fault a write gets now because the data directory's disk is
+// full (*fault.DiskFull), or nil when writes are taken. It clears by
+// itself once space is freed (space.go).
+func (s *Store) Full() error {
+	if s.space == nil {
+		return nil
+	}
+	return s.space.err(false)
+}
 
 // fail marks the store broken after a write could not be committed.
 func (s *Store) fail(err error) {

@@ -91,6 +91,8 @@ func hint(p *client.Problem) string {
 		return "Those events are past the retention horizon: call history without after to start from the oldest kept."
 	case client.ProblemCodePayloadTooLarge:
 		return "The input is too large (see limit): send less."
+	case client.ProblemCodeDiskFull:
+		return "The server's disk is full: it refuses writes until an operator frees space, then takes them again; reads still work. Wait, then call again."
 	case client.ProblemCodeUnavailable, client.ProblemCodeInternal:
 		return "The server could not do this now: wait, then call again; if it persists, report the request_id."
 	default:

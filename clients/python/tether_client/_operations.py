@@ -1558,7 +1558,9 @@ class SyncOperations:
     ) -> Readiness:
         """Readiness.
 
-        503 while the store is opening or the server is draining.
+        503 while the store is opening or the server is draining, and
+        (`disk_full`) while the disk that holds its data is full: it still
+        serves reads then, but refuses writes until space is freed.
 
         ``GET /ready`` (getReady).
         """
@@ -3312,7 +3314,9 @@ class AsyncOperations:
     ) -> Readiness:
         """Readiness.
 
-        503 while the store is opening or the server is draining.
+        503 while the store is opening or the server is draining, and
+        (`disk_full`) while the disk that holds its data is full: it still
+        serves reads then, but refuses writes until space is freed.
 
         ``GET /ready`` (getReady).
         """

@@ -136,7 +136,7 @@ class LeaseLostError(ConflictError, LeaseLost):
 
 
 class TransientError(ProblemError):
-    """rate_limited, unavailable, internal, or any 408/429/5xx: retry later
+    """rate_limited, unavailable, disk_full, internal, or any 408/429/5xx: retry later
     (``retry_after`` says when, if the server did)."""
 
 

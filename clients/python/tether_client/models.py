@@ -1088,7 +1088,7 @@ class Readiness(TypedDict):
 
 
 # The stable error code clients switch on.
-ProblemCode = Literal["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "lease_lost", "not_claimable", "already_exists", "cycle", "precondition_failed", "payload_too_large", "unsupported_media_type", "idempotency_mismatch", "rate_limited", "range_not_satisfiable", "internal", "unavailable", "gone"]
+ProblemCode = Literal["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "lease_lost", "not_claimable", "already_exists", "cycle", "precondition_failed", "payload_too_large", "unsupported_media_type", "idempotency_mismatch", "rate_limited", "range_not_satisfiable", "internal", "unavailable", "gone", "disk_full"]
 
 
 class Problem(TypedDict):

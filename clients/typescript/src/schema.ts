@@ -1480,7 +1480,9 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 503 while the store is opening or the server is draining.
+         * @description 503 while the store is opening or the server is draining, and
+         *     (`disk_full`) while the disk that holds its data is full: it still
+         *     serves reads then, but refuses writes until space is freed.
          */
         get: operations["getReady"];
         put?: never;
@@ -3046,7 +3048,7 @@ export interface components {
          * @description The stable error code clients switch on.
          * @enum {string}
          */
-        ProblemCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "lease_lost" | "not_claimable" | "already_exists" | "cycle" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_mismatch" | "rate_limited" | "range_not_satisfiable" | "internal" | "unavailable" | "gone";
+        ProblemCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "lease_lost" | "not_claimable" | "already_exists" | "cycle" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_mismatch" | "rate_limited" | "range_not_satisfiable" | "internal" | "unavailable" | "gone" | "disk_full";
         /** @description An RFC 9457 problem document with Tether's extension members. */
         Problem: {
             /** @description A URI reference naming the problem type. */
@@ -3244,7 +3246,13 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `unavailable`: the server cannot serve right now. */
+        /**
+         * @description `unavailable`: the server cannot serve right now. `disk_full`: the disk
+         *     that holds the server's data is full, so it refuses writes (renewals too,
+         *     once it is fuller still) while it keeps serving reads; they are taken
+         *     again, without a restart, once an operator frees space. Both are worth a
+         *     retry later (`disk_full` carries `Retry-After`).
+         */
         Unavailable: {
             headers: {
                 [name: string]: unknown;
