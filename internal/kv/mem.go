@@ -79,6 +79,13 @@ func (d *MemDisk) SetSyncDelay(delay time.Duration) {
 	d.mu.Unlock()
 }
 
+// Syncing reports whether a group is written and not yet synced.
+func (d *MemDisk) Syncing() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.unsynced) > 0
+}
+
 // Syncs is how many groups the disk has synced.
 func (d *MemDisk) Syncs() uint64 {
 	d.mu.Lock()
