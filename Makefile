@@ -54,6 +54,11 @@ test-race: test ## Alias of test (the suite always runs with -race)
 test-short: ## Run the tests without the race detector (faster)
 	$(GO) test -count=1 $(PKGS)
 
+.PHONY: sim
+sim: ## The lease core's deterministic simulation: SEEDS=n seeds (default 1000), or SEED=n to replay one with its trace
+	@if [ -n "$(SEED)" ]; then $(GO) test -count=1 -run 'TestSim$$' -v ./internal/sim/ -seed $(SEED); \
+	else $(GO) test -count=1 -timeout 0 -run 'TestSim$$' -v ./internal/sim/ -seeds $(or $(SEEDS),1000) -first $(or $(FIRST),1); fi
+
 .PHONY: linearize
 linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses, etcd leader kills, both at once, and network splits in namespaces (~50 min; splits need root)
 	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 90m -v -run 'TestLinearize' ./cmd/tether/

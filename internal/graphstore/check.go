@@ -71,16 +71,24 @@ func Check(dir string) (*CheckReport, error) {
 	if stored.Version == 0 {
 		return r, nil
 	}
+	return r, s.checkRecords(r)
+}
+
+// checkRecords derives the state afresh into s (whose derived parts are
+// empty) and checks the records against each other and that state against
+// a recount from them; then each of served, an open store's derived state,
+// against the same recount.
+func (s *Store) checkRecords(r *CheckReport, served ...*Store) error {
 	if err := s.derive(s.table, s.ready, s.blobs); err != nil {
 		r.problem("the in-memory state cannot be derived: %v", err)
-		return r, nil
+		return nil
 	}
 	s.marks = newMarks()
 	if err := s.loadMarks(); err != nil {
 		r.problem("%v", err)
-		return r, nil
+		return nil
 	}
-	err = db.View(func(tx *kv.Txn) error {
+	return s.kv.View(func(tx *kv.Txn) error {
 		c := &checker{r: r, tx: tx, nodes: map[indexes.NodeRef]*records.Node{}, edgeAdded: map[string]map[uint64]string{}, marks: s.marks}
 		for _, step := range []func() error{c.nodes_, c.edges, c.ends, c.retired, c.fences, c.events, c.leases, c.blobs, c.foreignRecords} {
 			if err := step(); err != nil {
@@ -88,9 +96,18 @@ func Check(dir string) (*CheckReport, error) {
 			}
 		}
 		c.readiness(s)
+		for _, o := range served {
+			first := len(r.Problems)
+			c.readiness(o)
+			if n := o.table.Nodes.Len(); n != len(c.nodes) {
+				r.problem("the derived state holds %d nodes, the records %d", n, len(c.nodes))
+			}
+			for i := first; i < len(r.Problems); i++ {
+				r.Problems[i] = "served state: " + r.Problems[i]
+			}
+		}
 		return nil
 	})
-	return r, err
 }
 
 type checker struct {

@@ -46,6 +46,10 @@ type Options struct {
 	// let go of and the server's RSS once ready is its live state (Badger;
 	// an engine that maps nothing does nothing). server.Open sets it.
 	ReleaseScanPages bool
+	// ListSyncEvery is how often the list indexes catch up (0: indexes'
+	// default, 50 ms). The simulation sets it longer, to spare its fake
+	// hours the wake-ups.
+	ListSyncEvery time.Duration
 }
 
 // Store is the graph: its records in a kv.Store, and the in-memory state
@@ -173,7 +177,11 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	db.Start()
-	go s.table.SyncLoop(s.closing)
+	if opts.ListSyncEvery > 0 {
+		go s.table.SyncLoopEvery(s.closing, opts.ListSyncEvery)
+	} else {
+		go s.table.SyncLoop(s.closing)
+	}
 	wrote, err := s.writeFormat(stored)
 	if err != nil {
 		s.Close()

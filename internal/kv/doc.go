@@ -15,6 +15,10 @@
 //	                 is durable once etcd has committed it (raft quorum and
 //	                 fsync on a majority), and applied at the same time.
 //	                 Durable = committed by etcd.
+//	memory (OpenMem) a MemDisk holds the data (mem.go), for the simulation
+//	                 (internal/sim): a group is written, synced after an
+//	                 injected delay and applied at once; faults are
+//	                 injected into the disk. Durable = synced on the disk.
 //
 // A write goes through three goroutines, each in commit order:
 //
@@ -142,6 +146,20 @@
 //     crash the server.
 //   - Opening needs half the reserve free (the replay writes the memtable
 //     before it can be allocated), and says so instead of dying.
+//
+// Memory (mem.go, mem_read.go):
+//   - A MemDisk outlives the Stores opened on it, one at a time. Its synced
+//     tree is what survives a crash; a group is written (unsynced), its
+//     sync waits out the disk's delay, and then all of it is synced,
+//     applied and acknowledged at once. Readers read a copy-on-write clone
+//     of the synced tree, so nothing unsynced is ever read.
+//   - Crash ends the life of the Store opened on the disk: its writes fail
+//     from then on and its readers keep the tree they had. Of the group it
+//     was syncing a prefix of segments survives, chosen by the caller, as
+//     our log replayed up to its first torn record keeps one: never a part
+//     of a segment, never a later segment without the earlier ones.
+//   - FailNext fails the next group's write before anything is written:
+//     the store breaks, as after a failed log write.
 //
 // etcd (etcd.go, etcd_write.go, etcd_read.go, etcd_log.go):
 //   - Keys live at Prefix + "d/" + key; a value is an envelope holding its

@@ -37,18 +37,25 @@ var (
 )
 
 // engines are the cases the behaviour tests run on: Badger in a temporary
-// directory, and etcd (a real three-member cluster).
+// directory, etcd (a real three-member cluster), and the simulation's
+// in-memory engine on a MemDisk.
 func engines(t *testing.T) []engineCase {
 	dir := t.TempDir()
 	etcdStoreMu.Lock()
 	etcdStores++
 	n := etcdStores
 	etcdStoreMu.Unlock()
+	disk := NewMemDisk()
 	return []engineCase{
 		{"badger", func(t *testing.T) *Store { return open(t, dir, Options{}) }},
 		{"etcd", func(t *testing.T) *Store {
 			c := sharedEtcd(t)
 			return openEtcd(t, EtcdOptions{Client: etcdClient(t, c), Prefix: fmt.Sprintf("%sengines-%d/", c.Prefix(), n)})
+		}},
+		{"mem", func(t *testing.T) *Store {
+			s := OpenMem(disk, MemOptions{})
+			s.Start()
+			return s
 		}},
 	}
 }
