@@ -165,6 +165,10 @@ func problemFor(err error) (*Problem, bool) {
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the server cannot serve this request right now; retry"), true
 	case context.Canceled:
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled"), true
+	case context.DeadlineExceeded:
+		// A store that did not answer in time (an etcd cut off, say): the
+		// request may be retried, as any 503 that says so.
+		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the store did not answer in time; retry"), true
 	}
 	return newProblem(http.StatusInternalServerError, CodeInternal, "an internal error occurred; it has been logged"), false
 }
@@ -259,6 +263,8 @@ func errorRank(err error) int {
 		return 14
 	case context.Canceled:
 		return 15
+	case context.DeadlineExceeded:
+		return 20
 	}
 	return noKind
 }

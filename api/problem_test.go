@@ -68,6 +68,9 @@ func asByKind(err error) error {
 	if errors.As(err, &he) {
 		return he
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
 	return nil
 }
 
@@ -80,7 +83,7 @@ func TestKnownErrorIsErrorsAsByKind(t *testing.T) {
 		&fault.Cycle{}, &fault.PreconditionFailed{Current: 3}, &fault.Forbidden{Reason: "no"},
 		&fault.Unauthorized{Reason: "who"}, &fault.RateLimited{Reason: "slow", RetryAfter: time.Second},
 		&fault.IdempotencyMismatch{Key: "k"}, &fault.TooLarge{Limit: 10}, &http.MaxBytesError{Limit: 10},
-		fault.ErrUnavailable, context.Canceled, echo.NewHTTPError(http.StatusNotFound, "no"),
+		fault.ErrUnavailable, context.Canceled, context.DeadlineExceeded, echo.NewHTTPError(http.StatusNotFound, "no"),
 		errors.New("internal"),
 	}
 	var cases []error
@@ -110,6 +113,14 @@ func TestProblemForUnknownIsInternal(t *testing.T) {
 	p, known = problemFor(fmt.Errorf("error claiming node: %w", &fault.LeaseLost{Reason: "stale fence"}))
 	require.True(t, known)
 	require.Equal(t, CodeLeaseLost, p.Code)
+}
+
+func TestProblemForDeadlineIsUnavailable(t *testing.T) {
+	t.Parallel()
+	p, known := problemFor(fmt.Errorf("error reading node: %w", context.DeadlineExceeded))
+	require.True(t, known)
+	require.Equal(t, http.StatusServiceUnavailable, p.Status)
+	require.Equal(t, CodeUnavailable, p.Code)
 }
 
 func TestProblemForDiskFull(t *testing.T) {
