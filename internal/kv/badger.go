@@ -82,7 +82,7 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		WithCompression(options.None)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
-	} else if err := removeEmptyMemtables(opts.Dir, opts.Logger); err != nil {
+	} else if err := removeCrashLeftovers(opts.Dir, opts.Logger); err != nil {
 		return nil, err
 	}
 	db, err := openBadgerDB(bopts)
