@@ -104,12 +104,13 @@
 //     the records it needs now live in the graph's memory. The pages stay
 //     in the page cache; only what is read later is mapped again.
 //   - After a failed log or Badger write a restart recovers from the log.
-//   - Opening removes zero-length *.mem files, and a zero-length newest
-//     *.vlog, before Badger sees them (recovery.go): Badger creates each
-//     such file and sizes it in a second step, at a memtable rotation and
-//     at every open, so a crash in between (kill -9 during a start) leaves
-//     one; it can hold no data, and Badger refuses to open with it present.
-//     This is the one place Tether looks at Badger's files.
+//   - Opening removes zero-length *.mem and *.vlog files before Badger sees
+//     them (recovery.go): Badger creates each such file and sizes it in a
+//     second step (at a memtable rotation, at every open), and deletes one
+//     by truncating it and then removing it, so a crash in between (kill -9
+//     during a start) leaves one; it can hold no data, and Badger refuses
+//     to open with it present. This is the one place Tether looks at
+//     Badger's files.
 //
 // etcd (etcd.go, etcd_write.go, etcd_read.go, etcd_log.go):
 //   - Keys live at Prefix + "d/" + key; a value is an envelope holding its
