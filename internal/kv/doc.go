@@ -79,9 +79,11 @@
 //     which Badger would put in its unsynced value log, is refused). At
 //     open, what is left of the log is applied to Badger again, in order,
 //     up to the first torn record, and Badger is closed and opened once to
-//     flush it; then the log appends to a segment of its own, and the
+//     flush it (by Reopen when the caller says it will call it,
+//     Options.Reopens, so a start opens Badger twice at most); then the
 //     segments it replayed are deleted (never recycled: what a crash left
-//     past their last intact record is unknown).
+//     past their last intact record is unknown), and the log appends to a
+//     segment of its own. Start refuses to run before that flush.
 //   - The writer applies segment N+1 while N is logged and applied; a Badger
 //     snapshot is opened only when a closure reads a key no segment
 //     in flight holds, and opening it waits for the commits already handed
@@ -98,7 +100,8 @@
 //     100 ms (docs/upstream/badger-flush-dirsync.md, with the reproduction).
 //   - Reopen, called once before Start (graphstore.Open calls it after its
 //     rebuild's scan of every record when the caller sets ReleaseScanPages,
-//     as server.Open does), closes Badger and opens it again: the
+//     as core.Open does, and opens the store with Options.Reopens then),
+//     closes Badger and opens it again: the
 //     scan leaves every page of Badger's tables mapped into the process and
 //     counted in its resident memory (~180 MiB at a million nodes), though
 //     the records it needs now live in the graph's memory. The pages stay
