@@ -153,12 +153,18 @@ func serverEnv(dataDir, addr string, extra ...string) []string {
 // output is shown if the test failed.
 func launch(t *testing.T, name, addr string, env []string, args ...string) *proc {
 	t.Helper()
+	return launchCmd(t, name, addr, env, exec.Command(tetherBin, args...))
+}
+
+// launchCmd is launch for a command of the caller's (tether under a tracer).
+func launchCmd(t *testing.T, name, addr string, env []string, cmd *exec.Cmd) *proc {
+	t.Helper()
 	p := &proc{
 		t: t, name: name, url: "http://" + addr,
 		stdout: &lockedBuffer{}, stderr: &lockedBuffer{},
 		exited: make(chan struct{}),
 	}
-	p.cmd = exec.Command(tetherBin, args...)
+	p.cmd = cmd
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	p.cmd.WaitDelay = 2 * time.Second
