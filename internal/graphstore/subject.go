@@ -33,6 +33,18 @@ var reservedPrefixes = [...]struct{ prefix, meaning string }{
 	{SchedulePrefix, `names the runs of a schedule ("schedule:<id>")`},
 }
 
+// The skeletons of the reserved names, which every subject is compared
+// with; computed once, never written.
+var (
+	systemSkeleton  = skeleton(SystemSubject)
+	prefixSkeletons = func() (out [len(reservedPrefixes)]string) {
+		for i, r := range reservedPrefixes {
+			out[i] = skeleton(r.prefix)
+		}
+		return out
+	}()
+)
+
 // ReservedPrefix returns the prefix sub starts with that no subject may
 // start with, and what the API means by it; "" when there is none.
 func ReservedPrefix(sub string) (prefix, meaning string) {
@@ -72,11 +84,11 @@ func ReservedSubjectProblem(sub string) string {
 		return fmt.Sprintf("must not start with %q, a reserved prefix: it %s", prefix, meaning)
 	}
 	skel := skeleton(sub)
-	if skel == skeleton(SystemSubject) {
+	if skel == systemSkeleton {
 		return fmt.Sprintf("must not look like %q (in another case or with look-alike letters), %s", SystemSubject, system)
 	}
-	for _, r := range reservedPrefixes {
-		if strings.HasPrefix(skel, skeleton(r.prefix)) {
+	for i, r := range reservedPrefixes {
+		if strings.HasPrefix(skel, prefixSkeletons[i]) {
 			return fmt.Sprintf("must not start with a look-alike of %q (in another case or with look-alike characters), a reserved prefix: it %s", r.prefix, r.meaning)
 		}
 	}
