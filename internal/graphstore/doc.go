@@ -32,9 +32,10 @@
 //   - the store and its transactions: store.go, tx.go, trace.go; what a
 //     transaction hands the derived state is its change set
 //     (indexes.ChangeSet, built in Tx.apply);
-//   - nodes: node.go, node_query.go, node_list.go, subject.go,
-//     idempotency.go; the claim rule and blockers: claimable.go,
-//     blockers.go;
+//   - nodes: node.go, node_query.go, node_list.go, idempotency.go;
+//     subjects (who may be named, which characters, look-alikes of the
+//     reserved names): subject.go, subject_chars.go, lookalike.go; the
+//     claim rule and blockers: claimable.go, blockers.go;
 //   - edges: edge.go, edge_list.go; events and comments: event.go,
 //     node_events.go, comment.go; queues: queue_record.go; blobs:
 //     blob_records.go;

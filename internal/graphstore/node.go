@@ -43,8 +43,9 @@ func ValidID(id string) bool {
 		return true
 	}
 	// Only the characters are checked: an identity node made before the
-	// reserved prefixes (subject.go) stays addressable.
-	return IsIdentityID(id) && subjectChars(id[len(IdentityPrefix):])
+	// reserved prefixes or the visible-characters rule (subject.go) stays
+	// addressable.
+	return IsIdentityID(id) && identityIDChars(id[len(IdentityPrefix):])
 }
 
 // ValidClientID reports whether id may be chosen by a client.

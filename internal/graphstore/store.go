@@ -135,6 +135,7 @@ func Open(opts Options) (*Store, error) {
 		db, err = kv.Open(kv.Options{
 			Dir: opts.Dir, Logger: opts.Logger, InMemory: opts.InMemory,
 			MaxBatch: opts.MaxBatch, KeyInflight: opts.TenantInflight,
+			Reopens: opts.ReleaseScanPages,
 		})
 		if err != nil {
 			return nil, err

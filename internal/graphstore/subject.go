@@ -25,14 +25,30 @@ const (
 // maxSubjectLength bounds a subject, in bytes.
 const maxSubjectLength = 200
 
+// reservedPrefixes are the prefixes no subject may start with, each with
+// what the API means by it.
+var reservedPrefixes = [...]struct{ prefix, meaning string }{
+	{NodeAddressPrefix, `addresses a message to whoever holds a node ("node:<id>")`},
+	{IdentityPrefix, `starts the id of an identity's node ("identity:<sub>")`},
+	{SchedulePrefix, `names the runs of a schedule ("schedule:<id>")`},
+}
+
+// The skeletons of the reserved names, which every subject is compared
+// with; computed once, never written.
+var (
+	systemSkeleton  = skeleton(SystemSubject)
+	prefixSkeletons = func() (out [len(reservedPrefixes)]string) {
+		for i, r := range reservedPrefixes {
+			out[i] = skeleton(r.prefix)
+		}
+		return out
+	}()
+)
+
 // ReservedPrefix returns the prefix sub starts with that no subject may
 // start with, and what the API means by it; "" when there is none.
 func ReservedPrefix(sub string) (prefix, meaning string) {
-	for _, r := range [...]struct{ prefix, meaning string }{
-		{NodeAddressPrefix, `addresses a message to whoever holds a node ("node:<id>")`},
-		{IdentityPrefix, `starts the id of an identity's node ("identity:<sub>")`},
-		{SchedulePrefix, `names the runs of a schedule ("schedule:<id>")`},
-	} {
+	for _, r := range reservedPrefixes {
 		if strings.HasPrefix(sub, r.prefix) {
 			return r.prefix, r.meaning
 		}
@@ -41,34 +57,43 @@ func ReservedPrefix(sub string) (prefix, meaning string) {
 }
 
 // SubjectProblem says why sub may not name an identity, as the rest of a
-// sentence that starts with the field's name; "" when it may.
+// sentence that starts with the field's name; "" when it may. The text is
+// fixed per rule: it never echoes sub.
 func SubjectProblem(sub string) string {
 	if !subjectChars(sub) {
-		return "must be 1 to 200 printable characters without spaces, '/', '?', '#' or '%'"
+		return "must be 1 to 200 printable characters: no spaces or other invisible characters " +
+			"(controls, format characters such as zero-width ones, separators, private-use or " +
+			"unassigned code points, a leading combining mark), and no '/', '?', '#' or '%'"
 	}
+	if p := ReservedSubjectProblem(sub); p != "" {
+		return p
+	}
+	return ""
+}
+
+// ReservedSubjectProblem says why sub may not name an identity when it is,
+// starts with, or looks like (lookalike.go) a name the API gives meaning
+// to: the server's own name or a reserved prefix; "" when it is none of
+// them. The text is fixed per name and never echoes sub.
+func ReservedSubjectProblem(sub string) string {
+	const system = "the name the server signs its own actions with (expiries)"
 	if sub == SystemSubject {
-		return fmt.Sprintf("must not be %q, the name the server signs its own actions with (expiries)", SystemSubject)
+		return fmt.Sprintf("must not be %q, %s", SystemSubject, system)
 	}
 	if prefix, meaning := ReservedPrefix(sub); prefix != "" {
 		return fmt.Sprintf("must not start with %q, a reserved prefix: it %s", prefix, meaning)
+	}
+	skel := skeleton(sub)
+	if skel == systemSkeleton {
+		return fmt.Sprintf("must not look like %q (in another case or with look-alike letters), %s", SystemSubject, system)
+	}
+	for i, r := range reservedPrefixes {
+		if strings.HasPrefix(skel, prefixSkeletons[i]) {
+			return fmt.Sprintf("must not start with a look-alike of %q (in another case or with look-alike characters), a reserved prefix: it %s", r.prefix, r.meaning)
+		}
 	}
 	return ""
 }
 
 // ValidSubject reports whether sub may name an identity.
 func ValidSubject(sub string) bool { return SubjectProblem(sub) == "" }
-
-// subjectChars reports whether sub is 1 to 200 bytes of printable
-// characters other than space, '/', '?', '#' and '%' (a subject is a path
-// segment of its identity node's id).
-func subjectChars(sub string) bool {
-	if sub == "" || len(sub) > maxSubjectLength {
-		return false
-	}
-	for _, r := range sub {
-		if r < 0x21 || r == 0x7f || r == '/' || r == '?' || r == '#' || r == '%' {
-			return false
-		}
-	}
-	return true
-}

@@ -37,6 +37,10 @@ type badgerEngine struct {
 	// mem prepares Badger's memtable files (memtables.go); nil in memory.
 	mem     *memtableFiles
 	reserve int64 // the free space below which writes are refused (space.go)
+	// replayed says the log's records were applied to Badger at open and
+	// are not yet flushed into its tables: the next reopen flushes them
+	// and drops the segments they came from (Options.Reopens).
+	replayed bool
 }
 
 // openBadger opens (or creates) Badger in opts.Dir and applies what its log
@@ -87,7 +91,7 @@ func openBadger(opts Options) (*badgerEngine, error) {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
 	} else if err := roomToOpen(opts.Dir, opts.DiskReserve); err != nil {
 		return nil, err
-	} else if err := removeEmptyMemtables(opts.Dir, opts.Logger); err != nil {
+	} else if err := removeCrashLeftovers(opts.Dir, opts.Logger); err != nil {
 		return nil, err
 	}
 	db, err := openBadgerDB(bopts)
@@ -97,7 +101,8 @@ func openBadger(opts Options) (*badgerEngine, error) {
 	e := &badgerEngine{db: db, log: opts.Logger, opts: bopts, reserve: opts.DiskReserve}
 	if !opts.InMemory {
 		e.dir = opts.Dir
-		if e.db, e.wal, err = recoverLog(db, bopts, filepath.Join(opts.Dir, "wal")); err != nil {
+		walDir := filepath.Join(opts.Dir, "wal")
+		if e.db, e.wal, e.replayed, err = recoverLog(db, bopts, walDir, !opts.Reopens); err != nil {
 			return nil, err
 		}
 		e.mem = newMemtableFiles(opts.Dir, bopts.MemTableSize, e.db.MaxBatchSize())
@@ -129,6 +134,21 @@ func (e *badgerEngine) reopen() error {
 	}
 	e.db = db
 	e.openMemtables()
+	return e.dropReplayed()
+}
+
+// dropReplayed removes the log segments replayed at open, once a reopen
+// has flushed their records into Badger's tables. Nothing has been
+// appended since (the writer has not started), so every segment before
+// the log's next seq goes.
+func (e *badgerEngine) dropReplayed() error {
+	if !e.replayed {
+		return nil
+	}
+	if err := e.wal.removeApplied(e.wal.next - 1); err != nil {
+		return fmt.Errorf("error removing the replayed log: %w", err)
+	}
+	e.replayed = false
 	return nil
 }
 
@@ -136,7 +156,9 @@ func (e *badgerEngine) reopen() error {
 // and Badger makes the files it opens with (the first memtable's log and a
 // value log) without syncing them; a crash could leave one with no length,
 // which Badger refuses to open ("Create a new file"). Its public Sync makes
-// both durable.
+// both durable. No sync closes the instant between Badger creating such a
+// file and sizing it, where a kill -9 leaves it empty: the next open
+// removes it (removeCrashLeftovers).
 func openBadgerDB(opts badger.Options) (*badger.DB, error) {
 	db, err := badger.Open(opts)
 	if err != nil {

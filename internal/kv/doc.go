@@ -83,9 +83,11 @@
 //     which Badger would put in its unsynced value log, is refused). At
 //     open, what is left of the log is applied to Badger again, in order,
 //     up to the first torn record, and Badger is closed and opened once to
-//     flush it; then the log appends to a segment of its own, and the
+//     flush it (by Reopen when the caller says it will call it,
+//     Options.Reopens, so a start opens Badger twice at most); then the
 //     segments it replayed are deleted (never recycled: what a crash left
-//     past their last intact record is unknown).
+//     past their last intact record is unknown), and the log appends to a
+//     segment of its own. Start refuses to run before that flush.
 //   - The writer applies segment N+1 while N is logged and applied; a Badger
 //     snapshot is opened only when a closure reads a key no segment
 //     in flight holds, and opening it waits for the commits already handed
@@ -102,17 +104,20 @@
 //     100 ms (docs/upstream/badger-flush-dirsync.md, with the reproduction).
 //   - Reopen, called once before Start (graphstore.Open calls it after its
 //     rebuild's scan of every record when the caller sets ReleaseScanPages,
-//     as server.Open does), closes Badger and opens it again: the
+//     as core.Open does, and opens the store with Options.Reopens then),
+//     closes Badger and opens it again: the
 //     scan leaves every page of Badger's tables mapped into the process and
 //     counted in its resident memory (~180 MiB at a million nodes), though
 //     the records it needs now live in the graph's memory. The pages stay
 //     in the page cache; only what is read later is mapped again.
 //   - After a failed log or Badger write a restart recovers from the log.
-//   - Opening removes zero-length *.mem files before Badger sees them: a crash
-//     between a memtable rotation and the new file's first sync can leave one,
-//     it can hold no data, and Badger refuses to open with it present. This
-//     and the memtable files' preallocation (below) are the places Tether
-//     looks at Badger's files.
+//   - Opening removes zero-length *.mem and *.vlog files before Badger sees
+//     them (recovery.go): Badger creates each such file and sizes it in a
+//     second step (at a memtable rotation, at every open), and deletes one
+//     by truncating it and then removing it, so a crash in between (kill -9
+//     during a start) leaves one; it can hold no data, and Badger refuses
+//     to open with it present. This and the memtable files' preallocation
+//     (below) are the places Tether looks at Badger's files.
 //
 // A disk that fills (Badger; space.go, memtables.go):
 //   - Badger writes its memtables, and makes its tables, through memory-

@@ -8,12 +8,17 @@ import (
 )
 
 // recoverLog applies every record left in the log at dir to Badger, in
-// order, makes Badger flush them into its synced tables (closing and
-// opening it again with opts), and opens the log for appending after them.
-// A record may already be in Badger; applying it again changes nothing,
-// because the records that follow it are applied again too. It returns
-// the Badger to use from now on; on an error, no Badger is left open.
-func recoverLog(db *badger.DB, opts badger.Options, dir string) (_ *badger.DB, _ *wal, err error) {
+// order, and opens the log for appending after them. A record may already
+// be in Badger; applying it again changes nothing, because the records
+// that follow it are applied again too.
+//
+// The segments it replayed may go only once Badger has flushed their
+// records into its synced tables, which Badger's Close does. With flush,
+// recoverLog closes Badger and opens it again with opts, then removes them,
+// and returns the Badger to use from now on; without, it leaves both to the
+// caller's next reopen (dropReplayed) and says whether there were any. On
+// an error, no Badger is left open.
+func recoverLog(db *badger.DB, opts badger.Options, dir string, flush bool) (_ *badger.DB, _ *wal, replayed bool, err error) {
 	defer func() {
 		if err != nil && db != nil {
 			db.Close()
@@ -21,36 +26,39 @@ func recoverLog(db *badger.DB, opts badger.Options, dir string) (_ *badger.DB, _
 	}()
 	recs, next, err := readWAL(dir)
 	if err != nil && !os.IsNotExist(err) {
-		return nil, nil, fmt.Errorf("error reading the log in %s: %w", dir, err)
+		return nil, nil, false, fmt.Errorf("error reading the log in %s: %w", dir, err)
 	}
 	if next == 0 {
 		next = 1
 	}
 	if err := applyRecords(db, recs); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	if len(recs) > 0 {
+	if len(recs) > 0 && flush {
 		// Badger's commits are not synced; its Close flushes every
 		// memtable into synced tables, after which the log may go.
 		err, db = db.Close(), nil
 		if err != nil {
-			return nil, nil, fmt.Errorf("error flushing the log's records into badger: %w", err)
+			return nil, nil, false, fmt.Errorf("error flushing the log's records into badger: %w", err)
 		}
 		if db, err = openBadgerDB(opts); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
 	w, err := openWAL(dir, next)
 	if err != nil {
-		return nil, nil, fmt.Errorf("error opening the log in %s: %w", dir, err)
+		return nil, nil, false, fmt.Errorf("error opening the log in %s: %w", dir, err)
+	}
+	if len(recs) > 0 && !flush {
+		return db, w, true, nil
 	}
 	// Badger's tables hold every record now (the log may start past next:
 	// openWAL never reuses a seq a recycled segment held).
 	if err := w.removeApplied(w.next - 1); err != nil {
 		w.close()
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	return db, w, nil
+	return db, w, false, nil
 }
 
 // applyRecords writes the log's records into Badger, in order.

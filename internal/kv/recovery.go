@@ -8,14 +8,23 @@ import (
 	"strings"
 )
 
-// removeEmptyMemtables deletes zero-length memtable files (*.mem) in dir.
+// removeCrashLeftovers deletes the memtable (*.mem) and value-log (*.vlog)
+// files of no length in dir, before Badger sees them.
 //
-// Badger creates a memtable's write-ahead log when it rotates to it and
-// sizes it on first use; a power failure in between can leave the file with
-// no length, which holds no data by construction, yet Badger then refuses to
-// open ("while opening memtables ... Create a new file"). This is the one
-// place Tether looks at Badger's files, and only to get past that refusal.
-func removeEmptyMemtables(dir string, log *slog.Logger) error {
+// Badger makes both kinds of file in two steps: it creates the file, then
+// sizes it (and writes its header through a map). It makes a memtable file
+// at every rotation and at every open, and a value-log file at every open.
+// It deletes them in two steps too: it truncates the file to nothing, then
+// removes it (a flushed memtable; at open, the value logs that hold only a
+// header). A crash between two such steps (kill -9 during a start, a power
+// failure after a rotation) leaves a file with no length, which holds no
+// data by construction; Badger then refuses to open ("Create a new file").
+// No table points into a value log either way: every value Tether writes
+// stays in Badger's tables (valueThreshold).
+//
+// This is the one place Tether looks at Badger's files, and only to get
+// past that refusal.
+func removeCrashLeftovers(dir string, log *slog.Logger) error {
 	entries, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
@@ -24,18 +33,18 @@ func removeEmptyMemtables(dir string, log *slog.Logger) error {
 		return fmt.Errorf("error listing %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".mem") || e.IsDir() {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog") {
 			continue
 		}
-		info, err := e.Info()
-		if err != nil || info.Size() != 0 {
+		if info, err := e.Info(); err != nil || !info.Mode().IsRegular() || info.Size() != 0 {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
+		path := filepath.Join(dir, name)
 		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("error removing the empty memtable file %s: %w", path, err)
+			return fmt.Errorf("error removing the empty file %s: %w", path, err)
 		}
-		log.Warn("removed an empty memtable file left by a crash", "file", path)
+		log.Warn("removed an empty badger file left by a crash", "file", path)
 	}
 	return nil
 }

@@ -26,6 +26,12 @@ type Options struct {
 	// DiskReserve is the free space on Dir's filesystem below which writes
 	// are refused (default DefaultDiskReserve; space.go).
 	DiskReserve int64
+	// Reopens says the caller calls Reopen before Start. Badger's records
+	// replayed from the log at open are then flushed into its tables by
+	// that reopen rather than by a close and open of their own: a start
+	// after a crash opens Badger twice, not three times (each open makes
+	// files; see recovery.go).
+	Reopens bool
 }
 
 // Store is the storage engine's front: one writer goroutine applies every
@@ -155,6 +161,11 @@ func (s *Store) Reopen() error {
 // Start starts the writer. Call it once the caller has rebuilt its in-memory
 // state with View, before the first Update.
 func (s *Store) Start() {
+	if e, ok := s.eng.(*badgerEngine); ok && e.replayed {
+		// New records must never follow replayed ones in the log, whose
+		// end may be torn.
+		panic("kv: Start before Reopen on a store opened with Options.Reopens")
+	}
 	s.started.Store(true)
 	go s.writeLoop()
 	if p, ok := s.eng.(pipeliner); ok && p.pipelineDepth() > 1 {
