@@ -88,17 +88,20 @@ func TestLogSegmentsRollAndAreRemovedOnceFlushed(t *testing.T) {
 		}))
 	}
 	// One more write runs the removal after the applier caught up. The
-	// wait is long because a loaded machine flushes slowly; a failure says
-	// where the log and Badger's tables stood.
+	// writes are large: Badger rotates a memtable only when a write finds
+	// it full, so small ones could leave the one holding the end of the
+	// first segment unflushed for good. The wait is long because a loaded
+	// machine flushes slowly; a failure says where the log and Badger's
+	// tables stood.
 	e := s.eng.(*badgerEngine)
 	var segs []uint64
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		require.NoError(t, s.Update(t.Context(), func(tx *Txn) error { return tx.Set([]byte("x"), nil) }))
+		require.NoError(t, s.Update(t.Context(), func(tx *Txn) error { return tx.Set([]byte("x"), big) }))
 		var err error
 		segs, err = listSegments(filepath.Join(dir, "wal"))
 		require.NoError(t, err)
-		if len(segs) < 3 {
+		if len(segs) > 0 && segs[0] > 1 { // the first segment went
 			break
 		}
 		if time.Now().After(deadline) {
@@ -123,8 +126,10 @@ func TestLogSegmentsRollAndAreRemovedOnceFlushed(t *testing.T) {
 // Writes that fit one memtable leave the flushed mark at zero however long
 // they have been applied; a memtable's worth more moves it past them, never
 // past what is still in a memtable.
+//
+// Not parallel, and its wait is long: it waits on Badger's background flush
+// of a memtable, which the package's other large writers slow down.
 func TestTheLogKeepsWhatBadgerHasNotFlushed(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	s := open(t, dir, Options{})
 	defer s.Close()
@@ -148,7 +153,7 @@ func TestTheLogKeepsWhatBadgerHasNotFlushed(t *testing.T) {
 	require.Eventually(t, func() bool {
 		require.NoError(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("b"), nil) }))
 		return e.flushed.Load() > 20
-	}, 20e9, 10e6, "the first memtable was flushed")
+	}, 90*time.Second, 10*time.Millisecond, "the first memtable was flushed")
 	require.Less(t, e.flushed.Load(), last, "the last writes are still in a memtable")
 }
 
