@@ -132,6 +132,19 @@ func TestAccessLogAll(t *testing.T) {
 	require.Contains(t, got[0], "ms")
 }
 
+// TestAccessLogMadeUpMethod: the method is the client's to make up, and a
+// 100 KiB one would make a 100 KiB line; it is logged as "other", as the
+// metrics count it.
+func TestAccessLogMadeUpMethod(t *testing.T) {
+	t.Parallel()
+	e, lines := startLogged(t, "all")
+	st, _, _ := get(t, strings.Repeat("X", 100<<10), e.url+"/v1/nodes", "")
+	require.NotZero(t, st)
+	got := lines.requests(t)
+	require.Len(t, got, 1)
+	require.Equal(t, "other", got[0]["method"])
+}
+
 func TestAccessLogSample(t *testing.T) {
 	t.Parallel()
 	e, lines := startLogged(t, "sample:4")

@@ -81,7 +81,7 @@ func (s *Server) observe(c echo.Context, id string, elapsed time.Duration) {
 		return
 	}
 	attrs := [8]slog.Attr{
-		slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+		slog.String("method", methodLabel(r.Method)), slog.String("route", route), slog.String("path", r.URL.Path),
 		slog.Int("status", status), slog.Float64("ms", float64(elapsed.Microseconds())/1000),
 		slog.String("request_id", id),
 	}
