@@ -21,7 +21,7 @@ func TestSpecValid(t *testing.T) {
 func TestSpecConventions(t *testing.T) {
 	t.Parallel()
 	spec := LoadSpec(t)
-	public := map[string]bool{"/health": true, "/ready": true, "/openapi.yaml": true, "/metrics": true, "/skill.md": true, "/ui": true, "/ui/{file}": true}
+	public := map[string]bool{"/health": true, "/ready": true, "/openapi.yaml": true, "/skill.md": true, "/ui": true, "/ui/{file}": true}
 	// Operator endpoints take an operator token, not a tenant credential.
 	operator := map[string]bool{"/admin/backup": true}
 	ids := map[string]string{}
@@ -38,6 +38,14 @@ func TestSpecConventions(t *testing.T) {
 			case public[path]:
 				require.NotNil(t, op.Security, "%s: a public operation says security: []", name)
 				require.Empty(t, *op.Security, "%s: a public operation says security: []", name)
+			case path == "/metrics":
+				// Anonymous (process-wide series only) or a metrics token
+				// (every series).
+				require.NotNil(t, op.Security, "%s: says security: [{}, metricsToken]", name)
+				require.Len(t, *op.Security, 2, name)
+				require.Empty(t, (*op.Security)[0], "%s: anonymous first", name)
+				require.Contains(t, (*op.Security)[1], "metricsToken", name)
+				require.NotNil(t, op.Responses.Status(http.StatusUnauthorized), "%s: documents 401", name)
 			case operator[path]:
 				require.NotNil(t, op.Security, "%s: an operator operation says security: operatorToken", name)
 				require.Len(t, *op.Security, 1, name)
