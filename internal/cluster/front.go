@@ -217,8 +217,12 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		if waiting.IsZero() {
 			waiting = now
 		}
+		// A planned move has an owner that can serve soon. An owner that
+		// cannot be reached, or this server as the owner while its lease is
+		// not known fresh (etcd does not answer its keepalives: the quorum
+		// may be lost), is not one: the request waits orphanWait only.
 		switch {
-		case o.id != "" && !unreachable:
+		case o.id != "" && !unreachable && (o.id != n.ID() || n.leaseFresh()):
 			orphaned = time.Time{}
 		case orphaned.IsZero():
 			orphaned = now
