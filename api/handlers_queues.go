@@ -119,7 +119,14 @@ func (s *Server) claimNextParams(c echo.Context, many bool) (nodes.ClaimNextPara
 	case b.Max != nil:
 		p.Max = *b.Max
 	}
-	return p, nil
+	op := "claimNext"
+	if many {
+		op = "claimNextMany"
+	}
+	// The queue is part of the request: the same key on another queue is
+	// another request.
+	p.Idem, err = idempotency(c, op+"\n"+p.Queue, b)
+	return p, err
 }
 
 // claimNext is POST /v1/queues/{queue}/claim: 200 with a claim, or 204 when
