@@ -77,7 +77,7 @@ func TestClaimKeyRepeatAnswersTheSameClaim(t *testing.T) {
 	require.Contains(t, string(body), `"node_id":"a"`)
 
 	// The same key with another request: another body, another queue, the
-	// many-claims endpoint.
+	// many-claims endpoint, another identity.
 	other := claimKeyed(t, alice, "ck", "claim-1", client.ClaimNextRequest{TTLMS: ptr(int64(60000))})
 	requireProblem(t, other.ApplicationProblemJSON422, http.StatusUnprocessableEntity, client.ProblemCodeIdempotencyMismatch)
 	otherQueue := claimKeyed(t, alice, "elsewhere", "claim-1", req)
@@ -85,6 +85,8 @@ func TestClaimKeyRepeatAnswersTheSameClaim(t *testing.T) {
 	many, err := alice.ClaimNextManyWithResponse(ctx, "ck", client.ClaimManyRequest{TTLMS: req.TTLMS, WaitMS: ptr(int64(0))}, withKey("claim-1"))
 	require.NoError(t, err)
 	requireProblem(t, many.ApplicationProblemJSON422, http.StatusUnprocessableEntity, client.ProblemCodeIdempotencyMismatch)
+	bob := claimKeyed(t, e.user("bob"), "ck", "claim-1", req)
+	requireProblem(t, bob.ApplicationProblemJSON422, http.StatusUnprocessableEntity, client.ProblemCodeIdempotencyMismatch)
 	require.Equal(t, client.NodeStatusQueued, e.nodeOf("b").Status, "a mismatch claims nothing")
 
 	// Once the claim has ended, the key answers nothing and claims nothing.

@@ -119,13 +119,16 @@ func (s *Server) claimNextParams(c echo.Context, many bool) (nodes.ClaimNextPara
 	case b.Max != nil:
 		p.Max = *b.Max
 	}
+	if c.Request().Header.Get("Idempotency-Key") == "" {
+		return p, nil // the common case: no digest to take
+	}
 	op := "claimNext"
 	if many {
 		op = "claimNextMany"
 	}
-	// The queue is part of the request: the same key on another queue is
-	// another request.
-	p.Idem, err = idempotency(c, op+"\n"+p.Queue, b)
+	// The caller and the queue are part of the request: the same key from
+	// another identity, or on another queue, is another request.
+	p.Idem, err = idempotency(c, op+"\n"+p.Sub+"\n"+p.Queue, b)
 	return p, err
 }
 

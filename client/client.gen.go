@@ -1089,9 +1089,9 @@ type ClientInterface interface {
 	// claim that has ended since (completed, failed, released, expired) is not
 	// answered again, and no other node is claimed for the key: the repeat answers
 	// `204`. A first request that claimed nothing (`204`) records nothing, so a
-	// repeat of it may claim. The same key with another queue or body is `422
-	// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-	// create may be used for a claim, and the other way round.
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1114,9 +1114,9 @@ type ClientInterface interface {
 	// claim that has ended since (completed, failed, released, expired) is not
 	// answered again, and no other node is claimed for the key: the repeat answers
 	// `204`. A first request that claimed nothing (`204`) records nothing, so a
-	// repeat of it may claim. The same key with another queue or body is `422
-	// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-	// create may be used for a claim, and the other way round.
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1134,8 +1134,9 @@ type ClientInterface interface {
 	// the first answer's order, with their leases as they are now; a claim that has
 	// ended since (completed, failed, released, expired) is left out, and no other
 	// node is claimed for the key. A first request that claimed nothing records
-	// nothing, so a repeat of it may claim. The same key with another queue or body
-	// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1153,8 +1154,9 @@ type ClientInterface interface {
 	// the first answer's order, with their leases as they are now; a claim that has
 	// ended since (completed, failed, released, expired) is left out, and no other
 	// node is claimed for the key. A first request that claimed nothing records
-	// nothing, so a repeat of it may claim. The same key with another queue or body
-	// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3223,9 +3225,9 @@ func (c *Client) UpdateQueue(ctx context.Context, queue string, body UpdateQueue
 // claim that has ended since (completed, failed, released, expired) is not
 // answered again, and no other node is claimed for the key: the repeat answers
 // `204`. A first request that claimed nothing (`204`) records nothing, so a
-// repeat of it may claim. The same key with another queue or body is `422
-// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-// create may be used for a claim, and the other way round.
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3258,9 +3260,9 @@ func (c *Client) ClaimNextWithBody(ctx context.Context, queue string, contentTyp
 // claim that has ended since (completed, failed, released, expired) is not
 // answered again, and no other node is claimed for the key: the repeat answers
 // `204`. A first request that claimed nothing (`204`) records nothing, so a
-// repeat of it may claim. The same key with another queue or body is `422
-// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-// create may be used for a claim, and the other way round.
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3288,8 +3290,9 @@ func (c *Client) ClaimNext(ctx context.Context, queue string, body ClaimNextJSON
 // the first answer's order, with their leases as they are now; a claim that has
 // ended since (completed, failed, released, expired) is left out, and no other
 // node is claimed for the key. A first request that claimed nothing records
-// nothing, so a repeat of it may claim. The same key with another queue or body
-// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3317,8 +3320,9 @@ func (c *Client) ClaimNextManyWithBody(ctx context.Context, queue string, conten
 // the first answer's order, with their leases as they are now; a claim that has
 // ended since (completed, failed, released, expired) is left out, and no other
 // node is claimed for the key. A first request that claimed nothing records
-// nothing, so a repeat of it may claim. The same key with another queue or body
-// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8762,9 +8766,9 @@ type ClientWithResponsesInterface interface {
 	// claim that has ended since (completed, failed, released, expired) is not
 	// answered again, and no other node is claimed for the key: the repeat answers
 	// `204`. A first request that claimed nothing (`204`) records nothing, so a
-	// repeat of it may claim. The same key with another queue or body is `422
-	// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-	// create may be used for a claim, and the other way round.
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8787,9 +8791,9 @@ type ClientWithResponsesInterface interface {
 	// claim that has ended since (completed, failed, released, expired) is not
 	// answered again, and no other node is claimed for the key: the repeat answers
 	// `204`. A first request that claimed nothing (`204`) records nothing, so a
-	// repeat of it may claim. The same key with another queue or body is `422
-	// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-	// create may be used for a claim, and the other way round.
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8807,8 +8811,9 @@ type ClientWithResponsesInterface interface {
 	// the first answer's order, with their leases as they are now; a claim that has
 	// ended since (completed, failed, released, expired) is left out, and no other
 	// node is claimed for the key. A first request that claimed nothing records
-	// nothing, so a repeat of it may claim. The same key with another queue or body
-	// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8826,8 +8831,9 @@ type ClientWithResponsesInterface interface {
 	// the first answer's order, with their leases as they are now; a claim that has
 	// ended since (completed, failed, released, expired) is left out, and no other
 	// node is claimed for the key. A first request that claimed nothing records
-	// nothing, so a repeat of it may claim. The same key with another queue or body
-	// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -17753,9 +17759,9 @@ func (c *ClientWithResponses) UpdateQueueWithResponse(ctx context.Context, queue
 // claim that has ended since (completed, failed, released, expired) is not
 // answered again, and no other node is claimed for the key: the repeat answers
 // `204`. A first request that claimed nothing (`204`) records nothing, so a
-// repeat of it may claim. The same key with another queue or body is `422
-// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-// create may be used for a claim, and the other way round.
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17784,9 +17790,9 @@ func (c *ClientWithResponses) ClaimNextWithBodyWithResponse(ctx context.Context,
 // claim that has ended since (completed, failed, released, expired) is not
 // answered again, and no other node is claimed for the key: the repeat answers
 // `204`. A first request that claimed nothing (`204`) records nothing, so a
-// repeat of it may claim. The same key with another queue or body is `422
-// idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-// create may be used for a claim, and the other way round.
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17810,8 +17816,9 @@ func (c *ClientWithResponses) ClaimNextWithResponse(ctx context.Context, queue s
 // the first answer's order, with their leases as they are now; a claim that has
 // ended since (completed, failed, released, expired) is left out, and no other
 // node is claimed for the key. A first request that claimed nothing records
-// nothing, so a repeat of it may claim. The same key with another queue or body
-// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17835,8 +17842,9 @@ func (c *ClientWithResponses) ClaimNextManyWithBodyWithResponse(ctx context.Cont
 // the first answer's order, with their leases as they are now; a claim that has
 // ended since (completed, failed, released, expired) is left out, and no other
 // node is claimed for the key. A first request that claimed nothing records
-// nothing, so a repeat of it may claim. The same key with another queue or body
-// is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -692,9 +692,9 @@ class SyncOperations:
         claim that has ended since (completed, failed, released, expired) is not
         answered again, and no other node is claimed for the key: the repeat answers
         `204`. A first request that claimed nothing (`204`) records nothing, so a
-        repeat of it may claim. The same key with another queue or body is `422
-        idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-        create may be used for a claim, and the other way round.
+        repeat of it may claim. The same key from another identity, or with another
+        queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+        keys: a key used for a create may be used for a claim, and the other way round.
 
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
@@ -728,8 +728,9 @@ class SyncOperations:
         the first answer's order, with their leases as they are now; a claim that has
         ended since (completed, failed, released, expired) is left out, and no other
         node is claimed for the key. A first request that claimed nothing records
-        nothing, so a repeat of it may claim. The same key with another queue or body
-        is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+        nothing, so a repeat of it may claim. The same key from another identity, or
+        with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+        from create keys.
 
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """
@@ -2472,9 +2473,9 @@ class AsyncOperations:
         claim that has ended since (completed, failed, released, expired) is not
         answered again, and no other node is claimed for the key: the repeat answers
         `204`. A first request that claimed nothing (`204`) records nothing, so a
-        repeat of it may claim. The same key with another queue or body is `422
-        idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-        create may be used for a claim, and the other way round.
+        repeat of it may claim. The same key from another identity, or with another
+        queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+        keys: a key used for a create may be used for a claim, and the other way round.
 
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
@@ -2508,8 +2509,9 @@ class AsyncOperations:
         the first answer's order, with their leases as they are now; a claim that has
         ended since (completed, failed, released, expired) is left out, and no other
         node is claimed for the key. A first request that claimed nothing records
-        nothing, so a repeat of it may claim. The same key with another queue or body
-        is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+        nothing, so a repeat of it may claim. The same key from another identity, or
+        with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+        from create keys.
 
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """

@@ -678,9 +678,9 @@ export interface paths {
          *     claim that has ended since (completed, failed, released, expired) is not
          *     answered again, and no other node is claimed for the key: the repeat answers
          *     `204`. A first request that claimed nothing (`204`) records nothing, so a
-         *     repeat of it may claim. The same key with another queue or body is `422
-         *     idempotency_mismatch`. Claim keys are apart from create keys: a key used for a
-         *     create may be used for a claim, and the other way round.
+         *     repeat of it may claim. The same key from another identity, or with another
+         *     queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+         *     keys: a key used for a create may be used for a claim, and the other way round.
          */
         post: operations["claimNext"];
         delete?: never;
@@ -712,8 +712,9 @@ export interface paths {
          *     the first answer's order, with their leases as they are now; a claim that has
          *     ended since (completed, failed, released, expired) is left out, and no other
          *     node is claimed for the key. A first request that claimed nothing records
-         *     nothing, so a repeat of it may claim. The same key with another queue or body
-         *     is `422 idempotency_mismatch`. Claim keys are apart from create keys.
+         *     nothing, so a repeat of it may claim. The same key from another identity, or
+         *     with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+         *     from create keys.
          */
         post: operations["claimNextMany"];
         delete?: never;
@@ -3299,8 +3300,9 @@ export interface components {
         /**
          * @description The same key in the same tenant within 24 h answers the claims the first
          *     request made that are still held, as they are now, and claims nothing more;
-         *     with another queue or body it is `422 idempotency_mismatch`. Only a request
-         *     that claimed is recorded. Independent of the keys of creates.
+         *     from another identity, or with another queue or body, it is `422
+         *     idempotency_mismatch`. Only a request that claimed is recorded. Independent of
+         *     the keys of creates.
          */
         ClaimIdempotencyKey: string;
         /**
@@ -4254,8 +4256,9 @@ export interface operations {
                 /**
                  * @description The same key in the same tenant within 24 h answers the claims the first
                  *     request made that are still held, as they are now, and claims nothing more;
-                 *     with another queue or body it is `422 idempotency_mismatch`. Only a request
-                 *     that claimed is recorded. Independent of the keys of creates.
+                 *     from another identity, or with another queue or body, it is `422
+                 *     idempotency_mismatch`. Only a request that claimed is recorded. Independent of
+                 *     the keys of creates.
                  */
                 "Idempotency-Key"?: components["parameters"]["ClaimIdempotencyKey"];
             };
@@ -4307,8 +4310,9 @@ export interface operations {
                 /**
                  * @description The same key in the same tenant within 24 h answers the claims the first
                  *     request made that are still held, as they are now, and claims nothing more;
-                 *     with another queue or body it is `422 idempotency_mismatch`. Only a request
-                 *     that claimed is recorded. Independent of the keys of creates.
+                 *     from another identity, or with another queue or body, it is `422
+                 *     idempotency_mismatch`. Only a request that claimed is recorded. Independent of
+                 *     the keys of creates.
                  */
                 "Idempotency-Key"?: components["parameters"]["ClaimIdempotencyKey"];
             };
