@@ -43,6 +43,7 @@ var conformanceFiles = map[string]bool{
 	"batch_test.go":             true,
 	"batch_complete_test.go":    true,
 	"idempotency_test.go":       true,
+	"claim_idempotency_test.go": true,
 	"renew_visible_test.go":     true, // a read after a renewal shows it
 }
 

@@ -119,7 +119,17 @@ func (s *Server) claimNextParams(c echo.Context, many bool) (nodes.ClaimNextPara
 	case b.Max != nil:
 		p.Max = *b.Max
 	}
-	return p, nil
+	if c.Request().Header.Get("Idempotency-Key") == "" {
+		return p, nil // the common case: no digest to take
+	}
+	op := "claimNext"
+	if many {
+		op = "claimNextMany"
+	}
+	// The caller and the queue are part of the request: the same key from
+	// another identity, or on another queue, is another request.
+	p.Idem, err = idempotency(c, op+"\n"+p.Sub+"\n"+p.Queue, b)
+	return p, err
 }
 
 // claimNext is POST /v1/queues/{queue}/claim: 200 with a claim, or 204 when

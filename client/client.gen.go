@@ -1083,6 +1083,16 @@ type ClientInterface interface {
 	// queue, or one at its `max_running`, hands out nothing. The answer is that of
 	// `POST /v1/nodes/{id}/claim`.
 	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// the node the first request claimed, with its lease as it is now (same fence,
+	// current expiry), while that claim is still held (same holder, same fence). A
+	// claim that has ended since (completed, failed, released, expired) is not
+	// answered again, and no other node is claimed for the key: the repeat answers
+	// `204`. A first request that claimed nothing (`204`) records nothing, so a
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -1098,6 +1108,16 @@ type ClientInterface interface {
 	// queue, or one at its `max_running`, hands out nothing. The answer is that of
 	// `POST /v1/nodes/{id}/claim`.
 	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// the node the first request claimed, with its lease as it is now (same fence,
+	// current expiry), while that claim is still held (same holder, same fence). A
+	// claim that has ended since (completed, failed, released, expired) is not
+	// answered again, and no other node is claimed for the key: the repeat answers
+	// `204`. A first request that claimed nothing (`204`) records nothing, so a
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -1109,6 +1129,15 @@ type ClientInterface interface {
 	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
 	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// those of the first request's claims still held (same holder, same fence), in
+	// the first answer's order, with their leases as they are now; a claim that has
+	// ended since (completed, failed, released, expired) is left out, and no other
+	// node is claimed for the key. A first request that claimed nothing records
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -1119,6 +1148,15 @@ type ClientInterface interface {
 	// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
 	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// those of the first request's claims still held (same holder, same fence), in
+	// the first answer's order, with their leases as they are now; a claim that has
+	// ended since (completed, failed, released, expired) is left out, and no other
+	// node is claimed for the key. A first request that claimed nothing records
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3181,6 +3219,16 @@ func (c *Client) UpdateQueue(ctx context.Context, queue string, body UpdateQueue
 // queue, or one at its `max_running`, hands out nothing. The answer is that of
 // `POST /v1/nodes/{id}/claim`.
 //
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// the node the first request claimed, with its lease as it is now (same fence,
+// current expiry), while that claim is still held (same holder, same fence). A
+// claim that has ended since (completed, failed, released, expired) is not
+// answered again, and no other node is claimed for the key: the repeat answers
+// `204`. A first request that claimed nothing (`204`) records nothing, so a
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -3206,6 +3254,16 @@ func (c *Client) ClaimNextWithBody(ctx context.Context, queue string, contentTyp
 // queue, or one at its `max_running`, hands out nothing. The answer is that of
 // `POST /v1/nodes/{id}/claim`.
 //
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// the node the first request claimed, with its lease as it is now (same fence,
+// current expiry), while that claim is still held (same holder, same fence). A
+// claim that has ended since (completed, failed, released, expired) is not
+// answered again, and no other node is claimed for the key: the repeat answers
+// `204`. A first request that claimed nothing (`204`) records nothing, so a
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -3227,6 +3285,15 @@ func (c *Client) ClaimNext(ctx context.Context, queue string, body ClaimNextJSON
 // `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 // within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
 //
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// those of the first request's claims still held (same holder, same fence), in
+// the first answer's order, with their leases as they are now; a claim that has
+// ended since (completed, failed, released, expired) is left out, and no other
+// node is claimed for the key. A first request that claimed nothing records
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -3247,6 +3314,15 @@ func (c *Client) ClaimNextManyWithBody(ctx context.Context, queue string, conten
 // Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
 // `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 // within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+//
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// those of the first request's claims still held (same holder, same fence), in
+// the first answer's order, with their leases as they are now; a claim that has
+// ended since (completed, failed, released, expired) is left out, and no other
+// node is claimed for the key. A first request that claimed nothing records
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8684,6 +8760,16 @@ type ClientWithResponsesInterface interface {
 	// queue, or one at its `max_running`, hands out nothing. The answer is that of
 	// `POST /v1/nodes/{id}/claim`.
 	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// the node the first request claimed, with its lease as it is now (same fence,
+	// current expiry), while that claim is still held (same holder, same fence). A
+	// claim that has ended since (completed, failed, released, expired) is not
+	// answered again, and no other node is claimed for the key: the repeat answers
+	// `204`. A first request that claimed nothing (`204`) records nothing, so a
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -8699,6 +8785,16 @@ type ClientWithResponsesInterface interface {
 	// queue, or one at its `max_running`, hands out nothing. The answer is that of
 	// `POST /v1/nodes/{id}/claim`.
 	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// the node the first request claimed, with its lease as it is now (same fence,
+	// current expiry), while that claim is still held (same holder, same fence). A
+	// claim that has ended since (completed, failed, released, expired) is not
+	// answered again, and no other node is claimed for the key: the repeat answers
+	// `204`. A first request that claimed nothing (`204`) records nothing, so a
+	// repeat of it may claim. The same key from another identity, or with another
+	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+	// keys: a key used for a create may be used for a claim, and the other way round.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -8710,6 +8806,15 @@ type ClientWithResponsesInterface interface {
 	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
 	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// those of the first request's claims still held (same holder, same fence), in
+	// the first answer's order, with their leases as they are now; a claim that has
+	// ended since (completed, failed, released, expired) is left out, and no other
+	// node is claimed for the key. A first request that claimed nothing records
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -8720,6 +8825,15 @@ type ClientWithResponsesInterface interface {
 	// Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
 	// `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 	// within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+	//
+	// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+	// those of the first request's claims still held (same holder, same fence), in
+	// the first answer's order, with their leases as they are now; a claim that has
+	// ended since (completed, failed, released, expired) is left out, and no other
+	// node is claimed for the key. A first request that claimed nothing records
+	// nothing, so a repeat of it may claim. The same key from another identity, or
+	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+	// from create keys.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13986,6 +14100,8 @@ type ClaimNextResponse struct {
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *IdempotencyMismatch
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -14036,6 +14152,11 @@ func (r ClaimNextResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ClaimNextResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ClaimNextResponse) GetApplicationProblemJSON422() *IdempotencyMismatch {
+	return r.ApplicationProblemJSON422
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -14111,6 +14232,8 @@ type ClaimNextManyResponse struct {
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *IdempotencyMismatch
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -14161,6 +14284,11 @@ func (r ClaimNextManyResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
 // GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ClaimNextManyResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ClaimNextManyResponse) GetApplicationProblemJSON422() *IdempotencyMismatch {
+	return r.ApplicationProblemJSON422
 }
 
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -17625,6 +17753,16 @@ func (c *ClientWithResponses) UpdateQueueWithResponse(ctx context.Context, queue
 // queue, or one at its `max_running`, hands out nothing. The answer is that of
 // `POST /v1/nodes/{id}/claim`.
 //
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// the node the first request claimed, with its lease as it is now (same fence,
+// current expiry), while that claim is still held (same holder, same fence). A
+// claim that has ended since (completed, failed, released, expired) is not
+// answered again, and no other node is claimed for the key: the repeat answers
+// `204`. A first request that claimed nothing (`204`) records nothing, so a
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -17646,6 +17784,16 @@ func (c *ClientWithResponses) ClaimNextWithBodyWithResponse(ctx context.Context,
 // queue, or one at its `max_running`, hands out nothing. The answer is that of
 // `POST /v1/nodes/{id}/claim`.
 //
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// the node the first request claimed, with its lease as it is now (same fence,
+// current expiry), while that claim is still held (same holder, same fence). A
+// claim that has ended since (completed, failed, released, expired) is not
+// answered again, and no other node is claimed for the key: the repeat answers
+// `204`. A first request that claimed nothing (`204`) records nothing, so a
+// repeat of it may claim. The same key from another identity, or with another
+// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+// keys: a key used for a create may be used for a claim, and the other way round.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -17663,6 +17811,15 @@ func (c *ClientWithResponses) ClaimNextWithResponse(ctx context.Context, queue s
 // `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 // within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
 //
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// those of the first request's claims still held (same holder, same fence), in
+// the first answer's order, with their leases as they are now; a claim that has
+// ended since (completed, failed, released, expired) is left out, and no other
+// node is claimed for the key. A first request that claimed nothing records
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -17679,6 +17836,15 @@ func (c *ClientWithResponses) ClaimNextManyWithBodyWithResponse(ctx context.Cont
 // Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
 // `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
 // within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+//
+// With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+// those of the first request's claims still held (same holder, same fence), in
+// the first answer's order, with their leases as they are now; a claim that has
+// ended since (completed, failed, released, expired) is left out, and no other
+// node is claimed for the key. A first request that claimed nothing records
+// nothing, so a repeat of it may claim. The same key from another identity, or
+// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+// from create keys.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -22835,6 +23001,13 @@ func ParseClaimNextResponse(rsp *http.Response) (*ClaimNextResponse, error) {
 		}
 		response.ApplicationProblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22953,6 +23126,13 @@ func ParseClaimNextManyResponse(rsp *http.Response) (*ClaimNextManyResponse, err
 			return nil, err
 		}
 		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

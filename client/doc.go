@@ -30,9 +30,11 @@
 // The client retries by itself what is safe to send again (RetryPolicy,
 // retry.go): a 429 or a connection never made for every call, and a 503 or a
 // lost connection for reads, renewals, claims of a node by id, fenced
-// releases, heartbeats, acknowledgements and creates (which it sends with an
-// Idempotency-Key of its own making, so that the server replays a repeat's
-// answer). It waits a jittered, doubling backoff or the server's Retry-After,
+// releases, heartbeats, acknowledgements, and creates and claims of a
+// queue's next nodes (which it sends with an Idempotency-Key of its own
+// making, unless the caller set one, so that the server answers a repeat
+// with what the first try did). A caller gives a claim its own key with a
+// RequestEditorFn that sets the Idempotency-Key header. It waits a jittered, doubling backoff or the server's Retry-After,
 // both capped, and at most four tries in all; WithRetries tunes it and
 // WithoutRetries turns it off.
 //

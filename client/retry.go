@@ -28,8 +28,9 @@ const (
 // it sends again is fixed (retry_ops.go; the table is docs/retries.md): every
 // call answered 429 or that could not connect, and, when the call is safe
 // to repeat (reads, renewals, claims of a node by id, fenced releases,
-// heartbeats, acknowledgements, and creates, which the client gives an
-// Idempotency-Key), one answered 503 or that lost its connection.
+// heartbeats, acknowledgements, and creates and claim-nexts, which the
+// client gives an Idempotency-Key), one answered 503 or that lost its
+// connection.
 //
 // The zero value is the default policy.
 type RetryPolicy struct {
@@ -58,8 +59,8 @@ func WithRetries(p RetryPolicy) ClientOption {
 }
 
 // WithoutRetries turns retries off: every answer and error of the first
-// try reaches the caller, and creates are sent without an Idempotency-Key
-// unless the caller gives one.
+// try reaches the caller, and creates and claims are sent without an
+// Idempotency-Key unless the caller gives one.
 func WithoutRetries() ClientOption { return WithRetries(RetryPolicy{MaxAttempts: 1}) }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -95,7 +96,7 @@ type retryDoer struct {
 
 func (d *retryDoer) Do(req *http.Request) (*http.Response, error) {
 	op := classify(req, d.base)
-	if op == opKeyedCreate && req.Header.Get("Idempotency-Key") == "" {
+	if op == opKeyed && req.Header.Get("Idempotency-Key") == "" {
 		req = req.Clone(req.Context())
 		req.Header.Set("Idempotency-Key", newIdempotencyKey())
 	}
@@ -198,7 +199,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// newIdempotencyKey is a random key for one create and its retries.
+// newIdempotencyKey is a random key for one create or claim and its retries.
 func newIdempotencyKey() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails

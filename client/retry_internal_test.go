@@ -36,8 +36,8 @@ func TestClassifyNamesTheRepeatableCalls(t *testing.T) {
 		want               opKind
 	}{
 		{"GET", "/base/v1/nodes", "", opRepeatable},
-		{"POST", "/base/v1/nodes", "{}", opKeyedCreate},
-		{"POST", "/base/v1/nodes/batch", "{}", opKeyedCreate},
+		{"POST", "/base/v1/nodes", "{}", opKeyed},
+		{"POST", "/base/v1/nodes/batch", "{}", opKeyed},
 		{"POST", "/base/v1/nodes/n1/renew", "{}", opRepeatable},
 		{"POST", "/base/v1/nodes/n1/claim", "{}", opRepeatable},
 		{"POST", "/base/v1/nodes/v1/claim", "{}", opRepeatable},
@@ -45,7 +45,9 @@ func TestClassifyNamesTheRepeatableCalls(t *testing.T) {
 		{"POST", "/base/v1/nodes/n1/release", `{"to":"w2"}`, opOnce},
 		{"POST", "/base/v1/nodes/n1/complete", `{"fence":3}`, opOnce},
 		{"POST", "/base/v1/nodes/n1/extend", `{"ms":10}`, opOnce},
-		{"POST", "/base/v1/queues/q/claim", "{}", opOnce},
+		{"POST", "/base/v1/queues/q/claim", "{}", opKeyed},
+		{"POST", "/base/v1/queues/q/claims", `{"max":3}`, opKeyed},
+		{"POST", "/base/v1/queues/q/pause", "{}", opOnce},
 		{"POST", "/base/v1/workers/heartbeat", "{}", opRepeatable},
 		{"POST", "/base/v1/inbox/m1/ack", "", opRepeatable},
 		{"PATCH", "/base/v1/nodes/n1", "{}", opOnce},

@@ -14,20 +14,20 @@ type opKind int
 
 const (
 	// opOnce: a write that a second try could repeat (complete, fail,
-	// extend, claim-next, patch, delete, ...). Retried only when the server
+	// extend, patch, delete, ...). Retried only when the server
 	// surely did not act: a 429, or no connection made.
 	opOnce opKind = iota
 	// opRepeatable: a read, or a write whose repeat changes nothing more.
 	opRepeatable
-	// opKeyedCreate: a create, which the client sends with an
+	// opKeyed: a create or a claim-next, which the client sends with an
 	// Idempotency-Key, so that the server replays a repeat's answer.
-	opKeyedCreate
+	opKeyed
 	// opFencedRelease: a release, repeatable when it carries a fence
 	// (releaseKind decides from its body).
 	opFencedRelease
 )
 
-func (k opKind) repeatable() bool { return k == opRepeatable || k == opKeyedCreate }
+func (k opKind) repeatable() bool { return k == opRepeatable || k == opKeyed }
 
 // classify tells which kind of call req is. base is the escaped path of the
 // server URL, which the API's paths follow.
@@ -43,6 +43,8 @@ func (k opKind) repeatable() bool { return k == opRepeatable || k == opKeyedCrea
 //   - ackMessage: acknowledging a message already read answers it unchanged.
 //   - createNode, createNodesBatch: a repeated Idempotency-Key replays the
 //     first answer and creates nothing.
+//   - claimNext, claimNextMany: a repeated Idempotency-Key answers the
+//     claims the first request made that are still held, and claims nothing.
 func classify(req *http.Request, base string) opKind {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -59,7 +61,9 @@ func classify(req *http.Request, base string) opKind {
 	switch {
 	case len(seg) == 2 && seg[0] == "v1" && seg[1] == "nodes",
 		len(seg) == 3 && seg[0] == "v1" && seg[1] == "nodes" && seg[2] == "batch":
-		return opKeyedCreate
+		return opKeyed
+	case len(seg) == 4 && seg[0] == "v1" && seg[1] == "queues" && (seg[3] == "claim" || seg[3] == "claims"):
+		return opKeyed
 	case len(seg) == 4 && seg[0] == "v1" && seg[1] == "nodes":
 		switch seg[3] {
 		case "renew", "claim":

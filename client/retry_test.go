@@ -71,6 +71,76 @@ func TestRetryCreateThroughTwo503sCreatesOnce(t *testing.T) {
 	}
 }
 
+func TestRetryClaimNextThroughTwoLostAnswersClaimsOnce(t *testing.T) {
+	t.Parallel()
+	s := setupRetry(t)
+	ctx := context.Background()
+	head := s.via(t, "head", []string{"dispatcher"}, fastRetries)
+	worker := s.via(t, "w1", nil, fastRetries)
+	for _, id := range []string{"n1", "n2", "n3"} {
+		res, err := head.CreateNodeWithResponse(ctx, nil, client.NodeCreate{ID: ptr(id), Type: "task", Queue: ptr("q")})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, res.StatusCode(), string(res.Body))
+	}
+
+	// Both first tries claim and lose their answer; the third answers with
+	// the claim the first made.
+	s.proxy.FailNext(2, http.StatusServiceUnavailable, clienttest.LoseAnswer, http.MethodPost, "/v1/queues/q/claim")
+	claim, err := worker.ClaimNextWithResponse(ctx, "q", client.ClaimNextRequest{})
+	require.NoError(t, err)
+	require.NotNil(t, claim.JSON200, string(claim.Body))
+	keys := s.proxy.Seen()
+	require.Len(t, keys, 3, "two lost answers, then the answer")
+	require.NotEmpty(t, keys[0], "the client gives a claim-next an Idempotency-Key")
+	require.Equal(t, []string{keys[0], keys[0], keys[0]}, keys, "every try carries the same key")
+
+	running := 0
+	for _, id := range []string{"n1", "n2", "n3"} {
+		n, err := head.GetNodeWithResponse(ctx, id)
+		require.NoError(t, err)
+		require.NotNil(t, n.JSON200, string(n.Body))
+		if n.JSON200.Status == client.NodeStatusRunning {
+			running++
+			require.Equal(t, claim.JSON200.Node.ID, id, "the node running is the one answered")
+			require.Equal(t, int64(1), n.JSON200.Attempts, "claimed once")
+			require.Equal(t, claim.JSON200.Lease.Fence, n.JSON200.Lease.Fence)
+		}
+	}
+	require.Equal(t, 1, running, "the claim-next claimed exactly one node")
+
+	// claim-many: the same through lost answers.
+	s.proxy.FailNext(2, http.StatusServiceUnavailable, clienttest.LoseAnswer, http.MethodPost, "/v1/queues/q/claims")
+	many, err := worker.ClaimNextManyWithResponse(ctx, "q", client.ClaimManyRequest{Max: ptr(1)})
+	require.NoError(t, err)
+	require.NotNil(t, many.JSON200, string(many.Body))
+	require.Len(t, many.JSON200.Items, 1)
+	require.NotEqual(t, claim.JSON200.Node.ID, many.JSON200.Items[0].Node.ID)
+	left, err := head.ListNodesWithResponse(ctx, &client.ListNodesParams{Status: ptr(client.NodeStatusQueued)})
+	require.NoError(t, err)
+	require.NotNil(t, left.JSON200, string(left.Body))
+	require.Len(t, left.JSON200.Items, 1, "one node left of three: each call claimed one")
+}
+
+// A key the caller gives a claim is the one every try carries.
+func TestRetryClaimNextKeepsTheCallersKey(t *testing.T) {
+	t.Parallel()
+	s := setupRetry(t)
+	ctx := context.Background()
+	head := s.via(t, "head", []string{"dispatcher"}, fastRetries)
+	worker := s.via(t, "w1", nil, fastRetries)
+	_, err := head.CreateNodeWithResponse(ctx, nil, client.NodeCreate{ID: ptr("n1"), Type: "task", Queue: ptr("q")})
+	require.NoError(t, err)
+	s.proxy.FailNext(1, http.StatusServiceUnavailable, clienttest.LoseAnswer, http.MethodPost, "/v1/queues/q/claim")
+	mine := func(_ context.Context, req *http.Request) error {
+		req.Header.Set("Idempotency-Key", "my-claim-1")
+		return nil
+	}
+	claim, err := worker.ClaimNextWithResponse(ctx, "q", client.ClaimNextRequest{}, mine)
+	require.NoError(t, err)
+	require.NotNil(t, claim.JSON200, string(claim.Body))
+	require.Equal(t, []string{"my-claim-1", "my-claim-1"}, s.proxy.Seen())
+}
+
 func TestRetryOffPasses503ToTheCaller(t *testing.T) {
 	t.Parallel()
 	s := setupRetry(t)

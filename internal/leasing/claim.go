@@ -118,6 +118,23 @@ func (s *Service) ClaimTx(tx *graphstore.Tx, n *records.Node, p ClaimParams, lim
 	return res, nil
 }
 
+// HeldTx is the claim p.By made of n under fence, as it stands now, for a
+// repeat of a claim-next made under an Idempotency-Key: the lease with its
+// current expiry and the assigned edge, changing nothing. ok is false when
+// that claim has ended (completed, failed, released, expired, or taken over:
+// another fence or holder).
+func (s *Service) HeldTx(tx *graphstore.Tx, n *records.Node, p ClaimParams, fence uint64, lim Limits) (res *ClaimResult, ok bool, err error) {
+	if !Live(n, tx.Now()) || n.Lease.By != p.By || n.Lease.Fence != fence {
+		return nil, false, nil
+	}
+	e, err := assignedEdge(tx, n.Tenant, n.ID, p.By)
+	if err != nil {
+		return nil, false, err
+	}
+	_, capped := effectiveTTL(p.TTL, lim)
+	return &ClaimResult{Lease: n.Lease, Edge: e, Node: n, Capped: capped, TTLMax: lim.TTLMax}, true, nil
+}
+
 // ensureIdentity makes the identity node of sub on its first claim. Identity
 // nodes are never deleted, so once one is known to exist it is remembered.
 func (s *Service) ensureIdentity(tx *graphstore.Tx, tenant, sub string) error {

@@ -27,6 +27,9 @@ type ClaimNextParams struct {
 	Types   []string // when set, only nodes of these types
 	Labels  []string // when set, only nodes carrying every one of these labels
 	Max     int      // how many nodes at most (1 for claim-next)
+	// Idem, when set, makes a repeat of the request within
+	// IdempotencyWindow answer the claims the first one made (claimKeyedTx).
+	Idem *Idempotency
 }
 
 // filter is what the ready mirror offers p: its types and labels, and the
@@ -72,9 +75,14 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*leasing.
 			stop()
 			changed, stop = s.store.ReadyWatch(p.Tenant, p.Queue, filter)
 		}
-		got, err := s.claimChunks(ctx, p, filter, lim)
+		got, replayed, err := s.claimChunks(ctx, p, filter, lim)
 		if err != nil {
 			return nil, fmt.Errorf("error claiming from queue: %w", err)
+		}
+		if replayed {
+			// The claims are the first request's: they stay with it even
+			// when this repeat's caller went away too.
+			return got, nil
 		}
 		if len(got) > 0 && ctx.Err() != nil {
 			// The caller went away while its claim committed: nobody will run
@@ -105,19 +113,29 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*leasing.
 const claimChunk = 64
 
 // claimChunks claims up to p.Max ready nodes, claimChunk per transaction, and
-// returns once all of them are durable.
-func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter indexes.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
+// returns once all of them are durable. replayed reports that p.Idem's key
+// had claimed already: got is then what claimKeyedTx replayed.
+func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter indexes.ReadyFilter, lim leasing.Limits) (got []*leasing.ClaimResult, replayed bool, err error) {
 	bctx, durable := graphstore.WithBarrier(ctx)
 	var out []*leasing.ClaimResult
 	for len(out) < p.Max {
 		q := p
 		q.Max = min(claimChunk, p.Max-len(out))
 		var got []*leasing.ClaimResult
+		first := len(out) == 0
 		err := s.store.Update(bctx, func(tx *graphstore.Tx) error {
 			var err error
+			if p.Idem != nil {
+				got, replayed, err = s.claimKeyedTx(tx, q, filter, lim, first)
+				return err
+			}
 			got, err = s.claimNextTx(tx, q, filter, lim)
 			return err
 		})
+		if err == nil && replayed {
+			// A replay wrote nothing and reads committed claims only.
+			return got, true, nil
+		}
 		var limited *fault.RateLimited
 		switch {
 		case err != nil && len(out) > 0 && errors.As(err, &limited):
@@ -126,7 +144,7 @@ func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter ind
 			if werr := durable.Wait(); werr == nil && len(out) > 0 {
 				s.releaseUndelivered(p, out)
 			}
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, got...)
 		if err != nil || len(got) < q.Max {
@@ -134,7 +152,69 @@ func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter ind
 		}
 	}
 	if err := durable.Wait(); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	return out, false, nil
+}
+
+// claimKeyedTx is claimNextTx under p.Idem's key. The first transaction of a
+// request (first) looks the key up: when a request made claims under it
+// within IdempotencyWindow, it answers those of them still held under the
+// same claim (holder and fence), as they are now, and claims nothing
+// (replayed); one that has ended since is left out. The same key with
+// another request is a fault.IdempotencyMismatch. Otherwise it claims as
+// claimNextTx does and, when it claimed any node, records them under the key
+// in the same transaction; a later chunk of the same request adds its claims
+// to the record. A claim that found nothing records nothing, so a repeat of
+// it may claim: the first claimed nothing to answer twice.
+func (s *Service) claimKeyedTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.ReadyFilter, lim leasing.Limits, first bool) (got []*leasing.ClaimResult, replayed bool, err error) {
+	rec, err := tx.ClaimIdempotencyGet(p.Tenant, p.Idem.Key, IdempotencyWindow)
+	if err != nil {
+		return nil, false, err
+	}
+	if rec != nil && rec.Hash != p.Idem.Hash {
+		return nil, false, &fault.IdempotencyMismatch{Key: p.Idem.Key}
+	}
+	if first && rec != nil {
+		got, err = s.heldClaims(tx, p, rec, lim)
+		return got, true, err
+	}
+	if got, err = s.claimNextTx(tx, p, f, lim); err != nil || len(got) == 0 {
+		return got, false, err
+	}
+	if rec == nil {
+		rec = &records.IdempotencyRecord{Hash: p.Idem.Hash}
+	}
+	for _, r := range got {
+		rec.NodeIDs = append(rec.NodeIDs, r.Node.ID)
+		rec.Fences = append(rec.Fences, r.Lease.Fence)
+	}
+	return got, false, tx.ClaimIdempotencyPut(p.Tenant, p.Idem.Key, rec, IdempotencyWindow)
+}
+
+// heldClaims are the claims of rec that p's caller still holds under the
+// fence rec names, in rec's order.
+func (s *Service) heldClaims(tx *graphstore.Tx, p ClaimNextParams, rec *records.IdempotencyRecord, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
+	var out []*leasing.ClaimResult
+	for i, id := range rec.NodeIDs {
+		if i >= len(rec.Fences) {
+			break
+		}
+		n, err := tx.NodeGet(p.Tenant, id)
+		var nf *fault.NotFound
+		switch {
+		case errors.As(err, &nf):
+			continue // deleted since: its claim ended
+		case err != nil:
+			return nil, err
+		}
+		res, ok, err := s.leases.HeldTx(tx, n, leasing.ClaimParams{Tenant: p.Tenant, NodeID: id, By: p.Sub, Session: p.Session, TTL: p.TTL}, rec.Fences[i], lim)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, res)
+		}
 	}
 	return out, nil
 }

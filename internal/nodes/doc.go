@@ -38,6 +38,11 @@
 //     which every transition into those statuses runs, expiry included).
 //   - A create made under an Idempotency-Key records its outcome in the same
 //     transaction as the nodes, so a retry sees both or neither.
+//   - A claim-next (or claims) made under an Idempotency-Key records the
+//     nodes it claimed and their fences in the transaction of those claims,
+//     under a key apart from the creates' keys; a repeat claims nothing and
+//     answers the recorded claims still held under their fence, so one key
+//     never claims twice. A claim that found nothing records nothing.
 //   - usage_total of a node is its own usage plus its children's usage_total,
 //     maintained by adding each run's usage along the parent chain.
 //   - Many ops share a transaction only where each still gets its own

@@ -28,7 +28,8 @@ import (
 //	C|t|id|created|seq              comment on a node (created: the node's creation instant, see graphstore's comment.go)
 //	T|t                             tenant record
 //	K|t|keyid                       API key record
-//	i|t|key                         idempotency record (expires with a Badger TTL)
+//	i|t|key                         idempotency record of a create (expires with a Badger TTL)
+//	i|t|claim|key                   idempotency record of a claim (as above; no create key holds 0x00)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
 //	X|t                             retention mark: highest event seq removed, fence floor (graphstore's retention.go)
 //	M|t|id                          message record (package message; once read, or given a ttl,
@@ -179,6 +180,13 @@ func TenantKey(tenant string) []byte { return NewKey(TagTenant, tenant).Bytes() 
 
 // IdempotencyKey is the key of an idempotency record.
 func IdempotencyKey(tenant, key string) []byte { return NewKey(TagIdempotency, tenant).Last(key) }
+
+// ClaimIdempotencyKey is the key of a claim's idempotency record. Its extra
+// part keeps a claim's keys apart from a create's: a client key never holds
+// KeySeparator, so no create's key can equal a claim's.
+func ClaimIdempotencyKey(tenant, key string) []byte {
+	return NewKey(TagIdempotency, tenant).Str("claim").Last(key)
+}
 
 // APIKeyKey is the key of an API key record.
 func APIKeyKey(tenant, id string) []byte { return NewKey(TagAPIKey, tenant).Last(id) }

@@ -164,13 +164,23 @@ type QueueSettings struct {
 	MaxRunning int64 `json:"max_running"` // 0 = no cap
 }
 
-// IdempotencyRecord remembers the outcome of a create made under an
-// Idempotency-Key, so a retry within the window replays it.
+// IdempotencyRecord remembers the outcome of a create or a claim made under
+// an Idempotency-Key, so a retry within the window replays it. A create's
+// record (IdempotencyKey) names the nodes it made; a claim's
+// (ClaimIdempotencyKey) names the nodes it claimed and, in Fences, the fence
+// of each claim, so a replay can tell a claim still held from one that ended.
 type IdempotencyRecord struct {
 	Hash      string    `json:"hash"`
 	NodeIDs   []string  `json:"node_ids"`
 	CreatedAt time.Time `json:"created_at"`
+	// Fences are a claim's fences, one per NodeIDs; empty for a create.
+	Fences []uint64 `json:"fences,omitempty"`
+	// Op is what made the record: OpClaim, or "" for a create.
+	Op string `json:"op,omitempty"`
 }
+
+// OpClaim is the Op of a claim's IdempotencyRecord.
+const OpClaim = "claim"
 
 // BlobRecord is a stored blob's metadata; its bytes are a file the blob
 // package keeps beside the store.

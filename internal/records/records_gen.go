@@ -592,14 +592,19 @@ func (z EventType) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *IdempotencyRecord) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 3
-	o = append(o, 0x93)
+	// array header, size 5
+	o = append(o, 0x95)
 	o = msgp.AppendString(o, z.Hash)
 	o = msgp.AppendArrayHeader(o, uint32(len(z.NodeIDs)))
 	for za0001 := range z.NodeIDs {
 		o = msgp.AppendString(o, z.NodeIDs[za0001])
 	}
 	o = msgp.AppendTime(o, z.CreatedAt)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Fences)))
+	for za0002 := range z.Fences {
+		o = msgp.AppendUint64(o, z.Fences[za0002])
+	}
+	o = msgp.AppendString(o, z.Op)
 	return
 }
 
@@ -649,6 +654,35 @@ func (z *IdempotencyRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		if zb0001--; zb0001 == 0 {
 			break
 		}
+		var zb0003 uint32
+		zb0003, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Fences")
+			return
+		}
+		if cap(z.Fences) >= int(zb0003) {
+			z.Fences = (z.Fences)[:zb0003]
+		} else {
+			z.Fences = make([]uint64, zb0003)
+		}
+		for za0002 := range z.Fences {
+			z.Fences[za0002], bts, err = msgp.ReadUint64Bytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Fences", za0002)
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Op, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Op")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
 		for ; zb0001 > 0; zb0001-- {
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -667,7 +701,7 @@ func (z *IdempotencyRecord) Msgsize() (s int) {
 	for za0001 := range z.NodeIDs {
 		s += msgp.StringPrefixSize + len(z.NodeIDs[za0001])
 	}
-	s += msgp.TimeSize
+	s += msgp.TimeSize + msgp.ArrayHeaderSize + (len(z.Fences) * (msgp.Uint64Size)) + msgp.StringPrefixSize + len(z.Op)
 	return
 }
 

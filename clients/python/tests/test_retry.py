@@ -60,6 +60,19 @@ def test_claim_and_renew_through_lost_answers(server, proxy, make_node) -> None:
         assert w.get_node(node_id)["attempts"] == 1
 
 
+def test_claim_next_through_two_lost_answers_claims_once(server, proxy, head: Client, queue: str) -> None:
+    ids = [head.create_node({"type": "task", "queue": queue})["id"] for _ in range(3)]
+    with via(server, proxy, "w1", "worker", retry=FAST) as w:
+        proxy.fail_next(2, 503, LOSE_ANSWER, "POST", f"/v1/queues/{queue}/claim")
+        claim = w.claim_next(queue, {"ttl_ms": 30000})
+    keys = proxy.seen()
+    assert len(keys) == 3 and keys[0] and keys == [keys[0]] * 3
+    assert claim is not None
+    running = [n for n in head.list_nodes(queue=queue)["items"] if n["status"] == "running"]
+    assert [n["id"] for n in running] == [claim["node"]["id"]]
+    assert running[0]["attempts"] == 1 and claim["node"]["id"] in ids
+
+
 def test_an_unkeyed_write_is_not_repeated_on_503_but_is_on_429(server, proxy, make_node) -> None:
     node_id = make_node()
     with via(server, proxy, "w1", "worker", retry=FAST) as w:

@@ -673,6 +673,8 @@ class SyncOperations:
         self,
         queue: str,
         body: Optional[ClaimNextRequest] = None,
+        *,
+        idempotency_key: Optional[str] = None,
     ) -> Optional[ClaimResponse]:
         """Claim the next ready node.
 
@@ -684,12 +686,23 @@ class SyncOperations:
         queue, or one at its `max_running`, hands out nothing. The answer is that of
         `POST /v1/nodes/{id}/claim`.
 
+        With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+        the node the first request claimed, with its lease as it is now (same fence,
+        current expiry), while that claim is still held (same holder, same fence). A
+        claim that has ended since (completed, failed, released, expired) is not
+        answered again, and no other node is claimed for the key: the repeat answers
+        `204`. A first request that claimed nothing (`204`) records nothing, so a
+        repeat of it may claim. The same key from another identity, or with another
+        queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+        keys: a key used for a create may be used for a claim, and the other way round.
+
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
         return cast('Optional[ClaimResponse]', self._call(
             "POST",
             "/v1/queues/{queue}/claim",
             path_params={"queue": queue},
+            headers={"Idempotency-Key": idempotency_key},
             json=body,
             content_type="application/json",
             accept="application/json",
@@ -701,6 +714,8 @@ class SyncOperations:
         self,
         queue: str,
         body: Optional[ClaimManyRequest] = None,
+        *,
+        idempotency_key: Optional[str] = None,
     ) -> ClaimManyResponse:
         """Claim up to max ready nodes.
 
@@ -708,12 +723,22 @@ class SyncOperations:
         `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
         within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
 
+        With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+        those of the first request's claims still held (same holder, same fence), in
+        the first answer's order, with their leases as they are now; a claim that has
+        ended since (completed, failed, released, expired) is left out, and no other
+        node is claimed for the key. A first request that claimed nothing records
+        nothing, so a repeat of it may claim. The same key from another identity, or
+        with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+        from create keys.
+
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """
         return cast('ClaimManyResponse', self._call(
             "POST",
             "/v1/queues/{queue}/claims",
             path_params={"queue": queue},
+            headers={"Idempotency-Key": idempotency_key},
             json=body,
             content_type="application/json",
             accept="application/json",
@@ -2429,6 +2454,8 @@ class AsyncOperations:
         self,
         queue: str,
         body: Optional[ClaimNextRequest] = None,
+        *,
+        idempotency_key: Optional[str] = None,
     ) -> Optional[ClaimResponse]:
         """Claim the next ready node.
 
@@ -2440,12 +2467,23 @@ class AsyncOperations:
         queue, or one at its `max_running`, hands out nothing. The answer is that of
         `POST /v1/nodes/{id}/claim`.
 
+        With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+        the node the first request claimed, with its lease as it is now (same fence,
+        current expiry), while that claim is still held (same holder, same fence). A
+        claim that has ended since (completed, failed, released, expired) is not
+        answered again, and no other node is claimed for the key: the repeat answers
+        `204`. A first request that claimed nothing (`204`) records nothing, so a
+        repeat of it may claim. The same key from another identity, or with another
+        queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+        keys: a key used for a create may be used for a claim, and the other way round.
+
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
         return cast('Optional[ClaimResponse]', await self._call(
             "POST",
             "/v1/queues/{queue}/claim",
             path_params={"queue": queue},
+            headers={"Idempotency-Key": idempotency_key},
             json=body,
             content_type="application/json",
             accept="application/json",
@@ -2457,6 +2495,8 @@ class AsyncOperations:
         self,
         queue: str,
         body: Optional[ClaimManyRequest] = None,
+        *,
+        idempotency_key: Optional[str] = None,
     ) -> ClaimManyResponse:
         """Claim up to max ready nodes.
 
@@ -2464,12 +2504,22 @@ class AsyncOperations:
         `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
         within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
 
+        With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+        those of the first request's claims still held (same holder, same fence), in
+        the first answer's order, with their leases as they are now; a claim that has
+        ended since (completed, failed, released, expired) is left out, and no other
+        node is claimed for the key. A first request that claimed nothing records
+        nothing, so a repeat of it may claim. The same key from another identity, or
+        with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+        from create keys.
+
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """
         return cast('ClaimManyResponse', await self._call(
             "POST",
             "/v1/queues/{queue}/claims",
             path_params={"queue": queue},
+            headers={"Idempotency-Key": idempotency_key},
             json=body,
             content_type="application/json",
             accept="application/json",

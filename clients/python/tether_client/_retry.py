@@ -5,9 +5,10 @@ A 429 (the server refused before acting) and a connection never made are
 retried for every call. A 503 and a connection lost during the call are
 retried only for calls that are safe to repeat: reads, renewals, claims of
 a node by id (re-claiming one's own lease renews it), releases that carry
-a fence, worker heartbeats, message acknowledgements, and creates, which
-the client sends with an Idempotency-Key of its own making so that the
-server replays the first answer.
+a fence, worker heartbeats, message acknowledgements, and creates and
+claims of a queue's next nodes, which the client sends with an
+Idempotency-Key of its own making (unless the caller gave one) so that the
+server answers a repeat with what the first try did.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ __all__ = ["RetryPolicy", "Attempts", "ONCE", "REPEATABLE", "KEYED_CREATE", "kin
 
 ONCE = "once"
 REPEATABLE = "repeatable"
+# A create or a claim-next: sent with an Idempotency-Key (the name is older
+# than keyed claims).
 KEYED_CREATE = "keyed_create"
 
 _REPEATABLE_POSTS = {
@@ -33,7 +36,7 @@ _REPEATABLE_POSTS = {
     "/v1/workers/heartbeat",
     "/v1/inbox/{id}/ack",
 }
-_KEYED_CREATES = {"/v1/nodes", "/v1/nodes/batch"}
+_KEYED_CREATES = {"/v1/nodes", "/v1/nodes/batch", "/v1/queues/{queue}/claim", "/v1/queues/{queue}/claims"}
 
 
 @dataclass(frozen=True)

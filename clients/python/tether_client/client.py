@@ -196,7 +196,7 @@ class AsyncClient(AsyncOperations):
 
 
 def _attempts(policy: Optional[RetryPolicy], method: str, path: str, json: Any, hdrs: Dict[str, str]) -> _retry.Attempts:
-    """The tries of one call; gives a create its Idempotency-Key (in hdrs)
+    """The tries of one call; gives a create or a claim-next its Idempotency-Key (in hdrs)
     when retries are on and the caller gave none."""
     kind = _retry.kind_of(method, path, json)
     if policy is not None and policy.max_attempts > 1 and kind == _retry.KEYED_CREATE and "Idempotency-Key" not in hdrs:

@@ -57,7 +57,7 @@ export interface RetryPolicy {
 }
 
 /** What a retry may assume of a call. */
-type CallKind = "once" | "repeatable" | "keyed-create";
+type CallKind = "once" | "repeatable" | "keyed";
 
 /**
  * A fetch that sends a call again, at most maxAttempts times in all: after a 429
@@ -65,8 +65,9 @@ type CallKind = "once" | "repeatable" | "keyed-create";
  * call; after a 503 or a connection lost during the call, only when the call is
  * safe to repeat: reads, renewals, claims of a node by id (re-claiming one's own
  * lease renews it), releases that carry a fence, worker heartbeats, message
- * acknowledgements, and creates, which it sends with an Idempotency-Key of its
- * own making so that the server replays the first answer. An aborted request
+ * acknowledgements, and creates and claims of a queue's next nodes, which it
+ * sends with an Idempotency-Key of its own making (unless the caller set one) so
+ * that the server answers a repeat with what the first try did. An aborted request
  * is never sent again.
  */
 export function retryingFetch(
@@ -83,7 +84,7 @@ export function retryingFetch(
       return fetch(request);
     }
     const kind = await callKind(request, base);
-    if (kind === "keyed-create" && !request.headers.has("Idempotency-Key")) {
+    if (kind === "keyed" && !request.headers.has("Idempotency-Key")) {
       request = new Request(request, { headers: withHeader(request.headers, "Idempotency-Key", newIdempotencyKey()) });
     }
     const repeatable = kind !== "once";
@@ -126,7 +127,10 @@ async function callKind(request: Request, base: string): Promise<CallKind> {
     return "once";
   }
   if ((seg.length === 2 && kind === "nodes") || (seg.length === 3 && kind === "nodes" && id === "batch")) {
-    return "keyed-create";
+    return "keyed";
+  }
+  if (seg.length === 4 && kind === "queues" && (verb === "claim" || verb === "claims")) {
+    return "keyed";
   }
   if (seg.length === 4 && kind === "nodes" && (verb === "renew" || verb === "claim")) {
     return "repeatable";

@@ -671,6 +671,16 @@ export interface paths {
          *     and answers as soon as a node becomes ready; `204` when none did. A paused
          *     queue, or one at its `max_running`, hands out nothing. The answer is that of
          *     `POST /v1/nodes/{id}/claim`.
+         *
+         *     With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+         *     the node the first request claimed, with its lease as it is now (same fence,
+         *     current expiry), while that claim is still held (same holder, same fence). A
+         *     claim that has ended since (completed, failed, released, expired) is not
+         *     answered again, and no other node is claimed for the key: the repeat answers
+         *     `204`. A first request that claimed nothing (`204`) records nothing, so a
+         *     repeat of it may claim. The same key from another identity, or with another
+         *     queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
+         *     keys: a key used for a create may be used for a claim, and the other way round.
          */
         post: operations["claimNext"];
         delete?: never;
@@ -696,6 +706,15 @@ export interface paths {
          * @description Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
          *     `{"items": [{"lease", "node"}]}` in claim order, empty when nothing was ready
          *     within `wait_ms`. A caller at its `max_leases_per_identity` gets what fits.
+         *
+         *     With an `Idempotency-Key`, a repeat within 24 h claims nothing: it answers
+         *     those of the first request's claims still held (same holder, same fence), in
+         *     the first answer's order, with their leases as they are now; a claim that has
+         *     ended since (completed, failed, released, expired) is left out, and no other
+         *     node is claimed for the key. A first request that claimed nothing records
+         *     nothing, so a repeat of it may claim. The same key from another identity, or
+         *     with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
+         *     from create keys.
          */
         post: operations["claimNextMany"];
         delete?: never;
@@ -3279,6 +3298,14 @@ export interface components {
         /** @description `"<version>"`: apply only if the node is still at that version. */
         IfMatch: string;
         /**
+         * @description The same key in the same tenant within 24 h answers the claims the first
+         *     request made that are still held, as they are now, and claims nothing more;
+         *     from another identity, or with another queue or body, it is `422
+         *     idempotency_mismatch`. Only a request that claimed is recorded. Independent of
+         *     the keys of creates.
+         */
+        ClaimIdempotencyKey: string;
+        /**
          * @description The same key in the same tenant within 24 h replays the first response
          *     (same status, same node ids) and creates nothing; with a different body it is
          *     `422 idempotency_mismatch`.
@@ -4225,7 +4252,16 @@ export interface operations {
     claimNext: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The same key in the same tenant within 24 h answers the claims the first
+                 *     request made that are still held, as they are now, and claims nothing more;
+                 *     from another identity, or with another queue or body, it is `422
+                 *     idempotency_mismatch`. Only a request that claimed is recorded. Independent of
+                 *     the keys of creates.
+                 */
+                "Idempotency-Key"?: components["parameters"]["ClaimIdempotencyKey"];
+            };
             path: {
                 /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
                 queue: string;
@@ -4261,6 +4297,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyMismatch"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -4269,7 +4306,16 @@ export interface operations {
     claimNextMany: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The same key in the same tenant within 24 h answers the claims the first
+                 *     request made that are still held, as they are now, and claims nothing more;
+                 *     from another identity, or with another queue or body, it is `422
+                 *     idempotency_mismatch`. Only a request that claimed is recorded. Independent of
+                 *     the keys of creates.
+                 */
+                "Idempotency-Key"?: components["parameters"]["ClaimIdempotencyKey"];
+            };
             path: {
                 /** @description The queue name, 1-128 characters of `[A-Za-z0-9._:-]`. */
                 queue: string;
@@ -4298,6 +4344,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyMismatch"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

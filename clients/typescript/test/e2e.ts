@@ -293,6 +293,20 @@ await check("retries: claim and renew through lost answers; a complete is not re
   const done = await unwrap(viaProxy.POST("/v1/nodes/{id}/complete", { params: { path: { id: nid } }, body: { fence } }));
   expect(done.status === "done" && proxy.seen().length === 3, `status ${done.status}, tries ${proxy.seen().length}`);
 });
+
+await check("retries: a claim-next through two lost answers claims one node", async () => {
+  const queue = `${id}-retry-claim-next`;
+  for (const n of ["a", "b", "c"]) {
+    await unwrap(head.POST("/v1/nodes", { body: { id: `${queue}-${n}`, type: "task", queue } }));
+  }
+  proxy.failNext(2, 503, "lose-answer", "POST", `/v1/queues/${queue}/claim`);
+  const claim = await unwrapOptional(viaProxy.POST("/v1/queues/{queue}/claim", { params: { path: { queue } }, body: { ttl_ms: 60_000 } }));
+  const keys = proxy.seen();
+  expect(keys.length === 3 && keys[0] !== "" && keys.every((k) => k === keys[0]), `keys ${JSON.stringify(keys)}`);
+  expect(claim !== undefined && claim.node.attempts === 1, `claim ${JSON.stringify(claim)}`);
+  const running = (await unwrap(head.GET("/v1/nodes", { params: { query: { queue, status: "running" } } }))).items.map((n) => n.id);
+  deepStrictEqual(running, [claim?.node.id]);
+});
 proxy.close();
 
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
