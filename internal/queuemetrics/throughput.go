@@ -97,14 +97,8 @@ func (h *histories) find(tenant, queue string) (*list.Element, historyKey) {
 
 // count adds one outcome at now to tenant's queue; call with mu held.
 func (h *histories) count(tenant, queue string, what indexes.QueueOutcome, now time.Time) {
-	var field func(*minuteCounts) *uint32
 	switch what {
-	case indexes.QueueCreated:
-		field = func(c *minuteCounts) *uint32 { return &c.created }
-	case indexes.QueueCompleted:
-		field = func(c *minuteCounts) *uint32 { return &c.completed }
-	case indexes.QueueFailed:
-		field = func(c *minuteCounts) *uint32 { return &c.failed }
+	case indexes.QueueCreated, indexes.QueueCompleted, indexes.QueueFailed:
 	default:
 		return
 	}
@@ -125,7 +119,15 @@ func (h *histories) count(tenant, queue string, what indexes.QueueOutcome, now t
 	}
 	e := el.Value.(*historyEntry)
 	e.last = max(e.last, minute)
-	*field(e.ring.at(minute))++
+	c := e.ring.at(minute)
+	switch what {
+	case indexes.QueueCreated:
+		c.created++
+	case indexes.QueueCompleted:
+		c.completed++
+	case indexes.QueueFailed:
+		c.failed++
+	}
 }
 
 // dropIdle drops the histories with nothing in the hour before minute:
