@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -214,23 +215,46 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 	if err := p.validate(); err != nil {
 		return View{}, err
 	}
-	recount, err := r.checkRoom(p)
-	if err != nil {
-		return View{}, err
+	// A worker already listed holds its row, and the write alone serves
+	// it. A first heartbeat (or one of a worker forgotten since) is counted
+	// against the caps off the writer (checkRoom) and then written.
+	rec, err := r.beat(ctx, p, false, false)
+	if errors.Is(err, errFirstBeat) {
+		var recount bool
+		if recount, err = r.checkRoom(p); err != nil {
+			return View{}, err
+		}
+		rec, err = r.beat(ctx, p, true, recount)
 	}
+	if err != nil {
+		return View{}, fmt.Errorf("error recording a heartbeat: %w", err)
+	}
+	return r.view(rec, rec.LastSeenAt), nil
+}
+
+// errFirstBeat is beat's answer, writing nothing, to the first heartbeat
+// of a worker whose room has not been counted.
+var errFirstBeat = errors.New("a worker's first heartbeat, not yet counted against the caps")
+
+// beat writes p's heartbeat. A worker not listed (or forgotten) is
+// written only once counted (checkRoom); recount counts again under the
+// writer, as checkRoom asks near a cap.
+func (r *Registry) beat(ctx context.Context, p HeartbeatParams, counted, recount bool) (Record, error) {
 	var rec Record
 	// Not durable: a heartbeat is superseded by the next one within seconds,
 	// so an fsync per heartbeat would buy nothing. A crash can lose only the
 	// last few, which makes the worker look older than it is; after a crash
 	// that is the truth anyway, and its next heartbeat sets it right.
-	err = r.store.Update(ctx, func(tx *graphstore.Tx) error {
+	err := r.store.Update(ctx, func(tx *graphstore.Tx) error {
 		now := tx.Now().UTC()
 		var prev Record
 		found, err := tx.Records().WorkerGet(p.Tenant, p.By, p.Worker, &prev)
 		if err != nil {
 			return err
 		}
-		if recount && (!found || r.forgotten(prev, now)) {
+		if first := !found || r.forgotten(prev, now); first && !counted {
+			return errFirstBeat
+		} else if first && recount {
 			if err := r.roomIn(tx, p.Tenant, p.By, now); err != nil {
 				return err
 			}
@@ -247,10 +271,7 @@ func (r *Registry) Heartbeat(ctx context.Context, p HeartbeatParams) (View, erro
 		}
 		return tx.Records().WorkerPut(p.Tenant, p.By, p.Worker, &rec, r.retention(rec))
 	})
-	if err != nil {
-		return View{}, fmt.Errorf("error recording a heartbeat: %w", err)
-	}
-	return r.view(rec, rec.LastSeenAt), nil
+	return rec, err
 }
 
 // checkRoom refuses the first heartbeat of a worker whose identity or
