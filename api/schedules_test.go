@@ -14,6 +14,7 @@ import (
 
 	"github.com/tether-run/tether/client"
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/core"
 	"github.com/tether-run/tether/internal/schedule"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tenancy"
@@ -25,11 +26,16 @@ import (
 func startOn(t *testing.T, dir string, clk *clocktest.Fake) (*env, func()) {
 	t.Helper()
 	cfg := server.Config{
-		DataDir: dir, Clock: clk, ReaperInterval: time.Second, MaxBodyBytes: 64 << 10,
-		Tenant: tenancy.Config{
-			JWTSecrets: []string{testSecret}, TTLCeilingMS: 86400000,
-			Defaults: tenancy.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
+		Config: core.Config{
+			DataDir:        dir,
+			Clock:          clk,
+			ReaperInterval: time.Second,
+			Tenant: tenancy.Config{
+				JWTSecrets: []string{testSecret}, TTLCeilingMS: 86400000,
+				Defaults: tenancy.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
+			},
 		},
+		MaxBodyBytes: 64 << 10,
 	}
 	srv, err := server.Open(context.Background(), cfg)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/internal/core"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tenancy"
 )
@@ -202,14 +203,16 @@ func promQuery(t *testing.T, base, expr string) string {
 func startServer(t *testing.T) string {
 	t.Helper()
 	srv, err := server.Open(context.Background(), server.Config{
-		DataDir:        t.TempDir(),
-		ReaperInterval: 100 * time.Millisecond,
-		MetricsTokens:  []string{metricsToken},
-		Tenant: tenancy.Config{
-			JWTSecrets:   []string{secret},
-			TTLCeilingMS: 86400000,
-			Defaults:     tenancy.Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2},
+		Config: core.Config{
+			DataDir:        t.TempDir(),
+			ReaperInterval: 100 * time.Millisecond,
+			Tenant: tenancy.Config{
+				JWTSecrets:   []string{secret},
+				TTLCeilingMS: 86400000,
+				Defaults:     tenancy.Policy{ClaimTTLDefaultMS: 60000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 2},
+			},
 		},
+		MetricsTokens: []string{metricsToken},
 	})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tether-run/tether/internal/core"
 	"github.com/tether-run/tether/internal/etcdtest"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tenancy"
@@ -68,7 +69,12 @@ func testConfig(cli *clientv3.Client, prefix string, shards int, url string) Con
 		Client: cli, Prefix: prefix, Shards: shards, Advertise: url, LeaseTTL: testLeaseTTL,
 		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("node", url),
 		DrainTimeout: 5 * time.Second,
-		Server:       server.Config{Tenant: tenancy.Config{JWTSecrets: []string{testSecret}}, OperatorTokens: []string{"op-token"}},
+		Server: server.Config{
+			Config: core.Config{
+				Tenant: tenancy.Config{JWTSecrets: []string{testSecret}},
+			},
+			OperatorTokens: []string{"op-token"},
+		},
 	}
 }
 

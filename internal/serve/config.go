@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tether-run/tether/api"
+	"github.com/tether-run/tether/internal/core"
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/envflag"
 	"github.com/tether-run/tether/internal/fleet"
@@ -170,39 +171,41 @@ func loadEnv() (settings, error) {
 		return s, fmt.Errorf("TETHER_JWT_PUBLIC_KEYS: %w", err)
 	}
 	s.Server = server.Config{
-		ReaperInterval:         time.Duration(reaperMS) * time.Millisecond,
-		WorkerStaleAfter:       time.Duration(workerStaleMS) * time.Millisecond,
-		WorkerOfflineRetention: time.Duration(workerOfflineMS) * time.Millisecond,
-		WorkerMaxPerIdentity:   int(workersIdentity),
-		WorkerMaxPerTenant:     int(workersTenant),
-		MaxBodyBytes:           maxBody,
-		Waits:                  api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
-		BlobMaxBytes:           blobMax,
-		BlobGrace:              time.Duration(blobGraceMS) * time.Millisecond,
-		SkillMDPath:            os.Getenv("TETHER_SKILL_MD_PATH"),
-		OperatorTokens:         envflag.List("TETHER_OPERATOR_TOKENS"),
-		MetricsTokens:          envflag.List("TETHER_METRICS_TOKENS"),
-		CleanerInterval:        time.Duration(cleanerMS) * time.Millisecond,
-		QueueMetrics:           queuemetrics.Limits{MaxTenants: int(metricsTenants), MaxQueues: int(metricsQueues)},
-		Tenant: tenancy.Config{
-			JWTSecrets:      envflag.List("TETHER_JWT_SECRET"),
-			PublicKeys:      keys,
-			Issuer:          os.Getenv("TETHER_JWT_ISSUER"),
-			Audience:        os.Getenv("TETHER_JWT_AUDIENCE"),
-			HeadTokens:      envflag.List("HEAD_TOKEN", "HEAD_TOKENS"),
-			LeftClawTokens:  envflag.List("LEFT_CLAW_TOKEN", "LEFT_CLAW_TOKENS"),
-			RightClawTokens: envflag.List("RIGHT_CLAW_TOKEN", "RIGHT_CLAW_TOKENS"),
-			TTLCeilingMS:    ttlCeiling,
-			Defaults: tenancy.Policy{
-				ClaimTTLDefaultMS:  ttlDefault,
-				ClaimTTLMaxMS:      ttlMax,
-				MaxAttemptsDefault: maxAttempts,
-				RetentionMS:        retentionMS,
-				BlobQuotaBytes:     blobQuota,
-				RetryInitialMS:     retryInitialMS,
-				RetryMaxMS:         retryMaxMS,
+		Config: core.Config{
+			ReaperInterval:         time.Duration(reaperMS) * time.Millisecond,
+			WorkerStaleAfter:       time.Duration(workerStaleMS) * time.Millisecond,
+			WorkerOfflineRetention: time.Duration(workerOfflineMS) * time.Millisecond,
+			WorkerMaxPerIdentity:   int(workersIdentity),
+			WorkerMaxPerTenant:     int(workersTenant),
+			BlobMaxBytes:           blobMax,
+			BlobGrace:              time.Duration(blobGraceMS) * time.Millisecond,
+			CleanerInterval:        time.Duration(cleanerMS) * time.Millisecond,
+			Tenant: tenancy.Config{
+				JWTSecrets:      envflag.List("TETHER_JWT_SECRET"),
+				PublicKeys:      keys,
+				Issuer:          os.Getenv("TETHER_JWT_ISSUER"),
+				Audience:        os.Getenv("TETHER_JWT_AUDIENCE"),
+				HeadTokens:      envflag.List("HEAD_TOKEN", "HEAD_TOKENS"),
+				LeftClawTokens:  envflag.List("LEFT_CLAW_TOKEN", "LEFT_CLAW_TOKENS"),
+				RightClawTokens: envflag.List("RIGHT_CLAW_TOKEN", "RIGHT_CLAW_TOKENS"),
+				TTLCeilingMS:    ttlCeiling,
+				Defaults: tenancy.Policy{
+					ClaimTTLDefaultMS:  ttlDefault,
+					ClaimTTLMaxMS:      ttlMax,
+					MaxAttemptsDefault: maxAttempts,
+					RetentionMS:        retentionMS,
+					BlobQuotaBytes:     blobQuota,
+					RetryInitialMS:     retryInitialMS,
+					RetryMaxMS:         retryMaxMS,
+				},
 			},
 		},
+		MaxBodyBytes:   maxBody,
+		Waits:          api.WaitLimits{PerIdentity: noCapIfZero(waitsIdentity), PerTenant: noCapIfZero(waitsTenant)},
+		SkillMDPath:    os.Getenv("TETHER_SKILL_MD_PATH"),
+		OperatorTokens: envflag.List("TETHER_OPERATOR_TOKENS"),
+		MetricsTokens:  envflag.List("TETHER_METRICS_TOKENS"),
+		QueueMetrics:   queuemetrics.Limits{MaxTenants: int(metricsTenants), MaxQueues: int(metricsQueues)},
 	}
 	return s, nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/tether-run/tether/internal/core"
 	"github.com/tether-run/tether/internal/fleet"
 	"github.com/tether-run/tether/internal/graphstore"
-	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/logger"
 	"github.com/tether-run/tether/internal/message"
@@ -29,43 +28,19 @@ import (
 	"github.com/tether-run/tether/internal/tenancy"
 )
 
-// Config is everything a server needs.
+// Config is everything a server needs: the store and the services over
+// it (core.Config), and the HTTP API's own settings.
 type Config struct {
-	DataDir  string
-	InMemory bool // tests only: no durability
-	// KV, when set, is the storage engine (one shard's etcd-backed store,
-	// say) instead of Badger in DataDir; the server closes it at Shutdown.
-	KV *kv.Store
-	// DuringRebuild is called around the store's rebuild at open
-	// (graphstore.Options.DuringRebuild): serve pauses the proportional GC
-	// there. nil: the runtime is left alone.
-	DuringRebuild  func() (done func())
-	Tenant         tenancy.Config
-	ReaperInterval time.Duration
-	MaxBodyBytes   int64
-	SkillMDPath    string
-	Clock          clock.Clock
-	Logger         *slog.Logger
+	core.Config
+	MaxBodyBytes int64
+	SkillMDPath  string
 	// AccessLog says which requests Logger records (TETHER_ACCESS_LOG).
 	AccessLog api.AccessLog
-
-	// WorkerStaleAfter is TETHER_WORKER_STALE_MS (fleet.DefaultStaleAfter when zero).
-	WorkerStaleAfter time.Duration
-	// WorkerOfflineRetention is TETHER_WORKER_OFFLINE_RETENTION_MS
-	// (fleet.DefaultOfflineRetention when zero).
-	WorkerOfflineRetention time.Duration
-	// WorkerMaxPerIdentity and WorkerMaxPerTenant are
-	// TETHER_WORKER_MAX_PER_IDENTITY and TETHER_WORKER_MAX_PER_TENANT
-	// (fleet.DefaultMaxPerIdentity and fleet.DefaultMaxPerTenant when zero).
-	WorkerMaxPerIdentity, WorkerMaxPerTenant int
 	// OperatorTokens may take backups (TETHER_OPERATOR_TOKENS).
 	OperatorTokens []string
 	// MetricsTokens may read every series of /metrics
 	// (TETHER_METRICS_TOKENS); so may operator tokens.
 	MetricsTokens []string
-	// CleanerInterval is how often retention runs (retention.DefaultInterval
-	// when zero).
-	CleanerInterval time.Duration
 	// Waits cap the long polls, event streams and MCP sessions and streams
 	// open at once (TETHER_MAX_WAITS_PER_IDENTITY, TETHER_MAX_WAITS_PER_TENANT).
 	Waits api.WaitLimits
@@ -75,13 +50,6 @@ type Config struct {
 	// Tracer, when set, traces requests and their writes (package
 	// internal/tracing); nil: tracing off.
 	Tracer trace.TracerProvider
-
-	// BlobMaxBytes is TETHER_BLOB_MAX_BYTES and BlobGrace TETHER_BLOB_GRACE_MS
-	// (blob.DefaultMaxBytes and blob.DefaultGrace when zero). Blob files live
-	// in DataDir/blobs (BlobDir, when set, for tests).
-	BlobMaxBytes int64
-	BlobGrace    time.Duration
-	BlobDir      string
 
 	// MCP, when set, builds the handler served at /mcp behind the API's
 	// authentication (mcp.NewHandler, which `tether serve` wires) from the
@@ -134,14 +102,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		skill = b
 	}
-	c, err := core.Open(ctx, core.Config{
-		DataDir: cfg.DataDir, InMemory: cfg.InMemory, KV: cfg.KV, DuringRebuild: cfg.DuringRebuild, Tenant: cfg.Tenant,
-		ReaperInterval: cfg.ReaperInterval, Clock: cfg.Clock, Logger: cfg.Logger,
-		WorkerStaleAfter: cfg.WorkerStaleAfter, WorkerOfflineRetention: cfg.WorkerOfflineRetention,
-		WorkerMaxPerIdentity: cfg.WorkerMaxPerIdentity, WorkerMaxPerTenant: cfg.WorkerMaxPerTenant,
-		CleanerInterval: cfg.CleanerInterval,
-		BlobMaxBytes:    cfg.BlobMaxBytes, BlobGrace: cfg.BlobGrace, BlobDir: cfg.BlobDir,
-	})
+	c, err := core.Open(ctx, cfg.Config)
 	if err != nil {
 		return nil, err
 	}

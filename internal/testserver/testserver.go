@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/core"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tenancy"
 )
@@ -47,16 +48,18 @@ func Config(t testing.TB) server.Config { return ConfigIn(t.TempDir()) }
 // testing.TB (client/clienttest's Start).
 func ConfigIn(dir string) server.Config {
 	return server.Config{
-		DataDir:        dir,
-		Clock:          clocktest.New(time.Now().UTC().Truncate(time.Millisecond)),
-		ReaperInterval: time.Second,
-		MaxBodyBytes:   64 << 10,
-		Tenant: tenancy.Config{
-			JWTSecrets:   []string{Secret},
-			HeadTokens:   []string{"head-static-token"},
-			TTLCeilingMS: 86400000,
-			Defaults:     tenancy.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
+		Config: core.Config{
+			DataDir:        dir,
+			Clock:          clocktest.New(time.Now().UTC().Truncate(time.Millisecond)),
+			ReaperInterval: time.Second,
+			Tenant: tenancy.Config{
+				JWTSecrets:   []string{Secret},
+				HeadTokens:   []string{"head-static-token"},
+				TTLCeilingMS: 86400000,
+				Defaults:     tenancy.Policy{ClaimTTLDefaultMS: 300000, ClaimTTLMaxMS: 7200000, MaxAttemptsDefault: 5},
+			},
 		},
+		MaxBodyBytes: 64 << 10,
 	}
 }
 
