@@ -115,15 +115,12 @@ func portTaken(err error) bool {
 func startMembers(dir string, n int) (*Cluster, error) {
 	c := &Cluster{prefix: newPrefix()}
 	var peers []string
+	urls, err := freeURLs(2 * n)
+	if err != nil {
+		return nil, err
+	}
 	for i := range n {
-		peer, err := freeURL()
-		if err != nil {
-			return nil, err
-		}
-		cli, err := freeURL()
-		if err != nil {
-			return nil, err
-		}
+		peer, cli := urls[2*i], urls[2*i+1]
 		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(dir, fmt.Sprintf("etcd-m%d", i)), peer: peer, cli: cli}
 		c.members = append(c.members, m)
 		peers = append(peers, m.name+"="+m.peer.String())
@@ -274,14 +271,20 @@ func (m *member) start() error {
 	}
 }
 
-// freeURL is a loopback URL on a port free right now.
-func freeURL() (url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return url.URL{}, fmt.Errorf("free port: %w", err)
+// freeURLs is k URLs on ports free a moment before, each a different one:
+// every listener stays open until all are picked, so the kernel cannot
+// hand the same port out twice (two members on one port: "duplicate url").
+func freeURLs(k int) ([]url.URL, error) {
+	urls := make([]url.URL, 0, k)
+	for range k {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		defer l.Close()
+		urls = append(urls, url.URL{Scheme: "http", Host: l.Addr().String()})
 	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+	return urls, nil
 }
 
 // Wait waits until the cluster answers a linearizable read (it has a
