@@ -41,6 +41,11 @@ var (
 		"replicaCount": 3,
 		"etcd":         map[string]any{"endpoints": []any{"http://etcd-0.etcd:2379", "http://etcd-1.etcd:2379"}},
 	}
+	postgresValues = map[string]any{
+		"store":        "postgres",
+		"replicaCount": 3,
+		"postgres":     map[string]any{"existingSecret": "tether-postgres"},
+	}
 )
 
 func TestLint(t *testing.T) {
@@ -48,7 +53,7 @@ func TestLint(t *testing.T) {
 	metricsValues := map[string]any{"metrics": map[string]any{
 		"port": 9725, "serviceMonitor": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true},
 	}}
-	for name, vals := range map[string]map[string]any{"badger": badgerValues, "etcd": etcdValues, "metrics": metricsValues} {
+	for name, vals := range map[string]map[string]any{"badger": badgerValues, "etcd": etcdValues, "postgres": postgresValues, "metrics": metricsValues} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			res := lint.AllWithKubeVersion(chartDir, vals, "tether", nil)
@@ -217,6 +222,33 @@ func TestTemplateEtcd(t *testing.T) {
 	require.Len(t, find[*corev1.Service](t, objs), 1)
 }
 
+// The postgres shape: stateless servers like etcd's, the URL from the
+// user's Secret, never in the chart's values.
+func TestTemplatePostgres(t *testing.T) {
+	t.Parallel()
+	objs, err := render(t, postgresValues)
+	require.NoError(t, err)
+	require.Empty(t, find[*appsv1.StatefulSet](t, objs))
+	deps := find[*appsv1.Deployment](t, objs)
+	require.Len(t, deps, 1)
+	d := deps[0]
+	require.Equal(t, int32(3), *d.Spec.Replicas)
+	c := checkPod(t, d.Spec.Template.Spec, "tether")
+	env := envOf(c)
+	require.Equal(t, "postgres", env["TETHER_STORE"].Value)
+	require.Equal(t, "tether-postgres", env["TETHER_POSTGRES_URL"].ValueFrom.SecretKeyRef.Name)
+	require.Equal(t, "url", env["TETHER_POSTGRES_URL"].ValueFrom.SecretKeyRef.Key)
+	require.Equal(t, "tether", env["TETHER_POSTGRES_SCHEMA"].Value)
+	require.Equal(t, "http://$(POD_IP):36725", env["TETHER_ADVERTISE_URL"].Value, "each server is reached at its pod IP")
+	require.NotContains(t, env, "TETHER_DATA_DIR")
+	require.NotContains(t, env, "TETHER_ETCD_ENDPOINTS")
+	for _, m := range c.VolumeMounts {
+		require.NotEqual(t, "/data", m.MountPath, "the postgres shape keeps no data directory")
+	}
+	require.Len(t, find[*policyv1.PodDisruptionBudget](t, objs), 1)
+	require.Len(t, find[*corev1.Service](t, objs), 1)
+}
+
 // With auth.existingSecret the chart makes no Secret and every reference
 // names the user's, with its keys.
 func TestTemplateExistingSecret(t *testing.T) {
@@ -248,7 +280,8 @@ func TestTemplateRefusesBadValues(t *testing.T) {
 		want string
 	}{
 		{map[string]any{"store": "etcd"}, "store etcd needs etcd.endpoints"},
-		{map[string]any{"store": "postgres"}, `store must be badger or etcd, not "postgres"`},
+		{map[string]any{"store": "mysql"}, `store must be badger, etcd or postgres, not "mysql"`},
+		{map[string]any{"store": "postgres"}, "store postgres needs postgres.existingSecret"},
 		{map[string]any{"terminationGracePeriodSeconds": 30}, "terminationGracePeriodSeconds must be above 30"},
 		{map[string]any{"store": "etcd", "replicaCount": 0, "etcd": map[string]any{"endpoints": []any{"http://e:2379"}}}, "replicaCount must be at least 1"},
 	} {

@@ -35,13 +35,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* Fails on values that cannot make a working server, saying what to set. */}}
 {{- define "tether.validate" -}}
-{{- if not (has .Values.store (list "badger" "etcd")) -}}
-{{- fail (printf "store must be badger or etcd, not %q" .Values.store) -}}
+{{- if not (has .Values.store (list "badger" "etcd" "postgres")) -}}
+{{- fail (printf "store must be badger, etcd or postgres, not %q" .Values.store) -}}
+{{- end -}}
+{{- if and (eq .Values.store "postgres") (empty .Values.postgres.existingSecret) -}}
+{{- fail "store postgres needs postgres.existingSecret: a Secret holding the PostgreSQL URL (key postgres.urlKey)" -}}
 {{- end -}}
 {{- if and (eq .Values.store "etcd") (empty .Values.etcd.endpoints) -}}
 {{- fail "store etcd needs etcd.endpoints: the client URLs of an existing etcd cluster" -}}
 {{- end -}}
-{{- if and (eq .Values.store "etcd") (lt (int .Values.replicaCount) 1) -}}
+{{- if and (ne .Values.store "badger") (lt (int .Values.replicaCount) 1) -}}
 {{- fail "replicaCount must be at least 1" -}}
 {{- end -}}
 {{- if and .Values.metrics.port (or (lt (int .Values.metrics.port) 1) (gt (int .Values.metrics.port) 65535) (eq (int .Values.metrics.port) 36725)) -}}
@@ -120,6 +123,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
           name: {{ . }}
           key: password
     {{- end }}
+    {{- else if eq .Values.store "postgres" }}
+    - name: TETHER_STORE
+      value: postgres
+    - name: TETHER_POSTGRES_URL
+      valueFrom:
+        secretKeyRef:
+          name: {{ .Values.postgres.existingSecret }}
+          key: {{ .Values.postgres.urlKey }}
+    - name: TETHER_POSTGRES_SCHEMA
+      value: {{ .Values.postgres.schema | quote }}
+    - name: POD_IP
+      valueFrom:
+        fieldRef:
+          fieldPath: status.podIP
+    - name: TETHER_ADVERTISE_URL
+      value: "http://$(POD_IP):36725"
     {{- else }}
     - name: TETHER_DATA_DIR
       value: /data
