@@ -179,4 +179,6 @@ func randomSuffix() string {
 }
 
 // String names the server in logs.
-func (s *Server) String() string { return fmt.Sprintf("PostgreSQL on 127.0.0.1:%d (%s)", s.Port, s.Dir) }
+func (s *Server) String() string {
+	return fmt.Sprintf("PostgreSQL on 127.0.0.1:%d (%s)", s.Port, s.Dir)
+}
