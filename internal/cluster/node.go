@@ -73,7 +73,11 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, resolver: resolver, done: make(chan struct{})}
-	n.coord = newEtcdCoordinator(cfg)
+	if cfg.Client != nil {
+		n.coord = newEtcdCoordinator(cfg)
+	} else {
+		n.coord = newPostgresCoordinator(cfg)
+	}
 	n.cur = &view{members: map[string]string{}, owners: make([]owner, cfg.Shards), orphanSince: make([]time.Time, cfg.Shards), changed: make(chan struct{})}
 	for k := range cfg.Shards {
 		n.shards = append(n.shards, &shard{k: k, n: n})
