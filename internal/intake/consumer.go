@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/pgschema"
 	"github.com/tether-run/tether/internal/startstop"
 	"github.com/tether-run/tether/internal/testsignal"
 )
@@ -26,9 +27,6 @@ const (
 	// maxBackoff caps the wait after a failure (the database unreachable,
 	// the API answering 503): it doubles from PollInterval up to this.
 	maxBackoff = 30 * time.Second
-	// maxSchemaLength keeps the channel, <schema>_intake, within
-	// PostgreSQL's 63-byte identifiers.
-	maxSchemaLength = 63 - len("_intake")
 )
 
 // Config is what a Consumer needs.
@@ -61,8 +59,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("intake: Config.Pool is required")
 	case c.Creator == nil:
 		return c, errors.New("intake: Config.Creator is required")
-	case c.Schema == "" || len(c.Schema) > maxSchemaLength:
-		return c, fmt.Errorf("intake: Config.Schema must be 1-%d bytes", maxSchemaLength)
+	}
+	if err := pgschema.ValidSchema(c.Schema); err != nil {
+		return c, fmt.Errorf("intake: Config.Schema: %w", err)
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize

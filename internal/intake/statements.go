@@ -13,7 +13,7 @@ func statementsFor(schema string) statements {
 	intake := pgx.Identifier{schema, "intake"}.Sanitize()
 	failed := pgx.Identifier{schema, "intake_failed"}.Sanitize()
 	return statements{
-		channel: pgx.Identifier{schema + "_intake"}.Sanitize(),
+		channel: pgx.Identifier{channelOf(schema)}.Sanitize(),
 		// SKIP LOCKED: consumers on other servers take other rows, and a
 		// row an application has not committed is invisible anyway.
 		take: `SELECT id, tenant, node FROM ` + intake + ` ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
@@ -23,4 +23,11 @@ INSERT INTO ` + failed + ` (id, tenant, node, created_at, status, error)
 SELECT g.id, g.tenant, g.node, g.created_at, f.status, f.error
 FROM gone g JOIN unnest($2::bigint[], $3::integer[], $4::text[]) AS f(id, status, error) ON f.id = g.id`,
 	}
+}
+
+// channelOf is the schema's notification channel, as the migration's
+// trigger names it: <schema>_intake, the name cut to 56 bytes (schema names
+// are ASCII) so that the channel fits in PostgreSQL's 63.
+func channelOf(schema string) string {
+	return schema[:min(len(schema), 56)] + "_intake"
 }
