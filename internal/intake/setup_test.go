@@ -22,17 +22,18 @@ type tether struct {
 	creator *HandlerCreator
 }
 
-func startTether(t *testing.T, opts ...testserver.Option) *tether {
+func startTether(t testing.TB, opts ...testserver.Option) *tether {
 	t.Helper()
 	srv := testserver.Start(t, opts...)
-	return &tether{srv: srv, creator: &HandlerCreator{
-		Handler: srv.API.Handler(),
-		Signer:  &Signer{Secret: testserver.Secret, Clock: srv.Clock},
-	}}
+	signer := &Signer{Secret: testserver.Secret}
+	if srv.Clock != nil { // not a typed nil in the interface
+		signer.Clock = srv.Clock
+	}
+	return &tether{srv: srv, creator: &HandlerCreator{Handler: srv.API.Handler(), Signer: signer}}
 }
 
 // client is a generated client of tenant, as a dispatcher.
-func (s *tether) client(t *testing.T, tenant string) *client.ClientWithResponses {
+func (s *tether) client(t testing.TB, tenant string) *client.ClientWithResponses {
 	t.Helper()
 	c, err := client.NewClientWithResponses(s.srv.URL, client.WithBearerToken(s.srv.Token(tenant, "tester", "dispatcher")))
 	require.NoError(t, err)
@@ -40,7 +41,7 @@ func (s *tether) client(t *testing.T, tenant string) *client.ClientWithResponses
 }
 
 // nodes lists tenant's nodes of queue (at most 1000).
-func (s *tether) nodes(t *testing.T, tenant, queue string) []client.Node {
+func (s *tether) nodes(t testing.TB, tenant, queue string) []client.Node {
 	t.Helper()
 	var out []client.Node
 	var cursor *string
@@ -61,7 +62,7 @@ func (s *tether) nodes(t *testing.T, tenant, queue string) []client.Node {
 const schema = "tether"
 
 // database is a fresh PostgreSQL database migrated to this binary's schema.
-func database(t *testing.T) *pgxpool.Pool {
+func database(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
 	require.NoError(t, err)
@@ -73,7 +74,7 @@ func database(t *testing.T) *pgxpool.Pool {
 
 // consume starts a consumer of pool's intake over creator, with its
 // signals on, stopped when the test ends; change alters its Config.
-func consume(t *testing.T, pool *pgxpool.Pool, creator Creator, change ...func(*Config)) *Consumer {
+func consume(t testing.TB, pool *pgxpool.Pool, creator Creator, change ...func(*Config)) *Consumer {
 	t.Helper()
 	cfg := Config{Pool: pool, Schema: schema, Creator: creator, PollInterval: 50 * time.Millisecond}
 	for _, f := range change {
@@ -89,7 +90,7 @@ func consume(t *testing.T, pool *pgxpool.Pool, creator Creator, change ...func(*
 }
 
 // enqueue commits one row in a transaction of its own and returns its id.
-func enqueue(t *testing.T, pool *pgxpool.Pool, tenant, node string) int64 {
+func enqueue(t testing.TB, pool *pgxpool.Pool, tenant, node string) int64 {
 	t.Helper()
 	var id int64
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT tether.enqueue($1, $2)", tenant, node).Scan(&id))
@@ -97,7 +98,7 @@ func enqueue(t *testing.T, pool *pgxpool.Pool, tenant, node string) int64 {
 }
 
 // waitCreated waits until the consumer has committed the rows ids as made.
-func waitCreated(t *testing.T, c *Consumer, ids ...int64) {
+func waitCreated(t testing.TB, c *Consumer, ids ...int64) {
 	t.Helper()
 	left := map[int64]bool{}
 	for _, id := range ids {
@@ -112,7 +113,7 @@ func waitCreated(t *testing.T, c *Consumer, ids ...int64) {
 }
 
 // rows counts the rows of table (intake or intake_failed).
-func rows(t *testing.T, pool *pgxpool.Pool, table string) int {
+func rows(t testing.TB, pool *pgxpool.Pool, table string) int {
 	t.Helper()
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM tether."+table).Scan(&n))
@@ -121,7 +122,7 @@ func rows(t *testing.T, pool *pgxpool.Pool, table string) int {
 
 // claim long-polls claim-next on queue as tenant's worker for up to wait
 // and returns the node claimed (nil when none came).
-func (s *tether) claim(t *testing.T, tenant, queue string, wait time.Duration) *client.Node {
+func (s *tether) claim(t testing.TB, tenant, queue string, wait time.Duration) *client.Node {
 	t.Helper()
 	ms := wait.Milliseconds()
 	res, err := s.client(t, tenant).ClaimNextWithResponse(context.Background(), queue, client.ClaimNextJSONRequestBody{WaitMS: &ms})
