@@ -32,7 +32,8 @@
 //	         back out by its undo log); hands the segment on without waiting
 //	         (writer.go)
 //	logger   makes every waiting segment durable as one group (Badger: one
-//	         log append and fdatasync; etcd: guarded transactions); then
+//	         log append and fdatasync; etcd: guarded transactions;
+//	         PostgreSQL: one guarded transaction); then
 //	         makes them visible to View (taking their writes shown early
 //	         off the shown list), runs their OnDurable hooks and answers
 //	         their callers (logger.go)
@@ -40,8 +41,8 @@
 //	         (commits Badger does not sync; a segment too large for one is
 //	         committed in parts), then drops them from the readers' view,
 //	         and lets the log remove them once Badger has flushed them into
-//	         its synced tables (flushed.go). etcd: the logger applied them;
-//	         it drops them from the readers' view
+//	         its synced tables (flushed.go). etcd, PostgreSQL: the logger
+//	         applied them; it drops them from the readers' view
 //
 // Invariants (every engine):
 //   - Exactly one goroutine applies closures. A closure reads the segment

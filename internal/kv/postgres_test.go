@@ -376,3 +376,38 @@ func TestPostgresGroupCommitOneRoundTripPerGroup(t *testing.T) {
 	t.Logf("%d writes by %d writers in %v: %.0f writes/s, %d groups (%.1f writes each), %.2f round trips per group",
 		writers*each, writers, elapsed, float64(writers*each)/elapsed.Seconds(), groups, float64(writers*each)/float64(groups), float64(sends)/float64(groups))
 }
+
+// A value as large as Badger takes is kept whole, and an empty one; a
+// larger one is refused.
+func TestPostgresLargestValue(t *testing.T) {
+	t.Parallel()
+	p := pgPool(t, pgtest.URL(t))
+	s := openPostgres(t, PostgresOptions{Pool: p, Shard: 1})
+	ctx := context.Background()
+	big := make([]byte, postgresMaxValue)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error {
+		return errors.Join(tx.Set([]byte("big"), big), tx.Set([]byte("empty"), nil))
+	}))
+	require.Error(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("bigger"), make([]byte, postgresMaxValue+1)) }))
+	require.NoError(t, s.Close())
+
+	s = openPostgres(t, PostgresOptions{Pool: p, Shard: 1})
+	defer s.Close()
+	require.NoError(t, s.View(func(tx *Txn) error {
+		v, ok, err := tx.Get([]byte("big"))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, big, v)
+		v, ok, err = tx.Get([]byte("empty"))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Empty(t, v)
+		ok, err = tx.Has([]byte("bigger"))
+		require.NoError(t, err)
+		require.False(t, ok)
+		return nil
+	}))
+}

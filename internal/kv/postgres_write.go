@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -120,9 +119,6 @@ func (e *postgresEngine) batch(o *overlay) *pgx.Batch {
 	b.Queue("COMMIT")
 	return b
 }
-
-// errGuardRead is a guard statement that did not answer as expected.
-var errGuardRead = errors.New("the guard's statement returned no result")
 
 // send sends b on a connection of the pool and reads every result. A guard
 // that found no row is ErrDeposed (its transaction wrote nothing).
