@@ -47,6 +47,10 @@ test: ## Every test with -race (needs Go and gcc), then the API suite on etcd; e
 test-etcd: ## The conformance suite (api tests) on a real three-member etcd cluster (TETHER_TEST_ETCD=URLs: an external one)
 	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/
 
+.PHONY: test-postgres
+test-postgres: ## The conformance suite (api tests) on two servers of a cluster over a real PostgreSQL (TETHER_TEST_POSTGRES_URL=URL: an external one)
+	TETHER_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 15m ./api/
+
 .PHONY: test-race
 test-race: test ## Alias of test (the suite always runs with -race)
 
