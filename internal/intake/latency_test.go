@@ -31,7 +31,12 @@ func TestNotificationWakesTheConsumer(t *testing.T) {
 //	go test -run '^$' -bench CommitToClaimable -benchtime 1000x ./internal/intake/
 func BenchmarkCommitToClaimable(b *testing.B) {
 	s, pool := startTether(b, testserver.WallClock), database(b)
-	c := consume(b, pool, s.creator, func(cfg *Config) { cfg.PollInterval = time.Second })
+	// Its own consumer: Committed stays off, as nobody reads it here.
+	c, err := New(Config{Pool: pool, Schema: schema, Creator: s.creator, PollInterval: time.Second})
+	require.NoError(b, err)
+	c.TestSignals.Listening.Init(b)
+	require.NoError(b, c.Start(context.Background()))
+	b.Cleanup(c.Stop)
 	c.TestSignals.Listening.Wait(b)
 	ctx := context.Background()
 	n := b.N
@@ -77,4 +82,26 @@ func BenchmarkCommitToClaimable(b *testing.B) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(pct(1), "max-ms")
+}
+
+// BenchmarkDrain measures how fast one consumer turns a backlog into
+// nodes: b.N rows committed in one transaction, then timed from the
+// consumer's start until every row's node is made (rows/s).
+//
+//	go test -run '^$' -bench Drain -benchtime 2000x ./internal/intake/
+func BenchmarkDrain(b *testing.B) {
+	s, pool := startTether(b, testserver.WallClock), database(b)
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	require.NoError(b, err)
+	_, err = tx.Exec(ctx, `SELECT tether.enqueue('acme', jsonb_build_object('type', 'job', 'queue', 'drain', 'props', jsonb_build_object('i', i))) FROM generate_series(1, $1) AS i`, b.N)
+	require.NoError(b, err)
+	require.NoError(b, tx.Commit(ctx))
+	b.ResetTimer()
+	start := time.Now()
+	c := consume(b, pool, s.creator)
+	for made := 0; made < b.N; {
+		made += len(c.TestSignals.Committed.Wait(b).Created)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "rows/s")
 }
