@@ -24,6 +24,20 @@ func TestNotificationWakesTheConsumer(t *testing.T) {
 	waitCreated(t, c, id)
 }
 
+func TestListenerComesBackAfterItsConnectionDies(t *testing.T) {
+	t.Parallel()
+	s, pool := startTether(t), database(t)
+	c := consume(t, pool, s.creator, func(cfg *Config) { cfg.PollInterval = MaxPollInterval })
+	c.TestSignals.Listening.Wait(t)
+	var killed bool
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&killed))
+	require.True(t, killed)
+	c.TestSignals.Listening.Wait(t) // listening again, on a new connection
+	id := enqueue(t, pool, "acme", `{"type":"email","queue":"mail"}`)
+	waitCreated(t, c, id)
+}
+
 // BenchmarkCommitToClaimable measures, for rows committed at a steady 200
 // a second, the time from each commit to its node's claim by a worker
 // long-polling claim-next: p50 and p99 in ms.
