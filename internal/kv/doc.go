@@ -234,8 +234,11 @@
 //   - A commit whose outcome is unknown (the connection lost, or Timeout
 //     passed, after the batch was sent) breaks the store and is never sent
 //     again: the transaction committed whole or not at all, and readers
-//     and the next owner read whichever it was. Only a batch that failed
-//     before a byte left (pgconn.SafeToRetry) is sent again, once.
+//     and the next owner read whichever it was. Only a transaction that
+//     certainly did not run is sent again, on another connection: one whose
+//     send failed before a byte left (pgconn.SafeToRetry), or whose BEGIN
+//     the server answered with an error (an idle connection it had ended).
+//     A reader's first read is begun again the same way (it is read-only).
 //   - Reads: a reader (a View's, a writer segment's, Snapshot's) reads in
 //     a REPEATABLE READ READ ONLY transaction on a connection of its own,
 //     begun with its first read in one round trip, so it reads one

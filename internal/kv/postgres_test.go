@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -410,4 +411,55 @@ func TestPostgresLargestValue(t *testing.T) {
 		require.False(t, ok)
 		return nil
 	}))
+}
+
+// Connections the server ends while the pool holds them idle (a restart of
+// PostgreSQL, an administrator) do not break the store: a commit or a read
+// that finds one dead did not run, and runs again on another connection.
+func TestPostgresSurvivesConnectionsTheServerEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	pgPool(t, url) // migrated
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 3
+	// No ping before a connection is handed out: the store meets the dead
+	// ones itself.
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer p.Close()
+	s := openPostgres(t, PostgresOptions{Pool: p, Shard: 1})
+	defer s.Close()
+	_, err = p.Exec(ctx, "INSERT INTO tether.kv (shard, k, v) VALUES (1, 'outside', 'v')")
+	require.NoError(t, err)
+	for round := range 3 {
+		// Fill the pool with idle connections, then end them all.
+		var conns []*pgxpool.Conn
+		for range 3 {
+			c, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Release()
+		}
+		admin, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		var ended int
+		require.NoError(t, admin.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").Scan(&ended))
+		require.NoError(t, admin.Close(ctx))
+		require.Positive(t, ended)
+		if round%2 == 0 {
+			require.NoError(t, s.Update(ctx, pgSet(fmt.Sprintf("r%d", round), "v")), "round %d", round)
+		}
+		require.NoError(t, s.View(func(tx *Txn) error {
+			ok, err := tx.Has([]byte("outside"))
+			require.True(t, ok)
+			return err
+		}), "round %d", round)
+		require.True(t, s.Healthy())
+	}
+	require.Equal(t, []string{"outside", "r0", "r2"}, rowKeys(t, p, 1))
 }
