@@ -22,6 +22,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tether-run/tether/client"
+	"github.com/tether-run/tether/internal/pgtest"
 )
 
 // testCommit is the commit TestMain stamps into the binary it builds.
@@ -57,7 +58,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // stops the PostgreSQL the tests of TETHER_STORE=postgres share
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

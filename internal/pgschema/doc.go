@@ -32,4 +32,9 @@
 // SELECT ... FOR SHARE, REPEATABLE READ read-only transactions. The
 // advisory lock serves the runner only; correctness of the store never
 // rests on it, nor on LISTEN/NOTIFY.
+//
+// One exception, PostgreSQL's own: 0002_intake's enqueue function and its
+// notify trigger are PL/pgSQL and call pg_notify, which CockroachDB lacks
+// (docs/intake.md says what runs where). The intake's consumer only needs
+// the tables: notifications wake it sooner, polling alone is enough.
 package pgschema

@@ -44,6 +44,7 @@ type postgresSettings struct {
 	LeaseTTL  time.Duration
 	Advertise string
 	BlobDir   string
+	Intake    string // TETHER_POSTGRES_INTAKE (intake.go)
 }
 
 // loadPostgresEnv reads the settings of TETHER_STORE=postgres.
@@ -85,6 +86,9 @@ func loadPostgresEnv(s *settings, f storeFlags) error {
 		return errors.New("TETHER_POSTGRES_URL is not a PostgreSQL URL or connection string pgx can read (postgres://user:password@host:port/database?sslmode=...)")
 	}
 	p.PoolSize, p.Shards, p.LeaseTTL = int(pool), int(shards), time.Duration(ttlMS)*time.Millisecond
+	if p.Intake, err = loadIntakeEnv(); err != nil {
+		return err
+	}
 	if p.Advertise, p.BlobDir, err = loadMemberEnv(s.Addr, f); err != nil {
 		return err
 	}
@@ -169,9 +173,20 @@ func servePostgres(ctx context.Context, s settings, ln, metricsLn net.Listener, 
 	}
 	log.Info("tether is serving on PostgreSQL", "addr", ln.Addr().String(), "advertise", p.Advertise, "id", node.ID(),
 		"database", p.where(), "schema", p.Schema, "shards", p.Shards, "lease_ttl", p.LeaseTTL.String(), buildLogAttrs())
+	stopIntake, err := startIntake(ctx, s, pool, node.Handler(), log)
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, node.Shutdown(ctx))
+	}
+	shutdown := func(ctx context.Context) error {
+		if stopIntake != nil {
+			stopIntake() // its last batch goes through the front, so first
+		}
+		return node.Shutdown(ctx)
+	}
 	serveMetrics(metricsLn, node.ServeMetrics, log)
 	if err := printBanner("http://" + ln.Addr().String()); err != nil {
 		return err
 	}
-	return serveUntilSignal(log, func() error { return node.Serve(ln) }, node.Shutdown, "handing the shards over and draining")
+	return serveUntilSignal(log, func() error { return node.Serve(ln) }, shutdown, "handing the shards over and draining")
 }

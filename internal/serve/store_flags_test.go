@@ -38,7 +38,7 @@ func TestStoreFlags(t *testing.T) {
 // the setting named, the URL's password never quoted.
 func TestPostgresSettings(t *testing.T) {
 	for _, name := range []string{"TETHER_STORE", "TETHER_ADVERTISE_URL", "TETHER_BLOB_DIR", "TETHER_POSTGRES_URL", "TETHER_POSTGRES_POOL_SIZE",
-		"TETHER_POSTGRES_SCHEMA", "TETHER_POSTGRES_MIGRATE", "TETHER_POSTGRES_SHARDS", "TETHER_POSTGRES_LEASE_TTL_MS"} {
+		"TETHER_POSTGRES_SCHEMA", "TETHER_POSTGRES_MIGRATE", "TETHER_POSTGRES_SHARDS", "TETHER_POSTGRES_LEASE_TTL_MS", "TETHER_POSTGRES_INTAKE"} {
 		t.Setenv(name, "")
 	}
 	load := func(t *testing.T, env ...string) (settings, error) {
@@ -55,7 +55,7 @@ func TestPostgresSettings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, postgresSettings{
 		URL: "postgres://u:secret@db:5432/app?sslmode=verify-full", PoolSize: 16, Schema: "tether", Migrate: "auto",
-		Shards: 16, LeaseTTL: 5 * time.Second, Advertise: "http://10.0.0.5:36725",
+		Shards: 16, LeaseTTL: 5 * time.Second, Advertise: "http://10.0.0.5:36725", Intake: "auto",
 	}, s.Postgres)
 	require.Equal(t, "db:5432/app", s.Postgres.where())
 
