@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tether-run/tether/internal/logger"
+	"github.com/tether-run/tether/internal/pgschema"
 	"github.com/tether-run/tether/internal/server"
 )
 
@@ -22,27 +24,33 @@ const (
 	MinLeaseTTL     = time.Second
 	MaxLeaseTTL     = time.Minute
 	DefaultPrefix   = "/tether/"
+	DefaultSchema   = "tether"
 )
 
-// Config is one server of a cluster.
+// Config is one server of a cluster, on etcd (Client) or on PostgreSQL
+// (Postgres): exactly one of them.
 type Config struct {
 	Client *clientv3.Client
-	// Prefix is where the cluster's keys live (DefaultPrefix when empty);
-	// it ends in "/".
+	// Prefix is where the cluster's keys live in etcd (DefaultPrefix when
+	// empty); it ends in "/".
 	Prefix string
+	// Postgres is the database the cluster lives in, its tables in Schema
+	// (DefaultSchema when empty), migrated already (pgschema.Migrate).
+	Postgres *pgxpool.Pool
+	Schema   string
 	// Shards is the cluster's fixed shard count (DefaultShards when zero).
 	Shards int
 	// Advertise is the URL other servers reach this one at
 	// (http://host:port); requests for shards owned here are sent there.
 	Advertise string
 	// LeaseTTL is the session lease: how long a crashed server keeps its
-	// shards (DefaultLeaseTTL when zero; whole seconds, rounded up).
+	// shards (DefaultLeaseTTL when zero; on etcd whole seconds, rounded up).
 	LeaseTTL time.Duration
-	// MaxTxnOps is etcd's --max-txn-ops (128, etcd's default, when zero): a
+	// MaxTxnOps (etcd only) is etcd's --max-txn-ops (128, etcd's default, when zero): a
 	// write group with more operations goes through the shard's commit log
 	// in etcd (several transactions) instead of one.
 	MaxTxnOps int
-	// Pipeline is how many write groups' transactions a shard keeps in
+	// Pipeline (etcd only) is how many write groups' transactions a shard keeps in
 	// flight at once (1, one at a time, when zero; kv.EtcdOptions.Pipeline).
 	Pipeline int
 	// Server is the template of every shard's server. DataDir, InMemory and
@@ -58,8 +66,16 @@ type Config struct {
 
 // withDefaults fills the zero settings and checks the others.
 func (c Config) withDefaults() (Config, error) {
-	if c.Client == nil {
-		return c, errors.New("cluster: no etcd client")
+	if (c.Client == nil) == (c.Postgres == nil) {
+		return c, errors.New("cluster: give an etcd client or a PostgreSQL pool, and only one")
+	}
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	if c.Postgres != nil {
+		if err := pgschema.ValidSchema(c.Schema); err != nil {
+			return c, err
+		}
 	}
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix

@@ -1,16 +1,30 @@
-// Package cluster runs Tether on many servers over one etcd cluster: the
-// tenants are split over a fixed number of shards, each shard is a whole
-// Tether (server.Open over the shard's own store) owned by exactly one
-// server at a time, and every server's front handler serves a request
-// itself when it owns the tenant's shard or passes it to the owner.
+// Package cluster runs Tether on many servers over one etcd cluster or one
+// PostgreSQL database: the tenants are split over a fixed number of shards,
+// each shard is a whole Tether (server.Open over the shard's own store)
+// owned by exactly one server at a time, and every server's front handler
+// serves a request itself when it owns the tenant's shard or passes it to
+// the owner.
 //
-// Keys under Config.Prefix:
+// The members and the shards' owners are kept by a coordinator (coord.go):
+// etcd (etcd.go) or PostgreSQL (postgres.go). The rules below are the same
+// on both; where they name etcd's lease, election and keys, PostgreSQL has
+// the member row (expiring by the database's clock), the owner row with its
+// epoch, and the shard's kv rows, each write checking the owner row.
+//
+// Keys under Config.Prefix (etcd):
 //
 //	meta/shards               the shard count, written once by the first server
 //	members/<id>              = advertise URL, on the server's session lease
 //	leaving/<id>              the member is stopping, on its session lease
 //	shards/<NN>/owner/<id>    the shard's election (concurrency.Election)
 //	s/<NN>/...                the shard's records (its kv store)
+//
+// Tables of Config.Schema (PostgreSQL, internal/pgschema):
+//
+//	meta('shards')            the shard count, written once by the first server
+//	members(id, url, leaving, expires_at)   a session: renewed to now() + TTL
+//	shard_owners(shard, owner, epoch, since) the shard's owner and its term
+//	kv(shard, k, v, expires_at)             the shard's records
 //
 // Invariants:
 //   - The shard count never changes: a server started with another count
@@ -62,8 +76,17 @@
 //     not expire or revoke its lease. An owner that is not a live member is
 //     no owner to route to; its key goes with its lease, which the server
 //     revokes as soon as etcd answers again.
-//   - The server id is the session's lease id in hex: it names the member
-//     key and the election keys, and changes when a new session starts.
+//   - The server id is the session's (on etcd the lease id in hex, on
+//     PostgreSQL a random one): it names the member and the shards it
+//     owns, and changes when a new session starts.
+//   - On PostgreSQL a shard is taken only when it has no owner or its
+//     owner's member row is gone or expired, by the database's clock (one
+//     clock for every server), and each taking starts a new epoch; the
+//     taking UPDATE waits for the old owner's writes in flight (each holds
+//     the owner row FOR SHARE while it checks its epoch), so none of them
+//     commits after it. An expired member row is never renewed again.
+//     Nothing waits on a notification: every server reads members and
+//     shard_owners every poll interval (a sixth of the TTL, 100-250 ms).
 //   - A shard's records live in etcd under <prefix>s/NN/ (kv.OpenEtcd,
 //     store.go), every write guarded by its election.
 //   - The shards served here share one kv.EtcdBatcher: commits of several

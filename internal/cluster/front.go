@@ -159,7 +159,7 @@ func (n *Node) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost && r.URL.Path == "/v1/blobs" && n.cfg.Server.BlobDir == "" {
-		unavailable(w, r, "blob uploads need TETHER_BLOB_DIR, a directory every server shares (NFS, say), when TETHER_STORE=etcd")
+		unavailable(w, r, "blob uploads need TETHER_BLOB_DIR, a directory every server shares (NFS, say), when the servers form a cluster (TETHER_STORE=etcd or postgres)")
 		return
 	}
 	s := n.shards[n.ShardOf(t)]
@@ -257,9 +257,9 @@ func misdirected(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, r, http.StatusMisdirectedRequest, "unavailable", "this server does not serve this tenant right now; route the request again", 1)
 }
 
-// ready answers /ready: 503 when etcd does not answer or has an alarm
-// raised (NOSPACE, CORRUPT), or this server is stopping or not (yet, or
-// again) a member of the cluster.
+// ready answers /ready: 503 when the store does not answer (or, etcd, has
+// an alarm raised: NOSPACE, CORRUPT), or this server is stopping or not
+// (yet, or again) a member of the cluster.
 func (n *Node) ready(w http.ResponseWriter, r *http.Request) {
 	if n.ctx.Err() != nil || n.leaving.Load() {
 		unavailable(w, r, "this server is stopping")
@@ -271,17 +271,8 @@ func (n *Node) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	resp, err := n.cfg.Client.AlarmList(ctx)
-	if err != nil {
-		unavailable(w, r, "etcd does not answer: "+err.Error())
-		return
-	}
-	if len(resp.Alarms) > 0 {
-		var names []string
-		for _, a := range resp.Alarms {
-			names = append(names, a.Alarm.String())
-		}
-		unavailable(w, r, "etcd has an alarm raised: "+strings.Join(names, ", "))
+	if err := n.coord.ready(ctx); err != nil {
+		unavailable(w, r, err.Error())
 		return
 	}
 	writeJSON(w, r, http.StatusOK, map[string]any{"status": "ready", "id": n.ID(), "shards_owned": n.Owned()})
@@ -301,7 +292,7 @@ func (n *Node) scrape(w http.ResponseWriter, r *http.Request, scrapers api.Scrap
 	}
 }
 
-// backup answers /admin/backup: the records are etcd's to back up.
+// backup answers /admin/backup: the records are the store's to back up.
 func (n *Node) backup(w http.ResponseWriter, r *http.Request, operators [][sha256.Size]byte) {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	sum := sha256.Sum256([]byte(tok))
@@ -315,8 +306,7 @@ func (n *Node) backup(w http.ResponseWriter, r *http.Request, operators [][sha25
 		writeProblem(w, r, http.StatusUnauthorized, "unauthorized", "an operator token is required (Authorization: Bearer <TETHER_OPERATOR_TOKENS entry>)", 0)
 		return
 	}
-	writeProblem(w, r, http.StatusNotImplemented, "unavailable",
-		"with TETHER_STORE=etcd the records live in etcd: back them up with `etcdctl snapshot save` (and the blob directory with a file copy)", 0)
+	writeProblem(w, r, http.StatusNotImplemented, "unavailable", n.coord.backupAdvice(), 0)
 }
 
 func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"time"
-
-	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
 // A server serves its shards only while it knows its session lease is alive
@@ -17,28 +15,23 @@ import (
 // than half the TTL (and the clocks of this machine and etcd's leader run at
 // about the same rate). Keepalives go out every third of the TTL, so a live
 // server's lease stays fresh with a sixth of the TTL to spare.
+//
+// On PostgreSQL the session is the member row, whose expires_at each
+// renewal sets to the database's now() + TTL: that now() is no earlier
+// than the renewal's request was sent, so trusting half the TTL after the
+// sending is safe by the same reasoning, with the database's clock as the
+// one clock that decides expiry.
 
-// renewed notes that etcd renewed (or granted) the session lease no earlier
-// than at.
+// renewed notes that the store renewed (or granted) the session lease no
+// earlier than at.
 func (n *Node) renewed(at time.Time) {
 	n.leaseUntil.Store(at.Add(n.cfg.LeaseTTL / 2).UnixNano())
 }
 
-// leaseFresh reports whether the session lease is surely alive in etcd.
+// leaseFresh reports whether the session lease is surely alive in the
+// store.
 func (n *Node) leaseFresh() bool {
 	return time.Now().UnixNano() < n.leaseUntil.Load()
-}
-
-// followLease notes every keepalive answer of sess's lease until the
-// session ends (the session keeps the lease alive; this only listens).
-func (n *Node) followLease(sess *concurrency.Session) {
-	ch, err := n.cfg.Client.KeepAlive(sess.Ctx(), sess.Lease())
-	if err != nil {
-		return
-	}
-	for range ch {
-		n.renewed(time.Now())
-	}
 }
 
 // awaitFresh reports whether the session lease was alive at the moment of

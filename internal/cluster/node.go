@@ -7,16 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-
-	"github.com/tether-run/tether/internal/kv"
 	"github.com/tether-run/tether/internal/server"
 	"github.com/tether-run/tether/internal/tenancy"
 )
@@ -25,21 +19,20 @@ import (
 type Node struct {
 	cfg Config
 	log *slog.Logger
-	// batcher sends the commits of the shards served here that fall
-	// together as one etcd transaction (kv.EtcdBatcher).
-	batcher  *kv.EtcdBatcher
+	// coord keeps the members and the shards' owners (etcd or PostgreSQL).
+	coord    coordinator
 	shards   []*shard
 	resolver *tenancy.Resolver
 	front    http.Handler
 	metrics  *metrics
 	proxies  sync.Map // owner URL -> *httputil.ReverseProxy
 	id       atomic.Pointer[string]
-	// leaseUntil is when this server's session lease is surely still alive
-	// in etcd (unix nanoseconds; see lease.go): a shard is served here only
-	// before it.
+	// leaseUntil is when this server's session is surely still alive in
+	// the store (unix nanoseconds; see lease.go): a shard is served here
+	// only before it.
 	leaseUntil atomic.Int64
 	// sess is the current session (nil before the first).
-	sess atomic.Pointer[concurrency.Session]
+	sess atomic.Pointer[session]
 	// leaving is set when Shutdown begins: /ready answers 503 and the
 	// shards served here go to other servers.
 	leaving atomic.Bool
@@ -80,87 +73,52 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, resolver: resolver, done: make(chan struct{})}
+	if cfg.Client != nil {
+		n.coord = newEtcdCoordinator(cfg)
+	} else {
+		n.coord = newPostgresCoordinator(cfg)
+	}
 	n.cur = &view{members: map[string]string{}, owners: make([]owner, cfg.Shards), orphanSince: make([]time.Time, cfg.Shards), changed: make(chan struct{})}
 	for k := range cfg.Shards {
 		n.shards = append(n.shards, &shard{k: k, n: n})
 	}
-	if err := n.checkShards(ctx); err != nil {
+	if err := n.coord.checkShards(ctx, cfg.Shards); err != nil {
+		n.coord.close()
 		return nil, err
 	}
 	sess, err := n.join(ctx)
 	if err != nil {
+		n.coord.close()
 		return nil, err
 	}
-	n.batcher = kv.NewEtcdBatcher(cfg.Client, cfg.MaxTxnOps, 0, 0)
 	n.metrics = newMetrics(n)
 	n.front = n.handler()
 	n.metricsHTTP = server.MetricsHTTP(n.metrics.full, n.log)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	wctx, stopWatch := context.WithCancel(context.Background())
 	n.stopWatch = stopWatch
-	go n.watchMembers(wctx)
-	go n.watchOwners(wctx)
-	go n.watchLeaving(wctx)
+	go n.coord.watch(wctx, n.publish)
 	go n.run(sess)
-	n.log.Info("joined the cluster", "id", n.ID(), "advertise", cfg.Advertise, "shards", cfg.Shards, "prefix", cfg.Prefix)
+	n.log.Info("joined the cluster", "id", n.ID(), "advertise", cfg.Advertise, "shards", cfg.Shards, "store", n.coord.store())
 	return n, nil
 }
 
-// checkShards stores the shard count when the cluster has none yet, and
-// refuses another count than the stored one.
-func (n *Node) checkShards(ctx context.Context) error {
-	key := n.cfg.Prefix + "meta/shards"
-	want := strconv.Itoa(n.cfg.Shards)
-	resp, err := n.cfg.Client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, want)).
-		Else(clientv3.OpGet(key)).Commit()
-	if err != nil {
-		return fmt.Errorf("error reading the cluster's shard count from etcd: %w", err)
-	}
-	if resp.Succeeded {
-		return nil
-	}
-	kvs := resp.Responses[0].GetResponseRange().Kvs
-	if len(kvs) == 1 && string(kvs[0].Value) != want {
-		return fmt.Errorf("the cluster at %s has %s shards (%s) and this server was started with %s: the shard count cannot change", n.cfg.Prefix, kvs[0].Value, key, want)
-	}
-	return nil
-}
-
 // join starts a session and registers this server as a member on it.
-func (n *Node) join(ctx context.Context) (*concurrency.Session, error) {
-	// The session's own context is not ctx: Close revokes the lease with it.
-	granting := time.Now()
-	sess, err := concurrency.NewSession(n.cfg.Client, concurrency.WithTTL(n.cfg.leaseSeconds()))
+func (n *Node) join(ctx context.Context) (session, error) {
+	sess, err := n.coord.join(ctx, n.cfg.Advertise, n.leaving.Load(), n.renewed)
 	if err != nil {
-		return nil, fmt.Errorf("error starting an etcd session: %w", err)
+		return nil, err
 	}
-	n.renewed(granting)
-	go n.followLease(sess)
-	id := strconv.FormatInt(int64(sess.Lease()), 16)
-	puts := []clientv3.Op{clientv3.OpPut(n.cfg.Prefix+"members/"+id, n.cfg.Advertise, clientv3.WithLease(sess.Lease()))}
-	if n.leaving.Load() {
-		// A session that began while the server stops stays out of the
-		// shards' desired owners, as the last one was.
-		puts = append(puts, clientv3.OpPut(n.leavingKey(id), "", clientv3.WithLease(sess.Lease())))
-	}
-	if _, err := n.cfg.Client.Txn(ctx).Then(puts...).Commit(); err != nil {
-		_ = sess.Close()
-		return nil, fmt.Errorf("error registering as a cluster member: %w", err)
-	}
+	id := sess.id()
 	n.id.Store(&id)
-	n.sess.Store(sess)
+	n.sess.Store(&sess)
 	return sess, nil
 }
 
-// leavingKey marks the member id as leaving the cluster.
-func (n *Node) leavingKey(id string) string { return n.cfg.Prefix + "leaving/" + id }
-
-// run serves the shards on sess and, when a session ends under it (its
-// lease expired or was revoked), closes every shard and joins again, until
+// run serves the shards on sess and, when a session ends under it (it
+// expired or was revoked), closes every shard and joins again, until
 // Shutdown.
-func (n *Node) run(sess *concurrency.Session) {
+func (n *Node) run(sess session) {
 	defer close(n.done)
 	for {
 		sctx, cancel := context.WithCancel(n.ctx)
@@ -169,26 +127,25 @@ func (n *Node) run(sess *concurrency.Session) {
 			wg.Go(func() { s.run(sctx, sess) })
 		}
 		select {
-		case <-sess.Done():
-			n.log.Warn("the etcd session ended; closing this server's shards and joining again", "id", n.ID())
+		case <-sess.done():
+			n.log.Warn("the session ended; closing this server's shards and joining again", "id", n.ID(), "store", n.coord.store())
 		case <-n.ctx.Done():
 		}
 		cancel()
 		wg.Wait()
-		// Revoking the lease deletes the member key and every election key
-		// at once, so the other servers take over without waiting for it to
+		// Ending the session removes the member and every shard it owns at
+		// once, so the other servers take over without waiting for it to
 		// expire.
-		sess.Orphan()
 		if n.ctx.Err() != nil {
-			if err := n.revoke(sess.Lease(), n.cfg.LeaseTTL); err != nil {
-				n.log.Warn("error revoking the session lease; its keys expire with it", "err", err)
+			if err := sess.end(n.cfg.LeaseTTL); err != nil {
+				n.log.Warn("error ending the session; it expires by itself", "err", err)
 			}
 			return
 		}
-		if n.revoke(sess.Lease(), time.Second) != nil {
-			// etcd may have no quorum now, and a lease outlives one: its keys
-			// would hold the shards for a TTL after etcd is back.
-			go n.revokeUntilGone(sess.Lease())
+		if sess.end(time.Second) != nil {
+			// The store may not answer now, and a session outlives that: it
+			// would hold the shards for a TTL after the store is back.
+			go n.endUntilGone(sess)
 		}
 		for {
 			if n.ctx.Err() != nil {
@@ -208,30 +165,19 @@ func (n *Node) run(sess *concurrency.Session) {
 	}
 }
 
-// revoke revokes a lease (nil when it is gone already).
-func (n *Node) revoke(lease clientv3.LeaseID, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	_, err := n.cfg.Client.Revoke(ctx, lease)
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return nil
-	}
-	return err
-}
-
-// revokeUntilGone revokes the lease of an ended session once etcd answers,
-// until Shutdown.
-func (n *Node) revokeUntilGone(lease clientv3.LeaseID) {
+// endUntilGone ends a session that ended under this server once the store
+// answers, until Shutdown.
+func (n *Node) endUntilGone(sess session) {
 	for n.ctx.Err() == nil {
-		if n.revoke(lease, time.Second) == nil {
+		if sess.end(time.Second) == nil {
 			return
 		}
 		sleep(n.ctx, time.Second)
 	}
 }
 
-// ID is this server's id in the cluster: its session's lease id in hex (it
-// changes when a session ends and a new one starts).
+// ID is this server's id in the cluster: its session's (on etcd, the lease
+// id in hex); it changes when a session ends and a new one starts.
 func (n *Node) ID() string { return *n.id.Load() }
 
 // ShardOf is the shard of tenant t.
@@ -362,7 +308,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	n.batcher.Close() // every shard is closed
+	n.coord.close() // every shard is closed
 	n.httpMu.Lock()
 	srv := n.http
 	n.httpMu.Unlock()
@@ -386,7 +332,7 @@ func (n *Node) shutdown(ctx context.Context) error {
 	return srv.Shutdown(ctx)
 }
 
-// leave marks this server leaving in etcd, so that every server (this one
+// leave marks this server leaving in the store, so that every server (this one
 // included) stops counting it among the shards' desired owners: each shard
 // served here is handed over as when a new server joins, its next owner
 // campaigning already. It returns once this server owns no shard, or when
@@ -396,10 +342,10 @@ func (n *Node) leave(ctx context.Context) {
 	if n.leaving.Swap(true) {
 		return
 	}
-	sess := n.sess.Load()
-	id := n.ID()
+	sess := *n.sess.Load()
+	id := sess.id()
 	pctx, cancel := context.WithTimeout(ctx, n.cfg.LeaseTTL)
-	_, err := n.cfg.Client.Put(pctx, n.leavingKey(id), "", clientv3.WithLease(sess.Lease()))
+	err := sess.markLeaving(pctx)
 	cancel()
 	if err != nil {
 		n.log.Warn("error marking this server leaving; its shards go with its session", "err", err)
@@ -442,7 +388,7 @@ func (n *Node) waitQuiet(ctx context.Context) {
 // handoverWait bounds how long a request waits for its shard to be served
 // again (an election, a hand-over, or the owner it was passed to not yet
 // serving it), and how long Shutdown waits for other servers to take over.
-// A planned hand-over (drain, resign, elect, open the shard from etcd)
+// A planned hand-over (drain, resign, elect, open the shard from the store)
 // takes well under a second on an idle machine and was seen to take over
 // 5 s on a shared 2-core one under the race detector; a request should wait
 // it out rather than fail.

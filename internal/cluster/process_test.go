@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tether-run/tether/internal/etcdtest"
+	"github.com/tether-run/tether/internal/pgtest"
 )
 
 // A test that must kill a server with SIGKILL runs it as a child process:
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Run(m))
 }
 
 // runChild serves as one server of the cluster until SIGTERM, then shuts

@@ -3,14 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/tether-run/tether/internal/server"
 )
@@ -79,21 +75,16 @@ const (
 
 // run campaigns for the shard while it is wanted here and serves it while
 // elected, until ctx (the session's) ends.
-func (s *shard) run(ctx context.Context, sess *concurrency.Session) {
-	id := leaseID(sess)
-	el := concurrency.NewElection(sess, s.n.cfg.Prefix+"shards/"+shardName(s.k)+"/owner")
+func (s *shard) run(ctx context.Context, sess session) {
+	id := sess.id()
 	for ctx.Err() == nil {
 		if !s.n.waitFor(ctx, func(v *view) (bool, time.Time) { return s.wanted(v, id) }) {
 			return
 		}
-		if s.campaign(ctx, el, id) {
-			s.own(ctx, el, id)
+		if t := s.campaign(ctx, sess, id); t != nil {
+			s.own(ctx, t, id)
 		}
 	}
-}
-
-func leaseID(sess *concurrency.Session) string {
-	return fmt.Sprintf("%x", int64(sess.Lease()))
 }
 
 // wanted says whether this server (id) should campaign for the shard: it
@@ -120,9 +111,9 @@ func (s *shard) wanted(v *view, id string) (ok bool, again time.Time) {
 	return false, time.Time{}
 }
 
-// campaign waits to be elected; it gives up (false) when the shard is no
+// campaign waits to be elected; it gives up (nil) when the shard is no
 // longer wanted here.
-func (s *shard) campaign(ctx context.Context, el *concurrency.Election, id string) bool {
+func (s *shard) campaign(ctx context.Context, sess session, id string) term {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -133,29 +124,28 @@ func (s *shard) campaign(ctx context.Context, el *concurrency.Election, id strin
 			cancel()
 		}
 	}()
-	// Canceled, Campaign deletes its key again.
-	if err := el.Campaign(cctx, s.n.cfg.Advertise); err != nil {
+	t, err := sess.campaign(cctx, s.k)
+	if err != nil {
 		if cctx.Err() == nil {
 			s.n.log.Warn("error campaigning for a shard; retrying", "shard", s.k, "err", err)
 			sleep(ctx, 500*time.Millisecond)
 		}
-		return false
+		return nil
 	}
-	return true
+	return t
 }
 
 // own serves the shard this server was just elected for until it must stop,
 // then closes it, and resigns when handing it over.
-func (s *shard) own(ctx context.Context, el *concurrency.Election, id string) {
-	key, rev := el.Key(), el.Rev()
-	s.n.log.Info("elected owner of a shard", "shard", s.k, "id", id, "rev", rev)
+func (s *shard) own(ctx context.Context, t term, id string) {
+	s.n.log.Info("elected owner of a shard", "shard", s.k, "id", id, "term", t.number())
 	s.n.metrics.elected.Inc()
 	for {
-		inst, err := s.open(ctx, key, rev)
+		inst, err := s.open(ctx, t)
 		if err != nil {
 			// The session ended or the election is lost: resigning is
 			// harmless either way.
-			s.resign(el)
+			s.resign(t)
 			return
 		}
 		reason := s.serve(ctx, inst, id)
@@ -165,18 +155,18 @@ func (s *shard) own(ctx context.Context, el *concurrency.Election, id string) {
 			return // the session's end (or revocation) deletes the key
 		case stopHandoff:
 			s.n.log.Info("handing a shard over to its desired owner", "shard", s.k)
-			s.resign(el)
+			s.resign(t)
 			// Wait until the view no longer names this server, so that run
 			// does not take the shard straight back.
 			s.n.waitFor(ctx, func(v *view) (bool, time.Time) { return v.owners[s.k].id != id, time.Time{} })
 			return
 		case stopBroken:
-			if s.leader(ctx, key, rev) {
+			if s.current(ctx, t) {
 				s.n.log.Warn("a shard's store broke; opening it again", "shard", s.k)
 				continue
 			}
 			s.n.log.Warn("a shard's store broke and this server is no longer its owner", "shard", s.k)
-			s.resign(el)
+			s.resign(t)
 			return
 		}
 	}
@@ -184,11 +174,10 @@ func (s *shard) own(ctx context.Context, el *concurrency.Election, id string) {
 
 // open opens the shard's store and server, retrying while this server is
 // still the owner.
-func (s *shard) open(ctx context.Context, key string, rev int64) (*instance, error) {
-	guard := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", rev)}
+func (s *shard) open(ctx context.Context, t term) (*instance, error) {
 	wait := 100 * time.Millisecond
 	for {
-		inst, err := s.openOnce(ctx, guard)
+		inst, err := s.openOnce(ctx, t)
 		if err == nil {
 			return inst, nil
 		}
@@ -198,16 +187,16 @@ func (s *shard) open(ctx context.Context, key string, rev int64) (*instance, err
 		s.n.log.Warn("error opening a shard; retrying", "shard", s.k, "err", err)
 		sleep(ctx, wait)
 		wait = min(2*wait, 2*time.Second)
-		if !s.leader(ctx, key, rev) {
+		if !s.current(ctx, t) {
 			return nil, errors.New("no longer the owner")
 		}
 	}
 }
 
-func (s *shard) openOnce(ctx context.Context, guard []clientv3.Cmp) (*instance, error) {
+func (s *shard) openOnce(ctx context.Context, t term) (*instance, error) {
 	deposed := make(chan struct{})
 	var once sync.Once
-	store, err := openShardStore(s.n, s.k, guard, func() { once.Do(func() { close(deposed) }) })
+	store, err := t.openStore(s.n.log.With("shard", s.k), func() { once.Do(func() { close(deposed) }) })
 	if err != nil {
 		return nil, err
 	}
@@ -275,20 +264,19 @@ func (s *shard) close(inst *instance) {
 	s.n.log.Info("closed a shard", "shard", s.k)
 }
 
-// leader says whether the election key is still this server's (false when
-// etcd cannot tell).
-func (s *shard) leader(ctx context.Context, key string, rev int64) bool {
+// current says whether the term is still this server's (false when the
+// store cannot tell).
+func (s *shard) current(ctx context.Context, t term) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.n.cfg.LeaseTTL)
 	defer cancel()
-	resp, err := s.n.cfg.Client.Get(ctx, key)
-	return err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].CreateRevision == rev
+	return t.current(ctx)
 }
 
-// resign gives the election up.
-func (s *shard) resign(el *concurrency.Election) {
+// resign gives the shard up.
+func (s *shard) resign(t term) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.n.cfg.LeaseTTL)
 	defer cancel()
-	if err := el.Resign(ctx); err != nil {
-		s.n.log.Warn("error resigning a shard; its key goes with the session", "shard", s.k, "err", err)
+	if err := t.resign(ctx); err != nil {
+		s.n.log.Warn("error resigning a shard; it goes with the session", "shard", s.k, "err", err)
 	}
 }

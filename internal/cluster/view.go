@@ -3,19 +3,14 @@ package cluster
 import (
 	"context"
 	"hash/fnv"
-	"strconv"
-	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// owner is the elected owner of a shard: the election key of lowest create
-// revision.
+// owner is the elected owner of a shard.
 type owner struct {
-	id  string // the owner's server id (its lease id in hex)
-	url string // the owner's advertise URL (the election value)
-	rev int64  // the election key's create revision
+	id  string // the owner's server id
+	url string // the owner's advertise URL
+	rev int64  // the owner's term (etcd: the election key's create revision)
 }
 
 // view is what this server knows of the cluster: the live members and every
@@ -124,96 +119,6 @@ func (n *Node) waitFor(ctx context.Context, cond func(v *view) (ok bool, again t
 		case <-v.changed:
 		case <-timer:
 		}
-	}
-}
-
-// watchMembers keeps the view's members up to date until ctx ends.
-func (n *Node) watchMembers(ctx context.Context) {
-	n.watch(ctx, n.cfg.Prefix+"members/", func(resp *clientv3.GetResponse) {
-		// Of the members of one URL only the newest counts: an older one is
-		// a session of the same server that ended, its lease not expired yet
-		// (etcd had no quorum to expire or revoke it).
-		members := map[string]string{}
-		newest := map[string]int64{} // URL -> create revision
-		for _, kv := range resp.Kvs {
-			u := string(kv.Value)
-			if rev, ok := newest[u]; ok && rev > kv.CreateRevision {
-				continue
-			}
-			for id, mu := range members {
-				if mu == u {
-					delete(members, id)
-				}
-			}
-			newest[u] = kv.CreateRevision
-			members[strings.TrimPrefix(string(kv.Key), n.cfg.Prefix+"members/")] = u
-		}
-		n.publish(func(v *view) { v.members = members })
-	})
-}
-
-// watchLeaving keeps the view's leaving members up to date until ctx ends.
-func (n *Node) watchLeaving(ctx context.Context) {
-	pfx := n.cfg.Prefix + "leaving/"
-	n.watch(ctx, pfx, func(resp *clientv3.GetResponse) {
-		leaving := map[string]bool{}
-		for _, kv := range resp.Kvs {
-			leaving[strings.TrimPrefix(string(kv.Key), pfx)] = true
-		}
-		n.publish(func(v *view) { v.leaving = leaving })
-	})
-}
-
-// watchOwners keeps the view's shard owners up to date until ctx ends.
-func (n *Node) watchOwners(ctx context.Context) {
-	pfx := n.cfg.Prefix + "shards/"
-	n.watch(ctx, pfx, func(resp *clientv3.GetResponse) {
-		owners := make([]owner, n.cfg.Shards)
-		for _, kv := range resp.Kvs {
-			// shards/NN/owner/<id>
-			parts := strings.Split(strings.TrimPrefix(string(kv.Key), pfx), "/")
-			if len(parts) != 3 || parts[1] != "owner" {
-				continue
-			}
-			k, err := strconv.Atoi(parts[0])
-			if err != nil || k < 0 || k >= n.cfg.Shards {
-				continue
-			}
-			if o := owners[k]; o.id == "" || kv.CreateRevision < o.rev {
-				owners[k] = owner{id: parts[2], url: string(kv.Value), rev: kv.CreateRevision}
-			}
-		}
-		n.publish(func(v *view) { v.owners = owners })
-	})
-}
-
-// watch calls apply with every key under prefix, read at once and again
-// after each change (a watch is only the signal to read again: the few keys
-// of members and elections are cheap to read, and a read after a lost or
-// compacted watch is always right), until ctx ends.
-func (n *Node) watch(ctx context.Context, prefix string, apply func(*clientv3.GetResponse)) {
-	for ctx.Err() == nil {
-		resp, err := n.cfg.Client.Get(ctx, prefix, clientv3.WithPrefix())
-		if err != nil {
-			if ctx.Err() == nil {
-				n.log.Warn("error reading the cluster's keys; retrying", "prefix", prefix, "err", err)
-				sleep(ctx, 200*time.Millisecond)
-			}
-			continue
-		}
-		apply(resp)
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		wch := n.cfg.Client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-		for wr := range wch {
-			if wr.Err() != nil {
-				break
-			}
-			if len(wr.Events) > 0 {
-				// Read again; drain what else queued up first.
-				break
-			}
-		}
-		cancel()
 	}
 }
 

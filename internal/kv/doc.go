@@ -4,7 +4,7 @@
 // carries (fairness.go); the graph model lives above it.
 //
 // One Store (its writer, segments, overlays, fairness, barriers, hooks) runs
-// over one of two engines (engine.go), which hold the committed state and
+// over one of four engines (engine.go), which hold the committed state and
 // make writes durable:
 //
 //	Badger (Open)    Badger holds the data in a directory; a write-ahead log
@@ -15,6 +15,12 @@
 //	                 is durable once etcd has committed it (raft quorum and
 //	                 fsync on a majority), and applied at the same time.
 //	                 Durable = committed by etcd.
+//	PostgreSQL       the rows of one shard of a kv table hold the data
+//	(OpenPostgres)   (postgres.go); a group is durable once PostgreSQL has
+//	                 committed it (one transaction, one round trip), and
+//	                 applied at the same time. Durable = committed by
+//	                 PostgreSQL (its WAL fsynced; its replicas, as the
+//	                 operator configured synchronous_commit).
 //	memory (OpenMem) a MemDisk holds the data (mem.go), for the simulation
 //	                 (internal/sim): a group is written, synced after an
 //	                 injected delay and applied at once; faults are
@@ -37,7 +43,7 @@
 //	         its synced tables (flushed.go). etcd: the logger applied them;
 //	         it drops them from the readers' view
 //
-// Invariants (both engines):
+// Invariants (every engine):
 //   - Exactly one goroutine applies closures. A closure reads the segment
 //     (its own writes and its predecessors'), then the segments not yet
 //     applied, then the engine's committed state (a Badger snapshot; etcd's
@@ -66,10 +72,12 @@
 //     refusal never rests on a write that a crash could lose or that a
 //     reader cannot see yet.
 //   - A failed commit (a log or Badger write; an etcd transaction that
-//     times out, finds no quorum or finds the guard false) stops the store
-//     from taking writes: Healthy is false and every write waiting or
-//     queued is answered fault.ErrUnavailable. It is never retried behind
-//     the caller's back into a different order.
+//     times out, finds no quorum or finds the guard false; a PostgreSQL
+//     transaction that fails, times out, loses its connection or finds
+//     the guard false) stops the store from taking writes: Healthy is
+//     false and every write waiting or queued is answered
+//     fault.ErrUnavailable. It is never retried behind the caller's back
+//     into a different order.
 //
 // Badger:
 //   - Durability uses no knowledge of Badger's files: the log is ours (one
@@ -204,4 +212,43 @@
 //   - Durable means committed by a quorum of etcd: a server's crash loses
 //     nothing acknowledged, and whoever opens the store next (the new
 //     owner) replays the commit log first.
+//
+// PostgreSQL (postgres.go, postgres_write.go, postgres_read.go,
+// postgres_expiry.go, postgres_sql.go):
+//   - A key is a row (shard, k bytea, v bytea, expires_at unix seconds, 0
+//     for none) of <schema>.kv (pgschema); bytea compares bytewise, so the
+//     table's order is the store's.
+//   - A group is one transaction (several, in order, only past 96 MiB or
+//     128 Ki keys; a crash between them keeps a prefix of the group),
+//     sent as one pipeline in one round trip: BEGIN, the guard, one
+//     multi-row upsert (unnest of arrays, keys in byte order), one
+//     multi-row delete (= ANY), COMMIT. An error anywhere skips the rest
+//     and rolls back.
+//   - The guard (PostgresGuard, ownership): the transaction first locks
+//     its shard's row of shard_owners FOR SHARE where owner and epoch are
+//     the store's, and its writes are conditioned on that row; a takeover
+//     (UPDATE ... epoch = epoch + 1) waits for every write holding the lock,
+//     and a write after it finds no row, commits nothing and breaks the
+//     store; OnDeposed runs once.
+//   - A commit whose outcome is unknown (the connection lost, or Timeout
+//     passed, after the batch was sent) breaks the store and is never sent
+//     again: the transaction committed whole or not at all, and readers
+//     and the next owner read whichever it was. Only a batch that failed
+//     before a byte left (pgconn.SafeToRetry) is sent again, once.
+//   - Reads: a reader (a View's, a writer segment's, Snapshot's) reads in
+//     a REPEATABLE READ READ ONLY transaction on a connection of its own,
+//     begun with its first read in one round trip, so it reads one
+//     instant; the writer never waits for a reader's end (discard rolls
+//     back on a goroutine of its own). Scans read pages of 256 keys.
+//     The pool must have room for the commits beside the readers in
+//     flight. Expired keys are left out by the queries (expires_at != 0
+//     and <= now, from this process's clock, as Badger does), and deleted
+//     in the background in batches of 1000 (postgres_expiry.go), which
+//     lock rows FOR UPDATE SKIP LOCKED so the cleaner never waits for a
+//     write, and delete only rows still expired.
+//   - One value may hold what Badger takes (1 MiB less a byte); one
+//     closure 64 Ki keys and 64 MiB.
+//   - Nothing rests on LISTEN/NOTIFY or advisory locks (pgschema's runner
+//     uses one for migrations only), so the SQL runs on CockroachDB and
+//     YugabyteDB too (postgres_sql.go lists what it uses).
 package kv

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tether-run/tether/internal/etcdtest"
+	"github.com/tether-run/tether/internal/pgtest"
 )
 
 // An engineCase opens a store of one engine; each call of reopen opens the
@@ -37,8 +38,9 @@ var (
 )
 
 // engines are the cases the behaviour tests run on: Badger in a temporary
-// directory, etcd (a real three-member cluster), and the simulation's
-// in-memory engine on a MemDisk.
+// directory, etcd (a real three-member cluster), PostgreSQL (a database of
+// the test's own on pgtest's server), and the simulation's in-memory engine
+// on a MemDisk.
 func engines(t *testing.T) []engineCase {
 	dir := t.TempDir()
 	etcdStoreMu.Lock()
@@ -52,6 +54,7 @@ func engines(t *testing.T) []engineCase {
 			c := sharedEtcd(t)
 			return openEtcd(t, EtcdOptions{Client: etcdClient(t, c), Prefix: fmt.Sprintf("%sengines-%d/", c.Prefix(), n)})
 		}},
+		{"postgres", pgReopener()},
 		{"mem", func(t *testing.T) *Store {
 			s := OpenMem(disk, MemOptions{})
 			s.Start()
@@ -316,7 +319,7 @@ func TestMain(m *testing.M) {
 	if etcdTmp, err = os.MkdirTemp("", "kv-etcd-"); err != nil {
 		panic(err)
 	}
-	code := m.Run()
+	code := pgtest.Run(m)
 	etcdStop()
 	_ = os.RemoveAll(etcdTmp)
 	os.Exit(code)

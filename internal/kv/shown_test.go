@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tether-run/tether/internal/pgtest"
 )
 
 // TestEnginesShowEagerWritesOnceApplied: with the log held (nothing becomes
@@ -33,6 +35,11 @@ func TestEnginesShowEagerWritesOnceApplied(t *testing.T) {
 		{"etcd", func(t *testing.T) *Store {
 			c := sharedEtcd(t)
 			s, err := OpenEtcd(EtcdOptions{Client: etcdClient(t, c), Prefix: storePrefix(c, "shown")})
+			require.NoError(t, err)
+			return s
+		}},
+		{"postgres", func(t *testing.T) *Store {
+			s, err := OpenPostgres(PostgresOptions{Pool: pgPool(t, pgtest.URL(t)), Schema: "tether", Shard: 1})
 			require.NoError(t, err)
 			return s
 		}},

@@ -26,10 +26,12 @@ type settings struct {
 	// the per-tenant ones included, there without a token (off when empty).
 	MetricsAddr string
 	Server      server.Config
-	// Store is TETHER_STORE: badger (the data directory) or etcd (a cluster
-	// of servers over etcd, with the settings in Etcd).
-	Store string
-	Etcd  etcdSettings
+	// Store is TETHER_STORE: badger (the data directory), etcd (a cluster
+	// of servers over etcd, with the settings in Etcd) or postgres (a
+	// cluster of servers over PostgreSQL, with the settings in Postgres).
+	Store    string
+	Etcd     etcdSettings
+	Postgres postgresSettings
 	// MCP are the /mcp settings (TETHER_MCP_*); serve adds the logger.
 	MCP mcp.HTTPOptions
 

@@ -209,8 +209,11 @@ func TestConfigurationDoc(t *testing.T) {
 			}
 			// Setting a variable to its documented default changes nothing.
 			base := map[string]string{}
-			if strings.HasPrefix(r.env, "TETHER_ETCD_") {
+			switch {
+			case strings.HasPrefix(r.env, "TETHER_ETCD_"):
 				base = map[string]string{"TETHER_STORE": storeEtcd, "TETHER_ETCD_ENDPOINTS": "http://127.0.0.1:2379"}
+			case strings.HasPrefix(r.env, "TETHER_POSTGRES_"):
+				base = map[string]string{"TETHER_STORE": storePostgres, "TETHER_POSTGRES_URL": "postgres://127.0.0.1:5432/tether"}
 			}
 			unset := loadedSettings(t, inCode, base)
 			base[r.env] = want

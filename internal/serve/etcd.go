@@ -19,8 +19,9 @@ import (
 
 // Stores `tether serve` runs on (TETHER_STORE).
 const (
-	storeBadger = "badger"
-	storeEtcd   = "etcd"
+	storeBadger   = "badger"
+	storeEtcd     = "etcd"
+	storePostgres = "postgres"
 )
 
 // etcdSettings are the TETHER_ETCD_* settings of TETHER_STORE=etcd.
@@ -38,18 +39,25 @@ type etcdSettings struct {
 	BlobDir            string
 }
 
-// loadStoreEnv reads TETHER_STORE and, for etcd, its settings, with the
-// flags in f over them; s.Addr is the listen address (the default advertise
-// URL's host).
+// loadStoreEnv reads TETHER_STORE and, for etcd or PostgreSQL, its
+// settings, with the flags in f over them; s.Addr is the listen address
+// (the default advertise URL's host).
 func loadStoreEnv(s *settings, f storeFlags) error {
 	s.Store = strings.ToLower(envflag.Or(f.store, envflag.String("TETHER_STORE", storeBadger)))
 	switch s.Store {
 	case storeBadger:
 		return nil
 	case storeEtcd:
+		return loadEtcdEnv(s, f)
+	case storePostgres:
+		return loadPostgresEnv(s, f)
 	default:
-		return fmt.Errorf("TETHER_STORE must be %s or %s, not %q", storeBadger, storeEtcd, s.Store)
+		return fmt.Errorf("TETHER_STORE must be %s, %s or %s, not %q", storeBadger, storeEtcd, storePostgres, s.Store)
 	}
+}
+
+// loadEtcdEnv reads the settings of TETHER_STORE=etcd.
+func loadEtcdEnv(s *settings, f storeFlags) error {
 	e := etcdSettings{
 		Endpoints: envflag.List("TETHER_ETCD_ENDPOINTS"),
 		Prefix:    envflag.String("TETHER_ETCD_PREFIX", cluster.DefaultPrefix),
@@ -58,8 +66,6 @@ func loadStoreEnv(s *settings, f storeFlags) error {
 		CAFile:    os.Getenv("TETHER_ETCD_CA_FILE"),
 		CertFile:  os.Getenv("TETHER_ETCD_CERT_FILE"),
 		KeyFile:   os.Getenv("TETHER_ETCD_KEY_FILE"),
-		Advertise: envflag.Or(f.advertise, os.Getenv("TETHER_ADVERTISE_URL")),
-		BlobDir:   os.Getenv("TETHER_BLOB_DIR"),
 	}
 	if f.endpoints != "" {
 		e.Endpoints = envflag.Split(f.endpoints)
@@ -104,22 +110,34 @@ func loadStoreEnv(s *settings, f storeFlags) error {
 		}
 	}
 	e.Shards, e.LeaseTTL, e.MaxTxnOps, e.Pipeline = int(shards), time.Duration(ttlMS)*time.Millisecond, int(maxOps), int(pipeline)
-	if e.Advertise == "" {
-		host, _, err := net.SplitHostPort(s.Addr)
-		if err != nil || host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
-			return fmt.Errorf("TETHER_ADDR %q is not an address other servers can reach: set TETHER_ADVERTISE_URL (http://host:port)", s.Addr)
-		}
-		e.Advertise = "http://" + s.Addr
-	} else if u, err := url.Parse(e.Advertise); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("TETHER_ADVERTISE_URL must be http(s)://host:port, not %q", e.Advertise)
-	}
-	if e.BlobDir != "" {
-		if st, err := os.Stat(e.BlobDir); err != nil || !st.IsDir() {
-			return fmt.Errorf("TETHER_BLOB_DIR %q is not a directory", e.BlobDir)
-		}
+	if e.Advertise, e.BlobDir, err = loadMemberEnv(s.Addr, f); err != nil {
+		return err
 	}
 	s.Etcd = e
 	return nil
+}
+
+// loadMemberEnv reads the settings of a server of a cluster, on etcd or
+// PostgreSQL: the URL the others reach it at (from the listen address addr
+// when not set) and the shared blob directory.
+func loadMemberEnv(addr string, f storeFlags) (advertise, blobDir string, err error) {
+	advertise = envflag.Or(f.advertise, os.Getenv("TETHER_ADVERTISE_URL"))
+	blobDir = os.Getenv("TETHER_BLOB_DIR")
+	if advertise == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil || host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
+			return "", "", fmt.Errorf("TETHER_ADDR %q is not an address other servers can reach: set TETHER_ADVERTISE_URL (http://host:port)", addr)
+		}
+		advertise = "http://" + addr
+	} else if u, err := url.Parse(advertise); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", "", fmt.Errorf("TETHER_ADVERTISE_URL must be http(s)://host:port, not %q", advertise)
+	}
+	if blobDir != "" {
+		if st, err := os.Stat(blobDir); err != nil || !st.IsDir() {
+			return "", "", fmt.Errorf("TETHER_BLOB_DIR %q is not a directory", blobDir)
+		}
+	}
+	return advertise, blobDir, nil
 }
 
 // client connects to the etcd cluster of e (TLS with an https endpoint or

@@ -43,7 +43,8 @@ func Command() *cobra.Command {
 		Use:   "serve",
 		Short: "Run the Tether server",
 		Long: `Run the Tether server on an embedded Badger store, or (TETHER_STORE=etcd)
-as one server of a cluster whose records live in etcd (TETHER_ETCD_*).
+as one server of a cluster whose records live in etcd (TETHER_ETCD_*), or
+(TETHER_STORE=postgres) in PostgreSQL (TETHER_POSTGRES_*).
 
 Settings come from the environment (TETHER_ADDR, TETHER_DATA_DIR,
 TETHER_JWT_SECRET, TETHER_JWT_PUBLIC_KEYS, TETHER_CLAIM_TTL_*_MS, ...: every
@@ -150,7 +151,7 @@ Set TETHER_JWT_SECRET (HS256 secrets, comma separated), TETHER_JWT_PUBLIC_KEYS
 (PEM files, "kid=path,..."), or HEAD_TOKEN / LEFT_CLAW_TOKEN / RIGHT_CLAW_TOKEN,
 or run "tether serve --dev" to try it out with a generated secret`)
 	}
-	if s.Store != storeEtcd {
+	if s.Store == storeBadger {
 		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
 			return fmt.Errorf("error creating the data directory: %w", err)
 		}
@@ -195,8 +196,11 @@ or run "tether serve --dev" to try it out with a generated secret`)
 		}
 		return printDevBanner(url, devSecret, filepath.Join(s.DataDir, "dev-secret"))
 	}
-	if s.Store == storeEtcd {
+	switch s.Store {
+	case storeEtcd:
 		return serveCluster(ctx, s, ln, metricsLn, log, banner)
+	case storePostgres:
+		return servePostgres(ctx, s, ln, metricsLn, log, banner)
 	}
 	srv, err := server.Open(ctx, s.Server)
 	if err != nil {

@@ -10,7 +10,7 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.store, "store", "", "where the records live: badger (the data directory) or etcd (TETHER_STORE, default badger)")
+	fs.StringVar(&f.store, "store", "", "where the records live: badger (the data directory), etcd or postgres (TETHER_STORE, default badger)")
 	fs.StringVar(&f.endpoints, "etcd-endpoints", "", "etcd client URLs, comma separated, for --store etcd (TETHER_ETCD_ENDPOINTS)")
-	fs.StringVar(&f.advertise, "advertise-url", "", "the URL other servers of an etcd cluster reach this one at (TETHER_ADVERTISE_URL, default http:// and the listen address)")
+	fs.StringVar(&f.advertise, "advertise-url", "", "the URL other servers of a cluster (etcd or postgres) reach this one at (TETHER_ADVERTISE_URL, default http:// and the listen address)")
 }
