@@ -74,6 +74,23 @@ func (l *Ledger) FirstAckAfter(t time.Time) time.Time {
 	return first
 }
 
+// Served is when the workload was served again after a failure at killed:
+// the first acknowledgement after the first error that ended after killed
+// (writes in flight at the kill may still be acknowledged before the first
+// error), or killed itself when no call failed.
+func (l *Ledger) Served(killed time.Time) time.Time {
+	var first time.Time
+	for _, e := range l.Errors() {
+		if !e.Ended.Before(killed) && (first.IsZero() || e.Ended.Before(first)) {
+			first = e.Ended
+		}
+	}
+	if first.IsZero() {
+		return killed
+	}
+	return l.FirstAckAfter(first)
+}
+
 // Errors is a copy of every failed call.
 func (l *Ledger) Errors() []CallError {
 	l.mu.Lock()
@@ -82,8 +99,7 @@ func (l *Ledger) Errors() []CallError {
 }
 
 // Check says what is wrong with the errors of a workload whose database
-// failed at killed and served it again at served (the first acknowledgement
-// after killed): an error that is not retryable, one before the kill, or
+// failed at killed and served it again at served (Served): an error that is not retryable, one before the kill, or
 // one in a call that began more than grace after served (a call already
 // waiting on a dead connection when the new primary came may still fail).
 func (l *Ledger) Check(killed, served time.Time, grace time.Duration) error {
