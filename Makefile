@@ -47,6 +47,10 @@ test: ## Every test with -race (needs Go and gcc), then the API suite on etcd; e
 test-etcd: ## The conformance suite (api tests) on a real three-member etcd cluster (TETHER_TEST_ETCD=URLs: an external one)
 	TETHER_TEST_STORE=etcd $(GO) test -race -count=1 -timeout 10m ./api/
 
+.PHONY: test-postgres
+test-postgres: ## The conformance suite (api tests) on two servers of a cluster over a real PostgreSQL (TETHER_TEST_POSTGRES_URL=URL: an external one)
+	TETHER_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 15m ./api/
+
 .PHONY: test-race
 test-race: test ## Alias of test (the suite always runs with -race)
 
@@ -60,7 +64,7 @@ sim: ## The lease core's deterministic simulation: SEEDS=n seeds (default 1000),
 	else $(GO) test -count=1 -timeout 0 -run 'TestSim$$' -v ./internal/sim/ -seeds $(or $(SEEDS),1000) -first $(or $(FIRST),1); fi
 
 .PHONY: linearize
-linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses, etcd leader kills, both at once, and network splits in namespaces (~50 min; splits need root)
+linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses, etcd leader kills, both at once, and network splits in namespaces, then PostgreSQL with owner kills and pauses (~65 min; splits need root)
 	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 90m -v -run 'TestLinearize' ./cmd/tether/
 
 .PHONY: spec-lint

@@ -2,13 +2,16 @@ package api_test
 
 // The conformance suite: the API tests that matter (leases, fences, the
 // lifecycle, queues, events, isolation, nodes, edges, batches, idempotency)
-// run against both storage backends. By default every test runs on Badger;
+// run against every storage backend. By default every test runs on Badger;
 // with TETHER_TEST_STORE=etcd (`make test` runs the package a second time
 // so), the tests of the files below run on a real three-member etcd cluster
 // (internal/etcdtest; TETHER_TEST_ETCD names an external one) with two
 // Tether servers of one cluster over it, the client talking to the first:
 // the tenants whose shards the second owns are served through forwarding.
-// The other tests of the package skip.
+// With TETHER_TEST_STORE=postgres (`make test-postgres`) the same two
+// servers form a cluster over a real PostgreSQL instead, a fresh database
+// per test (internal/pgtest; TETHER_TEST_POSTGRES_URL names an external
+// server). The other tests of the package skip.
 
 import (
 	"context"
@@ -22,10 +25,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/cluster"
 	"github.com/tether-run/tether/internal/etcdtest"
+	"github.com/tether-run/tether/internal/pgschema"
+	"github.com/tether-run/tether/internal/pgtest"
 	"github.com/tether-run/tether/internal/server"
 )
 
@@ -50,8 +56,16 @@ var conformanceFiles = map[string]bool{
 // onEtcd is the shared etcd cluster when the package runs on etcd.
 var onEtcd *etcdtest.Cluster
 
+// onPostgres is set when the package runs on PostgreSQL.
+var onPostgres bool
+
 func TestMain(m *testing.M) {
-	if os.Getenv("TETHER_TEST_STORE") != "etcd" {
+	switch os.Getenv("TETHER_TEST_STORE") {
+	case "etcd":
+	case "postgres":
+		onPostgres = true
+		os.Exit(pgtest.Run(m))
+	default:
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "tether-api-etcd-")
@@ -89,10 +103,14 @@ func testFile() string {
 	}
 }
 
-// startOnEtcd serves cfg's API from two servers of one cluster over the
-// shared etcd cluster, the client talking to the first. It skips tests
-// outside the conformance files.
-func startOnEtcd(t testing.TB, cfg server.Config) (*server.Server, string) {
+// onCluster says whether the package runs on a cluster (etcd or
+// PostgreSQL) rather than Badger.
+func onCluster() bool { return onEtcd != nil || onPostgres }
+
+// startOnCluster serves cfg's API from two servers of one cluster over the
+// shared etcd cluster or a fresh PostgreSQL database, the client talking to
+// the first. It skips tests outside the conformance files.
+func startOnCluster(t testing.TB, cfg server.Config) (*server.Server, string) {
 	t.Helper()
 	f := testFile()
 	if f == "" {
@@ -100,20 +118,29 @@ func startOnEtcd(t testing.TB, cfg server.Config) (*server.Server, string) {
 		t.Fatal("no test file of package api_test on the stack")
 	}
 	if !conformanceFiles[f] {
-		t.Skipf("%s is not part of the conformance suite (TETHER_TEST_STORE=etcd)", f)
+		t.Skipf("%s is not part of the conformance suite (TETHER_TEST_STORE=%s)", f, os.Getenv("TETHER_TEST_STORE"))
 	}
-	etcd := onEtcd.For(t)
-	cli := etcd.Client()
+	base := cluster.Config{Shards: 4, Server: cfg, Logger: slog.New(slog.DiscardHandler), DrainTimeout: 5 * time.Second}
+	if onPostgres {
+		pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		_, err = pgschema.Migrate(context.Background(), pool, cluster.DefaultSchema)
+		require.NoError(t, err)
+		base.Postgres = pool
+	} else {
+		etcd := onEtcd.For(t)
+		base.Client, base.Prefix = etcd.Client(), etcd.Prefix()
+	}
 	var nodes []*cluster.Node
 	var urls []string
 	for range 2 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		url := "http://" + l.Addr().String()
-		n, err := cluster.Open(context.Background(), cluster.Config{
-			Client: cli, Prefix: etcd.Prefix(), Shards: 4, Advertise: url,
-			Server: cfg, Logger: slog.New(slog.DiscardHandler), DrainTimeout: 5 * time.Second,
-		})
+		c := base
+		c.Advertise = url
+		n, err := cluster.Open(context.Background(), c)
 		require.NoError(t, err)
 		go func() { _ = n.Serve(l) }()
 		t.Cleanup(func() {

@@ -22,7 +22,8 @@ const testSecret = testserver.Secret
 
 // env is one real server on a free port with a real Badger store in a temp
 // dir and a fake clock that decides lease expiry (internal/testserver), or
-// two servers of a cluster on etcd (TETHER_TEST_STORE=etcd).
+// two servers of a cluster on etcd or PostgreSQL (TETHER_TEST_STORE=etcd or
+// postgres).
 type env struct {
 	t   testing.TB
 	srv *server.Server
@@ -36,12 +37,12 @@ type option = testserver.Option
 
 func start(t testing.TB, opts ...option) *env {
 	t.Helper()
-	if onEtcd != nil {
+	if onCluster() {
 		cfg := testserver.Config(t)
 		for _, o := range opts {
 			o(&cfg)
 		}
-		srv, url := startOnEtcd(t, cfg)
+		srv, url := startOnCluster(t, cfg)
 		return &env{t: t, srv: srv, url: url, clk: cfg.Clock.(*clocktest.Fake)}
 	}
 	s := testserver.Start(t, opts...)

@@ -98,6 +98,8 @@ type leCluster struct {
 	rec    *linearize.Recorder
 	toks   map[string]string // identity -> token
 	net    *leNet            // the namespaces of a partition run; nil on loopback
+	// pg is the PostgreSQL database of a run on PostgreSQL ("" on etcd).
+	pg string
 
 	mu      sync.Mutex
 	live    []*proc                // servers that answer (or will, once resumed)
@@ -254,6 +256,16 @@ func (c *leCluster) byID(id string) *proc {
 // proxy of its own, so that it can be cut off from etcd alone (in a
 // partition run, in its namespace, which can be).
 func (c *leCluster) start(name, addr string) *proc {
+	if c.pg != "" {
+		p := startPostgresServerAt(c.t, c.pg, name, addr)
+		id := serverID(c.t, c.hc, p)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.live = append(c.live, p)
+		c.all = append(c.all, p)
+		c.ids[p] = id
+		return p
+	}
 	if c.net != nil {
 		p := c.net.start(c, name, addr)
 		id := serverID(c.t, c.hc, p)
@@ -576,7 +588,7 @@ func TestLinearizeEtcdFaults(t *testing.T) {
 // linearizeEtcdRun is one run: on loopback with embedded etcd members, or,
 // for partitions, with every process in a network namespace of its own.
 func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (linearize.Counts, map[string]int, int) {
-	c := &leCluster{t: t, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, held: map[string]leHolder{}, causes: map[int64]int64{}, proxies: map[*proc][]*etcdProxy{}, faults: map[string]int{}}
+	c := newLeCluster(t)
 	var addrA, addrB string
 	load := scale.load
 	if partitions {
@@ -591,6 +603,24 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (li
 		c.hc = &http.Client{Transport: httpClient(t).Transport, Timeout: leCallLimit + time.Second}
 		addrA, addrB = spreadAddrs(t)
 	}
+	faults := []func(){c.cutAndKillOwner, c.killOwnerAndEtcdLeader, c.pauseOwner, c.killEtcdLeader, c.cutAndKillOwner, c.killOwner}
+	cfg := linearize.DefaultConfig(linMaxAttempts)
+	if partitions {
+		faults = c.partitionFaults()
+		cfg = leSplitConfig()
+	}
+	return c.runFaults(run, scale, load, addrA, addrB, faults, cfg)
+}
+
+func newLeCluster(t *testing.T) *leCluster {
+	return &leCluster{t: t, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, held: map[string]leHolder{}, causes: map[int64]int64{}, proxies: map[*proc][]*etcdProxy{}, faults: map[string]int{}}
+}
+
+// runFaults is one run of load on two servers started at addrA and addrB,
+// with a fault of faults in turn every leGap, checked by cfg's model.
+func (c *leCluster) runFaults(run int, scale leScale, load time.Duration, addrA, addrB string, faults []func(), cfg linearize.Config) (linearize.Counts, map[string]int, int) {
+	t := c.t
+	partitions := c.net != nil
 	hc := c.hc
 	a := c.start("A", addrA)
 	c.start("B", addrB)
@@ -637,10 +667,6 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (li
 			leWorker(ctx, c, pool, s, rand.New(rand.NewPCG(seed, uint64(i))), stop)
 		}()
 	}
-	faults := []func(){c.cutAndKillOwner, c.killOwnerAndEtcdLeader, c.pauseOwner, c.killEtcdLeader, c.cutAndKillOwner, c.killOwner}
-	if partitions {
-		faults = c.partitionFaults()
-	}
 	start := time.Now()
 	for k := 0; time.Since(start)+leGap < load; k++ {
 		time.Sleep(leGap / 2)
@@ -661,10 +687,6 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (li
 		return true
 	})
 	ops, counts, takeovers := c.history(loadStart)
-	cfg := linearize.DefaultConfig(linMaxAttempts)
-	if partitions {
-		cfg = leSplitConfig()
-	}
 	rep := linearize.Check(cfg, ops, checkTimeout, t.TempDir())
 	t.Logf("run %d: %d calls (%d with unknown outcome, %d of them dropped), %d nodes, faults %v, %d openings of the shard as restarts; %v",
 		run, counts.Ops, counts.Unknown, counts.Dropped, counts.Nodes, c.faults, takeovers, rep)

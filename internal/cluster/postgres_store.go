@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/tether-run/tether/internal/kv"
@@ -10,5 +9,10 @@ import (
 // openStore opens the shard's rows of kv; every write transaction checks
 // first that the owner row still names this term.
 func (t *postgresTerm) openStore(log *slog.Logger, onDeposed func()) (*kv.Store, error) {
-	return nil, errors.New("the PostgreSQL kv engine is not merged yet")
+	return kv.OpenPostgres(kv.PostgresOptions{
+		Pool: t.c.pool, Schema: t.c.cfg.Schema, Shard: t.k,
+		Guard:     &kv.PostgresGuard{Owner: t.owner, Epoch: t.epoch},
+		OnDeposed: onDeposed,
+		Logger:    log,
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -32,8 +33,11 @@ const childEnv = "TETHER_CLUSTER_TEST_CHILD"
 type childConfig struct {
 	Endpoints []string
 	Prefix    string
-	Shards    int
-	Addr      string
+	// PostgresURL, when set, is the database of a cluster on PostgreSQL
+	// (migrated already), instead of etcd's Endpoints.
+	PostgresURL string
+	Shards      int
+	Addr        string
 }
 
 func TestMain(m *testing.M) {
@@ -56,16 +60,27 @@ func runChild(raw string) error {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		return err
+	var cfg Config
+	if c.PostgresURL != "" {
+		pool, err := pgxpool.New(context.Background(), c.PostgresURL)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		cfg = pgTestConfig(pool, c.Shards, "http://"+c.Addr)
+	} else {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints, DialTimeout: 5 * time.Second})
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		cfg = testConfig(cli, c.Prefix, c.Shards, "http://"+c.Addr)
 	}
-	defer cli.Close()
 	l, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
-	n, err := Open(context.Background(), testConfig(cli, c.Prefix, c.Shards, "http://"+c.Addr))
+	n, err := Open(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
@@ -92,7 +107,14 @@ type childServer struct {
 // startChild starts a child server at addr over etcd's cluster.
 func startChild(t *testing.T, etcd *etcdtest.Cluster, shards int, addr string) *childServer {
 	t.Helper()
-	raw, err := json.Marshal(childConfig{Endpoints: etcd.Endpoints, Prefix: etcd.Prefix(), Shards: shards, Addr: addr})
+	return startChildOf(t, childConfig{Endpoints: etcd.Endpoints, Prefix: etcd.Prefix(), Shards: shards, Addr: addr})
+}
+
+// startChildOf starts a child server of c.
+func startChildOf(t *testing.T, c childConfig) *childServer {
+	t.Helper()
+	addr := c.Addr
+	raw, err := json.Marshal(c)
 	require.NoError(t, err)
 	logPath := filepath.Join(t.TempDir(), "server.log")
 	logFile, err := os.Create(logPath)
@@ -101,21 +123,21 @@ func startChild(t *testing.T, etcd *etcdtest.Cluster, shards int, addr string) *
 	cmd.Env = append(os.Environ(), childEnv+"="+string(raw))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
-	c := &childServer{url: "http://" + addr, cmd: cmd, exited: make(chan struct{})}
+	child := &childServer{url: "http://" + addr, cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		c.err = cmd.Wait()
+		child.err = cmd.Wait()
 		logFile.Close()
-		close(c.exited)
+		close(child.exited)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-c.exited
+		<-child.exited
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
 			t.Logf("log of the server at %s:\n%s", addr, b)
 		}
 	})
-	return c
+	return child
 }
 
 // stop sends SIGTERM and waits for a clean exit.
