@@ -13,8 +13,10 @@
 //
 // Invariants:
 //   - Every formation is stopped when its test ends: each node runs in a
-//     process group of its own with a parent-death signal, and Stop kills
-//     the groups, so nothing outlives the test binary.
+//     process group of its own, and Stop kills the groups and removes the
+//     directory. (A test binary killed outright takes the pg_autoctl
+//     processes with it, by their parent-death signal, but not their
+//     Postgres servers, which run on until stopped by hand.)
 //   - The secondary is synchronous (pg_auto_failover's default with one
 //     standby and replication quorum on): a commit the primary acknowledged
 //     is on the secondary, so a promotion loses no acknowledged write.
