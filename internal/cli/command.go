@@ -11,7 +11,7 @@ import (
 
 // NewRoot is the tether command with every command of the CLI: the client
 // commands, which share --server, --token and -o, and those that do not
-// call a server the root's way (health, work, check, restore). Each of
+// call a server the root's way (health, work, check, restore, migrate). Each of
 // others (serve) is added as one of the latter.
 func NewRoot(others ...*cobra.Command) *cobra.Command {
 	root, _ := newRoot(others...)
@@ -32,7 +32,8 @@ func newRoot(others ...*cobra.Command) (*cobra.Command, *cli) {
 		root.AddCommand(notAClient(cmd, clientFlags...))
 	}
 	root.AddCommand(notAClient(healthCommand(), clientFlags...), notAClient(workCommand(), "output"),
-		notAClient(checkCommand(), clientFlags...), notAClient(restoreCommand(), clientFlags...))
+		notAClient(checkCommand(), clientFlags...), notAClient(restoreCommand(), clientFlags...),
+		notAClient(migrateCommand(), clientFlags...))
 	root.AddCommand(c.versionCommand())
 	root.AddCommand(c.nodesCommand(), c.edgesCommand(), c.queuesCommand(), c.workersCommand())
 	root.AddCommand(c.leaseCommands()...)

@@ -3,7 +3,7 @@
 // tenants, backup, mcp, ...), which call a server through the generated Go
 // client and share --server, --token and -o; tether work, which runs the
 // worker runner of package runner with its Exec handler; and the local
-// operator commands health, check and restore. cmd/tether adds tether serve
+// operator commands health, check, restore and migrate. cmd/tether adds tether serve
 // (internal/serve) beside them.
 //
 // Invariants:
@@ -19,5 +19,7 @@
 //     the URL it tried, and a refusal is the server's problem document.
 //   - Nothing here reads or writes a store: every client command goes through
 //     the HTTP API; check and restore work on a stopped server's data
-//     directory through internal/graphstore and internal/backup.
+//     directory through internal/graphstore and internal/backup; migrate
+//     changes PostgreSQL's schema, never its records, through
+//     internal/pgschema.
 package cli

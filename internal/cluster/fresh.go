@@ -6,8 +6,9 @@ import (
 )
 
 // freshWriter is the response of a request this server serves as a shard's
-// owner. Its status line goes out only if the server's etcd lease is still
-// surely alive at that moment (lease.go); otherwise the answer becomes 503
+// owner. Its status line goes out only if the server's session lease (on
+// etcd, or its member row on PostgreSQL) is still surely alive at that
+// moment (lease.go); otherwise the answer becomes 503
 // unavailable. A renewal is answered once applied, before it is durable, so
 // what makes it good across a takeover is that it was applied while this
 // server owned the shard: the next owner is elected only after this server's
@@ -18,7 +19,7 @@ import (
 // that began while the lease was fresh and ends after it went stale.
 //
 // When the lease is not known fresh at that moment (a keepalive late on a
-// loaded machine), the answer waits for the next keepalive answer, which
+// loaded machine), the answer waits for the next answered renewal, which
 // proves the lease was alive when the work was done (awaitFresh), rather
 // than fail a request that nothing threatened.
 type freshWriter struct {

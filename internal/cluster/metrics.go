@@ -42,7 +42,7 @@ func newMetrics(n *Node) *metrics {
 			func() float64 { return float64(n.localCount()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tether_cluster_members", Help: "Live servers of the cluster, as this one sees them."},
 			func() float64 { return float64(len(n.view().members)) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tether_ready", Help: "1 when this server is a member of the cluster and not stopping (GET /ready also asks etcd for alarms), else 0."},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tether_ready", Help: "1 when this server is a member of the cluster and not stopping (GET /ready also asks the store: etcd for alarms, PostgreSQL for an answer), else 0."},
 			func() float64 {
 				if _, member := n.view().members[n.ID()]; member && n.ctx.Err() == nil {
 					return 1

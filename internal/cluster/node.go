@@ -75,8 +75,8 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger, resolver: resolver, done: make(chan struct{})}
 	if cfg.Client != nil {
 		n.coord = newEtcdCoordinator(cfg)
-	} else {
-		n.coord = newPostgresCoordinator(cfg)
+	} else if n.coord, err = newPostgresCoordinator(cfg); err != nil {
+		return nil, err
 	}
 	n.cur = &view{members: map[string]string{}, owners: make([]owner, cfg.Shards), orphanSince: make([]time.Time, cfg.Shards), changed: make(chan struct{})}
 	for k := range cfg.Shards {

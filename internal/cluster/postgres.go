@@ -27,19 +27,30 @@ type postgresCoordinator struct {
 	cfg  Config
 	log  *slog.Logger
 	pool *pgxpool.Pool
+	// renewals is a pool of one connection of its own for the session's
+	// renewals, so that a pool busy with the shards' writes (or campaigns
+	// waiting on row locks) never holds a renewal up until the session
+	// expires.
+	renewals *pgxpool.Pool
 	// members, owners and meta are the tables' quoted names.
 	members, owners, meta string
 	// poll is how often the view is read again and a campaign tries again.
 	poll time.Duration
 }
 
-func newPostgresCoordinator(cfg Config) *postgresCoordinator {
+func newPostgresCoordinator(cfg Config) (*postgresCoordinator, error) {
+	rc := cfg.Postgres.Config().Copy()
+	rc.MaxConns, rc.MinConns = 1, 0
+	renewals, err := pgxpool.NewWithConfig(context.Background(), rc)
+	if err != nil {
+		return nil, fmt.Errorf("error making the session's connection pool: %w", err)
+	}
 	table := func(name string) string { return pgx.Identifier{cfg.Schema, name}.Sanitize() }
 	return &postgresCoordinator{
-		cfg: cfg, log: cfg.Logger, pool: cfg.Postgres,
+		cfg: cfg, log: cfg.Logger, pool: cfg.Postgres, renewals: renewals,
 		members: table("members"), owners: table("shard_owners"), meta: table("meta"),
 		poll: pollInterval(cfg.LeaseTTL),
-	}
+	}, nil
 }
 
 // pollInterval is a sixth of the lease TTL, within 100-250 ms: a server
@@ -52,7 +63,7 @@ func pollInterval(ttl time.Duration) time.Duration {
 
 func (c *postgresCoordinator) store() string { return "PostgreSQL" }
 
-func (c *postgresCoordinator) close() {}
+func (c *postgresCoordinator) close() { c.renewals.Close() }
 
 func (c *postgresCoordinator) backupAdvice() string {
 	return "with TETHER_STORE=postgres the records live in PostgreSQL: back the schema " + c.cfg.Schema + " up with pg_dump or the database's own backups (and the blob directory with a file copy)"
@@ -146,7 +157,7 @@ func (s *postgresSession) keepAlive(ctx context.Context, lastSent time.Time, ren
 		}
 		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, ttl/3)
-		tag, err := s.c.pool.Exec(rctx, `UPDATE `+s.c.members+` SET expires_at = now() + $2::interval WHERE id = $1 AND expires_at > now()`, s.sid, ttl)
+		tag, err := s.c.renewals.Exec(rctx, `UPDATE `+s.c.members+` SET expires_at = now() + $2::interval WHERE id = $1 AND expires_at > now()`, s.sid, ttl)
 		cancel()
 		switch {
 		case ctx.Err() != nil:

@@ -31,7 +31,9 @@ func pgCoordinator(t *testing.T, pool *pgxpool.Pool, shards int, ttl time.Durati
 	t.Helper()
 	cfg, err := Config{Postgres: pool, Shards: shards, LeaseTTL: ttl, Advertise: "http://127.0.0.1:1", Logger: slog.New(slog.DiscardHandler)}.withDefaults()
 	require.NoError(t, err)
-	c := newPostgresCoordinator(cfg)
+	c, err := newPostgresCoordinator(cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.close)
 	require.NoError(t, c.checkShards(context.Background(), shards))
 	return c
 }

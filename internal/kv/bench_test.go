@@ -7,6 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tether-run/tether/internal/pgschema"
+	"github.com/tether-run/tether/internal/pgtest"
 )
 
 // BenchmarkConcurrentUpdates: 32 writers, each write setting five small keys
@@ -19,6 +24,34 @@ func BenchmarkConcurrentUpdates(b *testing.B) {
 	}
 	s.Start()
 	defer s.Close()
+	benchConcurrentUpdates(b, s)
+}
+
+// BenchmarkConcurrentUpdatesPostgres is BenchmarkConcurrentUpdates on
+// PostgreSQL (pgtest's server, fsync on): a commit is one transaction in one
+// round trip; reports writes/s too.
+func BenchmarkConcurrentUpdatesPostgres(b *testing.B) {
+	url := pgtest.URL(b)
+	p, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := pgschema.Migrate(context.Background(), p, "tether"); err != nil {
+		b.Fatal(err)
+	}
+	s, err := OpenPostgres(PostgresOptions{Pool: p, Schema: "tether", Shard: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Start()
+	defer s.Close()
+	start := time.Now()
+	benchConcurrentUpdates(b, s)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "writes/s")
+}
+
+func benchConcurrentUpdates(b *testing.B, s *Store) {
 	var n atomic.Int64
 	val := make([]byte, 120)
 	b.ResetTimer()

@@ -32,7 +32,8 @@
 //	         back out by its undo log); hands the segment on without waiting
 //	         (writer.go)
 //	logger   makes every waiting segment durable as one group (Badger: one
-//	         log append and fdatasync; etcd: guarded transactions); then
+//	         log append and fdatasync; etcd: guarded transactions;
+//	         PostgreSQL: one guarded transaction); then
 //	         makes them visible to View (taking their writes shown early
 //	         off the shown list), runs their OnDurable hooks and answers
 //	         their callers (logger.go)
@@ -40,8 +41,8 @@
 //	         (commits Badger does not sync; a segment too large for one is
 //	         committed in parts), then drops them from the readers' view,
 //	         and lets the log remove them once Badger has flushed them into
-//	         its synced tables (flushed.go). etcd: the logger applied them;
-//	         it drops them from the readers' view
+//	         its synced tables (flushed.go). etcd, PostgreSQL: the logger
+//	         applied them; it drops them from the readers' view
 //
 // Invariants (every engine):
 //   - Exactly one goroutine applies closures. A closure reads the segment
@@ -233,8 +234,11 @@
 //   - A commit whose outcome is unknown (the connection lost, or Timeout
 //     passed, after the batch was sent) breaks the store and is never sent
 //     again: the transaction committed whole or not at all, and readers
-//     and the next owner read whichever it was. Only a batch that failed
-//     before a byte left (pgconn.SafeToRetry) is sent again, once.
+//     and the next owner read whichever it was. Only a transaction that
+//     certainly did not run is sent again, on another connection: one whose
+//     send failed before a byte left (pgconn.SafeToRetry), or whose BEGIN
+//     the server answered with an error (an idle connection it had ended).
+//     A reader's first read is begun again the same way (it is read-only).
 //   - Reads: a reader (a View's, a writer segment's, Snapshot's) reads in
 //     a REPEATABLE READ READ ONLY transaction on a connection of its own,
 //     begun with its first read in one round trip, so it reads one

@@ -22,6 +22,9 @@ import (
 // PostgresOptions configure a Store whose records live in PostgreSQL, in
 // the kv table of Schema (made by pgschema.Migrate).
 type PostgresOptions struct {
+	// Pool is where every statement goes. A reader in flight (a View or a
+	// Snapshot that reads PostgreSQL) holds a connection until it ends, and
+	// a commit takes one: size the pool for both.
 	Pool   *pgxpool.Pool
 	Schema string
 	// Shard is the kv table's shard column: every key of this store.

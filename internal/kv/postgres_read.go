@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -45,7 +46,11 @@ func (e *postgresEngine) snapshotReader() (reader, error) {
 }
 
 // query runs fn with a query function on the reader's transaction, begun
-// with fn's first query if it is not yet.
+// with fn's first query if it is not yet. A transaction that could not be
+// begun because its connection had died (the server ended it while the
+// pool held it idle) is begun again on another, up to one more time than
+// the pool has connections (all may have died at once): it is read-only,
+// and fn, run again, starts over.
 func (r *postgresReader) query(fn func(q func(sql string, args ...any) (pgx.Rows, error)) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -57,19 +62,44 @@ func (r *postgresReader) query(fn func(q func(sql string, args ...any) (pgx.Rows
 	if r.conn != nil {
 		return fn(func(sql string, args ...any) (pgx.Rows, error) { return r.conn.Query(ctx, sql, args...) })
 	}
-	conn, err := r.e.pool.Acquire(ctx)
-	if err != nil {
-		r.failed = fmt.Errorf("error taking a connection to read: %w", err)
-		return r.failed
+	attempts := int(r.e.pool.Config().MaxConns) + 1
+	for attempt := 1; ; attempt++ {
+		conn, err := r.e.pool.Acquire(ctx)
+		if err != nil {
+			r.failed = fmt.Errorf("error taking a connection to read: %w", err)
+			return r.failed
+		}
+		if err = begin(ctx, conn, fn); err == nil {
+			r.conn = conn
+			return nil
+		}
+		dead := conn.Conn().IsClosed()
+		conn.Release() // a connection left in a transaction is closed by the pool
+		if !dead || attempt == attempts {
+			r.failed = err
+			return err
+		}
 	}
-	r.conn = conn
+}
+
+// begin runs fn on conn, its first query sent in one batch after BEGIN.
+func begin(ctx context.Context, conn *pgxpool.Conn, fn func(q func(sql string, args ...any) (pgx.Rows, error)) error) error {
 	var br pgx.BatchResults
-	first := true
-	err = fn(func(sql string, args ...any) (pgx.Rows, error) {
-		if !first {
+	sent := false
+	err := fn(func(sql string, args ...any) (pgx.Rows, error) {
+		if sent {
+			// The batch's results end before the connection takes another
+			// query.
+			if br != nil {
+				err := br.Close()
+				br = nil
+				if err != nil {
+					return nil, err
+				}
+			}
 			return conn.Query(ctx, sql, args...)
 		}
-		first = false
+		sent = true
 		b := &pgx.Batch{}
 		b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 		b.Queue(sql, args...)
@@ -84,9 +114,6 @@ func (r *postgresReader) query(fn func(q func(sql string, args ...any) (pgx.Rows
 			err = cerr
 		}
 	}
-	if err != nil {
-		r.failed = err
-	}
 	return err
 }
 
@@ -94,6 +121,7 @@ func (r *postgresReader) get(key []byte) ([]byte, bool, error) {
 	var val []byte
 	found := false
 	err := r.query(func(q func(string, ...any) (pgx.Rows, error)) error {
+		val, found = nil, false
 		rows, err := q(r.e.sql.get, r.e.shard, nonNil(key), time.Now().Unix())
 		if err != nil {
 			return err
@@ -221,8 +249,9 @@ func (c *postgresCursor) fill() {
 	if c.withValues {
 		vals = 1
 	}
-	page := c.page[:0]
+	var page []postgresRow
 	err := c.r.query(func(q func(string, ...any) (pgx.Rows, error)) error {
+		page = c.page[:0]
 		rows, err := q(c.r.e.sql.scans[rev][bounded][vals], args...)
 		if err != nil {
 			return err

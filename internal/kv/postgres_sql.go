@@ -52,7 +52,7 @@ func newPostgresSQL(schema string, guarded bool) postgresSQL {
 		// never deadlock), and deletes only rows still expired when it
 		// locked them (a key written again meanwhile stays).
 		clean: "DELETE FROM " + kv + " WHERE shard = $1 AND k = ANY(ARRAY(SELECT k FROM " + kv +
-			" WHERE shard = $1 AND expires_at <> 0 AND expires_at <= $2 ORDER BY k LIMIT $3 FOR UPDATE SKIP LOCKED))" +
+			" WHERE shard = $1 AND expires_at <> 0 AND expires_at <= $2 LIMIT $3 FOR UPDATE SKIP LOCKED))" +
 			" AND expires_at <> 0 AND expires_at <= $2" + held("$1", "$4", "$5"),
 	}
 	for rev := range 2 {

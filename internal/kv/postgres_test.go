@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -375,4 +376,90 @@ func TestPostgresGroupCommitOneRoundTripPerGroup(t *testing.T) {
 	require.Less(t, groups, int64(writers*each), "writes share commits")
 	t.Logf("%d writes by %d writers in %v: %.0f writes/s, %d groups (%.1f writes each), %.2f round trips per group",
 		writers*each, writers, elapsed, float64(writers*each)/elapsed.Seconds(), groups, float64(writers*each)/float64(groups), float64(sends)/float64(groups))
+}
+
+// A value as large as Badger takes is kept whole, and an empty one; a
+// larger one is refused.
+func TestPostgresLargestValue(t *testing.T) {
+	t.Parallel()
+	p := pgPool(t, pgtest.URL(t))
+	s := openPostgres(t, PostgresOptions{Pool: p, Shard: 1})
+	ctx := context.Background()
+	big := make([]byte, postgresMaxValue)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	require.NoError(t, s.Update(ctx, func(tx *Txn) error {
+		return errors.Join(tx.Set([]byte("big"), big), tx.Set([]byte("empty"), nil))
+	}))
+	require.Error(t, s.Update(ctx, func(tx *Txn) error { return tx.Set([]byte("bigger"), make([]byte, postgresMaxValue+1)) }))
+	require.NoError(t, s.Close())
+
+	s = openPostgres(t, PostgresOptions{Pool: p, Shard: 1})
+	defer s.Close()
+	require.NoError(t, s.View(func(tx *Txn) error {
+		v, ok, err := tx.Get([]byte("big"))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, big, v)
+		v, ok, err = tx.Get([]byte("empty"))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Empty(t, v)
+		ok, err = tx.Has([]byte("bigger"))
+		require.NoError(t, err)
+		require.False(t, ok)
+		return nil
+	}))
+}
+
+// Connections the server ends while the pool holds them idle (a restart of
+// PostgreSQL, an administrator) do not break the store: a commit or a read
+// that finds one dead did not run, and runs again on another connection.
+func TestPostgresSurvivesConnectionsTheServerEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	pgPool(t, url) // migrated
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 3
+	// No ping before a connection is handed out: the store meets the dead
+	// ones itself.
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer p.Close()
+	s := openPostgres(t, PostgresOptions{Pool: p, Shard: 1})
+	defer s.Close()
+	_, err = p.Exec(ctx, "INSERT INTO tether.kv (shard, k, v) VALUES (1, 'outside', 'v')")
+	require.NoError(t, err)
+	for round := range 3 {
+		// Fill the pool with idle connections, then end them all.
+		var conns []*pgxpool.Conn
+		for range 3 {
+			c, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Release()
+		}
+		admin, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		var ended int
+		require.NoError(t, admin.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").Scan(&ended))
+		require.NoError(t, admin.Close(ctx))
+		require.Positive(t, ended)
+		if round%2 == 0 {
+			require.NoError(t, s.Update(ctx, pgSet(fmt.Sprintf("r%d", round), "v")), "round %d", round)
+		}
+		require.NoError(t, s.View(func(tx *Txn) error {
+			ok, err := tx.Has([]byte("outside"))
+			require.True(t, ok)
+			return err
+		}), "round %d", round)
+		require.True(t, s.Healthy())
+	}
+	require.Equal(t, []string{"outside", "r0", "r2"}, rowKeys(t, p, 1))
 }

@@ -25,9 +25,11 @@ import (
 // either committed whole or not at all, and trying it again after other
 // writes could put it in another order. The store breaks; its callers are
 // answered unavailable; whoever opens the shard next reads what PostgreSQL
-// holds. Only a send that failed before any byte left (pgconn.SafeToRetry:
-// a connection the pool held that had died) is sent again, once, on
-// another connection.
+// holds. Only a transaction that certainly did not run is sent again, on
+// another connection (commit): one whose send failed before any byte left
+// (pgconn.SafeToRetry), or whose BEGIN was answered by an error from the
+// server (a connection the server had ended while the pool held it idle
+// answers FATAL in its place; the server runs nothing after it).
 func (e *postgresEngine) durable(group []*inflight) error {
 	start := time.Now()
 	var keys, bytes int64
@@ -68,14 +70,23 @@ func (e *postgresEngine) durable(group []*inflight) error {
 func (e *postgresEngine) apply([]*inflight) error { return nil }
 
 // commit sends o as one guarded transaction in one round trip.
+// Every idle connection of the pool may have died at once (the server
+// restarted), and each attempt on a dead one closes it: so a commit is sent
+// up to one more time than the pool has connections.
 func (e *postgresEngine) commit(o *overlay) error {
-	b := e.batch(o)
-	err := e.send(b)
-	if err != nil && pgconn.SafeToRetry(err) {
-		err = e.send(b)
+	attempts := int(e.pool.Config().MaxConns) + 1
+	for attempt := 1; ; attempt++ {
+		err := e.send(e.batch(o)) // a batch is sent once: built for each attempt
+		if err == nil || attempt == attempts || !(pgconn.SafeToRetry(err) || errors.Is(err, errNotRun)) {
+			return err
+		}
+		e.log.Info("sending a commit again on another connection: it did not run", "shard", e.shard, "err", err)
 	}
-	return err
 }
+
+// errNotRun marks a commit the server refused at its BEGIN: nothing of it
+// ran.
+var errNotRun = errors.New("the transaction did not begin")
 
 // batch is o's transaction: keys in byte order (rows are locked in one
 // order by every write).
@@ -121,9 +132,6 @@ func (e *postgresEngine) batch(o *overlay) *pgx.Batch {
 	return b
 }
 
-// errGuardRead is a guard statement that did not answer as expected.
-var errGuardRead = errors.New("the guard's statement returned no result")
-
 // send sends b on a connection of the pool and reads every result. A guard
 // that found no row is ErrDeposed (its transaction wrote nothing).
 func (e *postgresEngine) send(b *pgx.Batch) error {
@@ -156,6 +164,10 @@ func (e *postgresEngine) send(b *pgx.Batch) error {
 		}
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
+			var pgErr *pgconn.PgError
+			if i == 0 && errors.As(err, &pgErr) {
+				return fmt.Errorf("error committing: %w: %w", errNotRun, err)
+			}
 			return fmt.Errorf("error committing (%.40s...): %w", q.SQL, err)
 		}
 	}

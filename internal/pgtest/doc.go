@@ -21,9 +21,12 @@
 //   - Every server runs with fsync on (PostgreSQL's default, kept): what a
 //     test proves about durability holds for a real deployment.
 //   - A server started here dies with the test binary: it runs as a child
-//     with a parent-death signal (SIGKILL) in a process group of its own, so
-//     even a test binary killed by a timeout leaves no server running. Kill
-//     kills the whole group at once, as a crash of the machine would.
+//     with a parent-death signal (SIGKILL), started from a thread kept for
+//     it, so even a test binary killed by a timeout leaves no server
+//     running. Kill kills the server and every backend at once, as a crash
+//     of the machine would. The directory such a binary leaves
+//     is removed by the next one that starts a shared server, once it has
+//     been quiet for ten minutes with no server running in it.
 //   - PostgreSQL refuses to run as root: as root, the programs run as the
 //     postgres user (its uid and gid set on the process, as runuser would),
 //     and the server's directory belongs to that user.

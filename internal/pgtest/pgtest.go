@@ -84,6 +84,7 @@ func URL(t testing.TB) string {
 }
 
 func startShared() (*Server, error) {
+	removeStale("", time.Now())
 	s, err := newServer("")
 	if err != nil {
 		return nil, err

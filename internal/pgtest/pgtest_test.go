@@ -77,3 +77,28 @@ func TestServerKillKeepsCommittedRows(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n))
 	require.Equal(t, 50, n, fmt.Sprintf("rows after kill -9 of %s", s))
 }
+
+// With TETHER_TEST_POSTGRES_URL set, URL makes its databases on that
+// server, and drops them after the test.
+func TestURLUsesTheServerTheVariableNames(t *testing.T) {
+	s := Start(t)
+	t.Setenv(EnvURL, s.url("postgres"))
+	ctx := context.Background()
+	var name string
+	t.Run("inner", func(t *testing.T) {
+		u := URL(t)
+		cfg, err := pgx.ParseConfig(u)
+		require.NoError(t, err)
+		require.EqualValues(t, s.Port, cfg.Port)
+		name = cfg.Database
+		conn, err := pgx.Connect(ctx, u)
+		require.NoError(t, err)
+		require.NoError(t, conn.Close(ctx))
+	})
+	conn, err := pgx.Connect(ctx, s.url("postgres"))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var exists bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists))
+	require.False(t, exists, "the database was dropped")
+}

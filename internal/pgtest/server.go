@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,20 +161,33 @@ func (s *Server) run() error {
 		"-c", "max_connections=300",
 		"-c", "shared_buffers=32MB",
 		"-c", "log_min_messages=warning")
-	// A process group of its own, so Kill takes every backend at once; and
-	// the parent-death signal, so the server never outlives the test binary.
+	// A process group of its own, so that signals meant for the test
+	// binary's group (a ^C) do not reach it; and the parent-death signal,
+	// so the server never outlives the test binary.
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		return fmt.Errorf("starting postgres: %w", err)
-	}
+	// The parent-death signal fires when the thread that started the child
+	// ends, not the process: the child is started from a goroutine locked
+	// to its thread until the child has exited, so no other goroutine can
+	// take that thread and end it (one that locks a thread and returns
+	// ends it).
+	started := make(chan error, 1)
 	exited := make(chan struct{})
 	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	if err := <-started; err != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("starting postgres: %w", err)
+	}
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
 
@@ -242,37 +256,82 @@ func (s *Server) url(db string) string {
 // Stop shuts the server down cleanly (a fast shutdown: sessions are ended,
 // everything committed is kept) and waits until it has ended.
 func (s *Server) Stop() {
-	s.signal(syscall.SIGINT, false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	<-s.exited
+	s.cmd = nil
 }
 
 // Kill kills the server and every backend at once with SIGKILL, as a crash
-// would, and waits until the server has ended. Its data stays: Restart
-// starts it again, and PostgreSQL recovers from its WAL.
+// would, and waits until all have ended. Its data stays: Restart starts it
+// again, and PostgreSQL recovers from its WAL.
+//
+// The backends are the postmaster's children, each in a process group of
+// its own (PostgreSQL calls setsid in every child), so killing the
+// postmaster's group would leave them running a moment, long enough to
+// answer a query. So the postmaster is stopped (it forks no more), its
+// children are listed, and all are killed.
 func (s *Server) Kill() {
-	s.signal(syscall.SIGKILL, true)
-}
-
-func (s *Server) signal(sig syscall.Signal, group bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return
 	}
 	pid := s.cmd.Process.Pid
-	if group {
-		pid = -pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	kids := children(pid)
+	for _, k := range kids {
+		_ = syscall.Kill(k, syscall.SIGKILL)
 	}
-	_ = syscall.Kill(pid, sig)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 	<-s.exited
-	if group {
-		// The backends are in the group too; wait until none is left, so
-		// a restart does not find the old shared memory still attached.
-		// A zombie nobody reaps would answer forever: give up after a while.
-		for deadline := time.Now().Add(5 * time.Second); syscall.Kill(-s.cmd.Process.Pid, 0) == nil && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond) // no signal tells of another process's children ending
+	// A restart must not find the old shared memory still attached: wait
+	// until the children are gone (reaped by init), or give up after a
+	// while (a zombie nobody reaps would answer forever).
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		alive := false
+		for _, k := range kids {
+			if syscall.Kill(k, 0) == nil {
+				alive = true
+			}
 		}
+		if !alive {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // no signal tells of another process's children ending
 	}
 	s.cmd = nil
+}
+
+// children are the pids of the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(fields[1]); err == nil && ppid == pid {
+			if k, err := strconv.Atoi(filepath.Base(filepath.Dir(st))); err == nil {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // Restart starts the server again on its port, from its data directory,
