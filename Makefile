@@ -88,8 +88,13 @@ soak: ## An hour at a constant rate with retention on: disk, RSS and claim laten
 	TETHER_SOAK_DURATION=1h $(GO) test ./cmd/tether -run TestSoakLevelsOff -count=1 -v -timeout 2h
 
 .PHONY: bench-quick
-bench-quick: ## A few-second smoke run of every benchmark scenario (CI runs this)
+bench-quick: ## A few-second smoke run of every benchmark scenario (CI runs this; River's comparison needs a PostgreSQL: see bench-river)
 	$(GO) run ./cmd/tether-bench -quick
+
+.PHONY: bench-river
+bench-river: ## Tether's (a) and (b) on PostgreSQL against River on the same database, 3 alternating rounds: make bench-river POSTGRES_URL=postgres://...
+	@test -n "$(POSTGRES_URL)" || { echo "bench-river needs POSTGRES_URL=postgres://user@host:port/db"; exit 2; }
+	$(GO) run ./cmd/tether-bench -store postgres -postgres-url "$(POSTGRES_URL)" -vs-river -c 32 -d 10s
 
 .PHONY: lint
 lint: ## gofmt, go vet and staticcheck

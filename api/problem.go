@@ -33,7 +33,7 @@ type Problem struct {
 	OldestSeq      *uint64  `json:"oldest_seq,omitempty"`
 	Limit          *int64   `json:"limit,omitempty"`
 	RequestID      string   `json:"request_id,omitempty"`
-	retryAfter     int      // seconds, for 429 and disk_full
+	retryAfter     int      // seconds, for 429, unavailable and disk_full
 }
 
 // MarshalJSON emits holder as null when the problem names "no holder".
@@ -162,16 +162,31 @@ func problemFor(err error) (*Problem, bool) {
 	}
 	switch known {
 	case fault.ErrUnavailable:
-		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the server cannot serve this request right now; retry"), true
+		return unavailable("the server cannot serve this request right now; retry"), true
 	case context.Canceled:
-		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the request was cancelled"), true
+		return unavailable("the request was cancelled"), true
 	case context.DeadlineExceeded:
 		// A store that did not answer in time (an etcd cut off, say): the
 		// request may be retried, as any 503 that says so.
-		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the store did not answer in time; retry"), true
+		return unavailable("the store did not answer in time; retry"), true
 	}
 	return newProblem(http.StatusInternalServerError, CodeInternal, "an internal error occurred; it has been logged"), false
 }
+
+// unavailable is a 503 unavailable problem with Retry-After:
+// unavailableRetryAfter, as the cluster's own 503s carry, so that a client
+// across a store's failover (a shard reopened, a database promoted) is told
+// to retry, not only allowed to.
+func unavailable(detail string) *Problem {
+	p := newProblem(http.StatusServiceUnavailable, CodeUnavailable, detail)
+	p.retryAfter = unavailableRetryAfter
+	return p
+}
+
+// unavailableRetryAfter is the Retry-After of an unavailable answer, in
+// seconds: what it waits on (a shard's owner, a store) comes back in about
+// that long.
+const unavailableRetryAfter = 1
 
 // diskFullRetryAfter is the Retry-After of a disk_full answer, in seconds:
 // space comes back when an operator frees it, not in a moment.

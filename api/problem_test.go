@@ -123,6 +123,18 @@ func TestProblemForDeadlineIsUnavailable(t *testing.T) {
 	require.Equal(t, CodeUnavailable, p.Code)
 }
 
+// TestUnavailableSaysWhenToRetry: every unavailable answer (a store broken
+// by a database failover included) carries Retry-After.
+func TestUnavailableSaysWhenToRetry(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{fault.ErrUnavailable, context.Canceled, context.DeadlineExceeded} {
+		p, known := problemFor(fmt.Errorf("error committing: %w", err))
+		require.True(t, known, "%v", err)
+		require.Equal(t, CodeUnavailable, p.Code)
+		require.Equal(t, unavailableRetryAfter, p.retryAfter, "%v", err)
+	}
+}
+
 func TestProblemForDiskFull(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{

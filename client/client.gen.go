@@ -9588,6 +9588,11 @@ type McpPostResponse429Headers struct {
 	RetryAfter int
 }
 
+// McpPostResponse503Headers the declared response headers of an HTTP 503 response for McpPost
+type McpPostResponse503Headers struct {
+	RetryAfter int
+}
+
 type McpPostResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9615,6 +9620,8 @@ type McpPostResponse struct {
 	Headers401 *McpPostResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *McpPostResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *McpPostResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9813,6 +9820,11 @@ func (r GetOpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// GetReadyResponse503Headers the declared response headers of an HTTP 503 response for GetReady
+type GetReadyResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetReadyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9824,6 +9836,8 @@ type GetReadyResponse struct {
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetReadyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -9875,6 +9889,11 @@ func (r GetReadyResponse) ContentType() string {
 	return ""
 }
 
+// HeadReadyResponse503Headers the declared response headers of an HTTP 503 response for HeadReady
+type HeadReadyResponse503Headers struct {
+	RetryAfter int
+}
+
 type HeadReadyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -9882,6 +9901,8 @@ type HeadReadyResponse struct {
 	ApplicationProblemJSON400 *BodyRefused
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *HeadReadyResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -10070,6 +10091,11 @@ type RunBatchResponse429Headers struct {
 	RetryAfter int
 }
 
+// RunBatchResponse503Headers the declared response headers of an HTTP 503 response for RunBatch
+type RunBatchResponse503Headers struct {
+	RetryAfter int
+}
+
 type RunBatchResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10095,6 +10121,8 @@ type RunBatchResponse struct {
 	Headers401 *RunBatchResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RunBatchResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RunBatchResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10191,6 +10219,11 @@ type UploadBlobResponse429Headers struct {
 	RetryAfter int
 }
 
+// UploadBlobResponse503Headers the declared response headers of an HTTP 503 response for UploadBlob
+type UploadBlobResponse503Headers struct {
+	RetryAfter int
+}
+
 type UploadBlobResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10220,6 +10253,8 @@ type UploadBlobResponse struct {
 	Headers401 *UploadBlobResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UploadBlobResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UploadBlobResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10306,6 +10341,11 @@ type GetBlobResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetBlobResponse503Headers the declared response headers of an HTTP 503 response for GetBlob
+type GetBlobResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetBlobResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10329,6 +10369,8 @@ type GetBlobResponse struct {
 	Headers401 *GetBlobResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetBlobResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBlobResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -10410,6 +10452,11 @@ type DeleteEdgeResponse429Headers struct {
 	RetryAfter int
 }
 
+// DeleteEdgeResponse503Headers the declared response headers of an HTTP 503 response for DeleteEdge
+type DeleteEdgeResponse503Headers struct {
+	RetryAfter int
+}
+
 type DeleteEdgeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10431,6 +10478,8 @@ type DeleteEdgeResponse struct {
 	Headers401 *DeleteEdgeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteEdgeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteEdgeResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -10507,6 +10556,11 @@ type CreateEdgeResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreateEdgeResponse503Headers the declared response headers of an HTTP 503 response for CreateEdge
+type CreateEdgeResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateEdgeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10536,6 +10590,8 @@ type CreateEdgeResponse struct {
 	Headers401 *CreateEdgeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateEdgeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateEdgeResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -10632,6 +10688,11 @@ type ListEventsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListEventsResponse503Headers the declared response headers of an HTTP 503 response for ListEvents
+type ListEventsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10655,6 +10716,8 @@ type ListEventsResponse struct {
 	Headers401 *ListEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListEventsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10736,6 +10799,11 @@ type ListInboxResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListInboxResponse503Headers the declared response headers of an HTTP 503 response for ListInbox
+type ListInboxResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListInboxResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10757,6 +10825,8 @@ type ListInboxResponse struct {
 	Headers401 *ListInboxResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListInboxResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInboxResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10833,6 +10903,11 @@ type AckMessageResponse429Headers struct {
 	RetryAfter int
 }
 
+// AckMessageResponse503Headers the declared response headers of an HTTP 503 response for AckMessage
+type AckMessageResponse503Headers struct {
+	RetryAfter int
+}
+
 type AckMessageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10858,6 +10933,8 @@ type AckMessageResponse struct {
 	Headers401 *AckMessageResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *AckMessageResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AckMessageResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -10944,6 +11021,11 @@ type ListLeasesResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListLeasesResponse503Headers the declared response headers of an HTTP 503 response for ListLeases
+type ListLeasesResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListLeasesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -10965,6 +11047,8 @@ type ListLeasesResponse struct {
 	Headers401 *ListLeasesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListLeasesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLeasesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11041,6 +11125,11 @@ type SendMessageResponse429Headers struct {
 	RetryAfter int
 }
 
+// SendMessageResponse503Headers the declared response headers of an HTTP 503 response for SendMessage
+type SendMessageResponse503Headers struct {
+	RetryAfter int
+}
+
 type SendMessageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11066,6 +11155,8 @@ type SendMessageResponse struct {
 	Headers401 *SendMessageResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SendMessageResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SendMessageResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -11152,6 +11243,11 @@ type GetMessageResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetMessageResponse503Headers the declared response headers of an HTTP 503 response for GetMessage
+type GetMessageResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetMessageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11175,6 +11271,8 @@ type GetMessageResponse struct {
 	Headers401 *GetMessageResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetMessageResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetMessageResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11256,6 +11354,11 @@ type ListNodesResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListNodesResponse503Headers the declared response headers of an HTTP 503 response for ListNodes
+type ListNodesResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListNodesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11277,6 +11380,8 @@ type ListNodesResponse struct {
 	Headers401 *ListNodesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListNodesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListNodesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11353,6 +11458,11 @@ type CreateNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreateNodeResponse503Headers the declared response headers of an HTTP 503 response for CreateNode
+type CreateNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11384,6 +11494,8 @@ type CreateNodeResponse struct {
 	Headers401 *CreateNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateNodeResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -11485,6 +11597,11 @@ type CreateNodesBatchResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreateNodesBatchResponse503Headers the declared response headers of an HTTP 503 response for CreateNodesBatch
+type CreateNodesBatchResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateNodesBatchResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11516,6 +11633,8 @@ type CreateNodesBatchResponse struct {
 	Headers401 *CreateNodesBatchResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateNodesBatchResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateNodesBatchResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -11617,6 +11736,11 @@ type BulkNodesResponse429Headers struct {
 	RetryAfter int
 }
 
+// BulkNodesResponse503Headers the declared response headers of an HTTP 503 response for BulkNodes
+type BulkNodesResponse503Headers struct {
+	RetryAfter int
+}
+
 type BulkNodesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11642,6 +11766,8 @@ type BulkNodesResponse struct {
 	Headers401 *BulkNodesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *BulkNodesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BulkNodesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11728,6 +11854,11 @@ type DeleteNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// DeleteNodeResponse503Headers the declared response headers of an HTTP 503 response for DeleteNode
+type DeleteNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type DeleteNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11751,6 +11882,8 @@ type DeleteNodeResponse struct {
 	Headers401 *DeleteNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteNodeResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -11837,6 +11970,11 @@ type GetNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetNodeResponse503Headers the declared response headers of an HTTP 503 response for GetNode
+type GetNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11862,6 +12000,8 @@ type GetNodeResponse struct {
 	Headers401 *GetNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11948,6 +12088,11 @@ type UpdateNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// UpdateNodeResponse503Headers the declared response headers of an HTTP 503 response for UpdateNode
+type UpdateNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type UpdateNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11981,6 +12126,8 @@ type UpdateNodeResponse struct {
 	Headers401 *UpdateNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12082,6 +12229,11 @@ type CancelNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// CancelNodeResponse503Headers the declared response headers of an HTTP 503 response for CancelNode
+type CancelNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type CancelNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12111,6 +12263,8 @@ type CancelNodeResponse struct {
 	Headers401 *CancelNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12207,6 +12361,11 @@ type ClaimNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// ClaimNodeResponse503Headers the declared response headers of an HTTP 503 response for ClaimNode
+type ClaimNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type ClaimNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12236,6 +12395,8 @@ type ClaimNodeResponse struct {
 	Headers401 *ClaimNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ClaimNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ClaimNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12332,6 +12493,11 @@ type ListCommentsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListCommentsResponse503Headers the declared response headers of an HTTP 503 response for ListComments
+type ListCommentsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListCommentsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12355,6 +12521,8 @@ type ListCommentsResponse struct {
 	Headers401 *ListCommentsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListCommentsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCommentsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12436,6 +12604,11 @@ type CreateCommentResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreateCommentResponse503Headers the declared response headers of an HTTP 503 response for CreateComment
+type CreateCommentResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateCommentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12463,6 +12636,8 @@ type CreateCommentResponse struct {
 	Headers401 *CreateCommentResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateCommentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateCommentResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -12554,6 +12729,11 @@ type CompleteNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompleteNodeResponse503Headers the declared response headers of an HTTP 503 response for CompleteNode
+type CompleteNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type CompleteNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12583,6 +12763,8 @@ type CompleteNodeResponse struct {
 	Headers401 *CompleteNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompleteNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CompleteNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12679,6 +12861,11 @@ type ListNodeEdgesResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListNodeEdgesResponse503Headers the declared response headers of an HTTP 503 response for ListNodeEdges
+type ListNodeEdgesResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListNodeEdgesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12702,6 +12889,8 @@ type ListNodeEdgesResponse struct {
 	Headers401 *ListNodeEdgesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListNodeEdgesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListNodeEdgesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12783,6 +12972,11 @@ type ListNodeEventsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListNodeEventsResponse503Headers the declared response headers of an HTTP 503 response for ListNodeEvents
+type ListNodeEventsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListNodeEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12808,6 +13002,8 @@ type ListNodeEventsResponse struct {
 	Headers401 *ListNodeEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListNodeEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListNodeEventsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12894,6 +13090,11 @@ type ExtendLeaseResponse429Headers struct {
 	RetryAfter int
 }
 
+// ExtendLeaseResponse503Headers the declared response headers of an HTTP 503 response for ExtendLease
+type ExtendLeaseResponse503Headers struct {
+	RetryAfter int
+}
+
 type ExtendLeaseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12923,6 +13124,8 @@ type ExtendLeaseResponse struct {
 	Headers401 *ExtendLeaseResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ExtendLeaseResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExtendLeaseResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13019,6 +13222,11 @@ type FailNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// FailNodeResponse503Headers the declared response headers of an HTTP 503 response for FailNode
+type FailNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type FailNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13048,6 +13256,8 @@ type FailNodeResponse struct {
 	Headers401 *FailNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FailNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FailNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13144,6 +13354,11 @@ type ReportProgressResponse429Headers struct {
 	RetryAfter int
 }
 
+// ReportProgressResponse503Headers the declared response headers of an HTTP 503 response for ReportProgress
+type ReportProgressResponse503Headers struct {
+	RetryAfter int
+}
+
 type ReportProgressResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13173,6 +13388,8 @@ type ReportProgressResponse struct {
 	Headers401 *ReportProgressResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReportProgressResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReportProgressResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13269,6 +13486,11 @@ type ReleaseNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// ReleaseNodeResponse503Headers the declared response headers of an HTTP 503 response for ReleaseNode
+type ReleaseNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type ReleaseNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13298,6 +13520,8 @@ type ReleaseNodeResponse struct {
 	Headers401 *ReleaseNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReleaseNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReleaseNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13394,6 +13618,11 @@ type RenewLeaseResponse429Headers struct {
 	RetryAfter int
 }
 
+// RenewLeaseResponse503Headers the declared response headers of an HTTP 503 response for RenewLease
+type RenewLeaseResponse503Headers struct {
+	RetryAfter int
+}
+
 type RenewLeaseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13423,6 +13652,8 @@ type RenewLeaseResponse struct {
 	Headers401 *RenewLeaseResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RenewLeaseResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RenewLeaseResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13519,6 +13750,11 @@ type RequeueNodeResponse429Headers struct {
 	RetryAfter int
 }
 
+// RequeueNodeResponse503Headers the declared response headers of an HTTP 503 response for RequeueNode
+type RequeueNodeResponse503Headers struct {
+	RetryAfter int
+}
+
 type RequeueNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13548,6 +13784,8 @@ type RequeueNodeResponse struct {
 	Headers401 *RequeueNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RequeueNodeResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RequeueNodeResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13644,6 +13882,11 @@ type SetNodeStatusResponse429Headers struct {
 	RetryAfter int
 }
 
+// SetNodeStatusResponse503Headers the declared response headers of an HTTP 503 response for SetNodeStatus
+type SetNodeStatusResponse503Headers struct {
+	RetryAfter int
+}
+
 type SetNodeStatusResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13673,6 +13916,8 @@ type SetNodeStatusResponse struct {
 	Headers401 *SetNodeStatusResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SetNodeStatusResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetNodeStatusResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13769,6 +14014,11 @@ type GetSubgraphResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetSubgraphResponse503Headers the declared response headers of an HTTP 503 response for GetSubgraph
+type GetSubgraphResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetSubgraphResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13792,6 +14042,8 @@ type GetSubgraphResponse struct {
 	Headers401 *GetSubgraphResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetSubgraphResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSubgraphResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13873,6 +14125,11 @@ type ListQueuesResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListQueuesResponse503Headers the declared response headers of an HTTP 503 response for ListQueues
+type ListQueuesResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListQueuesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13894,6 +14151,8 @@ type ListQueuesResponse struct {
 	Headers401 *ListQueuesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListQueuesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListQueuesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -13970,6 +14229,11 @@ type UpdateQueueResponse429Headers struct {
 	RetryAfter int
 }
 
+// UpdateQueueResponse503Headers the declared response headers of an HTTP 503 response for UpdateQueue
+type UpdateQueueResponse503Headers struct {
+	RetryAfter int
+}
+
 type UpdateQueueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13995,6 +14259,8 @@ type UpdateQueueResponse struct {
 	Headers401 *UpdateQueueResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateQueueResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateQueueResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14081,6 +14347,11 @@ type ClaimNextResponse429Headers struct {
 	RetryAfter int
 }
 
+// ClaimNextResponse503Headers the declared response headers of an HTTP 503 response for ClaimNext
+type ClaimNextResponse503Headers struct {
+	RetryAfter int
+}
+
 type ClaimNextResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14112,6 +14383,8 @@ type ClaimNextResponse struct {
 	Headers401 *ClaimNextResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ClaimNextResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ClaimNextResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14213,6 +14486,11 @@ type ClaimNextManyResponse429Headers struct {
 	RetryAfter int
 }
 
+// ClaimNextManyResponse503Headers the declared response headers of an HTTP 503 response for ClaimNextMany
+type ClaimNextManyResponse503Headers struct {
+	RetryAfter int
+}
+
 type ClaimNextManyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14244,6 +14522,8 @@ type ClaimNextManyResponse struct {
 	Headers401 *ClaimNextManyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ClaimNextManyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ClaimNextManyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14345,6 +14625,11 @@ type PauseQueueResponse429Headers struct {
 	RetryAfter int
 }
 
+// PauseQueueResponse503Headers the declared response headers of an HTTP 503 response for PauseQueue
+type PauseQueueResponse503Headers struct {
+	RetryAfter int
+}
+
 type PauseQueueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14366,6 +14651,8 @@ type PauseQueueResponse struct {
 	Headers401 *PauseQueueResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PauseQueueResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseQueueResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14442,6 +14729,11 @@ type ResumeQueueResponse429Headers struct {
 	RetryAfter int
 }
 
+// ResumeQueueResponse503Headers the declared response headers of an HTTP 503 response for ResumeQueue
+type ResumeQueueResponse503Headers struct {
+	RetryAfter int
+}
+
 type ResumeQueueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14463,6 +14755,8 @@ type ResumeQueueResponse struct {
 	Headers401 *ResumeQueueResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ResumeQueueResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeQueueResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14539,6 +14833,11 @@ type GetQueueThroughputResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetQueueThroughputResponse503Headers the declared response headers of an HTTP 503 response for GetQueueThroughput
+type GetQueueThroughputResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetQueueThroughputResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14560,6 +14859,8 @@ type GetQueueThroughputResponse struct {
 	Headers401 *GetQueueThroughputResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetQueueThroughputResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetQueueThroughputResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14636,6 +14937,11 @@ type ListSchedulesResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListSchedulesResponse503Headers the declared response headers of an HTTP 503 response for ListSchedules
+type ListSchedulesResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListSchedulesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14657,6 +14963,8 @@ type ListSchedulesResponse struct {
 	Headers401 *ListSchedulesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListSchedulesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSchedulesResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14733,6 +15041,11 @@ type CreateScheduleResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreateScheduleResponse503Headers the declared response headers of an HTTP 503 response for CreateSchedule
+type CreateScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14758,6 +15071,8 @@ type CreateScheduleResponse struct {
 	Headers401 *CreateScheduleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateScheduleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateScheduleResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -14844,6 +15159,11 @@ type DeleteScheduleResponse429Headers struct {
 	RetryAfter int
 }
 
+// DeleteScheduleResponse503Headers the declared response headers of an HTTP 503 response for DeleteSchedule
+type DeleteScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
 type DeleteScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14865,6 +15185,8 @@ type DeleteScheduleResponse struct {
 	Headers401 *DeleteScheduleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteScheduleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteScheduleResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -14941,6 +15263,11 @@ type GetScheduleResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetScheduleResponse503Headers the declared response headers of an HTTP 503 response for GetSchedule
+type GetScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14964,6 +15291,8 @@ type GetScheduleResponse struct {
 	Headers401 *GetScheduleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetScheduleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetScheduleResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15045,6 +15374,11 @@ type UpdateScheduleResponse429Headers struct {
 	RetryAfter int
 }
 
+// UpdateScheduleResponse503Headers the declared response headers of an HTTP 503 response for UpdateSchedule
+type UpdateScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
 type UpdateScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15070,6 +15404,8 @@ type UpdateScheduleResponse struct {
 	Headers401 *UpdateScheduleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateScheduleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateScheduleResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15156,6 +15492,11 @@ type PauseScheduleResponse429Headers struct {
 	RetryAfter int
 }
 
+// PauseScheduleResponse503Headers the declared response headers of an HTTP 503 response for PauseSchedule
+type PauseScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
 type PauseScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15181,6 +15522,8 @@ type PauseScheduleResponse struct {
 	Headers401 *PauseScheduleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PauseScheduleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseScheduleResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15267,6 +15610,11 @@ type ResumeScheduleResponse429Headers struct {
 	RetryAfter int
 }
 
+// ResumeScheduleResponse503Headers the declared response headers of an HTTP 503 response for ResumeSchedule
+type ResumeScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
 type ResumeScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15292,6 +15640,8 @@ type ResumeScheduleResponse struct {
 	Headers401 *ResumeScheduleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ResumeScheduleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeScheduleResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15378,6 +15728,11 @@ type ListScheduleRunsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListScheduleRunsResponse503Headers the declared response headers of an HTTP 503 response for ListScheduleRuns
+type ListScheduleRunsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListScheduleRunsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15401,6 +15756,8 @@ type ListScheduleRunsResponse struct {
 	Headers401 *ListScheduleRunsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListScheduleRunsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListScheduleRunsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15482,6 +15839,11 @@ type TriggerScheduleResponse429Headers struct {
 	RetryAfter int
 }
 
+// TriggerScheduleResponse503Headers the declared response headers of an HTTP 503 response for TriggerSchedule
+type TriggerScheduleResponse503Headers struct {
+	RetryAfter int
+}
+
 type TriggerScheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15509,6 +15871,8 @@ type TriggerScheduleResponse struct {
 	Headers401 *TriggerScheduleResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TriggerScheduleResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TriggerScheduleResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -15600,6 +15964,11 @@ type GetTenantResponse429Headers struct {
 	RetryAfter int
 }
 
+// GetTenantResponse503Headers the declared response headers of an HTTP 503 response for GetTenant
+type GetTenantResponse503Headers struct {
+	RetryAfter int
+}
+
 type GetTenantResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15619,6 +15988,8 @@ type GetTenantResponse struct {
 	Headers401 *GetTenantResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetTenantResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTenantResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15690,6 +16061,11 @@ type PatchTenantPolicyResponse429Headers struct {
 	RetryAfter int
 }
 
+// PatchTenantPolicyResponse503Headers the declared response headers of an HTTP 503 response for PatchTenantPolicy
+type PatchTenantPolicyResponse503Headers struct {
+	RetryAfter int
+}
+
 type PatchTenantPolicyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15715,6 +16091,8 @@ type PatchTenantPolicyResponse struct {
 	Headers401 *PatchTenantPolicyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PatchTenantPolicyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PatchTenantPolicyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15801,6 +16179,11 @@ type ListTokensResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListTokensResponse503Headers the declared response headers of an HTTP 503 response for ListTokens
+type ListTokensResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListTokensResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15822,6 +16205,8 @@ type ListTokensResponse struct {
 	Headers401 *ListTokensResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListTokensResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTokensResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15898,6 +16283,11 @@ type CreateTokenResponse429Headers struct {
 	RetryAfter int
 }
 
+// CreateTokenResponse503Headers the declared response headers of an HTTP 503 response for CreateToken
+type CreateTokenResponse503Headers struct {
+	RetryAfter int
+}
+
 type CreateTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15923,6 +16313,8 @@ type CreateTokenResponse struct {
 	Headers401 *CreateTokenResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTokenResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -16009,6 +16401,11 @@ type DeleteTokenResponse429Headers struct {
 	RetryAfter int
 }
 
+// DeleteTokenResponse503Headers the declared response headers of an HTTP 503 response for DeleteToken
+type DeleteTokenResponse503Headers struct {
+	RetryAfter int
+}
+
 type DeleteTokenResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16028,6 +16425,8 @@ type DeleteTokenResponse struct {
 	Headers401 *DeleteTokenResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteTokenResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteTokenResponse503Headers
 }
 
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -16099,6 +16498,11 @@ type ListWorkersResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListWorkersResponse503Headers the declared response headers of an HTTP 503 response for ListWorkers
+type ListWorkersResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListWorkersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16120,6 +16524,8 @@ type ListWorkersResponse struct {
 	Headers401 *ListWorkersResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListWorkersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWorkersResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16196,6 +16602,11 @@ type HeartbeatWorkerResponse429Headers struct {
 	RetryAfter int
 }
 
+// HeartbeatWorkerResponse503Headers the declared response headers of an HTTP 503 response for HeartbeatWorker
+type HeartbeatWorkerResponse503Headers struct {
+	RetryAfter int
+}
+
 type HeartbeatWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16221,6 +16632,8 @@ type HeartbeatWorkerResponse struct {
 	Headers401 *HeartbeatWorkerResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *HeartbeatWorkerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *HeartbeatWorkerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18830,6 +19243,16 @@ func ParseMcpPostResponse(rsp *http.Response) (*McpPostResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers McpPostResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -18972,6 +19395,19 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetReadyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
 	return response, nil
 }
 
@@ -19006,6 +19442,19 @@ func ParseHeadReadyResponse(rsp *http.Response) (*HeadReadyResponse, error) {
 		}
 		response.ApplicationProblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers HeadReadyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19203,6 +19652,16 @@ func ParseRunBatchResponse(rsp *http.Response) (*RunBatchResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RunBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19328,6 +19787,16 @@ func ParseUploadBlobResponse(rsp *http.Response) (*UploadBlobResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UploadBlobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19429,6 +19898,16 @@ func ParseGetBlobResponse(rsp *http.Response) (*GetBlobResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBlobResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19523,6 +20002,16 @@ func ParseDeleteEdgeResponse(rsp *http.Response) (*DeleteEdgeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteEdgeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19642,6 +20131,16 @@ func ParseCreateEdgeResponse(rsp *http.Response) (*CreateEdgeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateEdgeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19743,6 +20242,16 @@ func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19834,6 +20343,16 @@ func ParseListInboxResponse(rsp *http.Response) (*ListInboxResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListInboxResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -19939,6 +20458,16 @@ func ParseAckMessageResponse(rsp *http.Response) (*AckMessageResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AckMessageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20030,6 +20559,16 @@ func ParseListLeasesResponse(rsp *http.Response) (*ListLeasesResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListLeasesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20135,6 +20674,16 @@ func ParseSendMessageResponse(rsp *http.Response) (*SendMessageResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SendMessageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20233,6 +20782,16 @@ func ParseGetMessageResponse(rsp *http.Response) (*GetMessageResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetMessageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20324,6 +20883,16 @@ func ParseListNodesResponse(rsp *http.Response) (*ListNodesResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListNodesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20450,6 +21019,16 @@ func ParseCreateNodeResponse(rsp *http.Response) (*CreateNodeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20576,6 +21155,16 @@ func ParseCreateNodesBatchResponse(rsp *http.Response) (*CreateNodesBatchRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateNodesBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20681,6 +21270,16 @@ func ParseBulkNodesResponse(rsp *http.Response) (*BulkNodesResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers BulkNodesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20782,6 +21381,16 @@ func ParseDeleteNodeResponse(rsp *http.Response) (*DeleteNodeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -20890,6 +21499,16 @@ func ParseGetNodeResponse(rsp *http.Response) (*GetNodeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21026,6 +21645,16 @@ func ParseUpdateNodeResponse(rsp *http.Response) (*UpdateNodeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21145,6 +21774,16 @@ func ParseCancelNodeResponse(rsp *http.Response) (*CancelNodeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21264,6 +21903,16 @@ func ParseClaimNodeResponse(rsp *http.Response) (*ClaimNodeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ClaimNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21362,6 +22011,16 @@ func ParseListCommentsResponse(rsp *http.Response) (*ListCommentsResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCommentsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21474,6 +22133,16 @@ func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateCommentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21593,6 +22262,16 @@ func ParseCompleteNodeResponse(rsp *http.Response) (*CompleteNodeResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CompleteNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21691,6 +22370,16 @@ func ParseListNodeEdgesResponse(rsp *http.Response) (*ListNodeEdgesResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListNodeEdgesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21796,6 +22485,16 @@ func ParseListNodeEventsResponse(rsp *http.Response) (*ListNodeEventsResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListNodeEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21915,6 +22614,16 @@ func ParseExtendLeaseResponse(rsp *http.Response) (*ExtendLeaseResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExtendLeaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22034,6 +22743,16 @@ func ParseFailNodeResponse(rsp *http.Response) (*FailNodeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers FailNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22153,6 +22872,16 @@ func ParseReportProgressResponse(rsp *http.Response) (*ReportProgressResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReportProgressResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22272,6 +23001,16 @@ func ParseReleaseNodeResponse(rsp *http.Response) (*ReleaseNodeResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReleaseNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22391,6 +23130,16 @@ func ParseRenewLeaseResponse(rsp *http.Response) (*RenewLeaseResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RenewLeaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22510,6 +23259,16 @@ func ParseRequeueNodeResponse(rsp *http.Response) (*RequeueNodeResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RequeueNodeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22629,6 +23388,16 @@ func ParseSetNodeStatusResponse(rsp *http.Response) (*SetNodeStatusResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetNodeStatusResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22727,6 +23496,16 @@ func ParseGetSubgraphResponse(rsp *http.Response) (*GetSubgraphResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSubgraphResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22818,6 +23597,16 @@ func ParseListQueuesResponse(rsp *http.Response) (*ListQueuesResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListQueuesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22923,6 +23712,16 @@ func ParseUpdateQueueResponse(rsp *http.Response) (*UpdateQueueResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23052,6 +23851,16 @@ func ParseClaimNextResponse(rsp *http.Response) (*ClaimNextResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ClaimNextResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23178,6 +23987,16 @@ func ParseClaimNextManyResponse(rsp *http.Response) (*ClaimNextManyResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ClaimNextManyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23269,6 +24088,16 @@ func ParsePauseQueueResponse(rsp *http.Response) (*PauseQueueResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23360,6 +24189,16 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23451,6 +24290,16 @@ func ParseGetQueueThroughputResponse(rsp *http.Response) (*GetQueueThroughputRes
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetQueueThroughputResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23542,6 +24391,16 @@ func ParseListSchedulesResponse(rsp *http.Response) (*ListSchedulesResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSchedulesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23647,6 +24506,16 @@ func ParseCreateScheduleResponse(rsp *http.Response) (*CreateScheduleResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23741,6 +24610,16 @@ func ParseDeleteScheduleResponse(rsp *http.Response) (*DeleteScheduleResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23839,6 +24718,16 @@ func ParseGetScheduleResponse(rsp *http.Response) (*GetScheduleResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -23944,6 +24833,16 @@ func ParseUpdateScheduleResponse(rsp *http.Response) (*UpdateScheduleResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24049,6 +24948,16 @@ func ParsePauseScheduleResponse(rsp *http.Response) (*PauseScheduleResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24154,6 +25063,16 @@ func ParseResumeScheduleResponse(rsp *http.Response) (*ResumeScheduleResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24252,6 +25171,16 @@ func ParseListScheduleRunsResponse(rsp *http.Response) (*ListScheduleRunsRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListScheduleRunsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24364,6 +25293,16 @@ func ParseTriggerScheduleResponse(rsp *http.Response) (*TriggerScheduleResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TriggerScheduleResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24448,6 +25387,16 @@ func ParseGetTenantResponse(rsp *http.Response) (*GetTenantResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTenantResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24553,6 +25502,16 @@ func ParsePatchTenantPolicyResponse(rsp *http.Response) (*PatchTenantPolicyRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PatchTenantPolicyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24644,6 +25603,16 @@ func ParseListTokensResponse(rsp *http.Response) (*ListTokensResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListTokensResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24749,6 +25718,16 @@ func ParseCreateTokenResponse(rsp *http.Response) (*CreateTokenResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24836,6 +25815,16 @@ func ParseDeleteTokenResponse(rsp *http.Response) (*DeleteTokenResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteTokenResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -24927,6 +25916,16 @@ func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWorkersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -25032,6 +26031,16 @@ func ParseHeartbeatWorkerResponse(rsp *http.Response) (*HeartbeatWorkerResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers HeartbeatWorkerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -39,8 +39,8 @@ const (
 	settleStable = time.Second
 )
 
-// etcdScenarios are the scenarios that run on etcd: they spread over
-// tenants. (e) and (f) watch one parent or one event log, and (g) restarts
+// etcdScenarios are the scenarios that run on etcd and on PostgreSQL: they
+// spread over tenants. (e) and (f) watch one parent or one event log, and (g) restarts
 // one server on its data dir.
 var etcdScenarios = []string{"a", "h", "i", "b", "c", "d"}
 
@@ -51,16 +51,22 @@ func (c *config) checkStore(endpoints string) error {
 			c.etcdEndpoints = append(c.etcdEndpoints, e)
 		}
 	}
+	if c.store != storeEtcd && len(c.etcdEndpoints) > 0 {
+		return fmt.Errorf("-etcd-endpoints needs -store etcd")
+	}
+	if c.store != storeEtcd && c.reference.tool != "" {
+		return fmt.Errorf("-etcd-benchmark needs -store etcd")
+	}
+	if c.store == storePostgres && c.postgresURL == "" {
+		return fmt.Errorf("-store postgres needs -postgres-url")
+	}
+	if c.vsRiver && c.postgresURL == "" {
+		return fmt.Errorf("-vs-river needs -postgres-url (River runs on PostgreSQL)")
+	}
 	switch c.store {
 	case storeBadger:
-		if len(c.etcdEndpoints) > 0 {
-			return fmt.Errorf("-etcd-endpoints needs -store etcd")
-		}
-		if c.reference.tool != "" {
-			return fmt.Errorf("-etcd-benchmark needs -store etcd")
-		}
 		if c.servers != 1 {
-			return fmt.Errorf("-servers %d needs -store etcd (a Badger data dir has one server)", c.servers)
+			return fmt.Errorf("-servers %d needs -store etcd or postgres (a Badger data dir has one server)", c.servers)
 		}
 	case storeEtcd:
 		if len(c.etcdEndpoints) == 0 {
@@ -81,18 +87,23 @@ func (c *config) checkStore(endpoints string) error {
 		if ms := c.etcdLeaseTTL.Milliseconds(); ms != 0 && (ms < 1000 || ms > 60000) {
 			return fmt.Errorf("-etcd-lease-ttl must be 1s to 60s")
 		}
-		for _, s := range c.scenarios {
-			if !slices.Contains(etcdScenarios, s) {
-				return fmt.Errorf("scenario %s does not run with -store etcd (want some of %s)", s, strings.Join(etcdScenarios, ","))
-			}
+		if err := c.sharedScenarios(); err != nil {
+			return err
+		}
+	case storePostgres:
+		if c.servers < 1 {
+			return fmt.Errorf("-servers must be at least 1")
+		}
+		if err := c.sharedScenarios(); err != nil {
+			return err
 		}
 	default:
-		return fmt.Errorf("-store %q: want badger or etcd", c.store)
+		return fmt.Errorf("-store %q: want badger, etcd or postgres", c.store)
 	}
 	switch {
 	case c.tenants < 0:
 		return fmt.Errorf("-tenants must not be negative")
-	case c.tenants == 0 && c.store == storeEtcd:
+	case c.tenants == 0 && c.isShared():
 		c.tenants = min(c.clients, autoTenantsMax)
 	case c.tenants == 0:
 		c.tenants = 1
@@ -103,13 +114,27 @@ func (c *config) checkStore(endpoints string) error {
 	return nil
 }
 
+// sharedScenarios checks that every scenario asked for runs on a shared
+// store (etcd or PostgreSQL).
+func (c config) sharedScenarios() error {
+	for _, s := range c.scenarios {
+		if !slices.Contains(etcdScenarios, s) {
+			return fmt.Errorf("scenario %s does not run with -store %s (want some of %s)", s, c.store, strings.Join(etcdScenarios, ","))
+		}
+	}
+	return nil
+}
+
 // tenantOf is client i's tenant.
 func (c config) tenantOf(i int) int { return i % c.tenants }
 
 // describeStore is the store line of the report.
 func (c config) describeStore() string {
-	if c.store == storeBadger {
+	switch c.store {
+	case storeBadger:
 		return "badger (one data dir per server), 1 server, 1 tenant"
+	case storePostgres:
+		return c.describePostgres()
 	}
 	shards := "default"
 	if c.etcdShards > 0 {

@@ -27,7 +27,17 @@ func TestCheckStore(t *testing.T) {
 		{"etcd prefix", func(c *config) { c.store = storeEtcd; c.etcdPrefix = "x/" }, "http://a:2379", "must start and end with /", 0},
 		{"etcd lease ttl", func(c *config) { c.store = storeEtcd; c.etcdLeaseTTL = 500e6 }, "http://a:2379", "1s to 60s", 0},
 		{"etcd no servers", func(c *config) { c.store = storeEtcd; c.servers = 0 }, "http://a:2379", "at least 1", 0},
-		{"unknown store", func(c *config) { c.store = "bolt" }, "", "want badger or etcd", 0},
+		{"unknown store", func(c *config) { c.store = "bolt" }, "", "want badger, etcd or postgres", 0},
+		{"postgres without url", func(c *config) { c.store = storePostgres }, "", "needs -postgres-url", 0},
+		{"postgres auto tenants", func(c *config) { c.store = storePostgres; c.postgresURL = "postgres://h/db"; c.servers = 2 }, "", "", 16},
+		{"postgres scenario e", func(c *config) {
+			c.store = storePostgres
+			c.postgresURL = "postgres://h/db"
+			c.scenarios = []string{"e"}
+		}, "", "scenario e does not run with -store postgres", 0},
+		{"postgres endpoints", func(c *config) { c.store = storePostgres; c.postgresURL = "postgres://h/db" }, "http://e:2379", "needs -store etcd", 0},
+		{"river without url", func(c *config) { c.vsRiver = true }, "", "-vs-river needs -postgres-url", 0},
+		{"river on badger", func(c *config) { c.vsRiver = true; c.postgresURL = "postgres://h/db" }, "", "", 1},
 		{"badger tenants with e", func(c *config) { c.tenants = 2; c.scenarios = []string{"e"} }, "", "run on one tenant", 0},
 		{"badger tenants", func(c *config) { c.tenants = 2 }, "", "", 2},
 	}

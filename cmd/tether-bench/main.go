@@ -6,11 +6,18 @@
 //	go run ./cmd/tether-bench -c 32 -d 10s     # the real run
 //	go run ./cmd/tether-bench -scenarios a,h -json
 //	go run ./cmd/tether-bench -store etcd -etcd-endpoints http://127.0.0.1:2379 -servers 3
+//	go run ./cmd/tether-bench -store postgres -postgres-url postgres://... -vs-river
 //
 // With -store etcd every stage starts -servers processes over one etcd
 // cluster under a fresh key prefix (TETHER_STORE=etcd) and spreads its
 // clients over -tenants tenants, so that the tenants' shards spread over the
 // servers; scenarios (a) to (d), (h) and (i) run that way.
+//
+// With -store postgres the same, over one PostgreSQL (TETHER_STORE=postgres)
+// with a fresh schema per stage. -vs-river runs (a) and (b) against River,
+// a Go job queue on PostgreSQL, used as a library on the same database
+// (river.go, versus_river.go): three alternating rounds, medians, ranges
+// and ratios.
 //
 // Scenarios: a claim-next+complete, b claims+batch complete, c claim/renew/
 // release by id, d renew only, e fan-out, f reaper lag, g the backlog's cost
@@ -66,6 +73,11 @@ type config struct {
 	etcdPipeline  int           // TETHER_ETCD_PIPELINE; 0: the server's default
 	servers       int           // tether processes per stage
 	tenants       int           // tenants the clients are spread over
+	postgresURL   string        // with -store postgres, and River's with -vs-river
+
+	// -vs-river (versus_river.go).
+	vsRiver bool
+	rounds  int
 }
 
 // The harness's HTTP clients (-client).
@@ -94,7 +106,10 @@ func parseFlags() (config, error) {
 	flag.BoolVar(&c.json, "json", false, "print one JSON object per scenario instead of text")
 	flag.BoolVar(&c.quick, "quick", false, "every scenario for ~1 s with small preloads (CI smoke run)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the temp dir (data dirs and server logs) and, with etcd, the stages' keys")
-	flag.StringVar(&c.store, "store", storeBadger, "the servers' store: badger (a data dir each) or etcd (TETHER_STORE=etcd)")
+	flag.StringVar(&c.store, "store", storeBadger, "the servers' store: badger (a data dir each), etcd (TETHER_STORE=etcd) or postgres (TETHER_STORE=postgres)")
+	flag.StringVar(&c.postgresURL, "postgres-url", "", "PostgreSQL URL of the servers with -store postgres (a fresh schema per stage), and River's with -vs-river (schema "+riverSchema+")")
+	flag.BoolVar(&c.vsRiver, "vs-river", false, "run Tether's (a) and (b) against River on -postgres-url, alternating, -rounds times, and report the medians, ranges and ratios")
+	flag.IntVar(&c.rounds, "rounds", 3, "rounds of -vs-river")
 	flag.StringVar(&endpoints, "etcd-endpoints", "", "comma separated etcd client URLs (with -store etcd)")
 	flag.StringVar(&c.etcdPrefix, "etcd-prefix", "/tether-bench/", "key prefix of the run in etcd; each stage gets a fresh prefix under it")
 	flag.IntVar(&c.etcdShards, "etcd-shards", 0, "TETHER_ETCD_SHARDS of the servers (0: the server's default)")
@@ -103,7 +118,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.etcdPipeline, "etcd-pipeline", 0, "TETHER_ETCD_PIPELINE of the servers: write groups a shard keeps in flight (0: the server's default, 1)")
 	flag.StringVar(&c.reference.tool, "etcd-benchmark", "", "path of etcd's benchmark tool (go.etcd.io/etcd/v3/tools/benchmark): after each scenario, run its put with -c clients against the same cluster and report Tether's store writes/s ÷ its puts/s (with -store etcd)")
 	flag.IntVar(&c.reference.total, "etcd-benchmark-total", 20000, "puts of each -etcd-benchmark run")
-	flag.IntVar(&c.servers, "servers", 1, "tether server processes per stage (more than 1 needs -store etcd); clients are spread over them")
+	flag.IntVar(&c.servers, "servers", 1, "tether server processes per stage (more than 1 needs -store etcd or postgres); clients are spread over them")
 	flag.IntVar(&c.tenants, "tenants", 0, "tenants the clients are spread over, client i in tenant i mod n (0: 1 with badger, min(c, 16) with etcd)")
 	flag.Parse()
 	set := map[string]bool{}
@@ -125,8 +140,17 @@ func parseFlags() (config, error) {
 			}
 		}
 	}
-	if !set["scenarios"] && c.store == storeEtcd {
+	if !set["scenarios"] && c.isShared() {
 		list = strings.Join(etcdScenarios, ",")
+	}
+	if c.vsRiver {
+		if set["scenarios"] {
+			return c, fmt.Errorf("-vs-river runs scenarios a and b: leave out -scenarios")
+		}
+		list = "a,b"
+		if c.quick && !set["rounds"] {
+			c.rounds = 1
+		}
 	}
 	for s := range strings.SplitSeq(list, ",") {
 		s = strings.TrimSpace(s)
@@ -153,6 +177,8 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("-max-heap-per-node must not be negative")
 	case c.reaperLeases < 1 || c.preload < 1 || c.preloadBatched < 1 || c.scaleNodes < 1:
 		return c, fmt.Errorf("preload sizes must be positive")
+	case c.rounds < 1 || c.rounds > 9:
+		return c, fmt.Errorf("-rounds must be 1 to 9")
 	}
 	return c, c.checkStore(endpoints)
 }
@@ -194,6 +220,7 @@ func run(cfg config) error {
 	}
 	defer b.l.killAll()
 	defer b.closeEtcd()
+	defer b.closePostgres()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -211,6 +238,9 @@ func run(cfg config) error {
 			cfg.clients, cfg.client, cfg.duration, cfg.warmup, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 		fmt.Printf("server: %s, %s (durable writes, TETHER_REAPER_INTERVAL_MS=1000)\n", bin, source)
 		fmt.Printf("store: %s\n\n", cfg.describeStore())
+	}
+	if cfg.vsRiver {
+		return b.versusRiver()
 	}
 	type timing struct {
 		name string
@@ -302,8 +332,13 @@ func newBench(cfg config, bin, tmp string) (*bench, error) {
 		}
 		b.workerTokens = append(b.workerTokens, tok)
 	}
-	if cfg.store == storeEtcd {
+	switch cfg.store {
+	case storeEtcd:
 		if err := b.openEtcd(); err != nil {
+			return nil, err
+		}
+	case storePostgres:
+		if err := b.openPostgres(); err != nil {
 			return nil, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -23,8 +24,9 @@ type bench struct {
 	workerTokens []string
 	dispTokens   []string // by tenant
 
-	// With -store etcd (cluster.go).
+	// With -store etcd (cluster.go) or postgres (postgres.go).
 	etcd      *clientv3.Client
+	pg        *pgxpool.Pool
 	runPrefix string
 	stages    int
 }
@@ -35,7 +37,7 @@ type stage struct {
 	name    string
 	srv     *serverProc   // srvs[0]
 	srvs    []*serverProc // one with Badger; -servers with etcd
-	prefix  string        // the stage's etcd prefix ("" with Badger)
+	prefix  string        // the stage's etcd prefix or PostgreSQL schema ("" with Badger)
 	cl      *clients
 	disp    *caller     // tenant 0's dispatcher on server 0, for creates and reads
 	loaders [][]*caller // [loader][tenant]: dispatchers for parallel preloads
@@ -47,19 +49,17 @@ type stage struct {
 const preloadConns = 4
 
 // open starts the stage's servers (one on a fresh data dir; with etcd,
-// -servers on a fresh prefix) for the scenario name.
+// -servers on a fresh prefix; with PostgreSQL, in a fresh schema) for the
+// scenario name.
 func (b *bench) open(name string) (*stage, error) {
 	began := time.Now()
-	var prefix string
-	if b.cfg.store == storeEtcd {
-		prefix = b.stagePrefix(name)
-	}
+	prefix := b.storeNamespace(name)
 	var srvs []*serverProc
 	fail := func(err error) (*stage, error) {
 		for _, p := range srvs {
 			p.kill()
 		}
-		_, _ = b.dropPrefix(prefix)
+		_ = b.dropNamespace(prefix)
 		return nil, err
 	}
 	for i := range b.cfg.servers {
@@ -115,7 +115,7 @@ func (s *stage) close() error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := s.b.dropPrefix(s.prefix); err != nil {
+	if err := s.b.dropNamespace(s.prefix); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -127,7 +127,7 @@ func (s *stage) abort() {
 	for _, p := range s.srvs {
 		p.kill()
 	}
-	_, _ = s.b.dropPrefix(s.prefix)
+	_ = s.b.dropNamespace(s.prefix)
 }
 
 // newResult is the scenario's result with its server's figures filled in.

@@ -103,8 +103,9 @@ func (l *launcher) start(name, dataDir string, extra ...string) (*serverProc, er
 	return l.startOn(name, dataDir, "", extra...)
 }
 
-// startOn is start with the store in etcd under etcdPrefix when that is not
-// empty (TETHER_STORE=etcd; dataDir still holds what is not in the store).
+// startOn is start with the store in etcd under the prefix, or in
+// PostgreSQL in the schema, etcdPrefix names when that is not empty
+// (storeEnv; dataDir still holds what is not in the store).
 func (l *launcher) startOn(name, dataDir, etcdPrefix string, extra ...string) (*serverProc, error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -131,7 +132,7 @@ func (l *launcher) startOn(name, dataDir, etcdPrefix string, extra ...string) (*
 		env = append(env, "TETHER_PPROF_ADDR="+v)
 	}
 	if etcdPrefix != "" {
-		env = append(env, l.etcdEnv(etcdPrefix, addr)...)
+		env = append(env, l.storeEnv(etcdPrefix, addr)...)
 	}
 	// TETHER_MEMORY_LIMIT, GOMEMLIMIT and GOGC (the soft memory limit and
 	// the GC target) reach the server too, so a run can show their effect.
