@@ -3270,10 +3270,11 @@ export interface components {
          *     that holds the server's data is full, so it refuses writes (renewals too,
          *     once it is fuller still) while it keeps serving reads; they are taken
          *     again, without a restart, once an operator frees space. Both are worth a
-         *     retry later (`disk_full` carries `Retry-After`).
+         *     retry after `Retry-After` (1 s for `unavailable`, 5 s for `disk_full`).
          */
         Unavailable: {
             headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
