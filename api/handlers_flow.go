@@ -201,8 +201,9 @@ func noContentThrottled(c echo.Context, t *fault.Throttled) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// quoteHeader escapes \ and " for a quoted-string, and any byte a header
-// value may not hold as %XX (a key may hold any UTF-8 but controls).
+// quoteHeader escapes \ and " for a quoted-string, and % and every byte
+// past ASCII as %XX (a key may hold any UTF-8 but controls; a header value
+// is best kept ASCII).
 func quoteHeader(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -210,7 +211,7 @@ func quoteHeader(s string) string {
 		case ch == '\\' || ch == '"':
 			b.WriteByte('\\')
 			b.WriteByte(ch)
-		case ch >= 0x80:
+		case ch >= 0x80 || ch == '%':
 			fmt.Fprintf(&b, "%%%02X", ch)
 		default:
 			b.WriteByte(ch)

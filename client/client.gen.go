@@ -1217,7 +1217,8 @@ type ClientInterface interface {
 	// at their limit and takes the next claimable one. A queue with `fair` takes
 	// from the ready nodes' keys in turn within a priority band; one with
 	// `age_priority_every_ms` counts a node one band higher for every such
-	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// interval it has waited ready (neither is supported by this server yet). With
+	// `wait_ms` the request waits for a slot,
 	// a token or a new window as it waits for a ready node. When nothing was
 	// handed out because of flow control the answer is `204` with `Retry-After`,
 	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -1252,7 +1253,8 @@ type ClientInterface interface {
 	// at their limit and takes the next claimable one. A queue with `fair` takes
 	// from the ready nodes' keys in turn within a priority band; one with
 	// `age_priority_every_ms` counts a node one band higher for every such
-	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// interval it has waited ready (neither is supported by this server yet). With
+	// `wait_ms` the request waits for a slot,
 	// a token or a new window as it waits for a ready node. When nothing was
 	// handed out because of flow control the answer is `204` with `Retry-After`,
 	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -3582,7 +3584,8 @@ func (c *Client) UpdateQueue(ctx context.Context, queue string, body UpdateQueue
 // at their limit and takes the next claimable one. A queue with `fair` takes
 // from the ready nodes' keys in turn within a priority band; one with
 // `age_priority_every_ms` counts a node one band higher for every such
-// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// interval it has waited ready (neither is supported by this server yet). With
+// `wait_ms` the request waits for a slot,
 // a token or a new window as it waits for a ready node. When nothing was
 // handed out because of flow control the answer is `204` with `Retry-After`,
 // `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -3627,7 +3630,8 @@ func (c *Client) ClaimNextWithBody(ctx context.Context, queue string, contentTyp
 // at their limit and takes the next claimable one. A queue with `fair` takes
 // from the ready nodes' keys in turn within a priority band; one with
 // `age_priority_every_ms` counts a node one band higher for every such
-// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// interval it has waited ready (neither is supported by this server yet). With
+// `wait_ms` the request waits for a slot,
 // a token or a new window as it waits for a ready node. When nothing was
 // handed out because of flow control the answer is `204` with `Retry-After`,
 // `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -9594,7 +9598,8 @@ type ClientWithResponsesInterface interface {
 	// at their limit and takes the next claimable one. A queue with `fair` takes
 	// from the ready nodes' keys in turn within a priority band; one with
 	// `age_priority_every_ms` counts a node one band higher for every such
-	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// interval it has waited ready (neither is supported by this server yet). With
+	// `wait_ms` the request waits for a slot,
 	// a token or a new window as it waits for a ready node. When nothing was
 	// handed out because of flow control the answer is `204` with `Retry-After`,
 	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -9629,7 +9634,8 @@ type ClientWithResponsesInterface interface {
 	// at their limit and takes the next claimable one. A queue with `fair` takes
 	// from the ready nodes' keys in turn within a priority band; one with
 	// `age_priority_every_ms` counts a node one band higher for every such
-	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// interval it has waited ready (neither is supported by this server yet). With
+	// `wait_ms` the request waits for a slot,
 	// a token or a new window as it waits for a ready node. When nothing was
 	// handed out because of flow control the answer is `204` with `Retry-After`,
 	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -19560,7 +19566,8 @@ func (c *ClientWithResponses) UpdateQueueWithResponse(ctx context.Context, queue
 // at their limit and takes the next claimable one. A queue with `fair` takes
 // from the ready nodes' keys in turn within a priority band; one with
 // `age_priority_every_ms` counts a node one band higher for every such
-// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// interval it has waited ready (neither is supported by this server yet). With
+// `wait_ms` the request waits for a slot,
 // a token or a new window as it waits for a ready node. When nothing was
 // handed out because of flow control the answer is `204` with `Retry-After`,
 // `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -19601,7 +19608,8 @@ func (c *ClientWithResponses) ClaimNextWithBodyWithResponse(ctx context.Context,
 // at their limit and takes the next claimable one. A queue with `fair` takes
 // from the ready nodes' keys in turn within a priority band; one with
 // `age_priority_every_ms` counts a node one band higher for every such
-// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// interval it has waited ready (neither is supported by this server yet). With
+// `wait_ms` the request waits for a slot,
 // a token or a new window as it waits for a ready node. When nothing was
 // handed out because of flow control the answer is `204` with `Retry-After`,
 // `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.

@@ -1612,10 +1612,10 @@ type QueueList struct {
 
 // QueuePatch A JSON merge patch of a queue's settings; an absent member is left alone.
 type QueuePatch struct {
-	// AgePriorityEveryMS Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off.
+	// AgePriorityEveryMS Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off. Not supported by this server yet (a value above 0 is `400`).
 	AgePriorityEveryMS *int64 `json:"age_priority_every_ms,omitempty"`
 
-	// Fair Take from the ready nodes' concurrency keys in turn within a priority band.
+	// Fair Take from the ready nodes' concurrency keys in turn within a priority band. Not supported by this server yet (`true` is `400`).
 	Fair *bool `json:"fair,omitempty"`
 
 	// MaxRunning At most this many live leases in the queue at once; 0 removes the cap.

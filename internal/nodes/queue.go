@@ -147,6 +147,12 @@ func (ch QueueChange) check() error {
 		if err := duration.Check("age_priority_every_ms", *ch.AgeEveryMS); err != nil {
 			return err
 		}
+		// Refused rather than stored without effect: claim-next does not
+		// yet age nodes through its index.
+		return fault.Invalidf("age_priority_every_ms", "aging is not supported by this server yet: 0 only")
+	}
+	if ch.Fair != nil && *ch.Fair {
+		return fault.Invalidf("fair", "fair share is not supported by this server yet: false only")
 	}
 	if ch.SetRate && ch.Rate != nil {
 		return ch.Rate.Check("rate")

@@ -706,7 +706,8 @@ class SyncOperations:
         at their limit and takes the next claimable one. A queue with `fair` takes
         from the ready nodes' keys in turn within a priority band; one with
         `age_priority_every_ms` counts a node one band higher for every such
-        interval it has waited ready. With `wait_ms` the request waits for a slot,
+        interval it has waited ready (neither is supported by this server yet). With
+        `wait_ms` the request waits for a slot,
         a token or a new window as it waits for a ready node. When nothing was
         handed out because of flow control the answer is `204` with `Retry-After`,
         `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -2650,7 +2651,8 @@ class AsyncOperations:
         at their limit and takes the next claimable one. A queue with `fair` takes
         from the ready nodes' keys in turn within a priority band; one with
         `age_priority_every_ms` counts a node one band higher for every such
-        interval it has waited ready. With `wait_ms` the request waits for a slot,
+        interval it has waited ready (neither is supported by this server yet). With
+        `wait_ms` the request waits for a slot,
         a token or a new window as it waits for a ready node. When nothing was
         handed out because of flow control the answer is `204` with `Retry-After`,
         `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.

@@ -555,9 +555,9 @@ class QueuePatch(TypedDict):
     max_running: NotRequired[int]
     # The default limit per concurrency key of the queue's nodes, for keys without a limit of their own; 0 removes it.
     max_running_per_key: NotRequired[int]
-    # Take from the ready nodes' concurrency keys in turn within a priority band.
+    # Take from the ready nodes' concurrency keys in turn within a priority band. Not supported by this server yet (`true` is `400`).
     fair: NotRequired[bool]
-    # Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off.
+    # Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off. Not supported by this server yet (a value above 0 is `400`).
     age_priority_every_ms: NotRequired[int]
     # A start rate on the queue's lease grants; `null` removes it.
     rate: NotRequired[Optional["Rate"]]

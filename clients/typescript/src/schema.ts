@@ -692,7 +692,8 @@ export interface paths {
          *     at their limit and takes the next claimable one. A queue with `fair` takes
          *     from the ready nodes' keys in turn within a priority band; one with
          *     `age_priority_every_ms` counts a node one band higher for every such
-         *     interval it has waited ready. With `wait_ms` the request waits for a slot,
+         *     interval it has waited ready (neither is supported by this server yet). With
+         *     `wait_ms` the request waits for a slot,
          *     a token or a new window as it waits for a ready node. When nothing was
          *     handed out because of flow control the answer is `204` with `Retry-After`,
          *     `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
@@ -2539,11 +2540,11 @@ export interface components {
              * @description The default limit per concurrency key of the queue's nodes, for keys without a limit of their own; 0 removes it.
              */
             max_running_per_key?: number;
-            /** @description Take from the ready nodes' concurrency keys in turn within a priority band. */
+            /** @description Take from the ready nodes' concurrency keys in turn within a priority band. Not supported by this server yet (`true` is `400`). */
             fair?: boolean;
             /**
              * Format: int64
-             * @description Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off.
+             * @description Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off. Not supported by this server yet (a value above 0 is `400`).
              */
             age_priority_every_ms?: number;
             /** @description A start rate on the queue's lease grants; `null` removes it. */
@@ -3640,7 +3641,8 @@ export interface components {
          * @description Flow control handed nothing out: `<reason>; key="<key>"`, reason one of
          *     `concurrency_limited`, `start_rate_limited`, `budget_exhausted`, key the
          *     concurrency key (or queue name, for a queue's rate) in the way, as a quoted
-         *     string (`\` and `"` escaped with `\`).
+         *     string (`\` and `"` escaped with `\`; `%` and every byte past ASCII as
+         *     `%XX`).
          */
         Throttled: string;
         /** @description The blob's path, `/v1/blobs/<sha256>`. */
