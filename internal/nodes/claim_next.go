@@ -111,10 +111,10 @@ func (s *Service) ClaimNextThrottled(ctx context.Context, p ClaimNextParams) ([]
 		// A refusal that knows when a retry succeeds (a start token, a
 		// budget's next window) is tried again then.
 		var retry chan struct{}
+		stopRetry := func() bool { return false }
 		if throttled != nil && throttled.RetryAfter > 0 {
 			retry = make(chan struct{})
-			t := s.store.Clock().AfterFunc(throttled.RetryAfter, func() { close(retry) })
-			defer t.Stop()
+			stopRetry = s.store.Clock().AfterFunc(throttled.RetryAfter, func() { close(retry) }).Stop
 		}
 		s.TestSignals.Parked.Signal(p.Queue)
 		select {
@@ -122,12 +122,16 @@ func (s *Service) ClaimNextThrottled(ctx context.Context, p ClaimNextParams) ([]
 		case <-flowed:
 		case <-retry:
 		case <-deadline:
+			stopRetry()
 			return nil, throttled, nil
 		case <-p.WaitEnd:
+			stopRetry()
 			return nil, throttled, nil
 		case <-ctx.Done():
+			stopRetry()
 			return nil, nil, ctx.Err()
 		}
+		stopRetry()
 	}
 }
 
