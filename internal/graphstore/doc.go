@@ -105,4 +105,15 @@
 //     type is refused.
 //   - A deleted node's last fence is kept, so a node re-created under its id
 //     continues the fence numbers.
+//   - Flow control (flow_state.go, flow_claim.go, flow_config.go): the
+//     slots held per concurrency key are never stored. A node holds its
+//     keys' slots while it runs, or after a hand-off until the identity it
+//     names claims it (indexes.HoldsSlots); the counts are derived from
+//     the node records at open and moved by each committed transaction's
+//     own delta, which its later claims read, so no claim, in any
+//     transaction, takes a key past its limit, across restarts and
+//     takeovers. A node's keys never change while it holds slots.
+//     Start-rate buckets are in memory only and start empty, so a
+//     restart never grants more than a burst. A budget's spend is written
+//     in the transaction that records the usage it counts.
 package graphstore

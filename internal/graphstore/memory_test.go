@@ -99,9 +99,60 @@ func TestQueuedNodeMemory(t *testing.T) {
 	require.LessOrEqual(t, perNode, float64(maxBytesPerQueuedNode), "bytes of memory per queued node")
 }
 
+// maxBytesPerKey is what one concurrency key may add to a queued node's
+// memory. A queued node's keys live in its record, on disk: in memory it
+// holds only a flag (NodeState.HoldsSlots, in the entry's padding), and
+// only a node holding slots (running, or handed off) counts in the
+// per-key tallies.
+const maxBytesPerKey = 16
+
+// TestQueuedNodeMemoryWithAKey measures, as TestQueuedNodeMemory does (and
+// under the same switches), N queued nodes without concurrency keys and N
+// with one each (100,000 distinct keys), in two stores, and holds the
+// difference per node to maxBytesPerKey.
+func TestQueuedNodeMemoryWithAKey(t *testing.T) {
+	n := 0
+	if v := os.Getenv("TETHER_MEMORY_NODES"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err, "TETHER_MEMORY_NODES")
+	} else if os.Getenv("TETHER_MEMORY_SMOKE") == "1" {
+		n = 1_000_000
+	}
+	if n == 0 {
+		testskip.Missing(t, "TETHER_MEMORY_SMOKE=1 or TETHER_MEMORY_NODES", "a run of a million nodes is CI's memory smoke step, not part of go test ./...")
+	}
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 16 << 10
+	perNode := func(keyed bool) float64 {
+		s, err := Open(Options{Dir: t.TempDir()})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, s.Close()) }()
+		keys := func(int) []string { return nil }
+		if keyed {
+			keys = func(i int) []string { return []string{"repo:acme/" + strconv.Itoa(i%100_000)} }
+		}
+		insertQueuedWith(t, s, 0, 1000, keys)
+		_, before := heapOutsideEngine()
+		insertQueuedWith(t, s, 1000, 1000+n, keys)
+		_, after := heapOutsideEngine()
+		return float64(int64(after)-int64(before)) / float64(n)
+	}
+	without, with := perNode(false), perNode(true)
+	t.Logf("%d queued nodes: %.0f bytes per node without a key, %.0f with one", n, without, with)
+	require.LessOrEqual(t, with-without, float64(maxBytesPerKey), "bytes one concurrency key adds to a queued node")
+}
+
 // insertQueued creates the queued nodes numbered [from, to) in transactions
 // of up to 10,000 nodes.
 func insertQueued(t *testing.T, s *Store, from, to int) {
+	t.Helper()
+	insertQueuedWith(t, s, from, to, func(int) []string { return nil })
+}
+
+// insertQueuedWith is insertQueued with the concurrency keys keys gives
+// node i.
+func insertQueuedWith(t *testing.T, s *Store, from, to int, keys func(i int) []string) {
 	t.Helper()
 	const perTx = 10_000
 	types := []string{"task", "email", "render"}
@@ -113,6 +164,7 @@ func insertQueued(t *testing.T, s *Store, from, to int) {
 				nd := newNode("acme", "g-"+strconv.Itoa(i), int64(i%4))
 				nd.Type = types[i%len(types)]
 				nd.Labels = labels[i%len(labels)]
+				nd.ConcurrencyKeys = keys(i)
 				if err := tx.NodeInsert(nd, "head"); err != nil {
 					return err
 				}

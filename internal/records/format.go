@@ -27,7 +27,8 @@ import (
 //	   fields than its type reads the missing ones as zero, so a field is
 //	   appended without a new format (records.go); the fields marker holds
 //	   how many fields the newest release that opened the store wrote. The
-//	   node record's 33rd field is its trace context.
+//	   node record's 33rd field is its trace context, its 34th and 35th its
+//	   concurrency keys and whether a hand-off holds their slots.
 //
 // docs/upgrades.md is the policy: which formats a release opens, and what
 // an older release does with a newer store.
@@ -66,6 +67,7 @@ func tupleRecords() []struct {
 		{"lease", &Lease{}}, {"progress", &Progress{}}, {"run_end", &RunEnd{}},
 		{"backoff", &Backoff{}}, {"queue_settings", &QueueSettings{}},
 		{"idempotency", &IdempotencyRecord{}}, {"blob", &BlobRecord{}},
+		{"limit", &LimitRecord{}}, {"budget", &BudgetRecord{}},
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 )
 
 //go:generate go tool msgp -file records.go -o records_gen.go -tests=false -io=false -unexported
-//msgp:vartuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord EventGroup LiveEdgeRecord BlobRecord
+//msgp:vartuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord EventGroup LiveEdgeRecord BlobRecord LimitRecord BudgetRecord
 //msgp:shim json.RawMessage as:[]byte using:[]byte/json.RawMessage
 //msgp:timezone utc
 
@@ -114,6 +114,35 @@ type Node struct {
 	// node ("" for none), so the run that claims it can link to that
 	// request. Appended in format 6: a format-5 record reads it empty.
 	Traceparent string `json:"traceparent,omitempty"`
+	// ConcurrencyKeys are the keys whose limits, rates and budgets the
+	// node's claims count against (at most 8, each once). Appended after
+	// the trace context: its last byte is a string's or an array header's,
+	// never 0xFF.
+	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
+	// SlotHeld says the node, back at rest after a hand-off (a release
+	// to another identity), still holds its keys' slots until that
+	// identity claims it: a hand-off never frees a slot for another.
+	SlotHeld bool `json:"slot_held,omitempty"`
+}
+
+// LimitRecord is a tenant's limit on a concurrency key (or a prefix, its
+// key ending in '*'): at most MaxRunning live leases (0: none) and a start
+// rate (RateBurst 0: none).
+type LimitRecord struct {
+	MaxRunning    int64   `json:"max_running"`
+	RatePerSecond float64 `json:"rate_per_second"`
+	RateBurst     int64   `json:"rate_burst"`
+}
+
+// BudgetRecord is a tenant's usage budget on a concurrency key: at most
+// Limit of the counter Usage per fixed window of WindowMS, and what was
+// spent in the window starting at WindowStart (unix ms).
+type BudgetRecord struct {
+	Usage       string  `json:"usage"`
+	Limit       float64 `json:"limit"`
+	WindowMS    int64   `json:"window_ms"`
+	WindowStart int64   `json:"window_start"`
+	Spent       float64 `json:"spent"`
 }
 
 // Edge is a typed link between two nodes of one tenant.
@@ -162,6 +191,18 @@ type Comment struct {
 type QueueSettings struct {
 	Paused     bool  `json:"paused"`
 	MaxRunning int64 `json:"max_running"` // 0 = no cap
+	// MaxRunningPerKey is the limit of each concurrency key of the queue's
+	// nodes that has no limit of its own; 0 = none.
+	MaxRunningPerKey int64 `json:"max_running_per_key,omitempty"`
+	// Fair takes from the ready nodes' keys in turn within a priority band.
+	Fair bool `json:"fair,omitempty"`
+	// AgeEveryMS counts a ready node one band higher per interval waited;
+	// 0 = no aging.
+	AgeEveryMS int64 `json:"age_priority_every_ms,omitempty"`
+	// RatePerSecond and RateBurst are the queue's start rate (a token
+	// bucket on lease grants); RateBurst 0 = none.
+	RatePerSecond float64 `json:"rate_per_second,omitempty"`
+	RateBurst     int64   `json:"rate_burst,omitempty"`
 }
 
 // IdempotencyRecord remembers the outcome of a create or a claim made under
