@@ -11314,6 +11314,11 @@ type ListBudgetsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListBudgetsResponse503Headers the declared response headers of an HTTP 503 response for ListBudgets
+type ListBudgetsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListBudgetsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11335,6 +11340,8 @@ type ListBudgetsResponse struct {
 	Headers401 *ListBudgetsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListBudgetsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListBudgetsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -11411,6 +11418,11 @@ type DeleteBudgetResponse429Headers struct {
 	RetryAfter int
 }
 
+// DeleteBudgetResponse503Headers the declared response headers of an HTTP 503 response for DeleteBudget
+type DeleteBudgetResponse503Headers struct {
+	RetryAfter int
+}
+
 type DeleteBudgetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11432,6 +11444,8 @@ type DeleteBudgetResponse struct {
 	Headers401 *DeleteBudgetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteBudgetResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteBudgetResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -11508,6 +11522,11 @@ type PutBudgetResponse429Headers struct {
 	RetryAfter int
 }
 
+// PutBudgetResponse503Headers the declared response headers of an HTTP 503 response for PutBudget
+type PutBudgetResponse503Headers struct {
+	RetryAfter int
+}
+
 type PutBudgetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -11533,6 +11552,8 @@ type PutBudgetResponse struct {
 	Headers401 *PutBudgetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutBudgetResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutBudgetResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12299,6 +12320,11 @@ type ListLimitsResponse429Headers struct {
 	RetryAfter int
 }
 
+// ListLimitsResponse503Headers the declared response headers of an HTTP 503 response for ListLimits
+type ListLimitsResponse503Headers struct {
+	RetryAfter int
+}
+
 type ListLimitsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12320,6 +12346,8 @@ type ListLimitsResponse struct {
 	Headers401 *ListLimitsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListLimitsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLimitsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -12396,6 +12424,11 @@ type DeleteLimitResponse429Headers struct {
 	RetryAfter int
 }
 
+// DeleteLimitResponse503Headers the declared response headers of an HTTP 503 response for DeleteLimit
+type DeleteLimitResponse503Headers struct {
+	RetryAfter int
+}
+
 type DeleteLimitResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12417,6 +12450,8 @@ type DeleteLimitResponse struct {
 	Headers401 *DeleteLimitResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteLimitResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteLimitResponse503Headers
 }
 
 // GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -12493,6 +12528,11 @@ type PutLimitResponse429Headers struct {
 	RetryAfter int
 }
 
+// PutLimitResponse503Headers the declared response headers of an HTTP 503 response for PutLimit
+type PutLimitResponse503Headers struct {
+	RetryAfter int
+}
+
 type PutLimitResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12518,6 +12558,8 @@ type PutLimitResponse struct {
 	Headers401 *PutLimitResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutLimitResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutLimitResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -21839,6 +21881,16 @@ func ParseListBudgetsResponse(rsp *http.Response) (*ListBudgetsResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListBudgetsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -21933,6 +21985,16 @@ func ParseDeleteBudgetResponse(rsp *http.Response) (*DeleteBudgetResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteBudgetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22038,6 +22100,16 @@ func ParsePutBudgetResponse(rsp *http.Response) (*PutBudgetResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutBudgetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22800,6 +22872,16 @@ func ParseListLimitsResponse(rsp *http.Response) (*ListLimitsResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListLimitsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22894,6 +22976,16 @@ func ParseDeleteLimitResponse(rsp *http.Response) (*DeleteLimitResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteLimitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -22999,6 +23091,16 @@ func ParsePutLimitResponse(rsp *http.Response) (*PutLimitResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutLimitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
