@@ -124,6 +124,9 @@ func (s *Store) derive(t *indexes.Table, m *indexes.ReadyMirror, b *blobTable) e
 		for _, sha := range n.Blobs {
 			blobRefs[blobRef{ref.Tenant, sha}]++
 		}
+		if n.StartBy != nil && n.Status.AtRest() {
+			s.lapses.set(ref, *n.StartBy)
+		}
 	}
 	return s.kv.View(func(ktx *kv.Txn) error {
 		if err := indexes.Derive(ktx, t, m, s.liveRecords, onNode, countBlocks); err != nil {

@@ -71,6 +71,8 @@ type Store struct {
 	events *eventHub
 	ready  *indexes.ReadyMirror
 	marks  *marks // retention marks (retention.go)
+	// lapses are the nodes at rest with a start_by (lapses.go).
+	lapses *lapses
 
 	// Owned by the writer goroutine.
 	seqs    map[string]uint64
@@ -151,6 +153,7 @@ func Open(opts Options) (*Store, error) {
 		events:      newEventHub(),
 		ready:       indexes.NewReadyMirror(opts.Clock),
 		marks:       newMarks(),
+		lapses:      newLapses(),
 		seqs:        map[string]uint64{},
 		closing:     make(chan struct{}),
 	}
