@@ -513,7 +513,18 @@ type ClientInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -524,7 +535,18 @@ type ClientInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -534,7 +556,10 @@ type ClientInterface interface {
 	// CreateNodesBatchWithBody Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -544,7 +569,10 @@ type ClientInterface interface {
 	// CreateNodesBatch Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -988,8 +1016,9 @@ type ClientInterface interface {
 
 	// RequeueNodeWithBody Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes any type of body and a specified content type.
@@ -999,8 +1028,9 @@ type ClientInterface interface {
 
 	// RequeueNode Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2249,7 +2279,18 @@ func (c *Client) ListNodes(ctx context.Context, params *ListNodesParams, reqEdit
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2270,7 +2311,18 @@ func (c *Client) CreateNodeWithBody(ctx context.Context, params *CreateNodeParam
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2290,7 +2342,10 @@ func (c *Client) CreateNode(ctx context.Context, params *CreateNodeParams, body 
 // CreateNodesBatchWithBody Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2310,7 +2365,10 @@ func (c *Client) CreateNodesBatchWithBody(ctx context.Context, params *CreateNod
 // CreateNodesBatch Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3044,8 +3102,9 @@ func (c *Client) RenewLease(ctx context.Context, id NodeID, body RenewLeaseJSONR
 
 // RequeueNodeWithBody Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes any type of body and a specified content type.
@@ -3065,8 +3124,9 @@ func (c *Client) RequeueNodeWithBody(ctx context.Context, id NodeID, contentType
 
 // RequeueNode Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes a body of the `application/json` content type.
@@ -8176,7 +8236,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8187,7 +8258,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8197,7 +8279,10 @@ type ClientWithResponsesInterface interface {
 	// CreateNodesBatchWithBodyWithResponse Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8207,7 +8292,10 @@ type ClientWithResponsesInterface interface {
 	// CreateNodesBatchWithResponse Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8661,8 +8749,9 @@ type ClientWithResponsesInterface interface {
 
 	// RequeueNodeWithBodyWithResponse Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8672,8 +8761,9 @@ type ClientWithResponsesInterface interface {
 
 	// RequeueNodeWithResponse Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -11356,6 +11446,8 @@ type CreateNodeResponse429Headers struct {
 type CreateNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Node
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Node
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -11384,6 +11476,11 @@ type CreateNodeResponse struct {
 	Headers401 *CreateNodeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateNodeResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateNodeResponse) GetJSON200() *Node {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -16929,7 +17026,18 @@ func (c *ClientWithResponses) ListNodesWithResponse(ctx context.Context, params 
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16946,7 +17054,18 @@ func (c *ClientWithResponses) CreateNodeWithBodyWithResponse(ctx context.Context
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16962,7 +17081,10 @@ func (c *ClientWithResponses) CreateNodeWithResponse(ctx context.Context, params
 // CreateNodesBatchWithBodyWithResponse Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16978,7 +17100,10 @@ func (c *ClientWithResponses) CreateNodesBatchWithBodyWithResponse(ctx context.C
 // CreateNodesBatchWithResponse Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17606,8 +17731,9 @@ func (c *ClientWithResponses) RenewLeaseWithResponse(ctx context.Context, id Nod
 
 // RequeueNodeWithBodyWithResponse Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -17623,8 +17749,9 @@ func (c *ClientWithResponses) RequeueNodeWithBodyWithResponse(ctx context.Contex
 
 // RequeueNodeWithResponse Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -20343,6 +20470,13 @@ func ParseCreateNodeResponse(rsp *http.Response) (*CreateNodeResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Node
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Node
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
