@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -72,11 +73,23 @@ func NewLapseReaper(cfg LapseConfig) *LapseReaper {
 // Lapsed is how many nodes the reaper has ended expired.
 func (r *LapseReaper) Lapsed() int64 { return r.lapsed.Load() }
 
-// Start runs the reaper until Stop.
+// Start ends every node that lapsed while no server ran, before it
+// returns (so a server serves none of them as queued), then runs the reaper
+// until Stop.
 func (r *LapseReaper) Start(ctx context.Context) error {
 	loopCtx, ok, started, stopped := r.StartInit(ctx)
 	if !ok {
 		return nil
+	}
+	for {
+		due := r.store.LapsesDue(r.clock.Now(), lapseBatch)
+		if len(due) == 0 {
+			break
+		}
+		if err := r.reap(ctx, due); err != nil {
+			stopped()
+			return fmt.Errorf("error ending the nodes that lapsed while stopped: %w", err)
+		}
 	}
 	go func() {
 		started()
