@@ -27,7 +27,8 @@ import (
 //	   fields than its type reads the missing ones as zero, so a field is
 //	   appended without a new format (records.go); the fields marker holds
 //	   how many fields the newest release that opened the store wrote. The
-//	   node record's 33rd field is its trace context.
+//	   node record's 33rd field is its trace context; its 34th and 35th,
+//	   start_by and the unique key it was made under.
 //
 // docs/upgrades.md is the policy: which formats a release opens, and what
 // an older release does with a newer store.
