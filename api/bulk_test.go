@@ -76,7 +76,7 @@ func TestBulkRequeueOfDeadNodes(t *testing.T) {
 	require.Len(t, res.JSON200.Failed, 5)
 	require.Equal(t, http.StatusConflict, res.JSON200.Failed[0].Status)
 	require.Equal(t, "conflict", res.JSON200.Failed[0].Code)
-	require.Contains(t, res.JSON200.Failed[0].Detail, "only a failed, dead or cancelled node can be requeued")
+	require.Contains(t, res.JSON200.Failed[0].Detail, "only a failed, dead, cancelled or expired node can be requeued")
 }
 
 func TestBulkCancelAndDelete(t *testing.T) {

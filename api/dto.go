@@ -105,6 +105,10 @@ type nodeJSON struct {
 	Traceparent *string            `json:"traceparent,omitempty"`
 	// ConcurrencyKeys is left out when the node has none.
 	ConcurrencyKeys *[]string `json:"concurrency_keys,omitempty"`
+	StartBy         *Time     `json:"start_by,omitempty"`
+	// DuplicateOf is set only in the answer of a create that answered the
+	// node its unique key names instead of making one.
+	DuplicateOf *string `json:"duplicate_of,omitempty"`
 }
 
 type progressJSON struct {
@@ -148,7 +152,7 @@ func toNode(v nodes.NodeView) nodeJSON {
 		BlockedBy: v.BlockedBy, Result: n.Result, Error: n.Error,
 		Usage: n.Usage, UsageTotal: n.UsageTotal, Version: n.Version, CreatedBy: n.CreatedBy,
 		CreatedAt: Time(n.CreatedAt), UpdatedAt: Time(n.UpdatedAt), Blobs: n.Blobs,
-		Traceparent: fieldPtr(&n.Traceparent),
+		Traceparent: fieldPtr(&n.Traceparent), StartBy: timePtr(n.StartBy),
 	}
 	if len(n.ConcurrencyKeys) > 0 {
 		out.ConcurrencyKeys = &n.ConcurrencyKeys

@@ -99,6 +99,14 @@ func (v *nodeJSON) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"concurrency_keys":`...)
 		b = appendStrings(b, *v.ConcurrencyKeys)
 	}
+	if v.StartBy != nil {
+		b = append(b, `,"start_by":`...)
+		b = appendTimePtr(b, v.StartBy)
+	}
+	if v.DuplicateOf != nil {
+		b = append(b, `,"duplicate_of":`...)
+		b = appendStringPtr(b, v.DuplicateOf)
+	}
 	return append(b, '}'), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/nodes"
+	"github.com/tether-run/tether/internal/records"
 )
 
 func (s *Server) createNode(c echo.Context) error {
@@ -28,15 +29,40 @@ func (s *Server) createNode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.nodes.Create(c.Request().Context(), caller(c), spec, idem)
+	made, err := s.nodes.CreateMany(c.Request().Context(), caller(c), []nodes.NodeSpec{spec}, "", idem)
 	if err != nil {
 		return err
 	}
-	views, err := s.nodes.Views(n)
+	out, err := s.createdNodes(made)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusCreated, toNode(views[0]))
+	// A create answered by the node its unique key names made nothing: 200.
+	status := http.StatusCreated
+	if made[0].Duplicate {
+		status = http.StatusOK
+	}
+	return writeJSON(c, status, out[0])
+}
+
+// createdNodes are the answers of creates: each node as it is, a duplicate
+// naming itself in duplicate_of.
+func (s *Server) createdNodes(made []nodes.Created) ([]nodeJSON, error) {
+	ns := make([]*records.Node, len(made))
+	for i, m := range made {
+		ns[i] = m.Node
+	}
+	views, err := s.nodes.Views(ns...)
+	if err != nil {
+		return nil, err
+	}
+	out := toNodes(views)
+	for i, m := range made {
+		if m.Duplicate {
+			out[i].DuplicateOf = &out[i].ID
+		}
+	}
+	return out, nil
 }
 
 func (s *Server) createNodesBatch(c echo.Context) error {
@@ -54,15 +80,15 @@ func (s *Server) createNodesBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := s.nodes.CreateBatch(c.Request().Context(), caller(c), req.Items, "items", idem)
+	made, err := s.nodes.CreateMany(c.Request().Context(), caller(c), req.Items, "items", idem)
 	if err != nil {
 		return err
 	}
-	views, err := s.nodes.Views(nodes...)
+	out, err := s.createdNodes(made)
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusCreated, map[string]any{"items": toNodes(views)})
+	return writeJSON(c, http.StatusCreated, map[string]any{"items": out})
 }
 
 func (s *Server) getNode(c echo.Context) error {

@@ -63,7 +63,7 @@ func filterFromQuery(q url.Values) (nodeFilter, error) {
 // readiness filter.
 func (f nodeFilter) query() (graphstore.NodeQuery, *bool, error) {
 	if f.Status != "" && !records.Status(f.Status).Valid() {
-		return graphstore.NodeQuery{}, nil, fault.Invalidf("status", "must be one of open, queued, running, done, failed, dead, cancelled")
+		return graphstore.NodeQuery{}, nil, fault.Invalidf("status", "must be one of open, queued, running, done, failed, dead, cancelled, expired")
 	}
 	if len(f.Q) > 200 {
 		return graphstore.NodeQuery{}, nil, fault.Invalidf("q", "must be at most 200 bytes")

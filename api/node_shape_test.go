@@ -31,16 +31,20 @@ var storedOnly = []string{
 	"last_fence", // the counter claims draw fences from; the live lease carries its fence
 	"last_run",   // how the last run ended, kept to answer a retried completion again
 	"slot_held",  // flow control's bookkeeping of a hand-off, not the caller's
+	"unique_key", // checks that a unique-key record still names this node; the create's business
 }
 
 // answerOnly are the node answer's fields not stored in the record: both are
 // computed when the node is read (nodes.NodeView).
-var answerOnly = []string{"ready", "blocked_by"}
+var answerOnly = []string{"ready", "blocked_by", "duplicate_of"} // duplicate_of: only a create's answer
 
 // specOnly are create body fields that are not stored as themselves.
 var specOnly = []string{
-	"delay_ms",   // stored as run_at, from the create's instant
-	"depends_on", // stored as depends_on edges, not in the node
+	"delay_ms",     // stored as run_at, from the create's instant
+	"depends_on",   // stored as depends_on edges, not in the node
+	"unique",       // stored as unique_key and the key's record (nodes' unique.go)
+	"debounce_ms",  // stored as run_at and in the key's record
+	"queue_ttl_ms", // stored as start_by, from the create's instant
 }
 
 // storedNotCreated are stored fields a create body cannot set: the lifecycle,
@@ -50,6 +54,7 @@ var storedNotCreated = []string{
 	"last_run", "usage", "usage_total", "version", "created_by", "created_at", "updated_at",
 	"traceparent", // the trace context of the create request, not of its body
 	"slot_held",   // set by a hand-off (a release to another identity)
+	"unique_key",  // set from unique.key
 }
 
 func jsonNames(t reflect.Type) []string {

@@ -753,15 +753,15 @@ func TestQueueListCounts(t *testing.T) {
 	names := make([]string, len(list.Items))
 	for i, q := range list.Items {
 		names[i] = q.Queue
-		require.Len(t, q.Counts, 7, "every status is present in %s: %v", q.Queue, q.Counts)
-		for _, st := range []string{"open", "queued", "running", "done", "failed", "dead", "cancelled"} {
+		require.Len(t, q.Counts, 8, "every status is present in %s: %v", q.Queue, q.Counts)
+		for _, st := range []string{"open", "queued", "running", "done", "failed", "dead", "cancelled", "expired"} {
 			require.Contains(t, q.Counts, st)
 		}
 	}
 	require.Equal(t, []string{"alpha", "beta", "gamma"}, names, "by name; no other tenant's queues")
 
 	alpha := list.Items[0]
-	require.Equal(t, map[string]int64{"open": 0, "queued": 4, "running": 1, "done": 1, "failed": 1, "dead": 1, "cancelled": 1}, alpha.Counts,
+	require.Equal(t, map[string]int64{"open": 0, "queued": 4, "running": 1, "done": 1, "failed": 1, "dead": 1, "cancelled": 1, "expired": 0}, alpha.Counts,
 		"queued: a-delayed, a-ready-old, a-ready-new, a-blocked")
 	require.False(t, alpha.Paused)
 	require.Zero(t, alpha.MaxRunning)

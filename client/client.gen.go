@@ -622,7 +622,18 @@ type ClientInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -633,7 +644,18 @@ type ClientInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -643,7 +665,10 @@ type ClientInterface interface {
 	// CreateNodesBatchWithBody Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -653,7 +678,10 @@ type ClientInterface interface {
 	// CreateNodesBatch Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1097,8 +1125,9 @@ type ClientInterface interface {
 
 	// RequeueNodeWithBody Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes any type of body and a specified content type.
@@ -1108,8 +1137,9 @@ type ClientInterface interface {
 
 	// RequeueNode Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -2589,7 +2619,18 @@ func (c *Client) ListNodes(ctx context.Context, params *ListNodesParams, reqEdit
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2610,7 +2651,18 @@ func (c *Client) CreateNodeWithBody(ctx context.Context, params *CreateNodeParam
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2630,7 +2682,10 @@ func (c *Client) CreateNode(ctx context.Context, params *CreateNodeParams, body 
 // CreateNodesBatchWithBody Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2650,7 +2705,10 @@ func (c *Client) CreateNodesBatchWithBody(ctx context.Context, params *CreateNod
 // CreateNodesBatch Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3384,8 +3442,9 @@ func (c *Client) RenewLease(ctx context.Context, id NodeID, body RenewLeaseJSONR
 
 // RequeueNodeWithBody Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes any type of body and a specified content type.
@@ -3405,8 +3464,9 @@ func (c *Client) RequeueNodeWithBody(ctx context.Context, id NodeID, contentType
 
 // RequeueNode Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes a body of the `application/json` content type.
@@ -8989,7 +9049,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9000,7 +9071,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 	// `queue` starts `queued`, one without starts `open`. A repeated
-	// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+	// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+	// it is looked up before `unique`, so a replay answers what the first request
+	// did (a duplicate again as `200` with `duplicate_of`).
+	//
+	// With `unique`, a create whose key names a node still within that node's
+	// window and in one of its `while` statuses makes nothing and answers `200`
+	// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+	// `unique.key`), a create while the key's node still waits at rest and before
+	// its debounce has passed replaces that node's `body` and `props` (those given)
+	// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+	// `duplicate_of`; once the node was claimed or its wait has passed, a create
+	// makes a new node. Concurrent creates with one key make one node.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9010,7 +9092,10 @@ type ClientWithResponsesInterface interface {
 	// CreateNodesBatchWithBodyWithResponse Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9020,7 +9105,10 @@ type ClientWithResponsesInterface interface {
 	// CreateNodesBatchWithResponse Create many nodes, all or none
 	//
 	// Role: dispatcher (a worker only for children of a node it holds). Either every
-	// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+	// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+	// item whose `unique.key` names a node (one made by an earlier item included)
+	// answers that node with `duplicate_of` instead, as `createNode` does; the
+	// answer is `201` all the same.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9474,8 +9562,9 @@ type ClientWithResponsesInterface interface {
 
 	// RequeueNodeWithBodyWithResponse Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -9485,8 +9574,9 @@ type ClientWithResponsesInterface interface {
 
 	// RequeueNodeWithResponse Requeue a finished node
 	//
-	// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-	// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+	// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+	// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+	// `start_by` cleared.
 	// Any other status is `409 conflict`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -12992,6 +13082,8 @@ type CreateNodeResponse503Headers struct {
 type CreateNodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Node
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Node
 	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -13024,6 +13116,11 @@ type CreateNodeResponse struct {
 	Headers429 *CreateNodeResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CreateNodeResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateNodeResponse) GetJSON200() *Node {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -19172,7 +19269,18 @@ func (c *ClientWithResponses) ListNodesWithResponse(ctx context.Context, params 
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19189,7 +19297,18 @@ func (c *ClientWithResponses) CreateNodeWithBodyWithResponse(ctx context.Context
 //
 // Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
 // `queue` starts `queued`, one without starts `open`. A repeated
-// `Idempotency-Key` within 24 h replays the first response and creates nothing.
+// `Idempotency-Key` within 24 h replays the first response and creates nothing;
+// it is looked up before `unique`, so a replay answers what the first request
+// did (a duplicate again as `200` with `duplicate_of`).
+//
+// With `unique`, a create whose key names a node still within that node's
+// window and in one of its `while` statuses makes nothing and answers `200`
+// with that node and `duplicate_of` = its id. With `debounce_ms` (and
+// `unique.key`), a create while the key's node still waits at rest and before
+// its debounce has passed replaces that node's `body` and `props` (those given)
+// and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+// `duplicate_of`; once the node was claimed or its wait has passed, a create
+// makes a new node. Concurrent creates with one key make one node.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19205,7 +19324,10 @@ func (c *ClientWithResponses) CreateNodeWithResponse(ctx context.Context, params
 // CreateNodesBatchWithBodyWithResponse Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19221,7 +19343,10 @@ func (c *ClientWithResponses) CreateNodesBatchWithBodyWithResponse(ctx context.C
 // CreateNodesBatchWithResponse Create many nodes, all or none
 //
 // Role: dispatcher (a worker only for children of a node it holds). Either every
-// node is created or none is. Honours `Idempotency-Key` like `createNode`.
+// node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+// item whose `unique.key` names a node (one made by an earlier item included)
+// answers that node with `duplicate_of` instead, as `createNode` does; the
+// answer is `201` all the same.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19849,8 +19974,9 @@ func (c *ClientWithResponses) RenewLeaseWithResponse(ctx context.Context, id Nod
 
 // RequeueNodeWithBodyWithResponse Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -19866,8 +19992,9 @@ func (c *ClientWithResponses) RequeueNodeWithBodyWithResponse(ctx context.Contex
 
 // RequeueNodeWithResponse Requeue a finished node
 //
-// Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-// (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+// Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+// `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+// `start_by` cleared.
 // Any other status is `409 conflict`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -23444,6 +23571,13 @@ func ParseCreateNodeResponse(rsp *http.Response) (*CreateNodeResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Node
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest Node
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

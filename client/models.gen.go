@@ -119,6 +119,7 @@ const (
 	EventTypeFailed      EventType = "failed"
 	EventTypeMessageRead EventType = "message_read"
 	EventTypeMessageSent EventType = "message_sent"
+	EventTypeNodeExpired EventType = "node_expired"
 	EventTypeProgress    EventType = "progress"
 	EventTypeReleased    EventType = "released"
 	EventTypeRequeued    EventType = "requeued"
@@ -155,6 +156,8 @@ func (e EventType) Valid() bool {
 	case EventTypeMessageRead:
 		return true
 	case EventTypeMessageSent:
+		return true
+	case EventTypeNodeExpired:
 		return true
 	case EventTypeProgress:
 		return true
@@ -213,6 +216,7 @@ const (
 	NodeStatusCancelled NodeStatus = "cancelled"
 	NodeStatusDead      NodeStatus = "dead"
 	NodeStatusDone      NodeStatus = "done"
+	NodeStatusExpired   NodeStatus = "expired"
 	NodeStatusFailed    NodeStatus = "failed"
 	NodeStatusOpen      NodeStatus = "open"
 	NodeStatusQueued    NodeStatus = "queued"
@@ -227,6 +231,8 @@ func (e NodeStatus) Valid() bool {
 	case NodeStatusDead:
 		return true
 	case NodeStatusDone:
+		return true
+	case NodeStatusExpired:
 		return true
 	case NodeStatusFailed:
 		return true
@@ -834,8 +840,8 @@ type ClaimResponse struct {
 	Renewed bool `json:"renewed"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -908,8 +914,8 @@ type CompleteResponse struct {
 	Ok bool `json:"ok"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -991,7 +997,8 @@ type EdgeList struct {
 //   - `claimed`: `fence`, `attempt`, `session`, `ttl_ms`; `extended`: `fence`,
 //     `expires_at`, `capped_to_max`; `released`: `fence`, `holder`, `status`,
 //     and `reason`, `to` when given; `expired`: `fence`, `holder`, `attempt`
-//     (and `error` for a timeout); `dead`: `attempts`
+//     (and `error` for a timeout); `dead`: `attempts`; `node_expired`: `from`,
+//     `start_by`
 //   - `completed`: `fence`, `holder`, `attempt`; `cancelled`: `root` (the node
 //     the cancel was asked for) and `reason` when given
 //   - `commented`: `comment_id`
@@ -1017,7 +1024,8 @@ type Event struct {
 	// Type What changed. `created`, `updated`, `deleted` (a node); `claimed`,
 	// `extended`, `released`, `expired` (a lease; renewals are not events);
 	// `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
-	// or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
+	// or the node's lifecycle); `node_expired` (a node not claimed by its
+	// `start_by`, now `expired`); `commented`; `edge_added`, `edge_retired` (an
 	// edge, as an event of its `from` node); `message_sent`, `message_read` (a
 	// message to the node, sent or acknowledged).
 	Type EventType `json:"type"`
@@ -1034,7 +1042,8 @@ type EventList struct {
 // EventType What changed. `created`, `updated`, `deleted` (a node); `claimed`,
 // `extended`, `released`, `expired` (a lease; renewals are not events);
 // `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
-// or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
+// or the node's lifecycle); `node_expired` (a node not claimed by its
+// `start_by`, now `expired`); `commented`; `edge_added`, `edge_retired` (an
 // edge, as an event of its `from` node); `message_sent`, `message_read` (a
 // message to the node, sent or acknowledged).
 type EventType string
@@ -1059,8 +1068,8 @@ type ExtendResponse struct {
 	Ok bool `json:"ok"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -1244,11 +1253,15 @@ type Node struct {
 	ConcurrencyKeys *ConcurrencyKeys `json:"concurrency_keys,omitempty"`
 	CreatedAt       time.Time        `json:"created_at"`
 	CreatedBy       string           `json:"created_by"`
-	Error           *string          `json:"error"`
-	ID              string           `json:"id"`
-	Labels          []string         `json:"labels"`
-	Lease           *Lease           `json:"lease"`
-	MaxAttempts     int64            `json:"max_attempts"`
+
+	// DuplicateOf Only in the answer of a create that made nothing because its `unique.key`
+	// names this node (or debounced into it): this node's id.
+	DuplicateOf *string  `json:"duplicate_of,omitempty"`
+	Error       *string  `json:"error"`
+	ID          string   `json:"id"`
+	Labels      []string `json:"labels"`
+	Lease       *Lease   `json:"lease"`
+	MaxAttempts int64    `json:"max_attempts"`
 
 	// OnChildFail What a child ending `failed`, `dead` or `cancelled` does to its parent: `fail`
 	// it (cancelling the remaining children) or `ignore` it.
@@ -1273,9 +1286,14 @@ type Node struct {
 	// RunAt Not claimable before this instant.
 	RunAt *time.Time `json:"run_at"`
 
+	// StartBy When the node, still unclaimed, ends `expired` (`start_by` or
+	// `queue_ttl_ms` of its create); absent for never. A claim or a requeue
+	// clears it.
+	StartBy *time.Time `json:"start_by,omitempty"`
+
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 
 	// Target When set, only this identity may claim the node.
@@ -1314,8 +1332,8 @@ type NodeAnswer struct {
 	Ok bool `json:"ok"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -1353,6 +1371,14 @@ type NodeCreate struct {
 	// of the node's keys past one is refused, and claim-next skips the node.
 	ConcurrencyKeys *ConcurrencyKeys `json:"concurrency_keys,omitempty"`
 
+	// DebounceMS Needs `unique.key`, and takes neither `unique.window_ms`, `unique.while`,
+	// `run_at` nor `delay_ms`: the node waits `debounce_ms` (its `run_at`), and
+	// a create with the key meanwhile, while the node is not yet claimed,
+	// replaces its `body` and `props` (those given) and pushes its `run_at` to
+	// now + its `debounce_ms` (`updated` event with `debounced: true`). Not taken
+	// in a schedule's template.
+	DebounceMS *int64 `json:"debounce_ms,omitempty"`
+
 	// DelayMS Sets `run_at` to now + `delay_ms`.
 	DelayMS *int64 `json:"delay_ms,omitempty"`
 
@@ -1385,8 +1411,17 @@ type NodeCreate struct {
 	// Queue With a queue the node starts `queued`, without it starts `open`.
 	Queue *string `json:"queue,omitempty"`
 
+	// QueueTTLMS Sets `start_by` to now + `queue_ttl_ms`; not with `start_by`.
+	QueueTTLMS *int64 `json:"queue_ttl_ms,omitempty"`
+
 	// RunAt Do not hand the node out before this instant (RFC 3339). Without it (and without `delay_ms`) it is claimable at once.
 	RunAt *time.Time `json:"run_at,omitempty"`
+
+	// StartBy A node not claimed by this instant (in the future, after `run_at`) ends
+	// `expired`, with a `node_expired` event, and is never handed out after it,
+	// whether or not the server has ended it yet. Its parent and dependents
+	// take it as they take `dead`.
+	StartBy *time.Time `json:"start_by,omitempty"`
 
 	// Target The only identity (`sub`) that may claim the node.
 	Target *string `json:"target,omitempty"`
@@ -1399,6 +1434,12 @@ type NodeCreate struct {
 
 	// Type What kind of work the node is (`task`, `review`, `summarize`, ...): workers may claim only some types. Required.
 	Type string `json:"type"`
+
+	// Unique A create with `key` while the node last made under it is within `window_ms`
+	// of that node's create and in one of its `while` statuses makes nothing and
+	// answers that node (`200`, `duplicate_of`). The rule of the create that made
+	// the node decides. Not taken in a schedule's template.
+	Unique *UniqueRule `json:"unique,omitempty"`
 }
 
 // NodeFilter The filters of `listNodes`, combined with AND; none selects every work node.
@@ -1417,8 +1458,8 @@ type NodeFilter struct {
 	Ready *bool   `json:"ready,omitempty"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status        *NodeStatus `json:"status,omitempty"`
 	Target        *string     `json:"target,omitempty"`
 	Type          *string     `json:"type,omitempty"`
@@ -1457,8 +1498,8 @@ type NodePatch struct {
 }
 
 // NodeStatus `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-// `cancelled`.
+// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+// `cancelled` and `expired` (not claimed by its `start_by`).
 type NodeStatus string
 
 // OnChildFail What a child ending `failed`, `dead` or `cancelled` does to its parent: `fail`
@@ -1570,8 +1611,8 @@ type ProgressResponse struct {
 	Ok bool `json:"ok"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -1686,8 +1727,8 @@ type ReleaseResponse struct {
 	Ok bool `json:"ok"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -1716,8 +1757,8 @@ type RenewResponse struct {
 	Ok bool `json:"ok"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -2068,8 +2109,8 @@ type StatusResponse struct {
 	Renewed *bool `json:"renewed,omitempty"`
 
 	// Status `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-	// `cancelled`.
+	// lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+	// `cancelled` and `expired` (not claimed by its `start_by`).
 	Status NodeStatus `json:"status"`
 }
 
@@ -2119,6 +2160,22 @@ type TokenCreated struct {
 type TokenList struct {
 	Items      []Token `json:"items"`
 	NextCursor *string `json:"next_cursor"`
+}
+
+// UniqueRule A create with `key` while the node last made under it is within `window_ms`
+// of that node's create and in one of its `while` statuses makes nothing and
+// answers that node (`200`, `duplicate_of`). The rule of the create that made
+// the node decides. Not taken in a schedule's template.
+type UniqueRule struct {
+	// Key 1-256 bytes of UTF-8 without control characters, per tenant.
+	Key string `json:"key"`
+
+	// While The statuses during which the node holds its key; default `[open, queued, running]`.
+	While *[]NodeStatus `json:"while,omitempty"`
+
+	// WindowMS At least 1 s (as a budget's window). Default 24 h, or the tenant's `retention_ms` when shorter; more than
+	// `retention_ms` is a `400`.
+	WindowMS *int64 `json:"window_ms,omitempty"`
 }
 
 // Usage Named counters of what the work used (tokens, cost, ...), numbers by name, summed by name into the node's `usage` (and its ancestors' `usage_total`). Without it nothing is counted.

@@ -11,6 +11,7 @@ import (
 //	     ▲                   │ ──fail (no retry)──▶ failed
 //	     └─release, expiry,──┘ ──out of attempts──▶ dead
 //	       fail with retry        cancel (any time) ▶ cancelled
+//	open/queued ──start_by passed, never claimed──▶ expired
 type Status string
 
 // The statuses of a node.
@@ -22,17 +23,18 @@ const (
 	StatusFailed    Status = "failed"    // failed without retry
 	StatusDead      Status = "dead"      // out of attempts
 	StatusCancelled Status = "cancelled" // cancelled
+	StatusExpired   Status = "expired"   // not claimed by its start_by
 )
 
 // Statuses lists every status.
 func Statuses() []Status {
-	return []Status{StatusOpen, StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusDead, StatusCancelled}
+	return []Status{StatusOpen, StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusDead, StatusCancelled, StatusExpired}
 }
 
 // Terminal reports whether a node in status s never runs again (unless
 // requeued by hand).
 func (s Status) Terminal() bool {
-	return s == StatusDone || s == StatusFailed || s == StatusDead || s == StatusCancelled
+	return s == StatusDone || s == StatusFailed || s == StatusDead || s == StatusCancelled || s == StatusExpired
 }
 
 // Outcome is how a run ended: the outcome of its retired assigned edge.

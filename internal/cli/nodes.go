@@ -56,7 +56,7 @@ func (c *cli) nodesListCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&typ, "type", "", "only nodes of this type")
-	f.StringVar(&status, "status", "", "only nodes in this status: open, queued, running, done, failed, dead, cancelled")
+	f.StringVar(&status, "status", "", "only nodes in this status: open, queued, running, done, failed, dead, cancelled, expired")
 	f.StringVar(&queue, "queue", "", "only nodes in this queue")
 	f.StringVar(&label, "label", "", "only nodes carrying this label")
 	f.StringVar(&target, "target", "", "only nodes targeted at this identity")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -54,7 +55,14 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 			}
 			return call(c, cmd, func(api *apiClient) (*client.CreateNodeResponse, error) {
 				return api.CreateNodeWithResponse(cmd.Context(), &client.CreateNodeParams{IdempotencyKey: ifSet(cmd, "idempotency-key", idemKey)}, n)
-			}, func(w io.Writer, res *client.CreateNodeResponse) { showNode(w, res.JSON201) })
+			}, func(w io.Writer, res *client.CreateNodeResponse) {
+				if res.JSON200 != nil { // its unique key named a node: nothing was made
+					fmt.Fprintf(w, "duplicate of %s: nothing made\n", res.JSON200.ID)
+					showNode(w, res.JSON200)
+					return
+				}
+				showNode(w, res.JSON201)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -36,7 +36,7 @@ func (c *cli) queuesListCommand() *cobra.Command {
 			}
 			// The counts shown, in lifecycle order.
 			statuses := []client.NodeStatus{client.NodeStatusQueued, client.NodeStatusRunning, client.NodeStatusDone,
-				client.NodeStatusFailed, client.NodeStatusDead, client.NodeStatusCancelled}
+				client.NodeStatusFailed, client.NodeStatusDead, client.NodeStatusCancelled, client.NodeStatusExpired}
 			return c.emit(cmd.OutOrStdout(), res.Body, func(w io.Writer) {
 				fmt.Fprint(w, "QUEUE\tPAUSED\tREADY")
 				for _, s := range statuses {

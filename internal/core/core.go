@@ -65,6 +65,7 @@ type Core struct {
 	Tenants   *tenancy.Service
 	Leases    *leasing.Service
 	Nodes     *nodes.Service
+	Lapses    *nodes.LapseReaper
 	Workers   *fleet.Registry
 	Cleaner   *retention.Cleaner
 	Messages  *message.Service
@@ -130,7 +131,7 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 		Store: store, Leases: leases, Logger: cfg.Logger, Limits: limits,
 		Defaults: func(ctx context.Context, t string) (nodes.Defaults, error) {
 			p, err := tenants.Policy(ctx, t)
-			d := nodes.Defaults{MaxAttempts: p.MaxAttemptsDefault}
+			d := nodes.Defaults{MaxAttempts: p.MaxAttemptsDefault, Retention: time.Duration(p.RetentionMS) * time.Millisecond}
 			if p.RetryInitialMS > 0 {
 				d.Backoff = &records.Backoff{InitialMS: p.RetryInitialMS, MaxMS: p.RetryMaxMS, Factor: tenancy.RetryFactor}
 			}
@@ -139,6 +140,10 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 	})
 	if err := start(leases); err != nil {
 		return nil, fmt.Errorf("error rebuilding leases: %w", err)
+	}
+	lapses := nodes.NewLapseReaper(nodes.LapseConfig{Store: store, Runs: leases, Clock: cfg.Clock, Logger: cfg.Logger, Interval: cfg.ReaperInterval})
+	if err := start(lapses); err != nil {
+		return nil, err
 	}
 	workers := fleet.New(fleet.Config{Store: store, StaleAfter: cfg.WorkerStaleAfter, OfflineRetention: cfg.WorkerOfflineRetention,
 		MaxPerIdentity: cfg.WorkerMaxPerIdentity, MaxPerTenant: cfg.WorkerMaxPerTenant})
@@ -174,7 +179,7 @@ func Open(ctx context.Context, cfg Config) (_ *Core, err error) {
 		return nil, err
 	}
 	return &Core{
-		Store: store, Tenants: tenants, Leases: leases, Nodes: nodeService, Workers: workers, Cleaner: cleaner,
+		Store: store, Tenants: tenants, Leases: leases, Nodes: nodeService, Lapses: lapses, Workers: workers, Cleaner: cleaner,
 		Messages: messages, Blobs: blobs, Schedules: schedules, closers: undo,
 	}, nil
 }

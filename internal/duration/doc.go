@@ -1,6 +1,7 @@
 // Package duration holds the one documented range of every millisecond field
 // a client can send (ttl_ms, ms, wait_ms, timeout_ms, delay_ms, retry_in_ms,
-// backoff initial_ms and max_ms, the policy's claim_ttl_*_ms), and the only
+// backoff initial_ms and max_ms, the policy's claim_ttl_*_ms, a create's
+// unique window_ms, debounce_ms and queue_ttl_ms), and the only
 // conversion from milliseconds to time.Duration.
 //
 // Invariants:

@@ -25,7 +25,7 @@ func Of(name string) Range {
 		name = name[i+1:]
 	}
 	switch name {
-	case "ttl_ms", "ms", "timeout_ms":
+	case "ttl_ms", "ms", "timeout_ms", "debounce_ms", "queue_ttl_ms":
 		return Range{Min: 1, Max: MaxMS}
 	case "wait_ms":
 		return Range{Min: 0, Max: MaxWaitMS}

@@ -28,11 +28,14 @@ const (
 	RefusedPaused                         // its queue is paused
 	RefusedFull                           // its queue is at its max_running
 	RefusedReserved                       // reserved (target) for another identity
+	RefusedLapsed                         // at rest past its start_by: it ends expired
 )
 
 // ClaimRefusals applies the claimable rule to n as by would claim it, at
 // tx's instant: at rest, not blocked, run_at come, its queue neither paused
-// nor at its max_running, and reserved for by or no one. It returns the
+// nor at its max_running, reserved for by or no one, and not past its
+// start_by (a lapsed node is never handed out, whether or not it has been
+// ended expired yet). It returns the
 // queue's settings it read (zero for a node without a queue).
 func (tx *Tx) ClaimRefusals(n *records.Node, by string) (Refusals, records.QueueSettings, error) {
 	var r Refusals
@@ -42,6 +45,9 @@ func (tx *Tx) ClaimRefusals(n *records.Node, by string) (Refusals, records.Queue
 	}
 	if st := tx.state(indexes.NodeRef{Tenant: n.Tenant, ID: n.ID}); st != nil && st.Blocked() {
 		r |= RefusedBlocked
+	}
+	if n.Lapsed(tx.Now()) {
+		r |= RefusedLapsed
 	}
 	if n.RunAt != nil && n.RunAt.After(tx.Now()) {
 		r |= RefusedDelayed

@@ -125,6 +125,9 @@ func (s *Store) derive(t *indexes.Table, m *indexes.ReadyMirror, b *blobTable) e
 			blobRefs[blobRef{ref.Tenant, sha}]++
 		}
 		s.flow.countNode(ref.Tenant, n, indexes.HoldsSlots(n))
+		if n.StartBy != nil && n.Status.AtRest() {
+			s.lapses.set(ref, *n.StartBy)
+		}
 	}
 	return s.kv.View(func(ktx *kv.Txn) error {
 		if err := indexes.Derive(ktx, t, m, s.liveRecords, onNode, countBlocks); err != nil {

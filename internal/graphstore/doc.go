@@ -32,7 +32,9 @@
 //   - the store and its transactions: store.go, tx.go, trace.go; what a
 //     transaction hands the derived state is its change set
 //     (indexes.ChangeSet, built in Tx.apply);
-//   - nodes: node.go, node_query.go, node_list.go, idempotency.go;
+//   - nodes: node.go, node_query.go, node_list.go, idempotency.go,
+//     unique.go (a create's unique key records), lapses.go (the nodes at
+//     rest with a start_by, by instant, for the lapse reaper);
 //     subjects (who may be named, which characters, look-alikes of the
 //     reserved names): subject.go, subject_chars.go, lookalike.go; the
 //     claim rule and blockers: claimable.go, blockers.go;
@@ -69,6 +71,10 @@
 // and compares it with a recount from the records.
 //
 // Invariants:
+//   - The lapses heap holds every node at rest with a start_by as of its
+//     last write (filed on commit, and at open), so the node that lapses
+//     next is its top; entries left by nodes claimed, requeued or deleted
+//     since are hints a reaper drops (the record decides).
 //   - Every record of a tenant lives under a key that carries the tenant id
 //     right after the record tag (records/keys.go), so no range over one
 //     tenant's keys can reach another's. Only start-up ranges across tenants.

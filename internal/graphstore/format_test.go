@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tinylib/msgp/msgp"
@@ -118,6 +119,39 @@ func TestNodeRecordOfFormat5Reads(t *testing.T) {
 	seqs = nil
 	eachRecordPointer(again, func(seq uint64) { seqs = append(seqs, seq) })
 	require.Equal(t, []uint64{70, 77}, seqs)
+}
+
+// TestNodeRecordBeforeStartByReads: a node record of 33 fields (before
+// start_by and the unique key were appended) reads with both zero, so it
+// never lapses and holds no key; rewritten, it keeps its event pointers.
+func TestNodeRecordBeforeStartByReads(t *testing.T) {
+	t.Parallel()
+	n := typicalNodeRecord()
+	n.Traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	enc, err := n.MarshalMsg(nil)
+	require.NoError(t, err)
+	enc, _ = withRecordPointer(withPointersOf(enc, nil), 5, 0)
+	older := reshaped(t, enc, 33)
+	var back records.Node
+	_, err = back.UnmarshalMsg(older)
+	require.NoError(t, err)
+	require.Nil(t, back.StartBy)
+	require.Empty(t, back.UniqueKey)
+	require.Equal(t, n, &back)
+	require.False(t, back.Lapsed(time.Now()))
+
+	at := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	back.StartBy, back.UniqueKey = &at, "report:may"
+	enc, err = back.MarshalMsg(nil)
+	require.NoError(t, err)
+	again := withPointersOf(enc, older)
+	var back2 records.Node
+	_, err = back2.UnmarshalMsg(again)
+	require.NoError(t, err)
+	require.Equal(t, &back, &back2)
+	var seqs []uint64
+	eachRecordPointer(again, func(seq uint64) { seqs = append(seqs, seq) })
+	require.Equal(t, []uint64{5}, seqs)
 }
 
 // TestNodeRecordWithAFieldMoreReads: a record a newer release wrote, with a
@@ -247,9 +281,10 @@ func TestOpenRefusesFieldsItDoesNotKnow(t *testing.T) {
 	_, err = Open(Options{Dir: dir})
 	require.ErrorContains(t, err, "was written by a newer release")
 	require.ErrorContains(t, err, "store format 6")
-	require.ErrorContains(t, err, fmt.Sprintf("node records of %d fields, and this release knows %d", mine+1, mine))
+	want := fmt.Sprintf("node records of %d fields, and this release knows %d", mine+1, mine)
+	require.ErrorContains(t, err, want)
 	_, err = Check(dir)
-	require.ErrorContains(t, err, fmt.Sprintf("node records of %d fields, and this release knows %d", mine+1, mine))
+	require.ErrorContains(t, err, want)
 
 	fields := records.KnownFields()
 	fields["gizmo"] = 3

@@ -145,6 +145,7 @@ func (tx *Tx) NodeInsert(n *records.Node, by string) error {
 	}
 	st := indexes.StateOf(n, b, tx.store.liveRecords)
 	tx.setState(ref, &st)
+	tx.NoteStartBy(n)
 	return tx.Emit(n.Tenant, records.EventCreated, n.ID, by, map[string]any{"type": n.Type, "status": n.Status})
 }
 
@@ -223,6 +224,7 @@ func (tx *Tx) NodePutQuiet(n *records.Node) error {
 	held := st.HoldsSlots
 	*st = st.WithRecord(n, b, tx.store.liveRecords)
 	tx.noteSlots(n, held, st.HoldsSlots)
+	tx.NoteStartBy(n)
 	return nil
 }
 

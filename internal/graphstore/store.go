@@ -71,6 +71,8 @@ type Store struct {
 	events *eventHub
 	ready  *indexes.ReadyMirror
 	marks  *marks // retention marks (retention.go)
+	// lapses are the nodes at rest with a start_by (lapses.go).
+	lapses *lapses
 
 	// Owned by the writer goroutine.
 	seqs    map[string]uint64
@@ -156,6 +158,7 @@ func Open(opts Options) (*Store, error) {
 		ready:       indexes.NewReadyMirror(opts.Clock),
 		marks:       newMarks(),
 		flow:        newFlowState(),
+		lapses:      newLapses(),
 		seqs:        map[string]uint64{},
 		closing:     make(chan struct{}),
 	}

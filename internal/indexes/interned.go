@@ -99,7 +99,7 @@ func (n atom) labelList() []string {
 type StatusCode uint8
 
 // statusCodes lists the statuses by code; code 0 is no status.
-var statusCodes = [...]records.Status{"", records.StatusOpen, records.StatusQueued, records.StatusRunning, records.StatusDone, records.StatusFailed, records.StatusDead, records.StatusCancelled}
+var statusCodes = [...]records.Status{"", records.StatusOpen, records.StatusQueued, records.StatusRunning, records.StatusDone, records.StatusFailed, records.StatusDead, records.StatusCancelled, records.StatusExpired}
 
 // The codes the state compares with (their places in statusCodes).
 const (

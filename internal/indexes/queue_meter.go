@@ -37,6 +37,9 @@ const (
 	QueueExpired
 	// QueueCreated counts the created events of the queue's nodes.
 	QueueCreated
+	// QueueLapsed counts the node_expired events of the queue's nodes:
+	// nodes that ended expired, not claimed by their start_by.
+	QueueLapsed
 )
 
 // QueueObservation is one outcome of one node of a queue.
@@ -111,6 +114,8 @@ func (t *Table) appendOutcomes(obs []QueueObservation, events []records.Event) [
 			what = QueueDead
 		case records.EventExpired:
 			what = QueueExpired
+		case records.EventNodeExpired:
+			what = QueueLapsed
 		default:
 			continue
 		}

@@ -15,7 +15,7 @@ type ClaimParams struct {
 }
 
 // Claim starts a run of a node at rest: attempts+1, a new fence, status
-// running, the lease, an assigned edge (a lingering one of the claimer is
+// running, start_by cleared, the lease, an assigned edge (a lingering one of the claimer is
 // retired first) and the claimed event. The caller has decided that n may be
 // claimed (Claimable) and tells its in-memory views once Claim returns.
 func Claim(tx *graphstore.Tx, n *records.Node, p ClaimParams) (*records.Edge, error) {
@@ -28,6 +28,7 @@ func Claim(tx *graphstore.Tx, n *records.Node, p ClaimParams) (*records.Edge, er
 	n.Status = records.StatusRunning
 	n.SlotHeld = false // running holds the slots a hand-off kept
 	n.Error = nil
+	n.StartBy = nil // it bounds the wait for the first run only
 	n.Lease = &records.Lease{
 		By: p.By, Session: p.Session, Fence: n.LastFence, TTLMS: p.TTL.Milliseconds(),
 		ClaimedAt: now.UTC(), RenewedAt: now.UTC(), ExpiresAt: now.Add(p.TTL).UTC(),

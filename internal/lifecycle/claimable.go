@@ -24,6 +24,9 @@ func Claimable(tx *graphstore.Tx, n *records.Node, by string) error {
 	if r&graphstore.RefusedNotAtRest != 0 {
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	}
+	if r&graphstore.RefusedLapsed != 0 {
+		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(records.StatusExpired), Detail: "its start_by " + records.Stamp(*n.StartBy) + " has passed"}
+	}
 	if r&graphstore.RefusedBlocked != 0 {
 		blockedBy, err := Blocking(tx, n)
 		if err != nil {

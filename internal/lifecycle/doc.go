@@ -25,7 +25,9 @@
 //	                    │                       ├─ fail or expire, no attempts left ─▶ dead
 //	                    │                       └─ cancel ───────────────────────────▶ cancelled
 //	                    │
-//	                    └── requeue (attempts = 0) ◀── failed, dead, cancelled
+//	                    └── requeue (attempts = 0) ◀── failed, dead, cancelled, expired
+//
+//	open/queued ──lapse (start_by passed, never claimed)──▶ expired
 //
 // cancel and fail_for_child also start from open and queued; done is final.
 //
@@ -37,7 +39,7 @@
 //   - A node holds a lease exactly while it is running: claim sets it, and
 //     every transition out of running ends it (Runs.EndRun) before writing.
 //   - An attempt is counted by claim and given back only by release.
-//   - A node that ends failed, dead or cancelled fails its parent when the
+//   - A node that ends failed, dead, cancelled or expired fails its parent when the
 //     parent's on_child_fail is fail, in the same transaction, and the
 //     parent's remaining children are cancelled; this repeats up the tree.
 //   - Whether a node may be claimed is one rule, graphstore.Tx.ClaimRefusals,
@@ -46,6 +48,9 @@
 //     blocks the node (Blocking) only when it refuses. Claim-next takes its
 //     candidates from the index and claims each through the leasing package,
 //     which applies the rule to the record it changes.
+//   - start_by bounds the wait for the first run only: a claim and a
+//     requeue clear it, and a node past it at rest (records.Node.Lapsed) is
+//     refused by the claimable rule before Lapse has ended it.
 //   - MoveQueue is no transition: a node at rest follows its queue (queued
 //     in one, open without), any other keeps its status.
 package lifecycle

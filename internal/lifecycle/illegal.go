@@ -20,12 +20,13 @@ const (
 	OpExpire       Op = "expire"         // running → open/queued, or dead without attempts left
 	OpCancel       Op = "cancel"         // open, queued, running → cancelled
 	OpFailForChild Op = "fail_for_child" // open, queued, running → failed
-	OpRequeue      Op = "requeue"        // failed, dead, cancelled → open or queued
+	OpRequeue      Op = "requeue"        // failed, dead, cancelled, expired → open or queued
+	OpLapse        Op = "lapse"          // open, queued → expired (start_by passed unclaimed)
 )
 
 // Ops lists every transition.
 func Ops() []Op {
-	return []Op{OpCreate, OpClaim, OpComplete, OpFail, OpRelease, OpExpire, OpCancel, OpFailForChild, OpRequeue}
+	return []Op{OpCreate, OpClaim, OpComplete, OpFail, OpRelease, OpExpire, OpCancel, OpFailForChild, OpRequeue, OpLapse}
 }
 
 // Legal reports whether op may start from a node in status from ("" for a
@@ -34,14 +35,14 @@ func Legal(op Op, from records.Status) bool {
 	switch op {
 	case OpCreate:
 		return from == ""
-	case OpClaim:
+	case OpClaim, OpLapse:
 		return from.AtRest()
 	case OpComplete, OpFail, OpRelease, OpExpire:
 		return from == records.StatusRunning
 	case OpCancel, OpFailForChild:
 		return from.Valid() && !from.Terminal()
 	case OpRequeue:
-		return from == records.StatusFailed || from == records.StatusDead || from == records.StatusCancelled
+		return from == records.StatusFailed || from == records.StatusDead || from == records.StatusCancelled || from == records.StatusExpired
 	}
 	return false
 }
@@ -89,10 +90,10 @@ func refusal(op Op, n *records.Node) error {
 		return &fault.NotClaimable{Reason: fault.ReasonTerminal, Status: string(n.Status)}
 	case OpComplete, OpFail, OpRelease, OpExpire:
 		return &fault.LeaseLost{Reason: "no live lease on the node", Holder: ""}
-	case OpCancel, OpFailForChild:
+	case OpCancel, OpFailForChild, OpLapse:
 		return &fault.Conflict{Reason: fmt.Sprintf("node is already %s", n.Status)}
 	case OpRequeue:
-		return &fault.Conflict{Reason: fmt.Sprintf("only a failed, dead or cancelled node can be requeued; this one is %s", n.Status)}
+		return &fault.Conflict{Reason: fmt.Sprintf("only a failed, dead, cancelled or expired node can be requeued; this one is %s", n.Status)}
 	}
 	return nil
 }

@@ -5,9 +5,10 @@ import (
 	"github.com/tether-run/tether/internal/records"
 )
 
-// Requeue puts a failed, dead or cancelled node back at rest (queued, or
-// open without a queue) with attempts = 0, a clear error and no delay, with
-// the requeued event.
+// Requeue puts a failed, dead, cancelled or expired node back at rest
+// (queued, or open without a queue) with attempts = 0, a clear error, no
+// delay and no start_by (it bounded the first wait only), with the requeued
+// event.
 func Requeue(tx *graphstore.Tx, n *records.Node, by, reason string) error {
 	if err := check(OpRequeue, n, n.RestStatus()); err != nil {
 		return err
@@ -17,6 +18,7 @@ func Requeue(tx *graphstore.Tx, n *records.Node, by, reason string) error {
 	n.Attempts = 0
 	n.Error = nil
 	n.RunAt = nil
+	n.StartBy = nil
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}

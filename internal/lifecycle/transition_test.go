@@ -96,6 +96,7 @@ var (
 	failed    = records.StatusFailed
 	dead      = records.StatusDead
 	cancelled = records.StatusCancelled
+	expired   = records.StatusExpired
 )
 
 func steps() []step {
@@ -182,7 +183,17 @@ func steps() []step {
 			run: func(tx *graphstore.Tx, _ lifecycle.Runs, n *records.Node) error {
 				return lifecycle.Requeue(tx, n, "head", "")
 			},
-			want: map[records.Status]records.Status{failed: queued, dead: queued, cancelled: queued},
+			want: map[records.Status]records.Status{failed: queued, dead: queued, cancelled: queued, expired: queued},
+		},
+		{
+			name: "lapse", op: lifecycle.OpLapse, maxAttempts: 3, refusal: conflict,
+			run: func(tx *graphstore.Tx, runs lifecycle.Runs, n *records.Node) error {
+				past := tx.Now().Add(-time.Second)
+				n.StartBy = &past
+				_, err := lifecycle.Lapse(tx, runs, n)
+				return err
+			},
+			want: map[records.Status]records.Status{open: expired, queued: expired},
 		},
 	}
 }

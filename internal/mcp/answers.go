@@ -17,7 +17,7 @@ type nodeOut struct {
 	ID          string         `json:"id" jsonschema:"the node's id: pass it as node_id"`
 	Type        string         `json:"type" jsonschema:"the kind of work"`
 	Title       string         `json:"title,omitempty" jsonschema:"a one-line summary"`
-	Status      string         `json:"status" jsonschema:"open, queued, running, done, failed, dead or cancelled"`
+	Status      string         `json:"status" jsonschema:"open, queued, running, done, failed, dead, cancelled or expired"`
 	Queue       string         `json:"queue,omitempty" jsonschema:"the queue the node is in"`
 	Parent      string         `json:"parent,omitempty" jsonschema:"the node this one is a child of"`
 	Body        string         `json:"body,omitempty" jsonschema:"the instructions or input of the work"`
@@ -36,7 +36,7 @@ type nodeRow struct {
 	ID          string    `json:"id" jsonschema:"the node's id"`
 	Type        string    `json:"type" jsonschema:"the kind of work"`
 	Title       string    `json:"title,omitempty" jsonschema:"a one-line summary"`
-	Status      string    `json:"status" jsonschema:"open, queued, running, done, failed, dead or cancelled"`
+	Status      string    `json:"status" jsonschema:"open, queued, running, done, failed, dead, cancelled or expired"`
 	Queue       string    `json:"queue,omitempty" jsonschema:"the queue the node is in"`
 	Attempts    int64     `json:"attempts" jsonschema:"runs started so far"`
 	MaxAttempts int64     `json:"max_attempts" jsonschema:"runs allowed before the node is dead"`
@@ -95,7 +95,10 @@ type commentOut struct {
 type nodeAnswer struct {
 	Node  nodeOut   `json:"node" jsonschema:"the node"`
 	Lease *leaseOut `json:"lease,omitempty" jsonschema:"its live lease, if anyone holds it"`
-	Next  string    `json:"next" jsonschema:"what to call next"`
+	// DuplicateOf is set when a create made nothing: its unique key named
+	// this node.
+	DuplicateOf string `json:"duplicate_of,omitempty" jsonschema:"set when the create made nothing because its unique key names this existing node"`
+	Next        string `json:"next" jsonschema:"what to call next"`
 }
 
 type eventOut struct {

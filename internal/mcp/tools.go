@@ -387,7 +387,11 @@ func (s *session) createNode(ctx context.Context, in client.NodeCreate) (*nodeAn
 	if bad := refused(res.HTTPResponse, res.Body); bad != nil {
 		return nil, bad
 	}
-	out := &nodeAnswer{Node: briefNode(*res.JSON201), Next: nextAfterMade}
+	made := res.JSON201
+	if made == nil { // 200: its unique.key named a node; nothing was made
+		made = res.JSON200
+	}
+	out := &nodeAnswer{Node: briefNode(*made), Next: nextAfterMade, DuplicateOf: deref(made.DuplicateOf)}
 	if out.Node.Queue == "" {
 		out.Next = nextAfterOpen
 	}

@@ -334,3 +334,18 @@ func (e *env) longPoll(tok string) int {
 	require.NoError(e.t, err)
 	return res.StatusCode()
 }
+
+// create_node with a unique key a node holds makes nothing and names that
+// node in duplicate_of.
+func TestCreateNodeAnswersADuplicate(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	planner := e.stdio(e.token("planner", "dispatcher"), mcp.Options{})
+	args := map[string]any{"type": "task", "queue": "jobs", "unique": map[string]any{"key": "nightly:2026-01-02"}}
+	first := ok(t, call(t, planner, "create_node", args))
+	require.Nil(t, first["duplicate_of"])
+	id := first["node"].(map[string]any)["id"]
+	again := ok(t, call(t, planner, "create_node", args))
+	require.Equal(t, id, again["duplicate_of"])
+	require.Equal(t, id, again["node"].(map[string]any)["id"])
+}

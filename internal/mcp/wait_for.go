@@ -33,7 +33,7 @@ type waitForIn struct {
 
 // ended are the statuses a node does not leave.
 var ended = map[client.NodeStatus]bool{
-	client.NodeStatusDone: true, client.NodeStatusFailed: true, client.NodeStatusDead: true, client.NodeStatusCancelled: true,
+	client.NodeStatusDone: true, client.NodeStatusFailed: true, client.NodeStatusDead: true, client.NodeStatusCancelled: true, client.NodeStatusExpired: true,
 }
 
 func (s *session) waitFor(ctx context.Context, in waitForIn) (*waitOut, *sdk.CallToolResult) {

@@ -47,20 +47,46 @@ func ValidIdempotencyKey(k string) bool {
 	return true
 }
 
-// Create makes one node.
+// Created is what one create answers: the node it made or, when Duplicate,
+// the node its unique key named (left as it was, or debounced into:
+// unique.go).
+type Created struct {
+	Node      *records.Node
+	Duplicate bool
+}
+
+// Create makes one node, or answers the node its unique key names
+// (CreateMany tells which).
 func (s *Service) Create(ctx context.Context, c Caller, spec NodeSpec, idem *Idempotency) (*records.Node, error) {
-	nodes, err := s.CreateBatch(ctx, c, []NodeSpec{spec}, "", idem)
+	made, err := s.CreateMany(ctx, c, []NodeSpec{spec}, "", idem)
 	if err != nil {
 		return nil, err
 	}
-	return nodes[0], nil
+	return made[0].Node, nil
 }
 
-// CreateBatch makes all the nodes or none. field prefixes validation errors
-// ("items[3].") for batch bodies. With idem, a repeat of the same request
-// within IdempotencyWindow returns the nodes the first one made and creates
-// nothing; the same key with another request is a fault.IdempotencyMismatch.
+// CreateBatch is CreateMany with the nodes alone.
 func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, field string, idem *Idempotency) ([]*records.Node, error) {
+	made, err := s.CreateMany(ctx, c, specs, field, idem)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*records.Node, len(made))
+	for i, m := range made {
+		out[i] = m.Node
+	}
+	return out, nil
+}
+
+// CreateMany makes all the nodes or none; an item whose unique key names
+// a node answers that node instead (unique.go), an item earlier in the
+// batch included. field prefixes validation errors ("items[3].") for batch
+// bodies. With idem, a repeat of the same request within IdempotencyWindow
+// answers what the first one did (the nodes it made and those it answered
+// as duplicates, as they are now) and creates nothing; the same key with
+// another request is a fault.IdempotencyMismatch. The Idempotency-Key is
+// looked up before any unique key.
+func (s *Service) CreateMany(ctx context.Context, c Caller, specs []NodeSpec, field string, idem *Idempotency) ([]Created, error) {
 	if len(specs) == 0 {
 		return nil, fault.Invalidf("items", "must hold at least one node")
 	}
@@ -72,15 +98,16 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 		return nil, err
 	}
 	prepared := make([]*records.Node, len(specs))
+	rules := make([]*createRule, len(specs))
 	for i, spec := range specs {
-		n, err := s.prepare(c, spec, def, itemPrefix(field, i, len(specs)))
+		n, rule, err := s.prepare(c, spec, def, itemPrefix(field, i, len(specs)))
 		if err != nil {
 			return nil, err
 		}
-		prepared[i] = n
+		prepared[i], rules[i] = n, rule
 	}
 	keepTraceparent(ctx, prepared)
-	var out []*records.Node
+	var out []Created
 	err = s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		if idem != nil {
 			rec, err := tx.IdempotencyGet(c.Tenant, idem.Key, IdempotencyWindow)
@@ -91,25 +118,45 @@ func (s *Service) CreateBatch(ctx context.Context, c Caller, specs []NodeSpec, f
 				if rec.Hash != idem.Hash {
 					return &fault.IdempotencyMismatch{Key: idem.Key}
 				}
-				out, err = replay(tx, c.Tenant, rec.NodeIDs)
+				out, err = replay(tx, c.Tenant, rec)
 				return err
 			}
 		}
+		out = make([]Created, len(prepared))
 		ids := make([]string, len(prepared))
+		var dups []bool
 		for i, n := range prepared {
+			if rules[i] != nil {
+				found, err := s.uniqueMatchTx(tx, c, rules[i], specs[i])
+				if err != nil {
+					return err
+				}
+				if found != nil {
+					out[i], ids[i] = Created{Node: found, Duplicate: true}, found.ID
+					if dups == nil {
+						dups = make([]bool, len(prepared))
+					}
+					dups[i] = true
+					continue
+				}
+			}
 			if err := checkBlobsExist(tx, c.Tenant, n.Blobs, itemPrefix(field, i, len(specs))); err != nil {
 				return err
 			}
 			if err := s.insertTx(tx, c, n, specs[i].DependsOn); err != nil {
 				return err
 			}
-			ids[i] = n.ID
+			if rules[i] != nil {
+				if err := uniquePutTx(tx, c.Tenant, rules[i], n); err != nil {
+					return err
+				}
+			}
+			out[i], ids[i] = Created{Node: n}, n.ID
 		}
-		out = prepared
 		if idem == nil {
 			return nil
 		}
-		return tx.IdempotencyPut(c.Tenant, idem.Key, &records.IdempotencyRecord{Hash: idem.Hash, NodeIDs: ids}, IdempotencyWindow)
+		return tx.IdempotencyPut(c.Tenant, idem.Key, &records.IdempotencyRecord{Hash: idem.Hash, NodeIDs: ids, Duplicates: dups}, IdempotencyWindow)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating nodes: %w", err)
@@ -125,21 +172,23 @@ func itemPrefix(field string, i, n int) string {
 	return field
 }
 
-// replay loads the nodes a first request made, as they are now.
-func replay(tx *graphstore.Tx, tenant string, ids []string) ([]*records.Node, error) {
-	out := make([]*records.Node, 0, len(ids))
-	for _, id := range ids {
+// replay loads the nodes a first request answered, as they are now, each
+// a duplicate as it was then.
+func replay(tx *graphstore.Tx, tenant string, rec *records.IdempotencyRecord) ([]Created, error) {
+	out := make([]Created, 0, len(rec.NodeIDs))
+	for i, id := range rec.NodeIDs {
 		n, err := tx.NodeGet(tenant, id)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, n)
+		out = append(out, Created{Node: n, Duplicate: i < len(rec.Duplicates) && rec.Duplicates[i]})
 	}
 	return out, nil
 }
 
-// prepare validates spec and builds the node it describes (not yet stored).
-func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) (*records.Node, error) {
+// prepare validates spec and builds the node it describes (not yet
+// stored), with its unique rule (nil for none).
+func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) (*records.Node, *createRule, error) {
 	now := s.store.Clock().Now().UTC()
 	bad := func(f, format string, args ...any) error { return fault.Invalidf(prefix+f, format, args...) }
 	n := &records.Node{
@@ -148,20 +197,20 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 		MaxAttempts: def.MaxAttempts, OnChildFail: OnChildFailFail, CreatedBy: c.Sub,
 	}
 	if spec.Type == "" {
-		return nil, bad("type", "is required")
+		return nil, nil, bad("type", "is required")
 	}
 	if !graphstore.ValidType(spec.Type) || spec.Type == graphstore.IdentityType {
-		return nil, bad("type", "must be 1-64 characters of [A-Za-z0-9._:-], not %q", graphstore.IdentityType)
+		return nil, nil, bad("type", "must be 1-64 characters of [A-Za-z0-9._:-], not %q", graphstore.IdentityType)
 	}
 	if spec.ID != nil {
 		if !graphstore.ValidClientID(*spec.ID) {
-			return nil, bad("id", "must be 1-128 characters of [A-Za-z0-9._:-] starting with a letter or digit")
+			return nil, nil, bad("id", "must be 1-128 characters of [A-Za-z0-9._:-] starting with a letter or digit")
 		}
 		n.ID = *spec.ID
 	} else {
 		id, err := uuid.NewV7()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		n.ID = id.String()
 	}
@@ -173,7 +222,7 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	}
 	if spec.Queue != nil {
 		if !graphstore.ValidQueue(*spec.Queue) {
-			return nil, bad("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
+			return nil, nil, bad("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 		}
 		n.Queue = *spec.Queue
 	}
@@ -182,32 +231,32 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	}
 	if spec.Target != nil {
 		if problem := graphstore.SubjectProblem(*spec.Target); problem != "" {
-			return nil, bad("target", "is not a valid identity: it %s", problem)
+			return nil, nil, bad("target", "is not a valid identity: it %s", problem)
 		}
 		n.Target = *spec.Target
 	}
 	labels, err := validLabels(spec.Labels, prefix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n.Labels = labels
 	if n.Blobs, err = validBlobs(spec.Blobs, prefix); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if n.ConcurrencyKeys, err = flow.ValidKeys(spec.ConcurrencyKeys, prefix+"concurrency_keys"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if spec.Props != nil {
 		n.Props = spec.Props
 	}
 	if spec.MaxAttempts != nil {
 		if *spec.MaxAttempts < 1 {
-			return nil, bad("max_attempts", "must be at least 1")
+			return nil, nil, bad("max_attempts", "must be at least 1")
 		}
 		n.MaxAttempts = *spec.MaxAttempts
 	}
 	if spec.RunAt != nil && spec.DelayMS != nil {
-		return nil, bad("delay_ms", "cannot be given together with run_at")
+		return nil, nil, bad("delay_ms", "cannot be given together with run_at")
 	}
 	if spec.RunAt != nil {
 		t := spec.RunAt.UTC()
@@ -221,7 +270,7 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	}{{"delay_ms", spec.DelayMS}, {"timeout_ms", spec.TimeoutMS}} {
 		if f.v != nil {
 			if err := duration.Check(prefix+f.name, *f.v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -235,16 +284,16 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	if spec.Backoff != nil {
 		b := *spec.Backoff
 		if err := duration.Check(prefix+"backoff.initial_ms", b.InitialMS); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := duration.Check(prefix+"backoff.max_ms", b.MaxMS); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch {
 		case b.MaxMS < b.InitialMS:
-			return nil, bad("backoff.max_ms", "must be at least initial_ms")
+			return nil, nil, bad("backoff.max_ms", "must be at least initial_ms")
 		case !(b.Factor >= 1 && b.Factor <= MaxBackoffFactor):
-			return nil, bad("backoff.factor", "must be a number from 1 to %d", MaxBackoffFactor)
+			return nil, nil, bad("backoff.factor", "must be a number from 1 to %d", MaxBackoffFactor)
 		}
 		n.Backoff = &b
 	} else if def.Backoff != nil {
@@ -253,13 +302,13 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	}
 	if spec.OnChildFail != nil {
 		if *spec.OnChildFail != OnChildFailFail && *spec.OnChildFail != OnChildFailIgnore {
-			return nil, bad("on_child_fail", "must be %q or %q", OnChildFailFail, OnChildFailIgnore)
+			return nil, nil, bad("on_child_fail", "must be %q or %q", OnChildFailFail, OnChildFailIgnore)
 		}
 		n.OnChildFail = *spec.OnChildFail
 	}
 	if spec.Parent != nil {
 		if !graphstore.ValidID(*spec.Parent) || *spec.Parent == n.ID {
-			return nil, bad("parent", "is not a valid node id")
+			return nil, nil, bad("parent", "is not a valid node id")
 		}
 		n.Parent = *spec.Parent
 	}
@@ -267,23 +316,27 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	for i, d := range spec.DependsOn {
 		switch {
 		case !graphstore.ValidID(d):
-			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "is not a valid node id")
+			return nil, nil, bad(fmt.Sprintf("depends_on[%d]", i), "is not a valid node id")
 		case graphstore.IsIdentityID(d):
-			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "identity nodes take no part in depends_on")
+			return nil, nil, bad(fmt.Sprintf("depends_on[%d]", i), "identity nodes take no part in depends_on")
 		case d == n.ID:
-			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "a node cannot depend on itself")
+			return nil, nil, bad(fmt.Sprintf("depends_on[%d]", i), "a node cannot depend on itself")
 		case seen[d]:
-			return nil, bad(fmt.Sprintf("depends_on[%d]", i), "%q is listed twice", d)
+			return nil, nil, bad(fmt.Sprintf("depends_on[%d]", i), "%q is listed twice", d)
 		}
 		seen[d] = true
 	}
 	if !c.Dispatcher && n.Parent == "" {
-		return nil, &fault.Forbidden{Reason: "a worker may only create children of a node it holds"}
+		return nil, nil, &fault.Forbidden{Reason: "a worker may only create children of a node it holds"}
+	}
+	rule, err := prepareRules(spec, def, n, now, prefix)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := lifecycle.Create(n); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return n, nil
+	return n, rule, nil
 }
 
 func validLabels(labels []string, prefix string) ([]string, error) {

@@ -37,7 +37,19 @@
 //     in the same transaction, repeating up the tree (lifecycle.ChildEnded,
 //     which every transition into those statuses runs, expiry included).
 //   - A create made under an Idempotency-Key records its outcome in the same
-//     transaction as the nodes, so a retry sees both or neither.
+//     transaction as the nodes, so a retry sees both or neither; it is
+//     looked up before a unique key, and remembers which answers were
+//     duplicates.
+//   - A create with a unique key writes the key's record (naming the node,
+//     its window and while statuses, or its debounce) in the transaction
+//     that makes the node, on the store's single writer, so creates with
+//     one key, however concurrent, make one node while it holds the key;
+//     the others answer it (unique.go). A record is trusted only while its
+//     node carries the key.
+//   - A node past its start_by is never claimed (the claimable rule); the
+//     LapseReaper ends it expired from the store's start_by heap, never a
+//     walk, and at Start ends those that lapsed while no server ran before
+//     the server serves (lapse.go).
 //   - A claim-next (or claims) made under an Idempotency-Key records the
 //     nodes it claimed and their fences in the transaction of those claims,
 //     under a key apart from the creates' keys; a repeat claims nothing and

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 
+	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -18,9 +19,18 @@ func (s *Service) Defaults(ctx context.Context, tenant string) (Defaults, error)
 
 // Prepare validates spec as a create by c would, and builds the node it
 // describes (not yet stored; a UUIDv7 id when spec names none). field
-// prefixes the names of invalid fields ("template.").
+// prefixes the names of invalid fields ("template."). A node made this way
+// takes no unique key nor debounce_ms (a schedule's overlap rules its
+// runs): they are refused.
 func (s *Service) Prepare(c Caller, spec NodeSpec, def Defaults, field string) (*records.Node, error) {
-	return s.prepare(c, spec, def, field)
+	switch {
+	case spec.Unique != nil:
+		return nil, fault.Invalidf(field+"unique", "is not taken here: a schedule's overlap decides whether a run makes nodes")
+	case spec.DebounceMS != nil:
+		return nil, fault.Invalidf(field+"debounce_ms", "is not taken here: a schedule's overlap decides whether a run makes nodes")
+	}
+	n, _, err := s.prepare(c, spec, def, field)
+	return n, err
 }
 
 // InsertTx stores a prepared node in tx with its parent_of edge and a

@@ -20,6 +20,9 @@ type Defaults struct {
 	// Backoff is the retry backoff of a node created without one (the
 	// tenant's retry_initial_ms and retry_max_ms, factor 2); nil: none.
 	Backoff *records.Backoff
+	// Retention is how long the tenant keeps finished nodes (0: forever):
+	// the longest unique window a create may ask.
+	Retention time.Duration
 }
 
 // DefaultsFunc returns the defaults of a tenant.

@@ -39,4 +39,24 @@ type NodeSpec struct {
 	Blobs       []string         `json:"blobs,omitempty"`
 	// ConcurrencyKeys name what the node's run holds, for flow control.
 	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
+	// Unique makes a create with a key a node already holds answer that
+	// node instead (unique.go).
+	Unique *UniqueSpec `json:"unique,omitempty"`
+	// DebounceMS makes a create with unique.key replace the body and props
+	// of the node it names while that node waits out its debounce, and
+	// push its run_at (unique.go).
+	DebounceMS *int64 `json:"debounce_ms,omitempty"`
+	// StartBy (or QueueTTLMS from the create) is when the node, still
+	// unclaimed, ends expired.
+	StartBy    *time.Time `json:"start_by,omitempty"`
+	QueueTTLMS *int64     `json:"queue_ttl_ms,omitempty"`
+}
+
+// UniqueSpec is a create's unique rule: Key names the work; a create with
+// the key answers the node last made under it while that node is within
+// WindowMS of its creation and in one of the statuses While.
+type UniqueSpec struct {
+	Key      string   `json:"key"`
+	WindowMS *int64   `json:"window_ms,omitempty"`
+	While    []string `json:"while,omitempty"`
 }

@@ -13,8 +13,8 @@ import (
 func (z *NodeSpec) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(19)
-	var zb0001Mask uint32 /* 19 bits */
+	zb0001Len := uint32(23)
+	var zb0001Mask uint32 /* 23 bits */
 	_ = zb0001Mask
 	if z.ID == nil {
 		zb0001Len--
@@ -87,6 +87,22 @@ func (z *NodeSpec) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.ConcurrencyKeys == nil {
 		zb0001Len--
 		zb0001Mask |= 0x40000
+	}
+	if z.Unique == nil {
+		zb0001Len--
+		zb0001Mask |= 0x80000
+	}
+	if z.DebounceMS == nil {
+		zb0001Len--
+		zb0001Mask |= 0x100000
+	}
+	if z.StartBy == nil {
+		zb0001Len--
+		zb0001Mask |= 0x200000
+	}
+	if z.QueueTTLMS == nil {
+		zb0001Len--
+		zb0001Mask |= 0x400000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -260,6 +276,46 @@ func (z *NodeSpec) MarshalMsg(b []byte) (o []byte, err error) {
 			o = msgp.AppendArrayHeader(o, uint32(len(z.ConcurrencyKeys)))
 			for za0006 := range z.ConcurrencyKeys {
 				o = msgp.AppendString(o, z.ConcurrencyKeys[za0006])
+			}
+		}
+		if (zb0001Mask & 0x80000) == 0 { // if not omitted
+			// string "unique"
+			o = append(o, 0xa6, 0x75, 0x6e, 0x69, 0x71, 0x75, 0x65)
+			if z.Unique == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o, err = z.Unique.MarshalMsg(o)
+				if err != nil {
+					err = msgp.WrapError(err, "Unique")
+					return
+				}
+			}
+		}
+		if (zb0001Mask & 0x100000) == 0 { // if not omitted
+			// string "debounce_ms"
+			o = append(o, 0xab, 0x64, 0x65, 0x62, 0x6f, 0x75, 0x6e, 0x63, 0x65, 0x5f, 0x6d, 0x73)
+			if z.DebounceMS == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendInt64(o, *z.DebounceMS)
+			}
+		}
+		if (zb0001Mask & 0x200000) == 0 { // if not omitted
+			// string "start_by"
+			o = append(o, 0xa8, 0x73, 0x74, 0x61, 0x72, 0x74, 0x5f, 0x62, 0x79)
+			if z.StartBy == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendTime(o, *z.StartBy)
+			}
+		}
+		if (zb0001Mask & 0x400000) == 0 { // if not omitted
+			// string "queue_ttl_ms"
+			o = append(o, 0xac, 0x71, 0x75, 0x65, 0x75, 0x65, 0x5f, 0x74, 0x74, 0x6c, 0x5f, 0x6d, 0x73)
+			if z.QueueTTLMS == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendInt64(o, *z.QueueTTLMS)
 			}
 		}
 	}
@@ -615,6 +671,74 @@ func (z *NodeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "unique":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.Unique = nil
+			} else {
+				if z.Unique == nil {
+					z.Unique = new(UniqueSpec)
+				}
+				bts, err = z.Unique.UnmarshalMsg(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "Unique")
+					return
+				}
+			}
+		case "debounce_ms":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.DebounceMS = nil
+			} else {
+				if z.DebounceMS == nil {
+					z.DebounceMS = new(int64)
+				}
+				*z.DebounceMS, bts, err = msgp.ReadInt64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "DebounceMS")
+					return
+				}
+			}
+		case "start_by":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.StartBy = nil
+			} else {
+				if z.StartBy == nil {
+					z.StartBy = new(time.Time)
+				}
+				*z.StartBy, bts, err = msgp.ReadTimeUTCBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "StartBy")
+					return
+				}
+			}
+		case "queue_ttl_ms":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.QueueTTLMS = nil
+			} else {
+				if z.QueueTTLMS == nil {
+					z.QueueTTLMS = new(int64)
+				}
+				*z.QueueTTLMS, bts, err = msgp.ReadInt64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "QueueTTLMS")
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -729,6 +853,161 @@ func (z *NodeSpec) Msgsize() (s int) {
 	s += 17 + msgp.ArrayHeaderSize
 	for za0006 := range z.ConcurrencyKeys {
 		s += msgp.StringPrefixSize + len(z.ConcurrencyKeys[za0006])
+	}
+	s += 7
+	if z.Unique == nil {
+		s += msgp.NilSize
+	} else {
+		s += z.Unique.Msgsize()
+	}
+	s += 12
+	if z.DebounceMS == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.Int64Size
+	}
+	s += 9
+	if z.StartBy == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.TimeSize
+	}
+	s += 13
+	if z.QueueTTLMS == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.Int64Size
+	}
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *UniqueSpec) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// check for omitted fields
+	zb0001Len := uint32(3)
+	var zb0001Mask uint8 /* 3 bits */
+	_ = zb0001Mask
+	if z.WindowMS == nil {
+		zb0001Len--
+		zb0001Mask |= 0x2
+	}
+	if z.While == nil {
+		zb0001Len--
+		zb0001Mask |= 0x4
+	}
+	// variable map header, size zb0001Len
+	o = append(o, 0x80|uint8(zb0001Len))
+
+	// skip if no fields are to be emitted
+	if zb0001Len != 0 {
+		// string "key"
+		o = append(o, 0xa3, 0x6b, 0x65, 0x79)
+		o = msgp.AppendString(o, z.Key)
+		if (zb0001Mask & 0x2) == 0 { // if not omitted
+			// string "window_ms"
+			o = append(o, 0xa9, 0x77, 0x69, 0x6e, 0x64, 0x6f, 0x77, 0x5f, 0x6d, 0x73)
+			if z.WindowMS == nil {
+				o = msgp.AppendNil(o)
+			} else {
+				o = msgp.AppendInt64(o, *z.WindowMS)
+			}
+		}
+		if (zb0001Mask & 0x4) == 0 { // if not omitted
+			// string "while"
+			o = append(o, 0xa5, 0x77, 0x68, 0x69, 0x6c, 0x65)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.While)))
+			for za0001 := range z.While {
+				o = msgp.AppendString(o, z.While[za0001])
+			}
+		}
+	}
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *UniqueSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var field []byte
+	_ = field
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadMapHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		zb0001--
+		field, bts, err = msgp.ReadMapKeyZC(bts)
+		if err != nil {
+			err = msgp.WrapError(err)
+			return
+		}
+		switch msgp.UnsafeString(field) {
+		case "key":
+			z.Key, bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Key")
+				return
+			}
+		case "window_ms":
+			if msgp.IsNil(bts) {
+				bts, err = msgp.ReadNilBytes(bts)
+				if err != nil {
+					return
+				}
+				z.WindowMS = nil
+			} else {
+				if z.WindowMS == nil {
+					z.WindowMS = new(int64)
+				}
+				*z.WindowMS, bts, err = msgp.ReadInt64Bytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "WindowMS")
+					return
+				}
+			}
+		case "while":
+			var zb0002 uint32
+			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "While")
+				return
+			}
+			if cap(z.While) >= int(zb0002) {
+				z.While = (z.While)[:zb0002]
+			} else {
+				z.While = make([]string, zb0002)
+			}
+			for za0001 := range z.While {
+				z.While[za0001], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "While", za0001)
+					return
+				}
+			}
+		default:
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *UniqueSpec) Msgsize() (s int) {
+	s = 1 + 4 + msgp.StringPrefixSize + len(z.Key) + 10
+	if z.WindowMS == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.Int64Size
+	}
+	s += 6 + msgp.ArrayHeaderSize
+	for za0001 := range z.While {
+		s += msgp.StringPrefixSize + len(z.While[za0001])
 	}
 	return
 }

@@ -20,10 +20,10 @@ type Meter struct {
 	store  *graphstore.Store
 	labels *labeller
 
-	claimWait, runTime *prometheus.HistogramVec
-	created            *prometheus.CounterVec
-	completed, failed  *prometheus.CounterVec
-	dead, expired      *prometheus.CounterVec
+	claimWait, runTime    *prometheus.HistogramVec
+	created               *prometheus.CounterVec
+	completed, failed     *prometheus.CounterVec
+	dead, expired, lapsed *prometheus.CounterVec
 	// series caches each label pair's children (under labels.mu), so an
 	// observation hashes no label values.
 	series map[labelKey]*series
@@ -36,8 +36,8 @@ type Meter struct {
 
 // series are one label pair's counters and histograms.
 type series struct {
-	claimWait, runTime                        prometheus.Observer
-	created, completed, failed, dead, expired prometheus.Counter
+	claimWait, runTime                                prometheus.Observer
+	created, completed, failed, dead, expired, lapsed prometheus.Counter
 }
 
 var (
@@ -66,6 +66,7 @@ func New(store *graphstore.Store, lim Limits) *Meter {
 		failed:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_failures_total", Help: "Failures of nodes of the queue (retried or not)."}, tq),
 		dead:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_dead_total", Help: "Nodes of the queue dead-lettered (out of attempts)."}, tq),
 		expired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_expiries_total", Help: "Leases on nodes of the queue that expired."}, tq),
+		lapsed:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_node_expiries_total", Help: "Nodes of the queue that ended expired: not claimed by their start_by."}, tq),
 		depthDesc: prometheus.NewDesc("tether_queue_depth", "Nodes of the queue by status.", []string{"tenant", "queue", "status"}, nil),
 		ageDesc:   prometheus.NewDesc("tether_queue_oldest_ready_age_seconds", "Age of the queue's oldest claimable node (0 when none is).", tq, nil),
 	}
@@ -74,7 +75,7 @@ func New(store *graphstore.Store, lim Limits) *Meter {
 // Register adds the series to reg and has the store tell the meter what
 // each transaction did.
 func (m *Meter) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.created, m.completed, m.failed, m.dead, m.expired} {
+	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.created, m.completed, m.failed, m.dead, m.expired, m.lapsed} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -111,6 +112,8 @@ func (m *Meter) QueueObserved(obs []indexes.QueueObservation) {
 			s.dead.Inc()
 		case indexes.QueueExpired:
 			s.expired.Inc()
+		case indexes.QueueLapsed:
+			s.lapsed.Inc()
 		}
 	}
 }
@@ -128,6 +131,7 @@ func (m *Meter) seriesOf(k labelKey) *series {
 			completed: m.completed.WithLabelValues(k.tenant, k.queue),
 			failed:    m.failed.WithLabelValues(k.tenant, k.queue),
 			dead:      m.dead.WithLabelValues(k.tenant, k.queue),
+			lapsed:    m.lapsed.WithLabelValues(k.tenant, k.queue),
 			expired:   m.expired.WithLabelValues(k.tenant, k.queue),
 		}
 		m.series[k] = s

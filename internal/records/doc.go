@@ -1,6 +1,6 @@
 // Package records is what Tether stores, and how: the key layout (keys.go),
 // the records the model keeps (nodes, edges, events, comments, queue settings,
-// idempotency and blob records: records.go), their generated MessagePack codec
+// idempotency, unique-key and blob records: records.go), their generated MessagePack codec
 // (records_gen.go; make generate-codecs), an event's data (event_data.go) and
 // its timestamps (stamp.go), the statuses and event types (node.go,
 // event_types.go) and the store format version and fields marker (format.go).

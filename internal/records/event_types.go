@@ -18,4 +18,7 @@ const (
 	EventProgress    EventType = "progress"
 	EventEdgeAdded   EventType = "edge_added"
 	EventEdgeRetired EventType = "edge_retired"
+	// EventNodeExpired is a node that ended expired: not claimed by its
+	// start_by. EventExpired is a lease's.
+	EventNodeExpired EventType = "node_expired"
 )

@@ -28,7 +28,8 @@ import (
 //	   appended without a new format (records.go); the fields marker holds
 //	   how many fields the newest release that opened the store wrote. The
 //	   node record's 33rd field is its trace context, its 34th and 35th its
-//	   concurrency keys and whether a hand-off holds their slots.
+//	   concurrency keys and whether a hand-off holds their slots, its 36th
+//	   and 37th start_by and the unique key it was made under.
 //
 // docs/upgrades.md is the policy: which formats a release opens, and what
 // an older release does with a newer store.
@@ -68,6 +69,7 @@ func tupleRecords() []struct {
 		{"backoff", &Backoff{}}, {"queue_settings", &QueueSettings{}},
 		{"idempotency", &IdempotencyRecord{}}, {"blob", &BlobRecord{}},
 		{"limit", &LimitRecord{}}, {"budget", &BudgetRecord{}},
+		{"unique", &UniqueRecord{}},
 	}
 }
 

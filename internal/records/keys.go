@@ -30,6 +30,7 @@ import (
 //	K|t|keyid                       API key record
 //	i|t|key                         idempotency record of a create (expires with a Badger TTL)
 //	i|t|claim|key                   idempotency record of a claim (as above; no create key holds 0x00)
+//	u|t|key                         unique record of a create's unique key (expires with a Badger TTL)
 //	W|t|by|worker                   worker heartbeat record (expires with a Badger TTL)
 //	X|t                             retention mark: highest event seq removed, fence floor (graphstore's retention.go)
 //	M|t|id                          message record (package message; once read, or given a ttl,
@@ -68,6 +69,7 @@ const (
 	TagRetention   = 'X'
 	TagLimit       = 'L'
 	TagBudget      = 'G'
+	TagUnique      = 'u'
 	KeySeparator   = 0x00
 	OrderKeyLength = 16
 )
@@ -199,6 +201,9 @@ func IdempotencyKey(tenant, key string) []byte { return NewKey(TagIdempotency, t
 func ClaimIdempotencyKey(tenant, key string) []byte {
 	return NewKey(TagIdempotency, tenant).Str("claim").Last(key)
 }
+
+// UniqueKeyKey is the key of the unique record of a create's unique key.
+func UniqueKeyKey(tenant, key string) []byte { return NewKey(TagUnique, tenant).Last(key) }
 
 // APIKeyKey is the key of an API key record.
 func APIKeyKey(tenant, id string) []byte { return NewKey(TagAPIKey, tenant).Last(id) }

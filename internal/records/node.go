@@ -1,5 +1,7 @@
 package records
 
+import "time"
+
 // The statuses. open, queued and running are live; the rest are terminal.
 const (
 	StatusOpen      Status = "open"      // no queue, at rest
@@ -9,17 +11,18 @@ const (
 	StatusFailed    Status = "failed"    // failed without requeue
 	StatusDead      Status = "dead"      // out of attempts
 	StatusCancelled Status = "cancelled" // cancelled
+	StatusExpired   Status = "expired"   // not claimed by its start_by
 )
 
 // Statuses lists every status.
 func Statuses() []Status {
-	return []Status{StatusOpen, StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusDead, StatusCancelled}
+	return []Status{StatusOpen, StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusDead, StatusCancelled, StatusExpired}
 }
 
 // Terminal reports whether no further run can happen without a requeue.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusDone, StatusFailed, StatusDead, StatusCancelled:
+	case StatusDone, StatusFailed, StatusDead, StatusCancelled, StatusExpired:
 		return true
 	}
 	return false
@@ -36,6 +39,13 @@ func (n *Node) RestStatus() Status {
 		return StatusQueued
 	}
 	return StatusOpen
+}
+
+// Lapsed reports whether n, at rest and unclaimed since it was made or
+// requeued (a claim clears start_by), has passed its start_by at now: it
+// may no longer be claimed, and ends expired.
+func (n *Node) Lapsed(now time.Time) bool {
+	return n.StartBy != nil && n.Status.AtRest() && !now.Before(*n.StartBy)
 }
 
 // Valid reports whether s is one of the statuses.
@@ -63,6 +73,10 @@ func (n *Node) Clone() *Node {
 		for k, v := range n.Props {
 			c.Props[k] = v
 		}
+	}
+	if n.StartBy != nil {
+		t := *n.StartBy
+		c.StartBy = &t
 	}
 	if n.Lease != nil {
 		l := *n.Lease

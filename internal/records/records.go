@@ -27,7 +27,7 @@ import (
 )
 
 //go:generate go tool msgp -file records.go -o records_gen.go -tests=false -io=false -unexported
-//msgp:vartuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord EventGroup LiveEdgeRecord BlobRecord LimitRecord BudgetRecord
+//msgp:vartuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord EventGroup LiveEdgeRecord BlobRecord LimitRecord BudgetRecord UniqueRecord
 //msgp:shim json.RawMessage as:[]byte using:[]byte/json.RawMessage
 //msgp:timezone utc
 
@@ -123,6 +123,15 @@ type Node struct {
 	// to another identity), still holds its keys' slots until that
 	// identity claims it: a hand-off never frees a slot for another.
 	SlotHeld bool `json:"slot_held,omitempty"`
+	// StartBy is when the node, still unclaimed, ends expired; nil for
+	// never. A claim and a requeue clear it: it bounds the wait for the
+	// first run only.
+	StartBy *time.Time `json:"start_by,omitempty"`
+	// UniqueKey is the unique key the node was created under ("" for
+	// none), so a unique record is trusted only while its node still
+	// carries its key (a node re-created under the id does not). It is
+	// last because a string's encoding never ends in 0xFF.
+	UniqueKey string `json:"unique_key,omitempty"`
 }
 
 // LimitRecord is a tenant's limit on a concurrency key (or a prefix, its
@@ -218,6 +227,31 @@ type IdempotencyRecord struct {
 	Fences []uint64 `json:"fences,omitempty"`
 	// Op is what made the record: OpClaim, or "" for a create.
 	Op string `json:"op,omitempty"`
+	// Duplicates says, per NodeIDs, that a create answered an existing
+	// node (unique or debounce) rather than making it; empty when none did.
+	Duplicates []bool `json:"duplicates,omitempty"`
+}
+
+// UniqueRecord names the node last made under a create's unique key
+// (UniqueKey), so a later create with the key finds it: as a duplicate, or
+// to debounce into.
+type UniqueRecord struct {
+	NodeID string `json:"node_id"`
+	// CreatedAt is when the node was made: a duplicate counts within the
+	// unique window from here.
+	CreatedAt time.Time `json:"created_at"`
+	// LastAt is the last create under the key that made or debounced into
+	// the node: a debounce window runs from here.
+	LastAt time.Time `json:"last_at"`
+	// WindowMS and While are the unique rule of the create that made the
+	// node: a later create is its duplicate within WindowMS of CreatedAt
+	// while the node's status is one of While.
+	WindowMS int64    `json:"window_ms"`
+	While    []Status `json:"while"`
+	// DebounceMS is the debounce of the last create (0: none): while the
+	// node waits at rest, a create before LastAt + DebounceMS replaces its
+	// body and props instead.
+	DebounceMS int64 `json:"debounce_ms"`
 }
 
 // OpClaim is the Op of a claim's IdempotencyRecord.

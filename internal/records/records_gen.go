@@ -672,8 +672,8 @@ func (z EventType) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *IdempotencyRecord) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 5
-	o = append(o, 0x95)
+	// array header, size 6
+	o = append(o, 0x96)
 	o = msgp.AppendString(o, z.Hash)
 	o = msgp.AppendArrayHeader(o, uint32(len(z.NodeIDs)))
 	for za0001 := range z.NodeIDs {
@@ -685,6 +685,10 @@ func (z *IdempotencyRecord) MarshalMsg(b []byte) (o []byte, err error) {
 		o = msgp.AppendUint64(o, z.Fences[za0002])
 	}
 	o = msgp.AppendString(o, z.Op)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.Duplicates)))
+	for za0003 := range z.Duplicates {
+		o = msgp.AppendBool(o, z.Duplicates[za0003])
+	}
 	return
 }
 
@@ -763,6 +767,27 @@ func (z *IdempotencyRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		if zb0001--; zb0001 == 0 {
 			break
 		}
+		var zb0004 uint32
+		zb0004, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Duplicates")
+			return
+		}
+		if cap(z.Duplicates) >= int(zb0004) {
+			z.Duplicates = (z.Duplicates)[:zb0004]
+		} else {
+			z.Duplicates = make([]bool, zb0004)
+		}
+		for za0003 := range z.Duplicates {
+			z.Duplicates[za0003], bts, err = msgp.ReadBoolBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "Duplicates", za0003)
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
 		for ; zb0001 > 0; zb0001-- {
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -781,7 +806,7 @@ func (z *IdempotencyRecord) Msgsize() (s int) {
 	for za0001 := range z.NodeIDs {
 		s += msgp.StringPrefixSize + len(z.NodeIDs[za0001])
 	}
-	s += msgp.TimeSize + msgp.ArrayHeaderSize + (len(z.Fences) * (msgp.Uint64Size)) + msgp.StringPrefixSize + len(z.Op)
+	s += msgp.TimeSize + msgp.ArrayHeaderSize + (len(z.Fences) * (msgp.Uint64Size)) + msgp.StringPrefixSize + len(z.Op) + msgp.ArrayHeaderSize + (len(z.Duplicates) * (msgp.BoolSize))
 	return
 }
 
@@ -1005,8 +1030,8 @@ func (z *LiveEdgeRecord) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 35
-	o = append(o, 0xdc, 0x0, 0x23)
+	// array header, size 37
+	o = append(o, 0xdc, 0x0, 0x25)
 	o = msgp.AppendString(o, z.Tenant)
 	o = msgp.AppendString(o, z.ID)
 	o = msgp.AppendString(o, z.Type)
@@ -1122,6 +1147,12 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 		o = msgp.AppendString(o, z.ConcurrencyKeys[za0009])
 	}
 	o = msgp.AppendBool(o, z.SlotHeld)
+	if z.StartBy == nil {
+		o = msgp.AppendNil(o)
+	} else {
+		o = msgp.AppendTime(o, *z.StartBy)
+	}
+	o = msgp.AppendString(o, z.UniqueKey)
 	return
 }
 
@@ -1677,6 +1708,33 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		if zb0001--; zb0001 == 0 {
 			break
 		}
+		if msgp.IsNil(bts) {
+			bts, err = msgp.ReadNilBytes(bts)
+			if err != nil {
+				return
+			}
+			z.StartBy = nil
+		} else {
+			if z.StartBy == nil {
+				z.StartBy = new(time.Time)
+			}
+			*z.StartBy, bts, err = msgp.ReadTimeUTCBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "StartBy")
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.UniqueKey, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "UniqueKey")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
 		for ; zb0001 > 0; zb0001-- {
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1769,6 +1827,12 @@ func (z *Node) Msgsize() (s int) {
 		s += msgp.StringPrefixSize + len(z.ConcurrencyKeys[za0009])
 	}
 	s += msgp.BoolSize
+	if z.StartBy == nil {
+		s += msgp.NilSize
+	} else {
+		s += msgp.TimeSize
+	}
+	s += msgp.StringPrefixSize + len(z.UniqueKey)
 	return
 }
 
@@ -2049,5 +2113,118 @@ func (z *Status) UnmarshalMsg(bts []byte) (o []byte, err error) {
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
 func (z Status) Msgsize() (s int) {
 	s = msgp.StringPrefixSize + len(string(z))
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
+func (z *UniqueRecord) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 6
+	o = append(o, 0x96)
+	o = msgp.AppendString(o, z.NodeID)
+	o = msgp.AppendTime(o, z.CreatedAt)
+	o = msgp.AppendTime(o, z.LastAt)
+	o = msgp.AppendInt64(o, z.WindowMS)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.While)))
+	for za0001 := range z.While {
+		o = msgp.AppendString(o, string(z.While[za0001]))
+	}
+	o = msgp.AppendInt64(o, z.DebounceMS)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *UniqueRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		z.NodeID, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "NodeID")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.CreatedAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "CreatedAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.LastAt, bts, err = msgp.ReadTimeUTCBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "LastAt")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.WindowMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "WindowMS")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		var zb0002 uint32
+		zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "While")
+			return
+		}
+		if cap(z.While) >= int(zb0002) {
+			z.While = (z.While)[:zb0002]
+		} else {
+			z.While = make([]Status, zb0002)
+		}
+		for za0001 := range z.While {
+			{
+				var zb0003 string
+				zb0003, bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "While", za0001)
+					return
+				}
+				z.While[za0001] = Status(zb0003)
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.DebounceMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "DebounceMS")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *UniqueRecord) Msgsize() (s int) {
+	s = 1 + msgp.StringPrefixSize + len(z.NodeID) + msgp.TimeSize + msgp.TimeSize + msgp.Int64Size + msgp.ArrayHeaderSize
+	for za0001 := range z.While {
+		s += msgp.StringPrefixSize + len(string(z.While[za0001]))
+	}
+	s += msgp.Int64Size
 	return
 }

@@ -70,6 +70,7 @@ type Server struct {
 	Tenants *tenancy.Service
 	Leases  *leasing.Service
 	Nodes   *nodes.Service
+	Lapses  *nodes.LapseReaper
 	Workers *fleet.Registry
 	Cleaner *retention.Cleaner
 	API     *api.Server
@@ -113,7 +114,7 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Workers: c.Workers, Retention: c.Cleaner.Stats(),
 		Clock: cfg.Clock, Logger: cfg.Logger, Messages: c.Messages, Blobs: c.Blobs, Schedules: c.Schedules,
 	})
-	s := &Server{Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Workers: c.Workers, Cleaner: c.Cleaner, API: a, log: cfg.Logger,
+	s := &Server{Store: c.Store, Tenants: c.Tenants, Leases: c.Leases, Nodes: c.Nodes, Lapses: c.Lapses, Workers: c.Workers, Cleaner: c.Cleaner, API: a, log: cfg.Logger,
 		Messages: c.Messages, Blobs: c.Blobs, Schedules: c.Schedules, core: c}
 	if cfg.MCP != nil {
 		s.mcp = cfg.MCP(a.Handler())

@@ -106,7 +106,7 @@ func Run(t testing.TB, srv *clienttest.Server, h runner.Handler, spec client.Nod
 
 func terminal(s client.NodeStatus) bool {
 	switch s {
-	case client.NodeStatusDone, client.NodeStatusFailed, client.NodeStatusDead, client.NodeStatusCancelled:
+	case client.NodeStatusDone, client.NodeStatusFailed, client.NodeStatusDead, client.NodeStatusCancelled, client.NodeStatusExpired:
 		return true
 	}
 	return false

@@ -45,7 +45,18 @@ class SyncOperations:
 
         Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
         `queue` starts `queued`, one without starts `open`. A repeated
-        `Idempotency-Key` within 24 h replays the first response and creates nothing.
+        `Idempotency-Key` within 24 h replays the first response and creates nothing;
+        it is looked up before `unique`, so a replay answers what the first request
+        did (a duplicate again as `200` with `duplicate_of`).
+
+        With `unique`, a create whose key names a node still within that node's
+        window and in one of its `while` statuses makes nothing and answers `200`
+        with that node and `duplicate_of` = its id. With `debounce_ms` (and
+        `unique.key`), a create while the key's node still waits at rest and before
+        its debounce has passed replaces that node's `body` and `props` (those given)
+        and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+        `duplicate_of`; once the node was claimed or its wait has passed, a create
+        makes a new node. Concurrent creates with one key make one node.
 
         ``POST /v1/nodes`` (createNode).
         """
@@ -109,7 +120,10 @@ class SyncOperations:
         """Create many nodes, all or none.
 
         Role: dispatcher (a worker only for children of a node it holds). Either every
-        node is created or none is. Honours `Idempotency-Key` like `createNode`.
+        node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+        item whose `unique.key` names a node (one made by an earlier item included)
+        answers that node with `duplicate_of` instead, as `createNode` does; the
+        answer is `201` all the same.
 
         ``POST /v1/nodes/batch`` (createNodesBatch).
         """
@@ -546,8 +560,9 @@ class SyncOperations:
     ) -> NodeAnswer:
         """Requeue a finished node.
 
-        Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-        (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+        Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+        `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+        `start_by` cleared.
         Any other status is `409 conflict`.
 
         ``POST /v1/nodes/{id}/requeue`` (requeueNode).
@@ -1990,7 +2005,18 @@ class AsyncOperations:
 
         Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
         `queue` starts `queued`, one without starts `open`. A repeated
-        `Idempotency-Key` within 24 h replays the first response and creates nothing.
+        `Idempotency-Key` within 24 h replays the first response and creates nothing;
+        it is looked up before `unique`, so a replay answers what the first request
+        did (a duplicate again as `200` with `duplicate_of`).
+
+        With `unique`, a create whose key names a node still within that node's
+        window and in one of its `while` statuses makes nothing and answers `200`
+        with that node and `duplicate_of` = its id. With `debounce_ms` (and
+        `unique.key`), a create while the key's node still waits at rest and before
+        its debounce has passed replaces that node's `body` and `props` (those given)
+        and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+        `duplicate_of`; once the node was claimed or its wait has passed, a create
+        makes a new node. Concurrent creates with one key make one node.
 
         ``POST /v1/nodes`` (createNode).
         """
@@ -2054,7 +2080,10 @@ class AsyncOperations:
         """Create many nodes, all or none.
 
         Role: dispatcher (a worker only for children of a node it holds). Either every
-        node is created or none is. Honours `Idempotency-Key` like `createNode`.
+        node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+        item whose `unique.key` names a node (one made by an earlier item included)
+        answers that node with `duplicate_of` instead, as `createNode` does; the
+        answer is `201` all the same.
 
         ``POST /v1/nodes/batch`` (createNodesBatch).
         """
@@ -2491,8 +2520,9 @@ class AsyncOperations:
     ) -> NodeAnswer:
         """Requeue a finished node.
 
-        Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-        (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+        Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+        `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+        `start_by` cleared.
         Any other status is `409 conflict`.
 
         ``POST /v1/nodes/{id}/requeue`` (requeueNode).

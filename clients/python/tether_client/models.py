@@ -89,9 +89,9 @@ JSONValue = Union[Optional[Dict[str, Any]], List[Any], str, float, bool]
 
 
 # `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-# lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-# `cancelled`.
-NodeStatus = Literal["open", "queued", "running", "done", "failed", "dead", "cancelled"]
+# lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+# `cancelled` and `expired` (not claimed by its `start_by`).
+NodeStatus = Literal["open", "queued", "running", "done", "failed", "dead", "cancelled", "expired"]
 
 
 # What a child ending `failed`, `dead` or `cancelled` does to its parent: `fail`
@@ -209,6 +209,13 @@ class Node(TypedDict):
     traceparent: NotRequired[str]
     # The node's concurrency keys (`NodeCreate`); absent when it has none.
     concurrency_keys: NotRequired["ConcurrencyKeys"]
+    # When the node, still unclaimed, ends `expired` (`start_by` or
+    # `queue_ttl_ms` of its create); absent for never. A claim or a requeue
+    # clears it.
+    start_by: NotRequired[str]
+    # Only in the answer of a create that made nothing because its `unique.key`
+    # names this node (or debounced into it): this node's id.
+    duplicate_of: NotRequired[str]
 
 
 class NodeList(TypedDict):
@@ -255,6 +262,39 @@ class NodeCreate(TypedDict):
     # `blobs[i]`. Hex in either case; stored lowercase.
     blobs: NotRequired[List[str]]
     concurrency_keys: NotRequired["ConcurrencyKeys"]
+    unique: NotRequired["UniqueRule"]
+    # Needs `unique.key`, and takes neither `unique.window_ms`, `unique.while`,
+    # `run_at` nor `delay_ms`: the node waits `debounce_ms` (its `run_at`), and
+    # a create with the key meanwhile, while the node is not yet claimed,
+    # replaces its `body` and `props` (those given) and pushes its `run_at` to
+    # now + its `debounce_ms` (`updated` event with `debounced: true`). Not taken
+    # in a schedule's template.
+    debounce_ms: NotRequired[int]
+    # A node not claimed by this instant (in the future, after `run_at`) ends
+    # `expired`, with a `node_expired` event, and is never handed out after it,
+    # whether or not the server has ended it yet. Its parent and dependents
+    # take it as they take `dead`.
+    start_by: NotRequired[str]
+    # Sets `start_by` to now + `queue_ttl_ms`; not with `start_by`.
+    queue_ttl_ms: NotRequired[int]
+
+
+# A create with `key` while the node last made under it is within `window_ms`
+# of that node's create and in one of its `while` statuses makes nothing and
+# answers that node (`200`, `duplicate_of`). The rule of the create that made
+# the node decides. Not taken in a schedule's template.
+UniqueRule = TypedDict(
+    "UniqueRule",
+    {
+        # 1-256 bytes of UTF-8 without control characters, per tenant.
+        "key": str,
+        # At least 1 s (as a budget's window). Default 24 h, or the tenant's `retention_ms` when shorter; more than
+        # `retention_ms` is a `400`.
+        "window_ms": NotRequired[int],
+        # The statuses during which the node holds its key; default `[open, queued, running]`.
+        "while": NotRequired[List["NodeStatus"]],
+    },
+)
 
 
 class NodeBatchCreate(TypedDict):
@@ -645,10 +685,11 @@ class CommentList(TypedDict):
 # What changed. `created`, `updated`, `deleted` (a node); `claimed`,
 # `extended`, `released`, `expired` (a lease; renewals are not events);
 # `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
-# or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
+# or the node's lifecycle); `node_expired` (a node not claimed by its
+# `start_by`, now `expired`); `commented`; `edge_added`, `edge_retired` (an
 # edge, as an event of its `from` node); `message_sent`, `message_read` (a
 # message to the node, sent or acknowledged).
-EventType = Literal["created", "updated", "deleted", "claimed", "extended", "released", "completed", "failed", "requeued", "expired", "dead", "cancelled", "commented", "progress", "edge_added", "edge_retired", "message_sent", "message_read"]
+EventType = Literal["created", "updated", "deleted", "claimed", "extended", "released", "completed", "failed", "requeued", "expired", "dead", "cancelled", "commented", "progress", "edge_added", "edge_retired", "node_expired", "message_sent", "message_read"]
 
 
 class Event(TypedDict):
@@ -660,7 +701,8 @@ class Event(TypedDict):
     - `claimed`: `fence`, `attempt`, `session`, `ttl_ms`; `extended`: `fence`,
       `expires_at`, `capped_to_max`; `released`: `fence`, `holder`, `status`,
       and `reason`, `to` when given; `expired`: `fence`, `holder`, `attempt`
-      (and `error` for a timeout); `dead`: `attempts`
+      (and `error` for a timeout); `dead`: `attempts`; `node_expired`: `from`,
+      `start_by`
     - `completed`: `fence`, `holder`, `attempt`; `cancelled`: `root` (the node
       the cancel was asked for) and `reason` when given
     - `commented`: `comment_id`
@@ -1248,6 +1290,7 @@ __all__ = [
     "Node",
     "NodeList",
     "NodeCreate",
+    "UniqueRule",
     "NodeBatchCreate",
     "NodeBatch",
     "NodePatch",

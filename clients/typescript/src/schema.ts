@@ -29,7 +29,18 @@ export interface paths {
          * Create a node
          * @description Role: dispatcher, or a worker when `parent` is a node it holds. A node with a
          *     `queue` starts `queued`, one without starts `open`. A repeated
-         *     `Idempotency-Key` within 24 h replays the first response and creates nothing.
+         *     `Idempotency-Key` within 24 h replays the first response and creates nothing;
+         *     it is looked up before `unique`, so a replay answers what the first request
+         *     did (a duplicate again as `200` with `duplicate_of`).
+         *
+         *     With `unique`, a create whose key names a node still within that node's
+         *     window and in one of its `while` statuses makes nothing and answers `200`
+         *     with that node and `duplicate_of` = its id. With `debounce_ms` (and
+         *     `unique.key`), a create while the key's node still waits at rest and before
+         *     its debounce has passed replaces that node's `body` and `props` (those given)
+         *     and pushes its `run_at` to now + `debounce_ms`, answering `200` with
+         *     `duplicate_of`; once the node was claimed or its wait has passed, a create
+         *     makes a new node. Concurrent creates with one key make one node.
          */
         post: operations["createNode"];
         delete?: never;
@@ -50,7 +61,10 @@ export interface paths {
         /**
          * Create many nodes, all or none
          * @description Role: dispatcher (a worker only for children of a node it holds). Either every
-         *     node is created or none is. Honours `Idempotency-Key` like `createNode`.
+         *     node is created or none is. Honours `Idempotency-Key` like `createNode`. An
+         *     item whose `unique.key` names a node (one made by an earlier item included)
+         *     answers that node with `duplicate_of` instead, as `createNode` does; the
+         *     answer is `201` all the same.
          */
         post: operations["createNodesBatch"];
         delete?: never;
@@ -515,8 +529,9 @@ export interface paths {
         put?: never;
         /**
          * Requeue a finished node
-         * @description Role: dispatcher. A `failed`, `dead` or `cancelled` node goes back to `queued`
-         *     (or `open` without a queue) with `attempts` = 0, `error` and `run_at` cleared.
+         * @description Role: dispatcher. A `failed`, `dead`, `cancelled` or `expired` node goes back to
+         *     `queued` (or `open` without a queue) with `attempts` = 0, `error`, `run_at` and
+         *     `start_by` cleared.
          *     Any other status is `409 conflict`.
          */
         post: operations["requeueNode"];
@@ -1956,11 +1971,11 @@ export interface components {
         } | null) | unknown[] | string | number | boolean;
         /**
          * @description `open` (no queue, at rest), `queued` (waiting in its queue), `running` (a live
-         *     lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
-         *     `cancelled`.
+         *     lease), and the terminal `done`, `failed`, `dead` (out of attempts),
+         *     `cancelled` and `expired` (not claimed by its `start_by`).
          * @enum {string}
          */
-        NodeStatus: "open" | "queued" | "running" | "done" | "failed" | "dead" | "cancelled";
+        NodeStatus: "open" | "queued" | "running" | "done" | "failed" | "dead" | "cancelled" | "expired";
         /**
          * @description What a child ending `failed`, `dead` or `cancelled` does to its parent: `fail`
          *     it (cancelling the remaining children) or `ignore` it.
@@ -2126,6 +2141,18 @@ export interface components {
             readonly traceparent?: string;
             /** @description The node's concurrency keys (`NodeCreate`); absent when it has none. */
             concurrency_keys?: components["schemas"]["ConcurrencyKeys"];
+            /**
+             * Format: date-time
+             * @description When the node, still unclaimed, ends `expired` (`start_by` or
+             *     `queue_ttl_ms` of its create); absent for never. A claim or a requeue
+             *     clears it.
+             */
+            readonly start_by?: string;
+            /**
+             * @description Only in the answer of a create that made nothing because its `unique.key`
+             *     names this node (or debounced into it): this node's id.
+             */
+            readonly duplicate_of?: string;
         };
         NodeList: {
             items: components["schemas"]["Node"][];
@@ -2191,6 +2218,48 @@ export interface components {
              */
             blobs?: string[];
             concurrency_keys?: components["schemas"]["ConcurrencyKeys"];
+            unique?: components["schemas"]["UniqueRule"];
+            /**
+             * Format: int64
+             * @description Needs `unique.key`, and takes neither `unique.window_ms`, `unique.while`,
+             *     `run_at` nor `delay_ms`: the node waits `debounce_ms` (its `run_at`), and
+             *     a create with the key meanwhile, while the node is not yet claimed,
+             *     replaces its `body` and `props` (those given) and pushes its `run_at` to
+             *     now + its `debounce_ms` (`updated` event with `debounced: true`). Not taken
+             *     in a schedule's template.
+             */
+            debounce_ms?: number;
+            /**
+             * Format: date-time
+             * @description A node not claimed by this instant (in the future, after `run_at`) ends
+             *     `expired`, with a `node_expired` event, and is never handed out after it,
+             *     whether or not the server has ended it yet. Its parent and dependents
+             *     take it as they take `dead`.
+             */
+            start_by?: string;
+            /**
+             * Format: int64
+             * @description Sets `start_by` to now + `queue_ttl_ms`; not with `start_by`.
+             */
+            queue_ttl_ms?: number;
+        };
+        /**
+         * @description A create with `key` while the node last made under it is within `window_ms`
+         *     of that node's create and in one of its `while` statuses makes nothing and
+         *     answers that node (`200`, `duplicate_of`). The rule of the create that made
+         *     the node decides. Not taken in a schedule's template.
+         */
+        UniqueRule: {
+            /** @description 1-256 bytes of UTF-8 without control characters, per tenant. */
+            key: string;
+            /**
+             * Format: int64
+             * @description At least 1 s (as a budget's window). Default 24 h, or the tenant's `retention_ms` when shorter; more than
+             *     `retention_ms` is a `400`.
+             */
+            window_ms?: number;
+            /** @description The statuses during which the node holds its key; default `[open, queued, running]`. */
+            while?: components["schemas"]["NodeStatus"][];
         };
         NodeBatchCreate: {
             items: components["schemas"]["NodeCreate"][];
@@ -2636,12 +2705,13 @@ export interface components {
          * @description What changed. `created`, `updated`, `deleted` (a node); `claimed`,
          *     `extended`, `released`, `expired` (a lease; renewals are not events);
          *     `completed`, `failed`, `requeued`, `dead`, `cancelled`, `progress` (a run
-         *     or the node's lifecycle); `commented`; `edge_added`, `edge_retired` (an
+         *     or the node's lifecycle); `node_expired` (a node not claimed by its
+         *     `start_by`, now `expired`); `commented`; `edge_added`, `edge_retired` (an
          *     edge, as an event of its `from` node); `message_sent`, `message_read` (a
          *     message to the node, sent or acknowledged).
          * @enum {string}
          */
-        EventType: "created" | "updated" | "deleted" | "claimed" | "extended" | "released" | "completed" | "failed" | "requeued" | "expired" | "dead" | "cancelled" | "commented" | "progress" | "edge_added" | "edge_retired" | "message_sent" | "message_read";
+        EventType: "created" | "updated" | "deleted" | "claimed" | "extended" | "released" | "completed" | "failed" | "requeued" | "expired" | "dead" | "cancelled" | "commented" | "progress" | "edge_added" | "edge_retired" | "node_expired" | "message_sent" | "message_read";
         /**
          * @description One change, appended in the transaction that made it. `data` is an object
          *     whose members depend on `type`; among them:
@@ -2651,7 +2721,8 @@ export interface components {
          *     - `claimed`: `fence`, `attempt`, `session`, `ttl_ms`; `extended`: `fence`,
          *       `expires_at`, `capped_to_max`; `released`: `fence`, `holder`, `status`,
          *       and `reason`, `to` when given; `expired`: `fence`, `holder`, `attempt`
-         *       (and `error` for a timeout); `dead`: `attempts`
+         *       (and `error` for a timeout); `dead`: `attempts`; `node_expired`: `from`,
+         *       `start_by`
          *     - `completed`: `fence`, `holder`, `attempt`; `cancelled`: `root` (the node
          *       the cancel was asked for) and `reason` when given
          *     - `commented`: `comment_id`
@@ -3736,6 +3807,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description The node the create's `unique.key` names (with `duplicate_of`); nothing was made. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
             /** @description The created node. */
             201: {
                 headers: {

@@ -7,7 +7,7 @@ import { button } from './actions.js';
 import { h, table, panel, nodeLink, countdown, fmtTime, badge } from './dom.js';
 import { graph } from './graph.js';
 
-const TERMINAL = new Set(['done', 'failed', 'dead', 'cancelled']);
+const TERMINAL = new Set(['done', 'failed', 'dead', 'cancelled', 'expired']);
 
 export function nodePage(main, id) {
   const head = panel('node', id);
@@ -49,7 +49,7 @@ export function nodePage(main, id) {
     const actions = h('div', { class: 'actions' },
       !TERMINAL.has(n.status) ? button('Cancel', `Cancel ${id}`, () => api('POST', `/v1/nodes/${enc(id)}/cancel`,
         { reason: 'cancelled from the dashboard' }), refresh, { confirmText: `Cancel ${id} and its descendants and dependents?`, kind: 'warn' }) : null,
-      ['failed', 'dead', 'cancelled'].includes(n.status) ? button('Requeue', `Requeue ${id}`, () => api('POST', `/v1/nodes/${enc(id)}/requeue`,
+      ['failed', 'dead', 'cancelled', 'expired'].includes(n.status) ? button('Requeue', `Requeue ${id}`, () => api('POST', `/v1/nodes/${enc(id)}/requeue`,
         { reason: 'requeued from the dashboard' }), refresh, { confirmText: `Requeue ${id} with attempts reset?` }) : null,
       l ? button('Release lease', `Release ${id}`, () => api('POST', `/v1/nodes/${enc(id)}/release`,
         { reason: 'released from the dashboard', fence: l.fence }), refresh, { confirmText: `Release ${l.by}'s lease on ${id}?`, kind: 'warn' }) : null);

@@ -7,7 +7,7 @@ import { api, serverNow } from './api.js';
 import { act, showProblem } from './actions.js';
 import { h, table, panel, nodeLink, fmtTime, ago, badge } from './dom.js';
 
-export const STATUSES = ['queued', 'running', 'open', 'done', 'failed', 'dead', 'cancelled'];
+export const STATUSES = ['queued', 'running', 'open', 'done', 'failed', 'dead', 'cancelled', 'expired'];
 const PAGE = 50;
 // The filters, as the list's query parameters and the bulk's filter object.
 const TEXT = ['queue', 'type', 'label', 'holder', 'q'];
