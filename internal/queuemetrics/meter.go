@@ -24,6 +24,7 @@ type Meter struct {
 	created            *prometheus.CounterVec
 	completed, failed  *prometheus.CounterVec
 	dead, expired      *prometheus.CounterVec
+	throttled          *prometheus.CounterVec // throttled.go
 	// series caches each label pair's children (under labels.mu), so an
 	// observation hashes no label values.
 	series map[labelKey]*series
@@ -66,6 +67,7 @@ func New(store *graphstore.Store, lim Limits) *Meter {
 		failed:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_failures_total", Help: "Failures of nodes of the queue (retried or not)."}, tq),
 		dead:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_dead_total", Help: "Nodes of the queue dead-lettered (out of attempts)."}, tq),
 		expired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_expiries_total", Help: "Leases on nodes of the queue that expired."}, tq),
+		throttled: throttledVec(),
 		depthDesc: prometheus.NewDesc("tether_queue_depth", "Nodes of the queue by status.", []string{"tenant", "queue", "status"}, nil),
 		ageDesc:   prometheus.NewDesc("tether_queue_oldest_ready_age_seconds", "Age of the queue's oldest claimable node (0 when none is).", tq, nil),
 	}
@@ -74,7 +76,7 @@ func New(store *graphstore.Store, lim Limits) *Meter {
 // Register adds the series to reg and has the store tell the meter what
 // each transaction did.
 func (m *Meter) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.created, m.completed, m.failed, m.dead, m.expired} {
+	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.created, m.completed, m.failed, m.dead, m.expired, m.throttled} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
