@@ -3,7 +3,9 @@
 // nodes waited from ready to claimed and ran from claimed to ended
 // (histograms), its creations, completions, failures, dead letters and
 // expiries, and the claims flow control held back, by reason (counters),
-// labelled by tenant and queue. docs/metrics.md lists them. The meter also
+// labelled by tenant and queue, and the live leases per concurrency key
+// (key_running.go), labelled by tenant and key under the same caps.
+// docs/metrics.md lists them. The meter also
 // keeps each queue's last hour of creations, completions, failures and
 // throttled claims, minute by minute, for the API's throughput view
 // (throughput.go), by tenant and queue, never by label.

@@ -19,6 +19,9 @@ import (
 type Meter struct {
 	store  *graphstore.Store
 	labels *labeller
+	// keyLabels hands out the (tenant, key) label values of
+	// tether_key_running under the same caps (key_running.go).
+	keyLabels *labeller
 
 	claimWait, runTime *prometheus.HistogramVec
 	created            *prometheus.CounterVec
@@ -32,7 +35,7 @@ type Meter struct {
 	// queue, never by label (throughput.go).
 	history *histories
 
-	depthDesc, ageDesc *prometheus.Desc
+	depthDesc, ageDesc, keyRunningDesc *prometheus.Desc
 }
 
 // series are one label pair's counters and histograms.
@@ -50,10 +53,12 @@ var (
 func New(store *graphstore.Store, lim Limits) *Meter {
 	tq := []string{"tenant", "queue"}
 	return &Meter{
-		store:   store,
-		labels:  newLabeller(lim),
-		series:  map[labelKey]*series{},
-		history: newHistories(lim.withDefaults().MaxQueues, MaxHistories),
+		store:          store,
+		labels:         newLabeller(lim),
+		keyLabels:      newLabeller(lim),
+		keyRunningDesc: keyRunningDesc(),
+		series:         map[labelKey]*series{},
+		history:        newHistories(lim.withDefaults().MaxQueues, MaxHistories),
 		claimWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tether_queue_claim_wait_seconds", Help: "How long a node of the queue was ready before it was claimed.",
 			Buckets: claimWaitBuckets,
@@ -141,6 +146,7 @@ func (m *Meter) seriesOf(k labelKey) *series {
 func (m *Meter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.depthDesc
 	ch <- m.ageDesc
+	ch <- m.keyRunningDesc
 }
 
 // depthKey is one depth series.
@@ -199,4 +205,5 @@ func (m *Meter) Collect(ch chan<- prometheus.Metric) {
 	for k, a := range age {
 		ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue, a, k.tenant, k.queue)
 	}
+	m.collectKeys(ch)
 }

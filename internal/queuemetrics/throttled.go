@@ -2,21 +2,17 @@ package queuemetrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tether-run/tether/internal/fault"
 )
 
-// Claims that flow control held back: a claim of a queue's next nodes that
-// handed nothing out because a concurrency limit, a start rate or a usage
-// budget stood in the way (a 204 with Tether-Throttled), or a claim of a
-// node by id refused for the same reasons (409). They write nothing, so no
-// durable transaction tells the meter of them: the claim path calls
-// ClaimThrottled instead.
-
-// The reasons a claim is throttled for, as the API names them.
-const (
-	ReasonConcurrency = "concurrency_limited"
-	ReasonRate        = "start_rate_limited"
-	ReasonBudget      = "budget_exhausted"
-)
+// Claims that flow control held back: a claim of a queue's next nodes
+// (claim-next, claims) that handed nothing out because a concurrency limit,
+// a start rate or a usage budget stood in the way (a 204 with
+// Tether-Throttled). They write nothing, so no durable transaction tells
+// the meter of them: the API's claim handlers call ClaimThrottled instead.
+// A claim of a node by id refused the same way (409) is not counted here:
+// it names no queue until the node is read.
 
 // throttledVec is tether_claims_throttled_total.
 func throttledVec() *prometheus.CounterVec {
@@ -32,7 +28,7 @@ func throttledVec() *prometheus.CounterVec {
 // "other", so a caller's mistake cannot grow the series.
 func (m *Meter) ClaimThrottled(tenant, queue, reason string) {
 	switch reason {
-	case ReasonConcurrency, ReasonRate, ReasonBudget:
+	case fault.ThrottleConcurrency, fault.ThrottleRate, fault.ThrottleBudget:
 	default:
 		reason = Other
 	}

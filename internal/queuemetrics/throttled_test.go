@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tether-run/tether/internal/clock/clocktest"
+	"github.com/tether-run/tether/internal/fault"
 	"github.com/tether-run/tether/internal/graphstore"
 )
 
@@ -26,12 +27,12 @@ func TestClaimThrottledCountsPerReasonWithinTheCaps(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	require.NoError(t, m.Register(reg))
 
-	m.ClaimThrottled("acme", "fixes", ReasonConcurrency)
-	m.ClaimThrottled("acme", "fixes", ReasonConcurrency)
-	m.ClaimThrottled("acme", "fixes", ReasonRate)
-	m.ClaimThrottled("acme", "crawl", ReasonBudget)     // past acme's queue cap
-	m.ClaimThrottled("zebra", "fixes", ReasonBudget)    // past the tenant cap
-	m.ClaimThrottled("acme", "fixes", "made_up_reason") // never a series of its own
+	m.ClaimThrottled("acme", "fixes", fault.ThrottleConcurrency)
+	m.ClaimThrottled("acme", "fixes", fault.ThrottleConcurrency)
+	m.ClaimThrottled("acme", "fixes", fault.ThrottleRate)
+	m.ClaimThrottled("acme", "crawl", fault.ThrottleBudget)  // past acme's queue cap
+	m.ClaimThrottled("zebra", "fixes", fault.ThrottleBudget) // past the tenant cap
+	m.ClaimThrottled("acme", "fixes", "made_up_reason")      // never a series of its own
 
 	got := map[string]float64{}
 	families, err := reg.Gather()
