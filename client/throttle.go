@@ -41,8 +41,8 @@ func ThrottleOf(resp *http.Response) *Throttle {
 }
 
 // throttleKey is the key parameter of a Tether-Throttled value (`key="..."`,
-// a quoted string in which a backslash escapes the next byte); "" without
-// one.
+// a quoted string in which a backslash escapes the next byte and a byte
+// past ASCII is sent as %XX); "" without one.
 func throttleKey(params string) string {
 	i := strings.Index(params, `key="`)
 	if i < 0 {
@@ -59,6 +59,15 @@ func throttleKey(params string) string {
 			}
 		case '"':
 			return b.String()
+		case '%':
+			if j+2 < len(rest) {
+				if v, err := strconv.ParseUint(rest[j+1:j+3], 16, 8); err == nil && v >= 0x80 {
+					b.WriteByte(byte(v))
+					j += 2
+					continue
+				}
+			}
+			b.WriteByte(c)
 		default:
 			b.WriteByte(c)
 		}

@@ -31,6 +31,9 @@ func TestThrottleOfReadsTheHeaders(t *testing.T) {
 	require.Equal(t, &client.Throttle{Reason: "budget_exhausted", Key: `team "a\b"`, RetryAfter: time.Minute},
 		th, "a quoted key is unescaped; Retry-After stands in for the milliseconds")
 
+	th = client.ThrottleOf(answer("Tether-Throttled", `concurrency_limited; key="repo:caf%C3%A9 100%25"`))
+	require.Equal(t, `repo:café 100%25`, th.Key, "bytes past ASCII come as %XX; a %% before ASCII is itself")
+
 	th = client.ThrottleOf(answer("Tether-Throttled", "start_rate_limited", "Tether-Retry-After-Ms", "soon"))
 	require.Equal(t, &client.Throttle{Reason: "start_rate_limited"}, th, "no key, no usable wait")
 }
