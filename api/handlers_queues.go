@@ -203,6 +203,7 @@ func (s *Server) claimNext(c echo.Context) error {
 		return err
 	}
 	if len(got) == 0 {
+		s.countThrottled(c, p.Queue, throttled)
 		return noContentThrottled(c, throttled)
 	}
 	out, err := s.claimJSON(got[0])
@@ -230,6 +231,7 @@ func (s *Server) claimMany(c echo.Context) error {
 		return err
 	}
 	if len(got) == 0 && throttled != nil {
+		s.countThrottled(c, p.Queue, throttled)
 		return noContentThrottled(c, throttled)
 	}
 	nodes := make([]*records.Node, len(got))

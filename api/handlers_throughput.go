@@ -14,6 +14,7 @@ type throughputMinute struct {
 	Created   int64 `json:"created"`
 	Completed int64 `json:"completed"`
 	Failed    int64 `json:"failed"`
+	Throttled int64 `json:"throttled"`
 }
 
 type throughputAnswer struct {
@@ -32,7 +33,7 @@ func (s *Server) queueThroughput(c echo.Context) error {
 	minutes, shared := s.metrics.queueMeter.Throughput(principal(c).Tenant, queue)
 	out := throughputAnswer{Queue: queue, Shared: shared, Minutes: make([]throughputMinute, len(minutes))}
 	for i, m := range minutes {
-		out.Minutes[i] = throughputMinute{At: Time(m.At), Created: m.Created, Completed: m.Completed, Failed: m.Failed}
+		out.Minutes[i] = throughputMinute{At: Time(m.At), Created: m.Created, Completed: m.Completed, Failed: m.Failed, Throttled: m.Throttled}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

@@ -1678,6 +1678,9 @@ type QueueThroughput struct {
 		Completed int64     `json:"completed"`
 		Created   int64     `json:"created"`
 		Failed    int64     `json:"failed"`
+
+		// Throttled Claims of the queue's nodes that flow control held back (a concurrency limit, a start rate or a usage budget).
+		Throttled int64 `json:"throttled"`
 	} `json:"minutes"`
 	Queue string `json:"queue"`
 

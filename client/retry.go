@@ -168,11 +168,15 @@ func rewound(req *http.Request) (*http.Request, error) {
 	return r, nil
 }
 
-// retryAfter is the wait a response's Retry-After asks for (delta seconds
-// or an HTTP date, reckoned from now); 0 without one.
+// retryAfter is the wait a response asks for: its Tether-Retry-After-Ms,
+// else its Retry-After (delta seconds or an HTTP date, reckoned from now);
+// 0 without either.
 func retryAfter(resp *http.Response, now time.Time) time.Duration {
 	if resp == nil {
 		return 0
+	}
+	if d, ok := retryAfterMs(resp); ok {
+		return d
 	}
 	v := resp.Header.Get("Retry-After")
 	if v == "" {

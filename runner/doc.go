@@ -50,6 +50,12 @@
 //   - Each slot reports itself to GET /v1/workers (idle, working on a node,
 //     offline at the end) at every change and every Heartbeat; heartbeats are
 //     best effort.
+//   - A claim that hands out nothing because of flow control (the server's
+//     204 with Tether-Throttled: a concurrency limit, a start rate or a
+//     budget held the queue's nodes back) is not asked again at once: the
+//     slot waits the server's Tether-Retry-After-Ms (or Retry-After), at
+//     least its Backoff and at most a minute, so a throttled runner never
+//     spins.
 //   - A completion asks for the next node in the same call, unless the runner
 //     is stopping: a slot goes back to its long poll only when the queue is
 //     empty.

@@ -18,6 +18,11 @@ import (
 // claimWait is how long one claim-next long poll waits for a node.
 const claimWait = 30 * time.Second
 
+// maxThrottleWait bounds the wait after a throttled claim, however far off
+// the server's Retry-After (a budget's window may roll over in an hour): a
+// limit raised meanwhile is seen within it.
+const maxThrottleWait = time.Minute
+
 // Why a run was stopped: the cause of its context.
 var (
 	errLeaseLost = errors.New("the lease was lost")
@@ -82,6 +87,15 @@ func (s *slot) run() {
 		}
 		s.set(client.WorkerStatusIdle, "")
 		c, err := s.claim()
+		var th *throttledErr
+		if errors.As(err, &th) {
+			// Flow control held the queue's nodes back: wait as the server
+			// asks instead of asking again at once.
+			d := min(bo.delay(th.RetryAfter), maxThrottleWait)
+			s.log.Info("claims are throttled; waiting", "reason", th.Reason, "key", th.Key, "in", d.Round(time.Millisecond).String())
+			sleep(s.r.stopping, d)
+			continue
+		}
 		if err != nil {
 			var ce *callErr
 			if errors.As(err, &ce) && !ce.transient() && ce.status != http.StatusConflict {
@@ -111,7 +125,9 @@ func (s *slot) run() {
 }
 
 // claim waits (a long poll) for the next node of the queue; nil when none
-// came, or when the runner stopped claiming meanwhile.
+// came, or when the runner stopped claiming meanwhile; a *throttledErr when
+// none came because flow control (a concurrency limit, a start rate, a
+// budget) held the queue's nodes back.
 func (s *slot) claim() (*hold, error) {
 	o := s.r.cfg
 	req := client.ClaimNextRequest{TTLMS: ptrTo(o.TTL.Milliseconds()), WaitMS: ptrTo(claimWait.Milliseconds())}
@@ -132,6 +148,9 @@ func (s *slot) claim() (*hold, error) {
 	}
 	switch res.StatusCode() {
 	case http.StatusNoContent:
+		if th := client.ThrottleOf(res.HTTPResponse); th != nil {
+			return nil, &throttledErr{*th}
+		}
 		return nil, nil
 	case http.StatusOK:
 	default:
@@ -490,13 +509,20 @@ func (e *callErr) retryAfter() time.Duration {
 	return e.after
 }
 
+// throttledErr is a claim that handed out nothing because of flow control.
+type throttledErr struct{ client.Throttle }
+
+func (e *throttledErr) Error() string {
+	return fmt.Sprintf("claims throttled (%s, key %q)", e.Reason, e.Key)
+}
+
 // problem is nil for a status below 400, else the answer's problem.
 func problem(resp *http.Response, body []byte) error {
 	err := client.CheckResponse(resp, body)
 	if err == nil {
 		return nil
 	}
-	return &callErr{status: resp.StatusCode, after: retryAfter(resp), err: err}
+	return &callErr{status: resp.StatusCode, after: client.RetryAfter(resp), err: err}
 }
 
 func ptrTo[T any](v T) *T { return &v }

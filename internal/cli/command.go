@@ -35,7 +35,7 @@ func newRoot(others ...*cobra.Command) (*cobra.Command, *cli) {
 		notAClient(checkCommand(), clientFlags...), notAClient(restoreCommand(), clientFlags...),
 		notAClient(migrateCommand(), clientFlags...))
 	root.AddCommand(c.versionCommand())
-	root.AddCommand(c.nodesCommand(), c.edgesCommand(), c.queuesCommand(), c.workersCommand())
+	root.AddCommand(c.nodesCommand(), c.edgesCommand(), c.queuesCommand(), c.limitsCommand(), c.workersCommand())
 	root.AddCommand(c.leaseCommands()...)
 	root.AddCommand(c.nodeVerbCommands()...)
 	root.AddCommand(c.leasesCommand(), c.historyCommand(), c.eventsCommand())

@@ -1,5 +1,5 @@
 // Package cli is the tether command line: the client commands (nodes,
-// edges, claim, queues, leases, events, messages, blobs, schedules, tokens,
+// edges, claim, queues, limits, leases, events, messages, blobs, schedules, tokens,
 // tenants, backup, mcp, ...), which call a server through the generated Go
 // client and share --server, --token and -o; tether work, which runs the
 // worker runner of package runner with its Exec handler; and the local

@@ -118,6 +118,9 @@ func showNode(w io.Writer, n *client.Node) {
 	if len(n.Blobs) > 0 {
 		row("blobs", "%s", strings.Join(n.Blobs, ", "))
 	}
+	if n.ConcurrencyKeys != nil && len(*n.ConcurrencyKeys) > 0 {
+		row("concurrency_keys", "%s", strings.Join(*n.ConcurrencyKeys, ", "))
+	}
 	if n.RunAt != nil {
 		row("run_at", "%s (%s)", stamp(*n.RunAt), relative(*n.RunAt))
 	}

@@ -15,7 +15,7 @@ import (
 
 func (c *cli) nodesCreateCommand() *cobra.Command {
 	var id, typ, title, body, queue, parent, target, props, idemKey, backoff string
-	var labels, dependsOn, blobs []string
+	var labels, dependsOn, blobs, keys []string
 	var priority, maxAttempts int64
 	var delay, timeout time.Duration
 	cmd := &cobra.Command{
@@ -38,6 +38,7 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 				Priority: ifSet(cmd, "priority", priority), MaxAttempts: ifSet(cmd, "max-attempts", maxAttempts),
 				Labels: ifSet(cmd, "label", labels), DependsOn: ifSet(cmd, "depends-on", dependsOn),
 				Blobs: ifSet(cmd, "blob", blobs), DelayMS: ifSet(cmd, "delay", millis(delay)), TimeoutMS: ifSet(cmd, "timeout", millis(timeout)),
+				ConcurrencyKeys: ifSet(cmd, "concurrency-key", keys),
 			}
 			if cmd.Flags().Changed("backoff") {
 				b, err := parseBackoff(backoff)
@@ -77,6 +78,7 @@ func (c *cli) nodesCreateCommand() *cobra.Command {
 	f.StringSliceVar(&dependsOn, "depends-on", nil, "a node it waits for (repeatable, or comma separated)")
 	f.StringSliceVar(&blobs, "blob", nil, "the sha256 of a blob it references (repeatable; see tether blob put)")
 	f.StringVar(&target, "target", "", "only this identity may claim it")
+	f.StringArrayVar(&keys, "concurrency-key", nil, "a concurrency key its run holds, such as repo:acme/web (repeatable, at most 8; see tether limits)")
 	f.StringVar(&props, "props", "", "properties, a JSON object")
 	f.Int64Var(&maxAttempts, "max-attempts", 0, "runs before it is dead (default: the tenant's)")
 	f.StringVar(&backoff, "backoff", "", `retry backoff INITIAL[,MAX[,FACTOR]], e.g. 30s,1h,3 (default: the tenant's, 5s,10m,2; "none": at once)`)

@@ -74,7 +74,9 @@ func (c *cli) queuesClaimCommand() *cobra.Command {
 		Short: "Claim the next ready node of a queue (highest priority, then oldest)",
 		Long: `Claim the next ready node of a queue: highest priority first, then oldest.
 With --wait the server holds the request until a node is ready (at most 60s).
-When nothing was ready, nothing is printed on stdout and the exit code is 0.`,
+When nothing was ready, nothing is printed on stdout and the exit code is 0;
+when flow control (tether limits) held the ready nodes back, stderr says
+which key, why, and when to try again.`,
 		Example: `  tether queues claim default --wait 30s --ttl 10m`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -91,6 +93,11 @@ When nothing was ready, nothing is printed on stdout and the exit code is 0.`,
 				return err
 			}
 			if res.StatusCode() == http.StatusNoContent {
+				if th := client.ThrottleOf(res.HTTPResponse); th != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "nothing handed out from queue %s: %s on key %q; try again in %s\n",
+						a[0], th.Reason, th.Key, humanDuration(th.RetryAfter))
+					return nil
+				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "nothing ready in queue %s\n", a[0])
 				return nil
 			}

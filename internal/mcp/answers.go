@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tether-run/tether/client"
@@ -56,10 +57,33 @@ type leaseOut struct {
 }
 
 type claimOut struct {
-	Claimed bool      `json:"claimed" jsonschema:"true when a node was claimed; false when none was ready"`
-	Node    *nodeOut  `json:"node,omitempty" jsonschema:"the node claimed"`
-	Lease   *leaseOut `json:"lease,omitempty" jsonschema:"your lease on it"`
-	Next    string    `json:"next" jsonschema:"what to call next"`
+	Claimed   bool          `json:"claimed" jsonschema:"true when a node was claimed; false when none was ready"`
+	Node      *nodeOut      `json:"node,omitempty" jsonschema:"the node claimed"`
+	Lease     *leaseOut     `json:"lease,omitempty" jsonschema:"your lease on it"`
+	Throttled *throttledOut `json:"throttled,omitempty" jsonschema:"why nothing was handed out when flow control held the queue's nodes back (absent when the queue had nothing ready)"`
+	Next      string        `json:"next" jsonschema:"what to call next"`
+}
+
+// throttledOut is the flow control that emptied a claim.
+type throttledOut struct {
+	Key          string `json:"key" jsonschema:"the concurrency key (or queue) whose limit, start rate or budget held the claim back"`
+	Reason       string `json:"reason" jsonschema:"concurrency_limited (its running limit is reached), start_rate_limited (its start rate is spent) or budget_exhausted (its usage budget for the window is spent)"`
+	RetryAfterMS int64  `json:"retry_after_ms" jsonschema:"milliseconds until a claim may succeed: call claim_next again after this long (0: unknown, try again soon)"`
+}
+
+// emptyClaim is claim_next's answer when nothing was handed out: th says
+// why when flow control held the queue's nodes back.
+func emptyClaim(th *client.Throttle) *claimOut {
+	if th == nil {
+		return &claimOut{Claimed: false, Next: nextEmptyQueue}
+	}
+	ms := th.RetryAfter.Milliseconds()
+	return &claimOut{
+		Claimed:   false,
+		Throttled: &throttledOut{Key: th.Key, Reason: string(th.Reason), RetryAfterMS: ms},
+		Next: fmt.Sprintf("Nodes are ready but %s holds them back (%s): call claim_next again in %d ms, or list_limits to see the limits and budgets.",
+			th.Key, th.Reason, ms),
+	}
 }
 
 type leaseAnswer struct {

@@ -2,7 +2,8 @@
 // the official Go SDK (github.com/modelcontextprotocol/go-sdk): tools to
 // claim and work nodes (claim_next, renew, progress, complete, fail,
 // release, comment, create_child, inbox, send_message), to plan and watch
-// work (create_node, list_nodes, list_queues, wait_for, get_node, history),
+// work (create_node, list_nodes, list_queues, list_limits, wait_for,
+// get_node, history),
 // and resources to read the guide, a node and a queue's stats. Two transports share it: stdio (`tether mcp`, Serve) and
 // streamable HTTP (the server's /mcp, Handler).
 //
@@ -44,6 +45,12 @@
 // step (ids, title, body, the lease's fence and expiry, whether the session
 // keeps it) and a next hint naming the tool to call next, never the API's
 // whole document.
+//
+// A claim_next that hands out nothing is an answer, not an error: claimed
+// false, and, when flow control held the queue's ready nodes back (the
+// API's 204 with Tether-Throttled), throttled names the key, the reason and
+// retry_after_ms, so an agent knows when to call again; list_limits reads
+// the limits and budgets behind it.
 //
 // An API error is a tool error (IsError), never a protocol error: its
 // structured content is the problem document (type, code, status, detail

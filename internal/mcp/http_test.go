@@ -95,7 +95,7 @@ func TestHTTPToolsActAsTheCaller(t *testing.T) {
 
 	tools, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 16)
+	require.Len(t, tools.Tools, 17)
 	for _, tool := range tools.Tools {
 		if tool.Name == "claim_next" {
 			schema, err := json.Marshal(tool.InputSchema)

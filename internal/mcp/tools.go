@@ -118,7 +118,8 @@ func (s *session) addTools(srv *sdk.Server) {
 		desc: "Claim the next ready node of a queue (long poll up to wait_ms). " +
 			"Answers the node (id, title, body) and your lease (fence, expires_at). While you hold the lease, this MCP server renews it for you " +
 			"until you call complete, fail or release, or the session ends: think as long as you need. " +
-			"An empty queue answers claimed: false.",
+			"An empty queue answers claimed: false; when nodes are ready but a concurrency limit, start rate or usage budget holds them back, " +
+			"throttled says which key, why, and retry_after_ms: when to call again.",
 		// Not idempotent: each call claims another node.
 		hints: additive, from: []string{"ClaimNextRequest"}}, s.claimNext)
 	tool(srv, def{name: "renew", title: "Renew your lease",
@@ -184,6 +185,7 @@ func (s *session) addTools(srv *sdk.Server) {
 	tool(srv, def{name: "history", title: "A node's events",
 		desc:  "List a node's events (created, claimed, progress, released, completed, failed, ...), oldest first; page with after.",
 		hints: readOnly, from: []string{"GET /v1/nodes/{id}/events"}}, s.history)
+	s.addLimitTools(srv)
 
 	// Messages.
 	tool(srv, def{name: "inbox", title: "Read your messages",
@@ -221,7 +223,7 @@ func (s *session) claimNext(ctx context.Context, in claimNextIn) (*claimOut, *sd
 		return nil, bad
 	}
 	if res.JSON200 == nil {
-		return &claimOut{Claimed: false, Next: nextEmptyQueue}, nil
+		return emptyClaim(client.ThrottleOf(res.HTTPResponse)), nil
 	}
 	s.hold(res.JSON200.Node.ID, res.JSON200.Lease)
 	return briefClaim(*res.JSON200), nil

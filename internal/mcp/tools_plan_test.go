@@ -32,7 +32,7 @@ func TestToolAnnotations(t *testing.T) {
 		"inbox":    {idempotent: true},
 		"wait_for": {readOnly: true, idempotent: true}, "get_node": {readOnly: true, idempotent: true},
 		"list_nodes": {readOnly: true, idempotent: true}, "list_queues": {readOnly: true, idempotent: true},
-		"history": {readOnly: true, idempotent: true},
+		"history": {readOnly: true, idempotent: true}, "list_limits": {readOnly: true, idempotent: true},
 	}
 	require.Len(t, tools.Tools, len(want))
 	for _, tool := range tools.Tools {

@@ -1,10 +1,13 @@
 // Package queuemetrics is the per-queue series of /metrics: each queue's
 // depth by status and the age of its oldest ready node (gauges), how long
 // nodes waited from ready to claimed and ran from claimed to ended
-// (histograms), and its creations, completions, failures, dead letters and
-// expiries (counters), labelled by tenant and queue. docs/metrics.md lists
-// them. The meter also keeps each queue's last hour of creations,
-// completions and failures, minute by minute, for the API's throughput view
+// (histograms), its creations, completions, failures, dead letters and
+// expiries, and the claims flow control held back, by reason (counters),
+// labelled by tenant and queue, and the live leases per concurrency key
+// (key_running.go), labelled by tenant and key under the same caps.
+// docs/metrics.md lists them. The meter also
+// keeps each queue's last hour of creations, completions, failures and
+// throttled claims, minute by minute, for the API's throughput view
 // (throughput.go), by tenant and queue, never by label.
 //
 // Where the numbers come from:
@@ -14,7 +17,10 @@
 //   - The counters and histograms are fed by the store's QueueMeter hook
 //     (internal/indexes/queue_meter.go), which the writer calls once per durable
 //     transaction with what it did to each queue. No handler or domain
-//     package counts anything itself.
+//     package counts anything itself, but for throttled claims, which write
+//     nothing: the claim path calls ClaimThrottled (throttled.go), whose
+//     reason label takes only the three flow-control codes (anything else
+//     is "other").
 //
 // Invariants:
 //   - Cardinality is bounded: at most Limits.MaxTenants tenants and, per

@@ -19,11 +19,15 @@ import (
 type Meter struct {
 	store  *graphstore.Store
 	labels *labeller
+	// keyLabels hands out the (tenant, key) label values of
+	// tether_key_running under the same caps (key_running.go).
+	keyLabels *labeller
 
 	claimWait, runTime    *prometheus.HistogramVec
 	created               *prometheus.CounterVec
 	completed, failed     *prometheus.CounterVec
 	dead, expired, lapsed *prometheus.CounterVec
+	throttled             *prometheus.CounterVec // throttled.go
 	// series caches each label pair's children (under labels.mu), so an
 	// observation hashes no label values.
 	series map[labelKey]*series
@@ -31,7 +35,7 @@ type Meter struct {
 	// queue, never by label (throughput.go).
 	history *histories
 
-	depthDesc, ageDesc *prometheus.Desc
+	depthDesc, ageDesc, keyRunningDesc *prometheus.Desc
 }
 
 // series are one label pair's counters and histograms.
@@ -49,10 +53,12 @@ var (
 func New(store *graphstore.Store, lim Limits) *Meter {
 	tq := []string{"tenant", "queue"}
 	return &Meter{
-		store:   store,
-		labels:  newLabeller(lim),
-		series:  map[labelKey]*series{},
-		history: newHistories(lim.withDefaults().MaxQueues, MaxHistories),
+		store:          store,
+		labels:         newLabeller(lim),
+		keyLabels:      newLabeller(lim),
+		keyRunningDesc: keyRunningDesc(),
+		series:         map[labelKey]*series{},
+		history:        newHistories(lim.withDefaults().MaxQueues, MaxHistories),
 		claimWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tether_queue_claim_wait_seconds", Help: "How long a node of the queue was ready before it was claimed.",
 			Buckets: claimWaitBuckets,
@@ -67,6 +73,7 @@ func New(store *graphstore.Store, lim Limits) *Meter {
 		dead:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_dead_total", Help: "Nodes of the queue dead-lettered (out of attempts)."}, tq),
 		expired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_expiries_total", Help: "Leases on nodes of the queue that expired."}, tq),
 		lapsed:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tether_queue_node_expiries_total", Help: "Nodes of the queue that ended expired: not claimed by their start_by."}, tq),
+		throttled: throttledVec(),
 		depthDesc: prometheus.NewDesc("tether_queue_depth", "Nodes of the queue by status.", []string{"tenant", "queue", "status"}, nil),
 		ageDesc:   prometheus.NewDesc("tether_queue_oldest_ready_age_seconds", "Age of the queue's oldest claimable node (0 when none is).", tq, nil),
 	}
@@ -75,7 +82,7 @@ func New(store *graphstore.Store, lim Limits) *Meter {
 // Register adds the series to reg and has the store tell the meter what
 // each transaction did.
 func (m *Meter) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.created, m.completed, m.failed, m.dead, m.expired, m.lapsed} {
+	for _, c := range []prometheus.Collector{m, m.claimWait, m.runTime, m.created, m.completed, m.failed, m.dead, m.expired, m.lapsed, m.throttled} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -143,6 +150,7 @@ func (m *Meter) seriesOf(k labelKey) *series {
 func (m *Meter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.depthDesc
 	ch <- m.ageDesc
+	ch <- m.keyRunningDesc
 }
 
 // depthKey is one depth series.
@@ -201,4 +209,5 @@ func (m *Meter) Collect(ch chan<- prometheus.Metric) {
 	for k, a := range age {
 		ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue, a, k.tenant, k.queue)
 	}
+	m.collectKeys(ch)
 }

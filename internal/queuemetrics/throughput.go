@@ -9,7 +9,8 @@ import (
 )
 
 // The throughput history: per queue, how many nodes were created, completed
-// and failed in each of the last Minutes minutes, kept in memory by the
+// and failed, and how many claims flow control held back, in each of the
+// last Minutes minutes, kept in memory by the
 // meter as the store tells it of each durable transaction. It serves the
 // API's throughput view (a tenant reads its own queues) without a
 // Prometheus; it starts empty when the server starts.
@@ -35,13 +36,16 @@ const MaxHistories = 10000
 type Minute struct {
 	At                         time.Time // the minute's start
 	Created, Completed, Failed int64
+	// Throttled counts the claims of the queue that flow control held
+	// back (ClaimThrottled).
+	Throttled int64
 }
 
 // minuteCounts is one slot of a ring: the minute it holds (Unix minutes,
 // which fit 32 bits for four thousand years) and its counts.
 type minuteCounts struct {
-	minute                     int32
-	created, completed, failed uint32
+	minute                                int32
+	created, completed, failed, throttled uint32
 }
 
 // history is one queue's ring of the last Minutes minutes.
@@ -102,6 +106,20 @@ func (h *histories) count(tenant, queue string, what indexes.QueueOutcome, now t
 	default:
 		return
 	}
+	c := h.slot(tenant, queue, now)
+	switch what {
+	case indexes.QueueCreated:
+		c.created++
+	case indexes.QueueCompleted:
+		c.completed++
+	case indexes.QueueFailed:
+		c.failed++
+	}
+}
+
+// slot is the counts of tenant's queue for the minute of now, its history
+// made (within the bounds) or moved to the front; call with mu held.
+func (h *histories) slot(tenant, queue string, now time.Time) *minuteCounts {
 	minute := int32(now.Unix() / 60)
 	h.dropIdle(minute)
 	el, k := h.find(tenant, queue)
@@ -119,15 +137,7 @@ func (h *histories) count(tenant, queue string, what indexes.QueueOutcome, now t
 	}
 	e := el.Value.(*historyEntry)
 	e.last = max(e.last, minute)
-	c := e.ring.at(minute)
-	switch what {
-	case indexes.QueueCreated:
-		c.created++
-	case indexes.QueueCompleted:
-		c.completed++
-	case indexes.QueueFailed:
-		c.failed++
-	}
+	return e.ring.at(minute)
 }
 
 // dropIdle drops the histories with nothing in the hour before minute:
@@ -173,6 +183,7 @@ func (m *Meter) Throughput(tenant, queue string) (minutes []Minute, shared bool)
 		}
 		if c := e.ring[minute%Minutes]; int64(c.minute) == minute {
 			minutes[i].Created, minutes[i].Completed, minutes[i].Failed = int64(c.created), int64(c.completed), int64(c.failed)
+			minutes[i].Throttled = int64(c.throttled)
 		}
 	}
 	return minutes, shared

@@ -13,7 +13,8 @@ import (
 // work and fix it in bulk: a filtered node list with its last errors, a bulk
 // requeue of 50 dead nodes confirmed with their count, a node's page with
 // every attempt's error, its props and its timeline, the queues' throughput
-// over the last hour, and the page at 420 px.
+// over the last hour (throttled claims among its series), and the page at
+// 420 px.
 func TestDashboardFindsAndFixesWork(t *testing.T) {
 	ctx := browser(t)
 	s := startSite(t)
@@ -116,7 +117,7 @@ func TestDashboardFindsAndFixesWork(t *testing.T) {
 		until(`document.querySelector('figure[data-queue="imports"] [data-total="created"]')?.textContent === '55 created'`),
 		until(`document.querySelector('figure[data-queue="imports"] [data-total="failed"]')?.textContent === '52 failed'`),
 		until(`document.querySelector('figure[data-queue="sync"] [data-total="failed"]')?.textContent === '3 failed'`),
-		until(`document.querySelectorAll('figure[data-queue="imports"] polyline').length === 3`))
+		until(`document.querySelectorAll('figure[data-queue="imports"] polyline').length === 4`))
 	screenshot(t, ctx, shots, "throughput.png")
 
 	// At 420 px the header wraps and "Sign out" stays on screen.

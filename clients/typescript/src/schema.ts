@@ -1878,6 +1878,11 @@ export interface components {
                 completed: number;
                 /** Format: int64 */
                 failed: number;
+                /**
+                 * Format: int64
+                 * @description Claims of the queue's nodes that flow control held back (a concurrency limit, a start rate or a usage budget).
+                 */
+                throttled: number;
             }[];
         };
         /** @description The filters of `listNodes`, combined with AND; none selects every work node. */

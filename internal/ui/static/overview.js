@@ -1,10 +1,11 @@
-// The tenant at a glance: live leases, queues, workers, schedules and the
-// newest events.
+// The tenant at a glance: live leases, queues, limits and budgets, workers,
+// schedules and the newest events.
 
 import { api, enc, serverNow } from './api.js';
 import { button, showProblem } from './actions.js';
 import { h, table, panel, nodeLink, countdown, fmtTime, ago, badge } from './dom.js';
 import { STATUSES, listHash } from './nodes.js';
+import { limitsTable, budgetsTable, queueFlow } from './flow.js';
 
 // Internal identity nodes (the far end of assigned edges) are not work: their
 // events stay out of the recent list unless the operator asks for them.
@@ -13,6 +14,8 @@ const isIdentity = (id) => id.startsWith('identity:');
 export function overview(main, recent) {
   const leases = panel('leases', 'Live leases');
   const queues = panel('queues', 'Queues');
+  const limits = panel('limits', 'Limits');
+  const budgets = panel('budgets', 'Budgets');
   const workers = panel('workers', 'Workers');
   const schedules = panel('schedules', 'Schedules');
   const events = panel('events', 'Recent events');
@@ -22,7 +25,7 @@ export function overview(main, recent) {
     onchange: (e) => { showIdentity = e.target.checked; renderEvents(); },
   }), ' identity nodes');
   main.replaceChildren(h('div', { class: 'grid' },
-    h('div', { class: 'col' }, leases, queues, workers, schedules),
+    h('div', { class: 'col' }, leases, queues, limits, budgets, workers, schedules),
     h('div', { class: 'col side' }, events)));
 
   let pending = null;
@@ -34,6 +37,8 @@ export function overview(main, recent) {
     const loads = [
       [leases, () => api('GET', '/v1/nodes?status=running&limit=1000').then(renderLeases)],
       [queues, () => api('GET', '/v1/queues?limit=1000').then(renderQueues)],
+      [limits, () => api('GET', '/v1/limits?limit=1000').then((l) => [h('div', { class: 'scroll' }, limitsTable(l)), more(l)])],
+      [budgets, () => api('GET', '/v1/budgets?limit=1000').then((b) => [h('div', { class: 'scroll' }, budgetsTable(b)), more(b)])],
       [workers, () => api('GET', '/v1/workers?limit=1000').then(renderWorkers)],
       [schedules, () => api('GET', '/v1/schedules?limit=1000').then(renderSchedules)],
     ];
@@ -75,10 +80,11 @@ export function overview(main, recent) {
       ...STATUSES.map((st) => h('td', { class: `num ${q.counts[st] ? '' : 'zero'}` },
         q.counts[st] ? h('a', { href: listHash({ queue: q.queue, status: st }), title: `${st} nodes of ${q.queue}` }, String(q.counts[st])) : '0')),
       h('td', { class: 'num' }, q.max_running ? String(q.max_running) : '—'),
+      h('td', { class: 'flow' }, queueFlow(q)),
       h('td', {}, q.paused
         ? button('Resume', `Resume ${q.queue}`, () => api('POST', `/v1/queues/${enc(q.queue)}/resume`), refresh, { kind: 'resume' })
         : button('Pause', `Pause ${q.queue}`, () => api('POST', `/v1/queues/${enc(q.queue)}/pause`), refresh, { kind: 'pause' }))));
-    return [h('div', { class: 'scroll' }, table(['Queue', 'State', 'Ready', ...STATUSES, 'Max running', ''], rows, 'No queues yet.')), more(list)];
+    return [h('div', { class: 'scroll' }, table(['Queue', 'State', 'Ready', ...STATUSES, 'Max running', 'Flow control', ''], rows, 'No queues yet.')), more(list)];
   }
 
   function renderWorkers(list) {

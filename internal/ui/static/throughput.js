@@ -1,12 +1,12 @@
 // Throughput per queue (#/throughput): created, completed and failed per
-// minute over the last hour, from what the server counts as writes commit
+// minute over the last hour, and the claims flow control held back, from what the server counts as writes commit
 // (GET /v1/queues/{queue}/throughput), one chart a queue.
 
 import { api, enc } from './api.js';
 import { h, s, panel } from './dom.js';
 import { listHash } from './nodes.js';
 
-const SERIES = [['created', 'Created'], ['completed', 'Completed'], ['failed', 'Failed']];
+const SERIES = [['created', 'Created'], ['completed', 'Completed'], ['failed', 'Failed'], ['throttled', 'Throttled']];
 const W = 600;
 const H = 140;
 const PAD = { left: 36, right: 8, top: 8, bottom: 20 };
