@@ -573,16 +573,15 @@ func TestLinearizeEtcdFaults(t *testing.T) {
 		runs, total.Ops, total.Unknown, total.Nodes, faults, takeovers)
 }
 
-// linearizeEtcdRun is one run: on loopback with embedded etcd members, or,
-// for partitions, with every process in a network namespace of its own.
-func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (linearize.Counts, map[string]int, int) {
+// newLeCluster starts a three-member etcd cluster and two servers over it
+// (on loopback, or, for partitions, each process in a network namespace of
+// its own), and picks as the tenant under test one the first server owns.
+func newLeCluster(t *testing.T, partitions bool) *leCluster {
 	c := &leCluster{t: t, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, held: map[string]leHolder{}, causes: map[int64]int64{}, proxies: map[*proc][]*etcdProxy{}, faults: map[string]int{}}
 	var addrA, addrB string
-	load := scale.load
 	if partitions {
 		c.net, c.etcd, c.hc = newLeNet(t)
 		addrA, addrB = c.net.addrs(t)
-		load = scale.splits
 	} else {
 		c.etcd = etcdtest.Start(t, 3)
 		if !c.etcd.Embedded() {
@@ -605,6 +604,17 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (li
 	}
 	c.tenant = victims[0]
 	c.shard = efShardOf(c.tenant)
+	return c
+}
+
+// linearizeEtcdRun is one run: on loopback with embedded etcd members, or,
+// for partitions, with every process in a network namespace of its own.
+func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (linearize.Counts, map[string]int, int) {
+	c := newLeCluster(t, partitions)
+	load := scale.load
+	if partitions {
+		load = scale.splits
+	}
 	subs := []string{}
 	for i := range scale.clients {
 		subs = append(subs, fmt.Sprintf("w%02d", i))
