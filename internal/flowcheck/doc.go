@@ -69,5 +69,7 @@
 //     calls' instants within their intervals explains (the proofs above).
 //   - Its own test feeds it hand-written histories (over the limit, over
 //     the rate, at the exact boundary, ambiguous overlaps) and requires it
-//     to flag exactly the illegal ones.
+//     to flag exactly the illegal ones; and histories of a simulated server
+//     that keeps its limits, each call's interval overlapping others, which
+//     it must never flag, and must flag when told tighter limits.
 package flowcheck
