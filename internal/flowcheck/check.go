@@ -94,7 +94,7 @@ const maxShown = 10
 // Check finds every proof in ops that cfg.Limits were broken: for each
 // limited key, the first instant too many leases were surely running; for
 // each rate bucket, the first window (by its start) with too many grants
-// surely inside it.
+// surely inside it (only answered grants count: a re-claim renews).
 func Check(cfg Config, ops []Op) Report {
 	slack := int64(cfg.ClockSlack)
 	ls := leases(ops, slack)
@@ -180,7 +180,8 @@ func sweep(key string, limit int, ls []*lease) (int, *Violation) {
 // window came.
 func (r *Report) checkRate(bucket, pattern string, rate Rate, ls []*lease, slack int64) {
 	r.RateBuckets++
-	grants := slices.Clone(ls)
+	// A lease whose grant the history does not hold cannot be placed.
+	grants := slices.DeleteFunc(slices.Clone(ls), func(l *lease) bool { return l.granted.Kind == 0 })
 	slices.SortFunc(grants, func(a, b *lease) int { return cmp.Compare(a.granted.Call, b.granted.Call) })
 	// From the latest start back, keep the returns of the grants sent at
 	// or after the window's start, in order: the k-th of them ends the

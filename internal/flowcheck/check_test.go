@@ -258,6 +258,21 @@ func TestRateRenewalIsNoGrant(t *testing.T) {
 	require.True(t, Check(cfg, b.ops).OK())
 }
 
+func TestRateReclaimOfAnUnseenGrantIsNoGrant(t *testing.T) {
+	t.Parallel()
+	cfg := rated(map[string]Rate{"k": {PerSecond: 1, Burst: 1}}, nil)
+	// b and c were granted earlier by calls without an answer; their
+	// holders' re-claims place nothing in the window.
+	b := (&h{}).grant("a", 1, 0, 1, 0, "k").grant("b", 1, 10, 11, 0, "k").grant("c", 1, 20, 21, 0, "k")
+	b.ops[1].Renewed, b.ops[2].Renewed = true, true
+	r := Check(cfg, b.ops)
+	require.True(t, r.OK(), "%v", r)
+	// They still ran: for max_running they count from the re-claim's answer.
+	r = Check(running(map[string]int{"k": 2}), b.ops)
+	require.Len(t, r.Violations, 1)
+	require.Equal(t, at(21), r.Violations[0].From)
+}
+
 func TestCheckIsPure(t *testing.T) {
 	t.Parallel()
 	cfg := Config{Limits: Limits{MaxRunning: map[string]int{"k": 1}, KeyRates: map[string]Rate{"k": {PerSecond: 1, Burst: 1}}}, ClockSlack: time.Millisecond}

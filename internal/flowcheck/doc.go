@@ -20,13 +20,14 @@
 //
 //	[granted.Return, min(end.Call, expires − ClockSlack))
 //
-// where granted is the call whose answer handed it out (claim by id,
-// claim-next, a claims batch, complete with next), end is the first call
-// that could have ended it (a release, complete or fail sent by its holder,
-// whatever the answer, unknown included), and expires is the latest expiry
-// its holder was told (by the grant or by an answered renewal). Why each
-// bound holds:
-//   - The grant took effect at or before its answer.
+// where granted is the first answered call that showed it held (its
+// grant: claim by id, claim-next, a claims batch, complete with next; or
+// its holder's re-claim, when the grant's answer was lost), end is the
+// first call that could have ended it (a release, complete or fail sent by
+// its holder, whatever the answer, unknown included), and expires is the
+// latest expiry its holder was told (by a grant, a re-claim or an answered
+// renewal). Why each bound holds:
+//   - The lease was held at that answer, and from its grant on.
 //   - Only its holder's release, complete or fail, or its expiry, ends a
 //     lease (the leasing contract; a hand-off keeps the lease, and the load
 //     cancels nothing). The first such call cannot act before it is sent.
@@ -61,7 +62,9 @@
 // the true count from below, so exceeding r × (t2 − t1 + ClockSlack) + b is
 // a proof of a violation. Only the windows that begin at some grant's Call
 // and end at some grant's Return can be the tightest, so the checker
-// tries those. A renewal (a re-claim by the holder) is not a grant.
+// tries those. A renewal (a re-claim by the holder) is not a grant, and a
+// lease whose grant went unanswered has no interval to place it in: it
+// counts in no window.
 //
 // Invariants of the package:
 //   - Check is pure: the same history and limits give the same report.

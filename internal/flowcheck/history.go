@@ -12,10 +12,10 @@ type Kind uint8
 
 // The calls the checker reads. Grant is any call whose answer handed out a
 // lease (claim by id, claim-next, a claims batch, complete with next, a
-// status change to in_progress); Renew is a renewal the server answered
-// (a re-claim by the holder, which keeps the fence, may be recorded as
-// either); End is a release, complete or fail sent by the lease's holder,
-// whatever its answer.
+// status change to in_progress), or showed its holder's own lease renewed
+// by a re-claim (Renewed set); Renew is a renewal the server answered; End
+// is a release, complete or fail sent by the lease's holder, whatever its
+// answer.
 const (
 	Grant Kind = iota + 1
 	Renew
@@ -45,6 +45,10 @@ type Op struct {
 	Keys []string `json:"keys,omitempty"`
 	// Queue is the node's queue (Grant only).
 	Queue string `json:"queue,omitempty"`
+	// Renewed says a Grant's answer was the holder's own lease renewed (a
+	// re-claim), not a new one: the lease was granted earlier, by a call
+	// the history may not hold.
+	Renewed bool `json:"renewed,omitempty"`
 	// Call is when the call was sent; Return when its answer came (End:
 	// unused, the answer does not matter).
 	Call   int64 `json:"call"`

@@ -13,19 +13,23 @@ type LeaseID struct {
 
 // lease is what the history says of one lease.
 type lease struct {
-	id      LeaseID
-	keys    []string
-	queue   string
-	granted Op    // the first answered grant
+	id    LeaseID
+	keys  []string
+	queue string
+	// granted is the answered call that handed it out; zero when the
+	// history holds only re-claims of it (its grant went unanswered).
+	granted Op
 	expires int64 // the latest expiry its holder was told
 	end     int64 // the first end call's send; 0 when none
-	// from and to bound the interval it was surely live: [from, to).
+	// from and to bound the interval it was surely live: [from, to), from
+	// the first answer that showed it held.
 	from, to int64
 }
 
 // leases gathers the history by lease. A grant of a lease already granted
 // (the holder's re-claim) is a renewal. Renewals and ends of a lease the
-// history never saw granted are left out: they cannot make it surely live.
+// history never saw granted or re-claimed are left out: they cannot make
+// it surely live.
 func leases(ops []Op, slack int64) []*lease {
 	byID := map[LeaseID]*lease{}
 	var out []*lease
@@ -36,13 +40,17 @@ func leases(ops []Op, slack int64) []*lease {
 			continue
 		}
 		id := LeaseID{op.Node, op.Fence}
-		if l := byID[id]; l != nil {
-			l.expires = max(l.expires, op.Expires)
-			continue
+		l := byID[id]
+		if l == nil {
+			l = &lease{id: id, keys: op.Keys, queue: op.Queue, from: op.Return, expires: op.Expires}
+			byID[id] = l
+			out = append(out, l)
 		}
-		l := &lease{id: id, keys: op.Keys, queue: op.Queue, granted: op, expires: op.Expires}
-		byID[id] = l
-		out = append(out, l)
+		l.from = min(l.from, op.Return)
+		l.expires = max(l.expires, op.Expires)
+		if !op.Renewed && l.granted.Kind == 0 {
+			l.granted = op
+		}
 	}
 	for _, op := range ordered {
 		l := byID[LeaseID{op.Node, op.Fence}]
@@ -59,7 +67,7 @@ func leases(ops []Op, slack int64) []*lease {
 		}
 	}
 	for _, l := range out {
-		l.from, l.to = l.granted.Return, l.expires-slack
+		l.to = l.expires - slack
 		if l.end != 0 {
 			l.to = min(l.to, l.end)
 		}
