@@ -268,7 +268,7 @@ func TestCompleteWithNextAtTheCaps(t *testing.T) {
 	res, err := e.admin().PatchTenantPolicyWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, client.PolicyPatch{MaxLeasesPerIdentity: client.Value(int64(1))})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
-	set, err := e.dispatcher().UpdateQueueWithResponse(ctx, "q", client.QueuePatch{MaxRunning: 1})
+	set, err := e.dispatcher().UpdateQueueWithResponse(ctx, "q", client.QueuePatch{MaxRunning: ptr(int64(1))})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, set.StatusCode(), string(set.Body))
 	for _, id := range []string{"c1", "c2", "c3"} {

@@ -103,6 +103,8 @@ type nodeJSON struct {
 	UpdatedAt   Time               `json:"updated_at"`
 	Blobs       []string           `json:"blobs"`
 	Traceparent *string            `json:"traceparent,omitempty"`
+	// ConcurrencyKeys is left out when the node has none.
+	ConcurrencyKeys *[]string `json:"concurrency_keys,omitempty"`
 }
 
 type progressJSON struct {
@@ -147,6 +149,9 @@ func toNode(v nodes.NodeView) nodeJSON {
 		Usage: n.Usage, UsageTotal: n.UsageTotal, Version: n.Version, CreatedBy: n.CreatedBy,
 		CreatedAt: Time(n.CreatedAt), UpdatedAt: Time(n.UpdatedAt), Blobs: n.Blobs,
 		Traceparent: fieldPtr(&n.Traceparent),
+	}
+	if len(n.ConcurrencyKeys) > 0 {
+		out.ConcurrencyKeys = &n.ConcurrencyKeys
 	}
 	if out.Labels == nil {
 		out.Labels = []string{}

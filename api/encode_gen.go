@@ -95,6 +95,10 @@ func (v *nodeJSON) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"traceparent":`...)
 		b = appendStringPtr(b, v.Traceparent)
 	}
+	if v.ConcurrencyKeys != nil {
+		b = append(b, `,"concurrency_keys":`...)
+		b = appendStrings(b, *v.ConcurrencyKeys)
+	}
 	return append(b, '}'), nil
 }
 

@@ -1,22 +1,48 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/flow"
 	"github.com/tether-run/tether/internal/nodes"
 	"github.com/tether-run/tether/internal/records"
 )
 
 type queueJSON struct {
-	Queue         string                   `json:"queue"`
-	Paused        bool                     `json:"paused"`
-	MaxRunning    int64                    `json:"max_running"`
-	Counts        map[records.Status]int64 `json:"counts"`
-	Ready         int                      `json:"ready"`
-	OldestReadyAt *Time                    `json:"oldest_ready_at"`
+	Queue            string                   `json:"queue"`
+	Paused           bool                     `json:"paused"`
+	MaxRunning       int64                    `json:"max_running"`
+	Counts           map[records.Status]int64 `json:"counts"`
+	Ready            int                      `json:"ready"`
+	OldestReadyAt    *Time                    `json:"oldest_ready_at"`
+	MaxRunningPerKey *int64                   `json:"max_running_per_key,omitempty"`
+	Fair             *bool                    `json:"fair,omitempty"`
+	AgeEveryMS       *int64                   `json:"age_priority_every_ms,omitempty"`
+	Rate             *rateJSON                `json:"rate,omitempty"`
+}
+
+// rateJSON is a start rate (flow.Rate) at the HTTP edge.
+type rateJSON struct {
+	PerSecond float64 `json:"per_second"`
+	Burst     int64   `json:"burst"`
+}
+
+func (r *rateJSON) rate() *flow.Rate {
+	if r == nil {
+		return nil
+	}
+	return &flow.Rate{PerSecond: r.PerSecond, Burst: r.Burst}
+}
+
+func toRate(perSecond float64, burst int64) *rateJSON {
+	if burst == 0 {
+		return nil
+	}
+	return &rateJSON{PerSecond: perSecond, Burst: burst}
 }
 
 func toQueue(v nodes.QueueView) queueJSON {
@@ -24,7 +50,19 @@ func toQueue(v nodes.QueueView) queueJSON {
 	for _, st := range records.Statuses() {
 		counts[st] = v.Counts[st]
 	}
-	return queueJSON{Queue: v.Queue, Paused: v.Paused, MaxRunning: v.MaxRunning, Counts: counts, Ready: v.Ready, OldestReadyAt: timePtr(v.OldestReady)}
+	q := queueJSON{Queue: v.Queue, Paused: v.Paused, MaxRunning: v.MaxRunning, Counts: counts, Ready: v.Ready, OldestReadyAt: timePtr(v.OldestReady)}
+	st := v.Settings
+	if st.MaxRunningPerKey != 0 {
+		q.MaxRunningPerKey = &st.MaxRunningPerKey
+	}
+	if st.Fair {
+		q.Fair = &st.Fair
+	}
+	if st.AgeEveryMS != 0 {
+		q.AgeEveryMS = &st.AgeEveryMS
+	}
+	q.Rate = toRate(st.RatePerSecond, st.RateBurst)
+	return q
 }
 
 func (s *Server) listQueues(c echo.Context) error {
@@ -67,15 +105,29 @@ func (s *Server) patchQueue(c echo.Context) error {
 		return err
 	}
 	var b struct {
-		MaxRunning *int64 `json:"max_running"`
+		MaxRunning       *int64    `json:"max_running"`
+		MaxRunningPerKey *int64    `json:"max_running_per_key"`
+		Fair             *bool     `json:"fair"`
+		AgeEveryMS       *int64    `json:"age_priority_every_ms"`
+		Rate             *rateJSON `json:"rate"`
 	}
 	if err := decodeStrict(body, &b, false); err != nil {
 		return err
 	}
-	if b.MaxRunning == nil {
-		return fault.Invalidf("max_running", "is required (0 removes the cap)")
+	ch := nodes.QueueChange{MaxRunning: b.MaxRunning, MaxRunningPerKey: b.MaxRunningPerKey, Fair: b.Fair, AgeEveryMS: b.AgeEveryMS}
+	// rate is a merge-patch member: null removes the rate, absence keeps it.
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return fault.Invalidf("", "the body must be a JSON object")
 	}
-	return s.setQueue(c, nodes.QueueChange{MaxRunning: b.MaxRunning})
+	for k, v := range members {
+		if k != "rate" && string(v) == "null" {
+			return fault.Invalidf(k, "cannot be null (0 or false turns it off)")
+		}
+	}
+	_, ch.SetRate = members["rate"]
+	ch.Rate = b.Rate.rate()
+	return s.setQueue(c, ch)
 }
 
 // claimFields are the members of a claim-next body; a complete's next

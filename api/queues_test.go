@@ -620,11 +620,11 @@ func TestQueueMaxRunning(t *testing.T) {
 	d := e.dispatcher()
 	alice, bob, carol, dave := e.user("alice"), e.user("bob"), e.user("carol"), e.user("dave")
 
-	denied, err := alice.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: 2})
+	denied, err := alice.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: ptr(int64(2))})
 	require.NoError(t, err)
 	requireProblem(t, denied.ApplicationProblemJSON403, http.StatusForbidden, client.ProblemCodeForbidden)
 
-	set, err := d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: 2})
+	set, err := d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: ptr(int64(2))})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, set.StatusCode(), string(set.Body))
 	require.Equal(t, "mr", set.JSON200.Queue)
@@ -660,7 +660,7 @@ func TestQueueMaxRunning(t *testing.T) {
 	requireNothing(t, dave, "mr", client.ClaimNextRequest{})
 
 	// Raising the cap to 4 with 2 running leaves room for exactly two more.
-	set, err = d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: 4})
+	set, err = d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: ptr(int64(4))})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, set.StatusCode(), string(set.Body))
 	room, err := e.user("eve").ClaimNextManyWithResponse(ctx, "mr", client.ClaimManyRequest{Max: ptr(10)})
@@ -668,7 +668,7 @@ func TestQueueMaxRunning(t *testing.T) {
 	require.Equal(t, []string{"mr4", "mr5"}, ids(room.JSON200.Items))
 
 	// 0 removes the cap.
-	set, err = d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: 0})
+	set, err = d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: ptr(int64(0))})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, set.StatusCode(), string(set.Body))
 	require.Zero(t, set.JSON200.MaxRunning)
@@ -678,11 +678,11 @@ func TestQueueMaxRunning(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"mr7", "mr8"}, ids(rest.JSON200.Items))
 
-	neg, err := d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: -1})
+	neg, err := d.UpdateQueueWithResponse(ctx, "mr", client.QueuePatch{MaxRunning: ptr(int64(-1))})
 	require.NoError(t, err)
 	requireProblem(t, neg.ApplicationProblemJSON400, http.StatusBadRequest, client.ProblemCodeBadRequest)
 	tok := e.token("acme", "head", "dispatcher")
-	for _, body := range []string{`{}`, `{"max_running":null}`, `{"max_running":1.5}`, `{"max_running":"2"}`, `{"max_running":1,"paused":true}`} {
+	for _, body := range []string{`{"max_running":null}`, `{"max_running":1.5}`, `{"max_running":"2"}`, `{"max_running":1,"paused":true}`} {
 		resp, b := e.raw(http.MethodPatch, "/v1/queues/mr", tok, "application/json", body)
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", body, b)
 	}

@@ -297,6 +297,56 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
 	GetBlob(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListBudgets List usage budgets and their spend
+	//
+	// Role: reader. The tenant's usage budgets, by key, each with what was spent
+	// in the current window. Paged: follow `next_cursor` until it is null.
+	//
+	// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+	ListBudgets(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteBudget Remove a key's usage budget
+	//
+	// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+	// the key has no budget.
+	//
+	// Corresponds with DELETE /v1/budgets/{key} (the `DeleteBudget` operationId).
+	DeleteBudget(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutBudgetWithBody Set a usage budget on a key
+	//
+	// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+	// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+	// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+	// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+	// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+	// `window_end`) and claim-next skips them until the window rolls over; running
+	// work carries on and its spend still counts. The body replaces the key's
+	// budget; spend already counted in the current window is kept when `usage`
+	// and `window_ms` stay the same.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+	PutBudgetWithBody(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutBudget Set a usage budget on a key
+	//
+	// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+	// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+	// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+	// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+	// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+	// `window_end`) and claim-next skips them until the window rolls over; running
+	// work carries on and its spend still counts. The body replaces the key's
+	// budget; spend already counted in the current window is kept when `usage`
+	// and `window_ms` stay the same.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+	PutBudget(ctx context.Context, key ConcurrencyKey, body PutBudgetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteEdge Retire an edge
 	//
 	// Role dispatcher. Retires the live edge; it stays as history.
@@ -404,6 +454,65 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLimits List concurrency limits and start rates
+	//
+	// Role: reader. The tenant's limits on concurrency keys, by key, each with how
+	// many live leases count against it now. For an exact key `running` is the
+	// live leases of nodes carrying the key. For a prefix (`repo:*`) the limit
+	// holds for every distinct matching key on its own: `running` is the live
+	// leases of the busiest matching key and `running_keys` how many distinct
+	// matching keys hold at least one live lease. Paged: follow `next_cursor`
+	// until it is null.
+	//
+	// Corresponds with GET /v1/limits (the `ListLimits` operationId).
+	ListLimits(ctx context.Context, params *ListLimitsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteLimit Remove a key's limit and rate
+	//
+	// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+	// the key has no limit.
+	//
+	// Corresponds with DELETE /v1/limits/{key} (the `DeleteLimit` operationId).
+	DeleteLimit(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimitWithBody Set a concurrency limit or start rate on a key
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases at once on
+	// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+	// (`per_second` tokens a second, at most `burst` at once). Either part may be
+	// left out; at least one is given; the body replaces what the key had. A key
+	// ending in `*` is a prefix: the limit then holds for each distinct key that
+	// starts with what comes before the `*`, on its own. Where an exact limit and
+	// prefixes match one key, each of them holds. A claim that would take a key
+	// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+	// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+	// A lowered limit cuts off no running work: new claims wait until the key is
+	// under it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+	PutLimitWithBody(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutLimit Set a concurrency limit or start rate on a key
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases at once on
+	// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+	// (`per_second` tokens a second, at most `burst` at once). Either part may be
+	// left out; at least one is given; the body replaces what the key had. A key
+	// ending in `*` is a prefix: the limit then holds for each distinct key that
+	// starts with what comes before the `*`, on its own. Where an exact limit and
+	// prefixes match one key, each of them holds. A claim that would take a key
+	// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+	// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+	// A lowered limit cuts off no running work: new claims wait until the key is
+	// under it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+	PutLimit(ctx context.Context, key ConcurrencyKey, body PutLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendMessageWithBody Send a message (steer a running agent)
 	//
@@ -1057,6 +1166,11 @@ type ClientInterface interface {
 	//
 	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
 	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+	// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+	// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+	// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+	// removes it. Absent members are left alone.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1067,6 +1181,11 @@ type ClientInterface interface {
 	//
 	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
 	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+	// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+	// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+	// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+	// removes it. Absent members are left alone.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1093,6 +1212,16 @@ type ClientInterface interface {
 	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
+	// Flow control (concurrency keys, start rates, budgets; see `PUT
+	// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+	// at their limit and takes the next claimable one. A queue with `fair` takes
+	// from the ready nodes' keys in turn within a priority band; one with
+	// `age_priority_every_ms` counts a node one band higher for every such
+	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// a token or a new window as it waits for a ready node. When nothing was
+	// handed out because of flow control the answer is `204` with `Retry-After`,
+	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -1118,6 +1247,16 @@ type ClientInterface interface {
 	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
+	// Flow control (concurrency keys, start rates, budgets; see `PUT
+	// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+	// at their limit and takes the next claimable one. A queue with `fair` takes
+	// from the ready nodes' keys in turn within a priority band; one with
+	// `age_priority_every_ms` counts a node one band higher for every such
+	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// a token or a new window as it waits for a ready node. When nothing was
+	// handed out because of flow control the answer is `204` with `Retry-After`,
+	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -1138,6 +1277,11 @@ type ClientInterface interface {
 	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 	// from create keys.
 	//
+	// Flow control applies as for `claimNext`. When it held back every node that
+	// could have been handed out, so that nothing was, the answer is `204` with
+	// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+	// at all is still `200` with no items.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -1157,6 +1301,11 @@ type ClientInterface interface {
 	// nothing, so a repeat of it may claim. The same key from another identity, or
 	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 	// from create keys.
+	//
+	// Flow control applies as for `claimNext`. When it held back every node that
+	// could have been handed out, so that nothing was, the answer is `204` with
+	// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+	// at all is still `200` with no items.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1923,6 +2072,96 @@ func (c *Client) GetBlob(ctx context.Context, sha256 BlobSHA256, params *GetBlob
 	return c.Client.Do(req)
 }
 
+// ListBudgets List usage budgets and their spend
+//
+// Role: reader. The tenant's usage budgets, by key, each with what was spent
+// in the current window. Paged: follow `next_cursor` until it is null.
+//
+// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+func (c *Client) ListBudgets(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBudgetsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteBudget Remove a key's usage budget
+//
+// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+// the key has no budget.
+//
+// Corresponds with DELETE /v1/budgets/{key} (the `DeleteBudget` operationId).
+func (c *Client) DeleteBudget(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteBudgetRequest(c.Server, key)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutBudgetWithBody Set a usage budget on a key
+//
+// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+// `window_end`) and claim-next skips them until the window rolls over; running
+// work carries on and its spend still counts. The body replaces the key's
+// budget; spend already counted in the current window is kept when `usage`
+// and `window_ms` stay the same.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+func (c *Client) PutBudgetWithBody(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutBudgetRequestWithBody(c.Server, key, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutBudget Set a usage budget on a key
+//
+// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+// `window_end`) and claim-next skips them until the window rolls over; running
+// work carries on and its spend still counts. The body replaces the key's
+// budget; spend already counted in the current window is kept when `usage`
+// and `window_ms` stay the same.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+func (c *Client) PutBudget(ctx context.Context, key ConcurrencyKey, body PutBudgetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutBudgetRequest(c.Server, key, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteEdge Retire an edge
 //
 // Role dispatcher. Retires the live edge; it stays as history.
@@ -2091,6 +2330,105 @@ func (c *Client) AckMessage(ctx context.Context, id MessageID, reqEditors ...Req
 // Corresponds with GET /v1/leases (the `ListLeases` operationId).
 func (c *Client) ListLeases(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListLeasesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLimits List concurrency limits and start rates
+//
+// Role: reader. The tenant's limits on concurrency keys, by key, each with how
+// many live leases count against it now. For an exact key `running` is the
+// live leases of nodes carrying the key. For a prefix (`repo:*`) the limit
+// holds for every distinct matching key on its own: `running` is the live
+// leases of the busiest matching key and `running_keys` how many distinct
+// matching keys hold at least one live lease. Paged: follow `next_cursor`
+// until it is null.
+//
+// Corresponds with GET /v1/limits (the `ListLimits` operationId).
+func (c *Client) ListLimits(ctx context.Context, params *ListLimitsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLimitsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLimit Remove a key's limit and rate
+//
+// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+// the key has no limit.
+//
+// Corresponds with DELETE /v1/limits/{key} (the `DeleteLimit` operationId).
+func (c *Client) DeleteLimit(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLimitRequest(c.Server, key)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimitWithBody Set a concurrency limit or start rate on a key
+//
+// Role: dispatcher. `max_running`: at most that many live leases at once on
+// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+// (`per_second` tokens a second, at most `burst` at once). Either part may be
+// left out; at least one is given; the body replaces what the key had. A key
+// ending in `*` is a prefix: the limit then holds for each distinct key that
+// starts with what comes before the `*`, on its own. Where an exact limit and
+// prefixes match one key, each of them holds. A claim that would take a key
+// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+// A lowered limit cuts off no running work: new claims wait until the key is
+// under it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+func (c *Client) PutLimitWithBody(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitRequestWithBody(c.Server, key, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutLimit Set a concurrency limit or start rate on a key
+//
+// Role: dispatcher. `max_running`: at most that many live leases at once on
+// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+// (`per_second` tokens a second, at most `burst` at once). Either part may be
+// left out; at least one is given; the body replaces what the key had. A key
+// ending in `*` is a prefix: the limit then holds for each distinct key that
+// starts with what comes before the `*`, on its own. Where an exact limit and
+// prefixes match one key, each of them holds. A claim that would take a key
+// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+// A lowered limit cuts off no running work: new claims wait until the key is
+// under it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+func (c *Client) PutLimit(ctx context.Context, key ConcurrencyKey, body PutLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutLimitRequest(c.Server, key, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3173,6 +3511,11 @@ func (c *Client) ListQueues(ctx context.Context, params *ListQueuesParams, reqEd
 //
 // Role: dispatcher. `max_running`: at most that many live leases in the queue at
 // once (0 removes the cap); claim-next hands out nothing while at the cap.
+// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+// removes it. Absent members are left alone.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3193,6 +3536,11 @@ func (c *Client) UpdateQueueWithBody(ctx context.Context, queue string, contentT
 //
 // Role: dispatcher. `max_running`: at most that many live leases in the queue at
 // once (0 removes the cap); claim-next hands out nothing while at the cap.
+// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+// removes it. Absent members are left alone.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3229,6 +3577,16 @@ func (c *Client) UpdateQueue(ctx context.Context, queue string, body UpdateQueue
 // queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 // keys: a key used for a create may be used for a claim, and the other way round.
 //
+// Flow control (concurrency keys, start rates, budgets; see `PUT
+// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+// at their limit and takes the next claimable one. A queue with `fair` takes
+// from the ready nodes' keys in turn within a priority band; one with
+// `age_priority_every_ms` counts a node one band higher for every such
+// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// a token or a new window as it waits for a ready node. When nothing was
+// handed out because of flow control the answer is `204` with `Retry-After`,
+// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -3264,6 +3622,16 @@ func (c *Client) ClaimNextWithBody(ctx context.Context, queue string, contentTyp
 // queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 // keys: a key used for a create may be used for a claim, and the other way round.
 //
+// Flow control (concurrency keys, start rates, budgets; see `PUT
+// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+// at their limit and takes the next claimable one. A queue with `fair` takes
+// from the ready nodes' keys in turn within a priority band; one with
+// `age_priority_every_ms` counts a node one band higher for every such
+// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// a token or a new window as it waits for a ready node. When nothing was
+// handed out because of flow control the answer is `204` with `Retry-After`,
+// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -3294,6 +3662,11 @@ func (c *Client) ClaimNext(ctx context.Context, queue string, body ClaimNextJSON
 // with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 // from create keys.
 //
+// Flow control applies as for `claimNext`. When it held back every node that
+// could have been handed out, so that nothing was, the answer is `204` with
+// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+// at all is still `200` with no items.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -3323,6 +3696,11 @@ func (c *Client) ClaimNextManyWithBody(ctx context.Context, queue string, conten
 // nothing, so a repeat of it may claim. The same key from another identity, or
 // with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 // from create keys.
+//
+// Flow control applies as for `claimNext`. When it held back every node that
+// could have been handed out, so that nothing was, the answer is `204` with
+// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+// at all is still `200` with no items.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4540,6 +4918,163 @@ func NewGetBlobRequest(server string, sha256 BlobSHA256, params *GetBlobParams) 
 	return req, nil
 }
 
+// NewListBudgetsRequest constructs an http.Request for the ListBudgets method
+func NewListBudgetsRequest(server string, params *ListBudgetsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/budgets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteBudgetRequest constructs an http.Request for the DeleteBudget method
+func NewDeleteBudgetRequest(server string, key ConcurrencyKey) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("key", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/budgets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutBudgetRequest calls the generic PutBudget builder with application/json body
+func NewPutBudgetRequest(server string, key ConcurrencyKey, body PutBudgetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutBudgetRequestWithBody(server, key, "application/json", bodyReader)
+}
+
+// NewPutBudgetRequestWithBody constructs an http.Request for the PutBudget method, with any body, and a specified content type
+func NewPutBudgetRequestWithBody(server string, key ConcurrencyKey, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("key", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/budgets/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteEdgeRequest constructs an http.Request for the DeleteEdge method
 func NewDeleteEdgeRequest(server string, params *DeleteEdgeParams) (*http.Request, error) {
 	var err error
@@ -4978,6 +5513,163 @@ func NewListLeasesRequest(server string, params *ListLeasesParams) (*http.Reques
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListLimitsRequest constructs an http.Request for the ListLimits method
+func NewListLimitsRequest(server string, params *ListLimitsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/limits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteLimitRequest constructs an http.Request for the DeleteLimit method
+func NewDeleteLimitRequest(server string, key ConcurrencyKey) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("key", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/limits/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutLimitRequest calls the generic PutLimit builder with application/json body
+func NewPutLimitRequest(server string, key ConcurrencyKey, body PutLimitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutLimitRequestWithBody(server, key, "application/json", bodyReader)
+}
+
+// NewPutLimitRequestWithBody constructs an http.Request for the PutLimit method, with any body, and a specified content type
+func NewPutLimitRequestWithBody(server string, key ConcurrencyKey, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	pathParam0, err = pathSegment("key", pathParam0)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/limits/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -7946,6 +8638,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/blobs/{sha256} (the `GetBlob` operationId).
 	GetBlobWithResponse(ctx context.Context, sha256 BlobSHA256, params *GetBlobParams, reqEditors ...RequestEditorFn) (*GetBlobResponse, error)
 
+	// ListBudgetsWithResponse List usage budgets and their spend
+	//
+	// Role: reader. The tenant's usage budgets, by key, each with what was spent
+	// in the current window. Paged: follow `next_cursor` until it is null.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+	ListBudgetsWithResponse(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*ListBudgetsResponse, error)
+
+	// DeleteBudgetWithResponse Remove a key's usage budget
+	//
+	// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+	// the key has no budget.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/budgets/{key} (the `DeleteBudget` operationId).
+	DeleteBudgetWithResponse(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*DeleteBudgetResponse, error)
+
+	// PutBudgetWithBodyWithResponse Set a usage budget on a key
+	//
+	// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+	// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+	// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+	// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+	// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+	// `window_end`) and claim-next skips them until the window rolls over; running
+	// work carries on and its spend still counts. The body replaces the key's
+	// budget; spend already counted in the current window is kept when `usage`
+	// and `window_ms` stay the same.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+	PutBudgetWithBodyWithResponse(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutBudgetResponse, error)
+
+	// PutBudgetWithResponse Set a usage budget on a key
+	//
+	// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+	// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+	// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+	// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+	// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+	// `window_end`) and claim-next skips them until the window rolls over; running
+	// work carries on and its spend still counts. The body replaces the key's
+	// budget; spend already counted in the current window is kept when `usage`
+	// and `window_ms` stay the same.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+	PutBudgetWithResponse(ctx context.Context, key ConcurrencyKey, body PutBudgetJSONRequestBody, reqEditors ...RequestEditorFn) (*PutBudgetResponse, error)
+
 	// DeleteEdgeWithResponse Retire an edge
 	//
 	// Role dispatcher. Retires the live edge; it stays as history.
@@ -8063,6 +8809,69 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/leases (the `ListLeases` operationId).
 	ListLeasesWithResponse(ctx context.Context, params *ListLeasesParams, reqEditors ...RequestEditorFn) (*ListLeasesResponse, error)
+
+	// ListLimitsWithResponse List concurrency limits and start rates
+	//
+	// Role: reader. The tenant's limits on concurrency keys, by key, each with how
+	// many live leases count against it now. For an exact key `running` is the
+	// live leases of nodes carrying the key. For a prefix (`repo:*`) the limit
+	// holds for every distinct matching key on its own: `running` is the live
+	// leases of the busiest matching key and `running_keys` how many distinct
+	// matching keys hold at least one live lease. Paged: follow `next_cursor`
+	// until it is null.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/limits (the `ListLimits` operationId).
+	ListLimitsWithResponse(ctx context.Context, params *ListLimitsParams, reqEditors ...RequestEditorFn) (*ListLimitsResponse, error)
+
+	// DeleteLimitWithResponse Remove a key's limit and rate
+	//
+	// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+	// the key has no limit.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/limits/{key} (the `DeleteLimit` operationId).
+	DeleteLimitWithResponse(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*DeleteLimitResponse, error)
+
+	// PutLimitWithBodyWithResponse Set a concurrency limit or start rate on a key
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases at once on
+	// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+	// (`per_second` tokens a second, at most `burst` at once). Either part may be
+	// left out; at least one is given; the body replaces what the key had. A key
+	// ending in `*` is a prefix: the limit then holds for each distinct key that
+	// starts with what comes before the `*`, on its own. Where an exact limit and
+	// prefixes match one key, each of them holds. A claim that would take a key
+	// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+	// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+	// A lowered limit cuts off no running work: new claims wait until the key is
+	// under it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+	PutLimitWithBodyWithResponse(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitResponse, error)
+
+	// PutLimitWithResponse Set a concurrency limit or start rate on a key
+	//
+	// Role: dispatcher. `max_running`: at most that many live leases at once on
+	// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+	// (`per_second` tokens a second, at most `burst` at once). Either part may be
+	// left out; at least one is given; the body replaces what the key had. A key
+	// ending in `*` is a prefix: the limit then holds for each distinct key that
+	// starts with what comes before the `*`, on its own. Where an exact limit and
+	// prefixes match one key, each of them holds. A claim that would take a key
+	// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+	// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+	// A lowered limit cuts off no running work: new claims wait until the key is
+	// under it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+	PutLimitWithResponse(ctx context.Context, key ConcurrencyKey, body PutLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitResponse, error)
 
 	// SendMessageWithBodyWithResponse Send a message (steer a running agent)
 	//
@@ -8734,6 +9543,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
 	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+	// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+	// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+	// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+	// removes it. Absent members are left alone.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8744,6 +9558,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Role: dispatcher. `max_running`: at most that many live leases in the queue at
 	// once (0 removes the cap); claim-next hands out nothing while at the cap.
+	// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+	// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+	// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+	// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+	// removes it. Absent members are left alone.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8770,6 +9589,16 @@ type ClientWithResponsesInterface interface {
 	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
+	// Flow control (concurrency keys, start rates, budgets; see `PUT
+	// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+	// at their limit and takes the next claimable one. A queue with `fair` takes
+	// from the ready nodes' keys in turn within a priority band; one with
+	// `age_priority_every_ms` counts a node one band higher for every such
+	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// a token or a new window as it waits for a ready node. When nothing was
+	// handed out because of flow control the answer is `204` with `Retry-After`,
+	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -8795,6 +9624,16 @@ type ClientWithResponsesInterface interface {
 	// queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 	// keys: a key used for a create may be used for a claim, and the other way round.
 	//
+	// Flow control (concurrency keys, start rates, budgets; see `PUT
+	// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+	// at their limit and takes the next claimable one. A queue with `fair` takes
+	// from the ready nodes' keys in turn within a priority band; one with
+	// `age_priority_every_ms` counts a node one band higher for every such
+	// interval it has waited ready. With `wait_ms` the request waits for a slot,
+	// a token or a new window as it waits for a ready node. When nothing was
+	// handed out because of flow control the answer is `204` with `Retry-After`,
+	// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -8815,6 +9654,11 @@ type ClientWithResponsesInterface interface {
 	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 	// from create keys.
 	//
+	// Flow control applies as for `claimNext`. When it held back every node that
+	// could have been handed out, so that nothing was, the answer is `204` with
+	// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+	// at all is still `200` with no items.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -8834,6 +9678,11 @@ type ClientWithResponsesInterface interface {
 	// nothing, so a repeat of it may claim. The same key from another identity, or
 	// with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 	// from create keys.
+	//
+	// Flow control applies as for `claimNext`. When it held back every node that
+	// could have been handed out, so that nothing was, the answer is `204` with
+	// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+	// at all is still `200` with no items.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9486,6 +10335,11 @@ type McpStreamResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// McpStreamResponse409Headers the declared response headers of an HTTP 409 response for McpStream
+type McpStreamResponse409Headers struct {
+	RetryAfter *int
+}
+
 // McpStreamResponse429Headers the declared response headers of an HTTP 429 response for McpStream
 type McpStreamResponse429Headers struct {
 	RetryAfter int
@@ -9510,6 +10364,8 @@ type McpStreamResponse struct {
 	ApplicationProblemJSON500 *Internal
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *McpStreamResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *McpStreamResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *McpStreamResponse429Headers
 }
@@ -10400,6 +11256,311 @@ func (r GetBlobResponse) ContentType() string {
 	return ""
 }
 
+// ListBudgetsResponse401Headers the declared response headers of an HTTP 401 response for ListBudgets
+type ListBudgetsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListBudgetsResponse429Headers the declared response headers of an HTTP 429 response for ListBudgets
+type ListBudgetsResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListBudgetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BudgetList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListBudgetsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListBudgetsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBudgetsResponse) GetJSON200() *BudgetList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListBudgetsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListBudgetsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListBudgetsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListBudgetsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListBudgetsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListBudgetsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBudgetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBudgetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBudgetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBudgetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteBudgetResponse401Headers the declared response headers of an HTTP 401 response for DeleteBudget
+type DeleteBudgetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteBudgetResponse429Headers the declared response headers of an HTTP 429 response for DeleteBudget
+type DeleteBudgetResponse429Headers struct {
+	RetryAfter int
+}
+
+type DeleteBudgetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteBudgetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteBudgetResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteBudgetResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteBudgetResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteBudgetResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteBudgetResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteBudgetResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteBudgetResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteBudgetResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteBudgetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteBudgetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteBudgetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteBudgetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutBudgetResponse401Headers the declared response headers of an HTTP 401 response for PutBudget
+type PutBudgetResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PutBudgetResponse429Headers the declared response headers of an HTTP 429 response for PutBudget
+type PutBudgetResponse429Headers struct {
+	RetryAfter int
+}
+
+type PutBudgetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Budget
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutBudgetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutBudgetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutBudgetResponse) GetJSON200() *Budget {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutBudgetResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutBudgetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutBudgetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutBudgetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutBudgetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteEdgeResponse401Headers the declared response headers of an HTTP 401 response for DeleteEdge
 type DeleteEdgeResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10502,6 +11663,11 @@ type CreateEdgeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateEdgeResponse409Headers the declared response headers of an HTTP 409 response for CreateEdge
+type CreateEdgeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CreateEdgeResponse429Headers the declared response headers of an HTTP 429 response for CreateEdge
 type CreateEdgeResponse429Headers struct {
 	RetryAfter int
@@ -10534,6 +11700,8 @@ type CreateEdgeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateEdgeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateEdgeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateEdgeResponse429Headers
 }
@@ -11031,6 +12199,311 @@ func (r ListLeasesResponse) ContentType() string {
 	return ""
 }
 
+// ListLimitsResponse401Headers the declared response headers of an HTTP 401 response for ListLimits
+type ListLimitsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListLimitsResponse429Headers the declared response headers of an HTTP 429 response for ListLimits
+type ListLimitsResponse429Headers struct {
+	RetryAfter int
+}
+
+type ListLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConcurrencyLimitList
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLimitsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListLimitsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLimitsResponse) GetJSON200() *ConcurrencyLimitList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLimitsResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLimitsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListLimitsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListLimitsResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListLimitsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListLimitsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteLimitResponse401Headers the declared response headers of an HTTP 401 response for DeleteLimit
+type DeleteLimitResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteLimitResponse429Headers the declared response headers of an HTTP 429 response for DeleteLimit
+type DeleteLimitResponse429Headers struct {
+	RetryAfter int
+}
+
+type DeleteLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteLimitResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteLimitResponse429Headers
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteLimitResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteLimitResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteLimitResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteLimitResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteLimitResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteLimitResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteLimitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutLimitResponse401Headers the declared response headers of an HTTP 401 response for PutLimit
+type PutLimitResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PutLimitResponse429Headers the declared response headers of an HTTP 429 response for PutLimit
+type PutLimitResponse429Headers struct {
+	RetryAfter int
+}
+
+type PutLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ConcurrencyLimit
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutLimitResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutLimitResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutLimitResponse) GetJSON200() *ConcurrencyLimit {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PutLimitResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PutLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutLimitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SendMessageResponse401Headers the declared response headers of an HTTP 401 response for SendMessage
 type SendMessageResponse401Headers struct {
 	WWWAuthenticate *string
@@ -11348,6 +12821,11 @@ type CreateNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateNodeResponse409Headers the declared response headers of an HTTP 409 response for CreateNode
+type CreateNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CreateNodeResponse429Headers the declared response headers of an HTTP 429 response for CreateNode
 type CreateNodeResponse429Headers struct {
 	RetryAfter int
@@ -11382,6 +12860,8 @@ type CreateNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateNodeResponse429Headers
 }
@@ -11480,6 +12960,11 @@ type CreateNodesBatchResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateNodesBatchResponse409Headers the declared response headers of an HTTP 409 response for CreateNodesBatch
+type CreateNodesBatchResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CreateNodesBatchResponse429Headers the declared response headers of an HTTP 429 response for CreateNodesBatch
 type CreateNodesBatchResponse429Headers struct {
 	RetryAfter int
@@ -11514,6 +12999,8 @@ type CreateNodesBatchResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateNodesBatchResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateNodesBatchResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateNodesBatchResponse429Headers
 }
@@ -11723,6 +13210,11 @@ type DeleteNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// DeleteNodeResponse409Headers the declared response headers of an HTTP 409 response for DeleteNode
+type DeleteNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // DeleteNodeResponse429Headers the declared response headers of an HTTP 429 response for DeleteNode
 type DeleteNodeResponse429Headers struct {
 	RetryAfter int
@@ -11749,6 +13241,8 @@ type DeleteNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *DeleteNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteNodeResponse429Headers
 }
@@ -11943,6 +13437,11 @@ type UpdateNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UpdateNodeResponse409Headers the declared response headers of an HTTP 409 response for UpdateNode
+type UpdateNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // UpdateNodeResponse429Headers the declared response headers of an HTTP 429 response for UpdateNode
 type UpdateNodeResponse429Headers struct {
 	RetryAfter int
@@ -11979,6 +13478,8 @@ type UpdateNodeResponse struct {
 	Headers200 *UpdateNodeResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateNodeResponse429Headers
 }
@@ -12077,6 +13578,11 @@ type CancelNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CancelNodeResponse409Headers the declared response headers of an HTTP 409 response for CancelNode
+type CancelNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CancelNodeResponse429Headers the declared response headers of an HTTP 429 response for CancelNode
 type CancelNodeResponse429Headers struct {
 	RetryAfter int
@@ -12109,6 +13615,8 @@ type CancelNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CancelNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelNodeResponse429Headers
 }
@@ -12202,6 +13710,11 @@ type ClaimNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ClaimNodeResponse409Headers the declared response headers of an HTTP 409 response for ClaimNode
+type ClaimNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // ClaimNodeResponse429Headers the declared response headers of an HTTP 429 response for ClaimNode
 type ClaimNodeResponse429Headers struct {
 	RetryAfter int
@@ -12234,6 +13747,8 @@ type ClaimNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ClaimNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ClaimNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ClaimNodeResponse429Headers
 }
@@ -12549,6 +14064,11 @@ type CompleteNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CompleteNodeResponse409Headers the declared response headers of an HTTP 409 response for CompleteNode
+type CompleteNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CompleteNodeResponse429Headers the declared response headers of an HTTP 429 response for CompleteNode
 type CompleteNodeResponse429Headers struct {
 	RetryAfter int
@@ -12581,6 +14101,8 @@ type CompleteNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompleteNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CompleteNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompleteNodeResponse429Headers
 }
@@ -12889,6 +14411,11 @@ type ExtendLeaseResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ExtendLeaseResponse409Headers the declared response headers of an HTTP 409 response for ExtendLease
+type ExtendLeaseResponse409Headers struct {
+	RetryAfter *int
+}
+
 // ExtendLeaseResponse429Headers the declared response headers of an HTTP 429 response for ExtendLease
 type ExtendLeaseResponse429Headers struct {
 	RetryAfter int
@@ -12921,6 +14448,8 @@ type ExtendLeaseResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ExtendLeaseResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ExtendLeaseResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ExtendLeaseResponse429Headers
 }
@@ -13014,6 +14543,11 @@ type FailNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// FailNodeResponse409Headers the declared response headers of an HTTP 409 response for FailNode
+type FailNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // FailNodeResponse429Headers the declared response headers of an HTTP 429 response for FailNode
 type FailNodeResponse429Headers struct {
 	RetryAfter int
@@ -13046,6 +14580,8 @@ type FailNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FailNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *FailNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FailNodeResponse429Headers
 }
@@ -13139,6 +14675,11 @@ type ReportProgressResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ReportProgressResponse409Headers the declared response headers of an HTTP 409 response for ReportProgress
+type ReportProgressResponse409Headers struct {
+	RetryAfter *int
+}
+
 // ReportProgressResponse429Headers the declared response headers of an HTTP 429 response for ReportProgress
 type ReportProgressResponse429Headers struct {
 	RetryAfter int
@@ -13171,6 +14712,8 @@ type ReportProgressResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReportProgressResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReportProgressResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReportProgressResponse429Headers
 }
@@ -13264,6 +14807,11 @@ type ReleaseNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// ReleaseNodeResponse409Headers the declared response headers of an HTTP 409 response for ReleaseNode
+type ReleaseNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // ReleaseNodeResponse429Headers the declared response headers of an HTTP 429 response for ReleaseNode
 type ReleaseNodeResponse429Headers struct {
 	RetryAfter int
@@ -13296,6 +14844,8 @@ type ReleaseNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReleaseNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReleaseNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReleaseNodeResponse429Headers
 }
@@ -13389,6 +14939,11 @@ type RenewLeaseResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RenewLeaseResponse409Headers the declared response headers of an HTTP 409 response for RenewLease
+type RenewLeaseResponse409Headers struct {
+	RetryAfter *int
+}
+
 // RenewLeaseResponse429Headers the declared response headers of an HTTP 429 response for RenewLease
 type RenewLeaseResponse429Headers struct {
 	RetryAfter int
@@ -13421,6 +14976,8 @@ type RenewLeaseResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RenewLeaseResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RenewLeaseResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RenewLeaseResponse429Headers
 }
@@ -13514,6 +15071,11 @@ type RequeueNodeResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// RequeueNodeResponse409Headers the declared response headers of an HTTP 409 response for RequeueNode
+type RequeueNodeResponse409Headers struct {
+	RetryAfter *int
+}
+
 // RequeueNodeResponse429Headers the declared response headers of an HTTP 429 response for RequeueNode
 type RequeueNodeResponse429Headers struct {
 	RetryAfter int
@@ -13546,6 +15108,8 @@ type RequeueNodeResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RequeueNodeResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RequeueNodeResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RequeueNodeResponse429Headers
 }
@@ -13639,6 +15203,11 @@ type SetNodeStatusResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// SetNodeStatusResponse409Headers the declared response headers of an HTTP 409 response for SetNodeStatus
+type SetNodeStatusResponse409Headers struct {
+	RetryAfter *int
+}
+
 // SetNodeStatusResponse429Headers the declared response headers of an HTTP 429 response for SetNodeStatus
 type SetNodeStatusResponse429Headers struct {
 	RetryAfter int
@@ -13671,6 +15240,8 @@ type SetNodeStatusResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SetNodeStatusResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SetNodeStatusResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SetNodeStatusResponse429Headers
 }
@@ -14071,9 +15642,21 @@ func (r UpdateQueueResponse) ContentType() string {
 	return ""
 }
 
+// ClaimNextResponse204Headers the declared response headers of an HTTP 204 response for ClaimNext
+type ClaimNextResponse204Headers struct {
+	RetryAfter         *int
+	TetherRetryAfterMS *int64
+	TetherThrottled    *string
+}
+
 // ClaimNextResponse401Headers the declared response headers of an HTTP 401 response for ClaimNext
 type ClaimNextResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// ClaimNextResponse409Headers the declared response headers of an HTTP 409 response for ClaimNext
+type ClaimNextResponse409Headers struct {
+	RetryAfter *int
 }
 
 // ClaimNextResponse429Headers the declared response headers of an HTTP 429 response for ClaimNext
@@ -14108,8 +15691,12 @@ type ClaimNextResponse struct {
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *ClaimNextResponse204Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ClaimNextResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ClaimNextResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ClaimNextResponse429Headers
 }
@@ -14203,9 +15790,21 @@ func (r ClaimNextResponse) ContentType() string {
 	return ""
 }
 
+// ClaimNextManyResponse204Headers the declared response headers of an HTTP 204 response for ClaimNextMany
+type ClaimNextManyResponse204Headers struct {
+	RetryAfter         *int
+	TetherRetryAfterMS *int64
+	TetherThrottled    *string
+}
+
 // ClaimNextManyResponse401Headers the declared response headers of an HTTP 401 response for ClaimNextMany
 type ClaimNextManyResponse401Headers struct {
 	WWWAuthenticate *string
+}
+
+// ClaimNextManyResponse409Headers the declared response headers of an HTTP 409 response for ClaimNextMany
+type ClaimNextManyResponse409Headers struct {
+	RetryAfter *int
 }
 
 // ClaimNextManyResponse429Headers the declared response headers of an HTTP 429 response for ClaimNextMany
@@ -14240,8 +15839,12 @@ type ClaimNextManyResponse struct {
 	ApplicationProblemJSON500 *Internal
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *ClaimNextManyResponse204Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ClaimNextManyResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ClaimNextManyResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ClaimNextManyResponse429Headers
 }
@@ -14728,6 +16331,11 @@ type CreateScheduleResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// CreateScheduleResponse409Headers the declared response headers of an HTTP 409 response for CreateSchedule
+type CreateScheduleResponse409Headers struct {
+	RetryAfter *int
+}
+
 // CreateScheduleResponse429Headers the declared response headers of an HTTP 429 response for CreateSchedule
 type CreateScheduleResponse429Headers struct {
 	RetryAfter int
@@ -14756,6 +16364,8 @@ type CreateScheduleResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateScheduleResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateScheduleResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateScheduleResponse429Headers
 }
@@ -15477,6 +17087,11 @@ type TriggerScheduleResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// TriggerScheduleResponse409Headers the declared response headers of an HTTP 409 response for TriggerSchedule
+type TriggerScheduleResponse409Headers struct {
+	RetryAfter *int
+}
+
 // TriggerScheduleResponse429Headers the declared response headers of an HTTP 429 response for TriggerSchedule
 type TriggerScheduleResponse429Headers struct {
 	RetryAfter int
@@ -15507,6 +17122,8 @@ type TriggerScheduleResponse struct {
 	ApplicationProblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TriggerScheduleResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *TriggerScheduleResponse409Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TriggerScheduleResponse429Headers
 }
@@ -16633,6 +18250,84 @@ func (c *ClientWithResponses) GetBlobWithResponse(ctx context.Context, sha256 Bl
 	return ParseGetBlobResponse(rsp)
 }
 
+// ListBudgetsWithResponse List usage budgets and their spend
+//
+// Role: reader. The tenant's usage budgets, by key, each with what was spent
+// in the current window. Paged: follow `next_cursor` until it is null.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/budgets (the `ListBudgets` operationId).
+func (c *ClientWithResponses) ListBudgetsWithResponse(ctx context.Context, params *ListBudgetsParams, reqEditors ...RequestEditorFn) (*ListBudgetsResponse, error) {
+	rsp, err := c.ListBudgets(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBudgetsResponse(rsp)
+}
+
+// DeleteBudgetWithResponse Remove a key's usage budget
+//
+// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+// the key has no budget.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/budgets/{key} (the `DeleteBudget` operationId).
+func (c *ClientWithResponses) DeleteBudgetWithResponse(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*DeleteBudgetResponse, error) {
+	rsp, err := c.DeleteBudget(ctx, key, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteBudgetResponse(rsp)
+}
+
+// PutBudgetWithBodyWithResponse Set a usage budget on a key
+//
+// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+// `window_end`) and claim-next skips them until the window rolls over; running
+// work carries on and its spend still counts. The body replaces the key's
+// budget; spend already counted in the current window is kept when `usage`
+// and `window_ms` stay the same.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+func (c *ClientWithResponses) PutBudgetWithBodyWithResponse(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutBudgetResponse, error) {
+	rsp, err := c.PutBudgetWithBody(ctx, key, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutBudgetResponse(rsp)
+}
+
+// PutBudgetWithResponse Set a usage budget on a key
+//
+// Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+// `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+// exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+// multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+// `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+// `window_end`) and claim-next skips them until the window rolls over; running
+// work carries on and its spend still counts. The body replaces the key's
+// budget; spend already counted in the current window is kept when `usage`
+// and `window_ms` stay the same.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/budgets/{key} (the `PutBudget` operationId).
+func (c *ClientWithResponses) PutBudgetWithResponse(ctx context.Context, key ConcurrencyKey, body PutBudgetJSONRequestBody, reqEditors ...RequestEditorFn) (*PutBudgetResponse, error) {
+	rsp, err := c.PutBudget(ctx, key, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutBudgetResponse(rsp)
+}
+
 // DeleteEdgeWithResponse Retire an edge
 //
 // Role dispatcher. Retires the live edge; it stays as history.
@@ -16791,6 +18486,93 @@ func (c *ClientWithResponses) ListLeasesWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseListLeasesResponse(rsp)
+}
+
+// ListLimitsWithResponse List concurrency limits and start rates
+//
+// Role: reader. The tenant's limits on concurrency keys, by key, each with how
+// many live leases count against it now. For an exact key `running` is the
+// live leases of nodes carrying the key. For a prefix (`repo:*`) the limit
+// holds for every distinct matching key on its own: `running` is the live
+// leases of the busiest matching key and `running_keys` how many distinct
+// matching keys hold at least one live lease. Paged: follow `next_cursor`
+// until it is null.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/limits (the `ListLimits` operationId).
+func (c *ClientWithResponses) ListLimitsWithResponse(ctx context.Context, params *ListLimitsParams, reqEditors ...RequestEditorFn) (*ListLimitsResponse, error) {
+	rsp, err := c.ListLimits(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLimitsResponse(rsp)
+}
+
+// DeleteLimitWithResponse Remove a key's limit and rate
+//
+// Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+// the key has no limit.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/limits/{key} (the `DeleteLimit` operationId).
+func (c *ClientWithResponses) DeleteLimitWithResponse(ctx context.Context, key ConcurrencyKey, reqEditors ...RequestEditorFn) (*DeleteLimitResponse, error) {
+	rsp, err := c.DeleteLimit(ctx, key, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLimitResponse(rsp)
+}
+
+// PutLimitWithBodyWithResponse Set a concurrency limit or start rate on a key
+//
+// Role: dispatcher. `max_running`: at most that many live leases at once on
+// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+// (`per_second` tokens a second, at most `burst` at once). Either part may be
+// left out; at least one is given; the body replaces what the key had. A key
+// ending in `*` is a prefix: the limit then holds for each distinct key that
+// starts with what comes before the `*`, on its own. Where an exact limit and
+// prefixes match one key, each of them holds. A claim that would take a key
+// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+// A lowered limit cuts off no running work: new claims wait until the key is
+// under it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+func (c *ClientWithResponses) PutLimitWithBodyWithResponse(ctx context.Context, key ConcurrencyKey, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutLimitResponse, error) {
+	rsp, err := c.PutLimitWithBody(ctx, key, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitResponse(rsp)
+}
+
+// PutLimitWithResponse Set a concurrency limit or start rate on a key
+//
+// Role: dispatcher. `max_running`: at most that many live leases at once on
+// nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+// (`per_second` tokens a second, at most `burst` at once). Either part may be
+// left out; at least one is given; the body replaces what the key had. A key
+// ending in `*` is a prefix: the limit then holds for each distinct key that
+// starts with what comes before the `*`, on its own. Where an exact limit and
+// prefixes match one key, each of them holds. A claim that would take a key
+// past its limit is refused (`409 concurrency_limited`; claim-next skips the
+// node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+// A lowered limit cuts off no running work: new claims wait until the key is
+// under it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/limits/{key} (the `PutLimit` operationId).
+func (c *ClientWithResponses) PutLimitWithResponse(ctx context.Context, key ConcurrencyKey, body PutLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*PutLimitResponse, error) {
+	rsp, err := c.PutLimit(ctx, key, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutLimitResponse(rsp)
 }
 
 // SendMessageWithBodyWithResponse Send a message (steer a running agent)
@@ -17715,6 +19497,11 @@ func (c *ClientWithResponses) ListQueuesWithResponse(ctx context.Context, params
 //
 // Role: dispatcher. `max_running`: at most that many live leases in the queue at
 // once (0 removes the cap); claim-next hands out nothing while at the cap.
+// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+// removes it. Absent members are left alone.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17731,6 +19518,11 @@ func (c *ClientWithResponses) UpdateQueueWithBodyWithResponse(ctx context.Contex
 //
 // Role: dispatcher. `max_running`: at most that many live leases in the queue at
 // once (0 removes the cap); claim-next hands out nothing while at the cap.
+// `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+// that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+// the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+// `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+// removes it. Absent members are left alone.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17763,6 +19555,16 @@ func (c *ClientWithResponses) UpdateQueueWithResponse(ctx context.Context, queue
 // queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 // keys: a key used for a create may be used for a claim, and the other way round.
 //
+// Flow control (concurrency keys, start rates, budgets; see `PUT
+// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+// at their limit and takes the next claimable one. A queue with `fair` takes
+// from the ready nodes' keys in turn within a priority band; one with
+// `age_priority_every_ms` counts a node one band higher for every such
+// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// a token or a new window as it waits for a ready node. When nothing was
+// handed out because of flow control the answer is `204` with `Retry-After`,
+// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -17794,6 +19596,16 @@ func (c *ClientWithResponses) ClaimNextWithBodyWithResponse(ctx context.Context,
 // queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
 // keys: a key used for a create may be used for a claim, and the other way round.
 //
+// Flow control (concurrency keys, start rates, budgets; see `PUT
+// /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+// at their limit and takes the next claimable one. A queue with `fair` takes
+// from the ready nodes' keys in turn within a priority band; one with
+// `age_priority_every_ms` counts a node one band higher for every such
+// interval it has waited ready. With `wait_ms` the request waits for a slot,
+// a token or a new window as it waits for a ready node. When nothing was
+// handed out because of flow control the answer is `204` with `Retry-After`,
+// `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/queues/{queue}/claim (the `ClaimNext` operationId).
@@ -17820,6 +19632,11 @@ func (c *ClientWithResponses) ClaimNextWithResponse(ctx context.Context, queue s
 // with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 // from create keys.
 //
+// Flow control applies as for `claimNext`. When it held back every node that
+// could have been handed out, so that nothing was, the answer is `204` with
+// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+// at all is still `200` with no items.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/queues/{queue}/claims (the `ClaimNextMany` operationId).
@@ -17845,6 +19662,11 @@ func (c *ClientWithResponses) ClaimNextManyWithBodyWithResponse(ctx context.Cont
 // nothing, so a repeat of it may claim. The same key from another identity, or
 // with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
 // from create keys.
+//
+// Flow control applies as for `claimNext`. When it held back every node that
+// could have been handed out, so that nothing was, the answer is `204` with
+// `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+// at all is still `200` with no items.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18702,6 +20524,16 @@ func ParseMcpStreamResponse(rsp *http.Response) (*McpStreamResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers McpStreamResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers McpStreamResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -19434,6 +21266,296 @@ func ParseGetBlobResponse(rsp *http.Response) (*GetBlobResponse, error) {
 	return response, nil
 }
 
+// ParseListBudgetsResponse parses an HTTP response from a ListBudgetsWithResponse call
+func ParseListBudgetsResponse(rsp *http.Response) (*ListBudgetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBudgetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BudgetList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListBudgetsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListBudgetsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteBudgetResponse parses an HTTP response from a DeleteBudgetWithResponse call
+func ParseDeleteBudgetResponse(rsp *http.Response) (*DeleteBudgetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteBudgetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteBudgetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteBudgetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutBudgetResponse parses an HTTP response from a PutBudgetWithResponse call
+func ParsePutBudgetResponse(rsp *http.Response) (*PutBudgetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutBudgetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Budget
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutBudgetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutBudgetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeleteEdgeResponse parses an HTTP response from a DeleteEdgeWithResponse call
 func ParseDeleteEdgeResponse(rsp *http.Response) (*DeleteEdgeResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -19632,6 +21754,16 @@ func ParseCreateEdgeResponse(rsp *http.Response) (*CreateEdgeResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateEdgeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateEdgeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20022,6 +22154,296 @@ func ParseListLeasesResponse(rsp *http.Response) (*ListLeasesResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ListLeasesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListLimitsResponse parses an HTTP response from a ListLimitsWithResponse call
+func ParseListLimitsResponse(rsp *http.Response) (*ListLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConcurrencyLimitList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListLimitsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListLimitsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteLimitResponse parses an HTTP response from a DeleteLimitWithResponse call
+func ParseDeleteLimitResponse(rsp *http.Response) (*DeleteLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteLimitResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteLimitResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutLimitResponse parses an HTTP response from a PutLimitWithResponse call
+func ParsePutLimitResponse(rsp *http.Response) (*PutLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ConcurrencyLimit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PutLimitResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutLimitResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -20440,6 +22862,16 @@ func ParseCreateNodeResponse(rsp *http.Response) (*CreateNodeResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20566,6 +22998,16 @@ func ParseCreateNodesBatchResponse(rsp *http.Response) (*CreateNodesBatchRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateNodesBatchResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateNodesBatchResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -20772,6 +23214,16 @@ func ParseDeleteNodeResponse(rsp *http.Response) (*DeleteNodeResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers DeleteNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21016,6 +23468,16 @@ func ParseUpdateNodeResponse(rsp *http.Response) (*UpdateNodeResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21135,6 +23597,16 @@ func ParseCancelNodeResponse(rsp *http.Response) (*CancelNodeResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CancelNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21254,6 +23726,16 @@ func ParseClaimNodeResponse(rsp *http.Response) (*ClaimNodeResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ClaimNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers ClaimNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21583,6 +24065,16 @@ func ParseCompleteNodeResponse(rsp *http.Response) (*CompleteNodeResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CompleteNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CompleteNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -21905,6 +24397,16 @@ func ParseExtendLeaseResponse(rsp *http.Response) (*ExtendLeaseResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ExtendLeaseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers ExtendLeaseResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22024,6 +24526,16 @@ func ParseFailNodeResponse(rsp *http.Response) (*FailNodeResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers FailNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers FailNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22143,6 +24655,16 @@ func ParseReportProgressResponse(rsp *http.Response) (*ReportProgressResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReportProgressResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers ReportProgressResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22262,6 +24784,16 @@ func ParseReleaseNodeResponse(rsp *http.Response) (*ReleaseNodeResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReleaseNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers ReleaseNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22381,6 +24913,16 @@ func ParseRenewLeaseResponse(rsp *http.Response) (*RenewLeaseResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers RenewLeaseResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers RenewLeaseResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22500,6 +25042,16 @@ func ParseRequeueNodeResponse(rsp *http.Response) (*RequeueNodeResponse, error) 
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers RequeueNodeResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers RequeueNodeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -22619,6 +25171,16 @@ func ParseSetNodeStatusResponse(rsp *http.Response) (*SetNodeStatusResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers SetNodeStatusResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers SetNodeStatusResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23032,6 +25594,30 @@ func ParseClaimNextResponse(rsp *http.Response) (*ClaimNextResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 204:
+		var headers ClaimNextResponse204Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Tether-Retry-After-Ms"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tether-Retry-After-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.TetherRetryAfterMS = &value
+		}
+		if values := rsp.Header.Values("Tether-Throttled"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tether-Throttled", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TetherThrottled = &value
+		}
+		response.Headers204 = &headers
 	case rsp.StatusCode == 401:
 		var headers ClaimNextResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -23042,6 +25628,16 @@ func ParseClaimNextResponse(rsp *http.Response) (*ClaimNextResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ClaimNextResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers ClaimNextResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23077,6 +25673,9 @@ func ParseClaimNextManyResponse(rsp *http.Response) (*ClaimNextManyResponse, err
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case rsp.StatusCode == 204:
+		break // No content-type
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
@@ -23158,6 +25757,30 @@ func ParseClaimNextManyResponse(rsp *http.Response) (*ClaimNextManyResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 204:
+		var headers ClaimNextManyResponse204Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("Tether-Retry-After-Ms"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tether-Retry-After-Ms", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.TetherRetryAfterMS = &value
+		}
+		if values := rsp.Header.Values("Tether-Throttled"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Tether-Throttled", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.TetherThrottled = &value
+		}
+		response.Headers204 = &headers
 	case rsp.StatusCode == 401:
 		var headers ClaimNextManyResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -23168,6 +25791,16 @@ func ParseClaimNextManyResponse(rsp *http.Response) (*ClaimNextManyResponse, err
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ClaimNextManyResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers ClaimNextManyResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23637,6 +26270,16 @@ func ParseCreateScheduleResponse(rsp *http.Response) (*CreateScheduleResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateScheduleResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateScheduleResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24354,6 +26997,16 @@ func ParseTriggerScheduleResponse(rsp *http.Response) (*TriggerScheduleResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers TriggerScheduleResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 429:
 		var headers TriggerScheduleResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

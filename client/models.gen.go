@@ -263,6 +263,8 @@ func (e OnChildFail) Valid() bool {
 const (
 	ProblemCodeAlreadyExists        ProblemCode = "already_exists"
 	ProblemCodeBadRequest           ProblemCode = "bad_request"
+	ProblemCodeBudgetExhausted      ProblemCode = "budget_exhausted"
+	ProblemCodeConcurrencyLimited   ProblemCode = "concurrency_limited"
 	ProblemCodeConflict             ProblemCode = "conflict"
 	ProblemCodeCycle                ProblemCode = "cycle"
 	ProblemCodeDiskFull             ProblemCode = "disk_full"
@@ -277,6 +279,7 @@ const (
 	ProblemCodePreconditionFailed   ProblemCode = "precondition_failed"
 	ProblemCodeRangeNotSatisfiable  ProblemCode = "range_not_satisfiable"
 	ProblemCodeRateLimited          ProblemCode = "rate_limited"
+	ProblemCodeStartRateLimited     ProblemCode = "start_rate_limited"
 	ProblemCodeUnauthorized         ProblemCode = "unauthorized"
 	ProblemCodeUnavailable          ProblemCode = "unavailable"
 	ProblemCodeUnsupportedMediaType ProblemCode = "unsupported_media_type"
@@ -288,6 +291,10 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeAlreadyExists:
 		return true
 	case ProblemCodeBadRequest:
+		return true
+	case ProblemCodeBudgetExhausted:
+		return true
+	case ProblemCodeConcurrencyLimited:
 		return true
 	case ProblemCodeConflict:
 		return true
@@ -316,6 +323,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeRangeNotSatisfiable:
 		return true
 	case ProblemCodeRateLimited:
+		return true
+	case ProblemCodeStartRateLimited:
 		return true
 	case ProblemCodeUnauthorized:
 		return true
@@ -644,6 +653,41 @@ type Blob struct {
 	Size int64 `json:"size"`
 }
 
+// Budget defines model for Budget.
+type Budget struct {
+	// Exhausted `spent` reached `limit`: claims of nodes carrying the key wait until `window_end`.
+	Exhausted bool    `json:"exhausted"`
+	Key       string  `json:"key"`
+	Limit     float64 `json:"limit"`
+
+	// Spent What runs of nodes carrying the key reported in the current window.
+	Spent float64 `json:"spent"`
+	Usage string  `json:"usage"`
+
+	// WindowEnd When the current window ends and its spend starts again from 0.
+	WindowEnd   time.Time `json:"window_end"`
+	WindowMS    int64     `json:"window_ms"`
+	WindowStart time.Time `json:"window_start"`
+}
+
+// BudgetList defines model for BudgetList.
+type BudgetList struct {
+	Items      []Budget `json:"items"`
+	NextCursor *string  `json:"next_cursor"`
+}
+
+// BudgetPut defines model for BudgetPut.
+type BudgetPut struct {
+	// Limit The most of `usage` spent in one window (finite, more than 0).
+	Limit float64 `json:"limit"`
+
+	// Usage The usage counter spent (`tokens`, `cost_usd`, or a counter of your own reported in `usage`).
+	Usage string `json:"usage"`
+
+	// WindowMS The window's length.
+	WindowMS int64 `json:"window_ms"`
+}
+
 // BulkRequest defines model for BulkRequest.
 type BulkRequest struct {
 	// Action `requeue` puts failed, dead and cancelled nodes back at rest with
@@ -867,6 +911,48 @@ type CompleteResponse struct {
 	// lease), and the terminal `done`, `failed`, `dead` (out of attempts) and
 	// `cancelled`.
 	Status NodeStatus `json:"status"`
+}
+
+// ConcurrencyKeys Keys that name what the node's run holds (`repo:acme/web`, `provider:openai`),
+// each 1-256 bytes without control characters, at most 8, a repeat dropped.
+// Limits (`PUT /v1/limits/{key}`), start rates, the queue's
+// `max_running_per_key` and budgets hold per key: a claim that would take any
+// of the node's keys past one is refused, and claim-next skips the node.
+type ConcurrencyKeys = []string
+
+// ConcurrencyLimit defines model for ConcurrencyLimit.
+type ConcurrencyLimit struct {
+	// Key The key, or a prefix ending in `*`.
+	Key string `json:"key"`
+
+	// MaxRunning The limit on live leases; null when the key has only a rate.
+	MaxRunning *int64 `json:"max_running"`
+	Rate       *Rate  `json:"rate"`
+
+	// Running Live leases now on nodes carrying the key; for a prefix, those of the busiest matching key.
+	Running int64 `json:"running"`
+
+	// RunningKeys For a prefix only: how many distinct matching keys hold at least one live lease.
+	RunningKeys *int64 `json:"running_keys,omitempty"`
+}
+
+// ConcurrencyLimitList defines model for ConcurrencyLimitList.
+type ConcurrencyLimitList struct {
+	Items      []ConcurrencyLimit `json:"items"`
+	NextCursor *string            `json:"next_cursor"`
+}
+
+// ConcurrencyLimitPut At least one of `max_running` and `rate`.
+type ConcurrencyLimitPut struct {
+	// MaxRunning At most this many live leases at once on nodes carrying the key (for a prefix, on each distinct matching key).
+	MaxRunning *int64 `json:"max_running,omitempty"`
+
+	// Rate A token bucket on lease grants: `per_second` tokens are added a second, at
+	// most `burst` are kept, and every grant takes one. Grants in any window of
+	// `w` seconds are at most `per_second * w + burst`. The bucket starts empty
+	// when the limit is set and when a server starts (or takes over the tenant),
+	// so a restart never grants more than `burst` at once.
+	Rate *Rate `json:"rate,omitempty"`
 }
 
 // Edge defines model for Edge.
@@ -1151,15 +1237,18 @@ type Node struct {
 	Blobs []string `json:"blobs"`
 
 	// BlockedBy The ids that keep the node from being ready.
-	BlockedBy   []string  `json:"blocked_by"`
-	Body        string    `json:"body"`
-	CreatedAt   time.Time `json:"created_at"`
-	CreatedBy   string    `json:"created_by"`
-	Error       *string   `json:"error"`
-	ID          string    `json:"id"`
-	Labels      []string  `json:"labels"`
-	Lease       *Lease    `json:"lease"`
-	MaxAttempts int64     `json:"max_attempts"`
+	BlockedBy []string `json:"blocked_by"`
+	Body      string   `json:"body"`
+
+	// ConcurrencyKeys The node's concurrency keys (`NodeCreate`); absent when it has none.
+	ConcurrencyKeys *ConcurrencyKeys `json:"concurrency_keys,omitempty"`
+	CreatedAt       time.Time        `json:"created_at"`
+	CreatedBy       string           `json:"created_by"`
+	Error           *string          `json:"error"`
+	ID              string           `json:"id"`
+	Labels          []string         `json:"labels"`
+	Lease           *Lease           `json:"lease"`
+	MaxAttempts     int64            `json:"max_attempts"`
 
 	// OnChildFail What a child ending `failed`, `dead` or `cancelled` does to its parent: `fail`
 	// it (cancelling the remaining children) or `ignore` it.
@@ -1257,6 +1346,13 @@ type NodeCreate struct {
 	// Body The instructions or input of the work, as text (Markdown is fine). Without it the body is empty.
 	Body *string `json:"body,omitempty"`
 
+	// ConcurrencyKeys Keys that name what the node's run holds (`repo:acme/web`, `provider:openai`),
+	// each 1-256 bytes without control characters, at most 8, a repeat dropped.
+	// Limits (`PUT /v1/limits/{key}`), start rates, the queue's
+	// `max_running_per_key` and budgets hold per key: a claim that would take any
+	// of the node's keys past one is refused, and claim-next skips the node.
+	ConcurrencyKeys *ConcurrencyKeys `json:"concurrency_keys,omitempty"`
+
 	// DelayMS Sets `run_at` to now + `delay_ms`.
 	DelayMS *int64 `json:"delay_ms,omitempty"`
 
@@ -1340,11 +1436,16 @@ type NodeList struct {
 type NodePatch struct {
 	// Blobs Replaces the blobs the node references (as in `NodeCreate`); `null`
 	// or `[]` drops them all. The holder of the node's lease may set it.
-	Blobs       Nullable[[]string] `json:"blobs,omitzero"`
-	Body        Nullable[string]   `json:"body,omitzero"`
-	Labels      Nullable[[]string] `json:"labels,omitzero"`
-	MaxAttempts Nullable[int64]    `json:"max_attempts,omitzero"`
-	Priority    Nullable[int64]    `json:"priority,omitzero"`
+	Blobs Nullable[[]string] `json:"blobs,omitzero"`
+	Body  Nullable[string]   `json:"body,omitzero"`
+
+	// ConcurrencyKeys Replaces the node's concurrency keys (as in `NodeCreate`); `null` or `[]`
+	// drops them all. Only while the node is `queued` (or `open`): on a node
+	// that runs or has ended it is `409 conflict`.
+	ConcurrencyKeys Nullable[[]string] `json:"concurrency_keys,omitzero"`
+	Labels          Nullable[[]string] `json:"labels,omitzero"`
+	MaxAttempts     Nullable[int64]    `json:"max_attempts,omitzero"`
+	Priority        Nullable[int64]    `json:"priority,omitzero"`
 
 	// Props Merged member by member; a `null` member is removed.
 	Props     Nullable[map[string]any] `json:"props,omitzero"`
@@ -1476,16 +1577,28 @@ type ProgressResponse struct {
 
 // Queue defines model for Queue.
 type Queue struct {
+	// AgePriorityEveryMS A ready node counts one priority band higher for every this many milliseconds it has waited; 0 or absent = no aging.
+	AgePriorityEveryMS *int64 `json:"age_priority_every_ms,omitempty"`
+
 	// Counts Nodes of the queue by status (every status is present).
 	Counts map[string]int64 `json:"counts"`
 
+	// Fair Claim-next takes from the ready nodes' concurrency keys in turn within a priority band (absent = false).
+	Fair *bool `json:"fair,omitempty"`
+
 	// MaxRunning At most this many live leases at once; 0 = no cap.
 	MaxRunning int64 `json:"max_running"`
+
+	// MaxRunningPerKey At most this many live leases at once per concurrency key of the queue's nodes, for keys without a limit of their own; 0 or absent = no default.
+	MaxRunningPerKey *int64 `json:"max_running_per_key,omitempty"`
 
 	// OldestReadyAt Creation time of the oldest claimable node.
 	OldestReadyAt *time.Time `json:"oldest_ready_at"`
 	Paused        bool       `json:"paused"`
 	Queue         string     `json:"queue"`
+
+	// Rate The start rate of the queue's lease grants; absent = none.
+	Rate *Rate `json:"rate,omitempty"`
 
 	// Ready Nodes claimable now (0 while paused).
 	Ready int `json:"ready"`
@@ -1497,9 +1610,22 @@ type QueueList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
-// QueuePatch defines model for QueuePatch.
+// QueuePatch A JSON merge patch of a queue's settings; an absent member is left alone.
 type QueuePatch struct {
-	MaxRunning int64 `json:"max_running"`
+	// AgePriorityEveryMS Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off.
+	AgePriorityEveryMS *int64 `json:"age_priority_every_ms,omitempty"`
+
+	// Fair Take from the ready nodes' concurrency keys in turn within a priority band.
+	Fair *bool `json:"fair,omitempty"`
+
+	// MaxRunning At most this many live leases in the queue at once; 0 removes the cap.
+	MaxRunning *int64 `json:"max_running,omitempty"`
+
+	// MaxRunningPerKey The default limit per concurrency key of the queue's nodes, for keys without a limit of their own; 0 removes it.
+	MaxRunningPerKey *int64 `json:"max_running_per_key,omitempty"`
+
+	// Rate A start rate on the queue's lease grants; `null` removes it.
+	Rate Nullable[Rate] `json:"rate,omitzero"`
 }
 
 // QueueThroughput defines model for QueueThroughput.
@@ -1516,6 +1642,19 @@ type QueueThroughput struct {
 
 	// Shared The queue is past the cardinality cap; the numbers are those of every queue counted with it.
 	Shared bool `json:"shared"`
+}
+
+// Rate A token bucket on lease grants: `per_second` tokens are added a second, at
+// most `burst` are kept, and every grant takes one. Grants in any window of
+// `w` seconds are at most `per_second * w + burst`. The bucket starts empty
+// when the limit is set and when a server starts (or takes over the tenant),
+// so a restart never grants more than `burst` at once.
+type Rate struct {
+	// Burst The most tokens kept, and so the most grants at once.
+	Burst int64 `json:"burst"`
+
+	// PerSecond Tokens added a second (0.001 to 1000000, finite).
+	PerSecond float64 `json:"per_second"`
 }
 
 // Readiness defines model for Readiness.
@@ -2076,6 +2215,9 @@ type WorkerStatus string
 // BlobSHA256 defines model for BlobSHA256.
 type BlobSHA256 = string
 
+// ConcurrencyKey defines model for ConcurrencyKey.
+type ConcurrencyKey = string
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -2189,6 +2331,15 @@ type GetBlobParams struct {
 	Range *string `json:"Range,omitempty"`
 }
 
+// ListBudgetsParams defines parameters for ListBudgets.
+type ListBudgetsParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // DeleteEdgeParams defines parameters for DeleteEdge.
 type DeleteEdgeParams struct {
 	From string `form:"from" json:"from"`
@@ -2237,6 +2388,15 @@ type ListLeasesParams struct {
 	Holder *string `form:"holder,omitempty" json:"holder,omitempty"`
 	Queue  *string `form:"queue,omitempty" json:"queue,omitempty"`
 
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListLimitsParams defines parameters for ListLimits.
+type ListLimitsParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -2414,8 +2574,14 @@ type RunBatchJSONRequestBody = BatchRequest
 // UploadBlobMultipartRequestBody defines body for UploadBlob for multipart/form-data ContentType.
 type UploadBlobMultipartRequestBody UploadBlobMultipartBody
 
+// PutBudgetJSONRequestBody defines body for PutBudget for application/json ContentType.
+type PutBudgetJSONRequestBody = BudgetPut
+
 // CreateEdgeJSONRequestBody defines body for CreateEdge for application/json ContentType.
 type CreateEdgeJSONRequestBody = EdgeCreate
+
+// PutLimitJSONRequestBody defines body for PutLimit for application/json ContentType.
+type PutLimitJSONRequestBody = ConcurrencyLimitPut
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageCreate

@@ -78,6 +78,7 @@ var kinds = map[string]string{
 	"*int64":             "if %[1]s == nil {\nb = append(b, \"null\"...)\n} else {\nb = strconv.AppendInt(b, *%[1]s, 10)\n}\n",
 	"bool":               "b = appendBool(b, %s)\n",
 	"[]string":           "b = appendStrings(b, %s)\n",
+	"*[]string":          "b = appendStrings(b, *%s)\n",
 	"Time":               "b = appendTime(b, %s)\n",
 	"*Time":              "b = appendTimePtr(b, %s)\n",
 	"json.RawMessage":    "if b, err = appendRaw(b, %s); err != nil {\nreturn b, err\n}\n",

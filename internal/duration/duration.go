@@ -29,7 +29,7 @@ func Of(name string) Range {
 		return Range{Min: 1, Max: MaxMS}
 	case "wait_ms":
 		return Range{Min: 0, Max: MaxWaitMS}
-	case "claim_ttl_default_ms", "claim_ttl_max_ms":
+	case "claim_ttl_default_ms", "claim_ttl_max_ms", "window_ms":
 		return Range{Min: 1000, Max: MaxMS}
 	}
 	// delay_ms, retry_in_ms, initial_ms, max_ms, and any field not listed.

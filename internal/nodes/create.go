@@ -10,6 +10,7 @@ import (
 
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/flow"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
@@ -191,6 +192,9 @@ func (s *Service) prepare(c Caller, spec NodeSpec, def Defaults, prefix string) 
 	}
 	n.Labels = labels
 	if n.Blobs, err = validBlobs(spec.Blobs, prefix); err != nil {
+		return nil, err
+	}
+	if n.ConcurrencyKeys, err = flow.ValidKeys(spec.ConcurrencyKeys, prefix+"concurrency_keys"); err != nil {
 		return nil, err
 	}
 	if spec.Props != nil {

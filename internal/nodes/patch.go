@@ -12,6 +12,7 @@ import (
 
 	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/flow"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/leasing"
 	"github.com/tether-run/tether/internal/lifecycle"
@@ -29,7 +30,7 @@ type NodePatch struct {
 var patchable = map[string]bool{
 	"title": true, "body": true, "props": true, "labels": true, "blobs": true,
 	"queue": false, "priority": false, "target": false, "max_attempts": false,
-	"run_at": false, "timeout_ms": false,
+	"run_at": false, "timeout_ms": false, "concurrency_keys": false,
 }
 
 // DecodeNodePatch parses a merge patch body; unknown fields are rejected.
@@ -193,6 +194,21 @@ func applyPatch(n *records.Node, p NodePatch) ([]string, error) {
 				return nil, err
 			}
 			n.Blobs = blobs
+		case "concurrency_keys":
+			var v []string
+			if !null && json.Unmarshal(raw, &v) != nil {
+				return nil, bad("must be an array of strings, or null")
+			}
+			keys, err := flow.ValidKeys(v, "concurrency_keys")
+			if err != nil {
+				return nil, err
+			}
+			// A running node's keys hold its slots: changing them would
+			// move a live lease from one key's count to another's.
+			if !n.Status.AtRest() && !slices.Equal(keys, n.ConcurrencyKeys) {
+				return nil, &fault.Conflict{Reason: "concurrency_keys change only while the node is queued or open"}
+			}
+			n.ConcurrencyKeys = keys
 		case "props":
 			if null {
 				n.Props = map[string]any{}

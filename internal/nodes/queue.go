@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tether-run/tether/internal/duration"
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/flow"
 	"github.com/tether-run/tether/internal/graphstore"
 	"github.com/tether-run/tether/internal/records"
 )
@@ -18,6 +20,7 @@ type QueueView struct {
 	Queue       string
 	Paused      bool
 	MaxRunning  int64
+	Settings    records.QueueSettings
 	Counts      map[records.Status]int64
 	Ready       int
 	OldestReady *time.Time
@@ -87,7 +90,7 @@ func (s *Service) queues(tenant string, keep func(name string) bool) ([]QueueVie
 				byName[queue] = v
 				order = append(order, queue)
 			}
-			v.Paused, v.MaxRunning = q.Paused, q.MaxRunning
+			v.Paused, v.MaxRunning, v.Settings = q.Paused, q.MaxRunning, q
 			return nil
 		})
 	})
@@ -120,8 +123,60 @@ func (s *Service) Queue(tenant, queue string) (QueueView, error) {
 
 // QueueChange is a change of a queue's settings; nil fields stay.
 type QueueChange struct {
-	Paused     *bool
-	MaxRunning *int64
+	Paused           *bool
+	MaxRunning       *int64
+	MaxRunningPerKey *int64
+	Fair             *bool
+	AgeEveryMS       *int64
+	// SetRate changes the start rate to Rate (nil removes it).
+	SetRate bool
+	Rate    *flow.Rate
+}
+
+// check reports the first bad value of ch, naming its member.
+func (ch QueueChange) check() error {
+	if ch.MaxRunning != nil && *ch.MaxRunning < 0 {
+		return fault.Invalidf("max_running", "must be 0 (no cap) or more")
+	}
+	if ch.MaxRunningPerKey != nil && *ch.MaxRunningPerKey != 0 {
+		if err := flow.CheckLimit("max_running_per_key", *ch.MaxRunningPerKey); err != nil {
+			return err
+		}
+	}
+	if ch.AgeEveryMS != nil && *ch.AgeEveryMS != 0 {
+		if err := duration.Check("age_priority_every_ms", *ch.AgeEveryMS); err != nil {
+			return err
+		}
+	}
+	if ch.SetRate && ch.Rate != nil {
+		return ch.Rate.Check("rate")
+	}
+	return nil
+}
+
+// apply writes ch into q.
+func (ch QueueChange) apply(q *records.QueueSettings) {
+	if ch.Paused != nil {
+		q.Paused = *ch.Paused
+	}
+	if ch.MaxRunning != nil {
+		q.MaxRunning = *ch.MaxRunning
+	}
+	if ch.MaxRunningPerKey != nil {
+		q.MaxRunningPerKey = *ch.MaxRunningPerKey
+	}
+	if ch.Fair != nil {
+		q.Fair = *ch.Fair
+	}
+	if ch.AgeEveryMS != nil {
+		q.AgeEveryMS = *ch.AgeEveryMS
+	}
+	if ch.SetRate {
+		q.RatePerSecond, q.RateBurst = 0, 0
+		if ch.Rate != nil {
+			q.RatePerSecond, q.RateBurst = ch.Rate.PerSecond, ch.Rate.Burst
+		}
+	}
 }
 
 // SetQueue changes a queue's settings and wakes its claimers.
@@ -129,20 +184,15 @@ func (s *Service) SetQueue(ctx context.Context, c Caller, queue string, ch Queue
 	if !graphstore.ValidQueue(queue) {
 		return QueueView{}, fault.Invalidf("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
-	if ch.MaxRunning != nil && *ch.MaxRunning < 0 {
-		return QueueView{}, fault.Invalidf("max_running", "must be 0 (no cap) or more")
+	if err := ch.check(); err != nil {
+		return QueueView{}, err
 	}
 	err := s.store.Update(ctx, func(tx *graphstore.Tx) error {
 		q, err := tx.QueueSettingsGet(c.Tenant, queue)
 		if err != nil {
 			return err
 		}
-		if ch.Paused != nil {
-			q.Paused = *ch.Paused
-		}
-		if ch.MaxRunning != nil {
-			q.MaxRunning = *ch.MaxRunning
-		}
+		ch.apply(&q)
 		return tx.QueueSettingsPut(c.Tenant, queue, q)
 	})
 	if err != nil {

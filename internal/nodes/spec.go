@@ -37,4 +37,6 @@ type NodeSpec struct {
 	OnChildFail *string          `json:"on_child_fail,omitempty"`
 	DependsOn   []string         `json:"depends_on,omitempty"`
 	Blobs       []string         `json:"blobs,omitempty"`
+	// ConcurrencyKeys name what the node's run holds, for flow control.
+	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
 }

@@ -13,8 +13,8 @@ import (
 func (z *NodeSpec) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// check for omitted fields
-	zb0001Len := uint32(18)
-	var zb0001Mask uint32 /* 18 bits */
+	zb0001Len := uint32(19)
+	var zb0001Mask uint32 /* 19 bits */
 	_ = zb0001Mask
 	if z.ID == nil {
 		zb0001Len--
@@ -83,6 +83,10 @@ func (z *NodeSpec) MarshalMsg(b []byte) (o []byte, err error) {
 	if z.Blobs == nil {
 		zb0001Len--
 		zb0001Mask |= 0x20000
+	}
+	if z.ConcurrencyKeys == nil {
+		zb0001Len--
+		zb0001Mask |= 0x40000
 	}
 	// variable map header, size zb0001Len
 	o = msgp.AppendMapHeader(o, zb0001Len)
@@ -248,6 +252,14 @@ func (z *NodeSpec) MarshalMsg(b []byte) (o []byte, err error) {
 			o = msgp.AppendArrayHeader(o, uint32(len(z.Blobs)))
 			for za0005 := range z.Blobs {
 				o = msgp.AppendString(o, z.Blobs[za0005])
+			}
+		}
+		if (zb0001Mask & 0x40000) == 0 { // if not omitted
+			// string "concurrency_keys"
+			o = append(o, 0xb0, 0x63, 0x6f, 0x6e, 0x63, 0x75, 0x72, 0x72, 0x65, 0x6e, 0x63, 0x79, 0x5f, 0x6b, 0x65, 0x79, 0x73)
+			o = msgp.AppendArrayHeader(o, uint32(len(z.ConcurrencyKeys)))
+			for za0006 := range z.ConcurrencyKeys {
+				o = msgp.AppendString(o, z.ConcurrencyKeys[za0006])
 			}
 		}
 	}
@@ -584,6 +596,25 @@ func (z *NodeSpec) UnmarshalMsg(bts []byte) (o []byte, err error) {
 					return
 				}
 			}
+		case "concurrency_keys":
+			var zb0006 uint32
+			zb0006, bts, err = msgp.ReadArrayHeaderBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ConcurrencyKeys")
+				return
+			}
+			if cap(z.ConcurrencyKeys) >= int(zb0006) {
+				z.ConcurrencyKeys = (z.ConcurrencyKeys)[:zb0006]
+			} else {
+				z.ConcurrencyKeys = make([]string, zb0006)
+			}
+			for za0006 := range z.ConcurrencyKeys {
+				z.ConcurrencyKeys[za0006], bts, err = msgp.ReadStringBytes(bts)
+				if err != nil {
+					err = msgp.WrapError(err, "ConcurrencyKeys", za0006)
+					return
+				}
+			}
 		default:
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -694,6 +725,10 @@ func (z *NodeSpec) Msgsize() (s int) {
 	s += 6 + msgp.ArrayHeaderSize
 	for za0005 := range z.Blobs {
 		s += msgp.StringPrefixSize + len(z.Blobs[za0005])
+	}
+	s += 17 + msgp.ArrayHeaderSize
+	for za0006 := range z.ConcurrencyKeys {
+		s += msgp.StringPrefixSize + len(z.ConcurrencyKeys[za0006])
 	}
 	return
 }

@@ -57,6 +57,7 @@ func (n *Node) Clone() *Node {
 	c := *n
 	c.Labels = append([]string(nil), n.Labels...)
 	c.Blobs = append([]string(nil), n.Blobs...)
+	c.ConcurrencyKeys = append([]string(nil), n.ConcurrencyKeys...)
 	if n.Props != nil {
 		c.Props = make(map[string]any, len(n.Props))
 		for k, v := range n.Props {

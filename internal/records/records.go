@@ -114,6 +114,11 @@ type Node struct {
 	// node ("" for none), so the run that claims it can link to that
 	// request. Appended in format 6: a format-5 record reads it empty.
 	Traceparent string `json:"traceparent,omitempty"`
+	// ConcurrencyKeys are the keys whose limits, rates and budgets the
+	// node's claims count against (at most 8, each once). Appended after
+	// the trace context: its last byte is a string's or an array header's,
+	// never 0xFF.
+	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
 }
 
 // Edge is a typed link between two nodes of one tenant.
@@ -162,6 +167,18 @@ type Comment struct {
 type QueueSettings struct {
 	Paused     bool  `json:"paused"`
 	MaxRunning int64 `json:"max_running"` // 0 = no cap
+	// MaxRunningPerKey is the limit of each concurrency key of the queue's
+	// nodes that has no limit of its own; 0 = none.
+	MaxRunningPerKey int64 `json:"max_running_per_key,omitempty"`
+	// Fair takes from the ready nodes' keys in turn within a priority band.
+	Fair bool `json:"fair,omitempty"`
+	// AgeEveryMS counts a ready node one band higher per interval waited;
+	// 0 = no aging.
+	AgeEveryMS int64 `json:"age_priority_every_ms,omitempty"`
+	// RatePerSecond and RateBurst are the queue's start rate (a token
+	// bucket on lease grants); RateBurst 0 = none.
+	RatePerSecond float64 `json:"rate_per_second,omitempty"`
+	RateBurst     int64   `json:"rate_burst,omitempty"`
 }
 
 // IdempotencyRecord remembers the outcome of a create or a claim made under

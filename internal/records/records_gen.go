@@ -863,8 +863,8 @@ func (z *LiveEdgeRecord) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 33
-	o = append(o, 0xdc, 0x0, 0x21)
+	// array header, size 34
+	o = append(o, 0xdc, 0x0, 0x22)
 	o = msgp.AppendString(o, z.Tenant)
 	o = msgp.AppendString(o, z.ID)
 	o = msgp.AppendString(o, z.Type)
@@ -975,6 +975,10 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 		o = msgp.AppendString(o, z.Blobs[za0008])
 	}
 	o = msgp.AppendString(o, z.Traceparent)
+	o = msgp.AppendArrayHeader(o, uint32(len(z.ConcurrencyKeys)))
+	for za0009 := range z.ConcurrencyKeys {
+		o = msgp.AppendString(o, z.ConcurrencyKeys[za0009])
+	}
 	return
 }
 
@@ -1501,6 +1505,27 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		if zb0001--; zb0001 == 0 {
 			break
 		}
+		var zb0011 uint32
+		zb0011, bts, err = msgp.ReadArrayHeaderBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "ConcurrencyKeys")
+			return
+		}
+		if cap(z.ConcurrencyKeys) >= int(zb0011) {
+			z.ConcurrencyKeys = (z.ConcurrencyKeys)[:zb0011]
+		} else {
+			z.ConcurrencyKeys = make([]string, zb0011)
+		}
+		for za0009 := range z.ConcurrencyKeys {
+			z.ConcurrencyKeys[za0009], bts, err = msgp.ReadStringBytes(bts)
+			if err != nil {
+				err = msgp.WrapError(err, "ConcurrencyKeys", za0009)
+				return
+			}
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
 		for ; zb0001 > 0; zb0001-- {
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1588,7 +1613,10 @@ func (z *Node) Msgsize() (s int) {
 	for za0008 := range z.Blobs {
 		s += msgp.StringPrefixSize + len(z.Blobs[za0008])
 	}
-	s += msgp.StringPrefixSize + len(z.Traceparent)
+	s += msgp.StringPrefixSize + len(z.Traceparent) + msgp.ArrayHeaderSize
+	for za0009 := range z.ConcurrencyKeys {
+		s += msgp.StringPrefixSize + len(z.ConcurrencyKeys[za0009])
+	}
 	return
 }
 
@@ -1676,12 +1704,17 @@ func (z *Progress) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
-func (z QueueSettings) MarshalMsg(b []byte) (o []byte, err error) {
+func (z *QueueSettings) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 2
-	o = append(o, 0x92)
+	// array header, size 7
+	o = append(o, 0x97)
 	o = msgp.AppendBool(o, z.Paused)
 	o = msgp.AppendInt64(o, z.MaxRunning)
+	o = msgp.AppendInt64(o, z.MaxRunningPerKey)
+	o = msgp.AppendBool(o, z.Fair)
+	o = msgp.AppendInt64(o, z.AgeEveryMS)
+	o = msgp.AppendFloat64(o, z.RatePerSecond)
+	o = msgp.AppendInt64(o, z.RateBurst)
 	return
 }
 
@@ -1710,6 +1743,46 @@ func (z *QueueSettings) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		if zb0001--; zb0001 == 0 {
 			break
 		}
+		z.MaxRunningPerKey, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "MaxRunningPerKey")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Fair, bts, err = msgp.ReadBoolBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Fair")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.AgeEveryMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "AgeEveryMS")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.RatePerSecond, bts, err = msgp.ReadFloat64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "RatePerSecond")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.RateBurst, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "RateBurst")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
 		for ; zb0001 > 0; zb0001-- {
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1723,8 +1796,8 @@ func (z *QueueSettings) UnmarshalMsg(bts []byte) (o []byte, err error) {
 }
 
 // Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
-func (z QueueSettings) Msgsize() (s int) {
-	s = 1 + msgp.BoolSize + msgp.Int64Size
+func (z *QueueSettings) Msgsize() (s int) {
+	s = 1 + msgp.BoolSize + msgp.Int64Size + msgp.Int64Size + msgp.BoolSize + msgp.Int64Size + msgp.Float64Size + msgp.Int64Size
 	return
 }
 

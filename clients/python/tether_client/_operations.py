@@ -594,6 +594,11 @@ class SyncOperations:
 
         Role: dispatcher. `max_running`: at most that many live leases in the queue at
         once (0 removes the cap); claim-next hands out nothing while at the cap.
+        `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+        that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+        the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+        `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+        removes it. Absent members are left alone.
 
         ``PATCH /v1/queues/{queue}`` (updateQueue).
         """
@@ -696,6 +701,16 @@ class SyncOperations:
         queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
         keys: a key used for a create may be used for a claim, and the other way round.
 
+        Flow control (concurrency keys, start rates, budgets; see `PUT
+        /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+        at their limit and takes the next claimable one. A queue with `fair` takes
+        from the ready nodes' keys in turn within a priority band; one with
+        `age_priority_every_ms` counts a node one band higher for every such
+        interval it has waited ready. With `wait_ms` the request waits for a slot,
+        a token or a new window as it waits for a ready node. When nothing was
+        handed out because of flow control the answer is `204` with `Retry-After`,
+        `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
         return cast('Optional[ClaimResponse]', self._call(
@@ -716,7 +731,7 @@ class SyncOperations:
         body: Optional[ClaimManyRequest] = None,
         *,
         idempotency_key: Optional[str] = None,
-    ) -> ClaimManyResponse:
+    ) -> Optional[ClaimManyResponse]:
         """Claim up to max ready nodes.
 
         Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
@@ -732,9 +747,14 @@ class SyncOperations:
         with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
         from create keys.
 
+        Flow control applies as for `claimNext`. When it held back every node that
+        could have been handed out, so that nothing was, the answer is `204` with
+        `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+        at all is still `200` with no items.
+
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """
-        return cast('ClaimManyResponse', self._call(
+        return cast('Optional[ClaimManyResponse]', self._call(
             "POST",
             "/v1/queues/{queue}/claims",
             path_params={"queue": queue},
@@ -745,6 +765,149 @@ class SyncOperations:
             result="json",
             long_poll_ms=(body or {}).get("wait_ms"),
         ))
+
+    def list_limits(
+        self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> ConcurrencyLimitList:
+        """List concurrency limits and start rates.
+
+        Role: reader. The tenant's limits on concurrency keys, by key, each with how
+        many live leases count against it now. For an exact key `running` is the
+        live leases of nodes carrying the key. For a prefix (`repo:*`) the limit
+        holds for every distinct matching key on its own: `running` is the live
+        leases of the busiest matching key and `running_keys` how many distinct
+        matching keys hold at least one live lease. Paged: follow `next_cursor`
+        until it is null.
+
+        ``GET /v1/limits`` (listLimits).
+        """
+        return cast('ConcurrencyLimitList', self._call(
+            "GET",
+            "/v1/limits",
+            query={"limit": limit, "cursor": cursor},
+            accept="application/json",
+            result="json",
+        ))
+
+    def put_limit(
+        self,
+        key: str,
+        body: ConcurrencyLimitPut,
+    ) -> ConcurrencyLimit:
+        """Set a concurrency limit or start rate on a key.
+
+        Role: dispatcher. `max_running`: at most that many live leases at once on
+        nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+        (`per_second` tokens a second, at most `burst` at once). Either part may be
+        left out; at least one is given; the body replaces what the key had. A key
+        ending in `*` is a prefix: the limit then holds for each distinct key that
+        starts with what comes before the `*`, on its own. Where an exact limit and
+        prefixes match one key, each of them holds. A claim that would take a key
+        past its limit is refused (`409 concurrency_limited`; claim-next skips the
+        node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+        A lowered limit cuts off no running work: new claims wait until the key is
+        under it.
+
+        ``PUT /v1/limits/{key}`` (putLimit).
+        """
+        return cast('ConcurrencyLimit', self._call(
+            "PUT",
+            "/v1/limits/{key}",
+            path_params={"key": key},
+            json=body,
+            content_type="application/json",
+            accept="application/json",
+            result="json",
+        ))
+
+    def delete_limit(
+        self,
+        key: str,
+    ) -> None:
+        """Remove a key's limit and rate.
+
+        Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+        the key has no limit.
+
+        ``DELETE /v1/limits/{key}`` (deleteLimit).
+        """
+        self._call(
+            "DELETE",
+            "/v1/limits/{key}",
+            path_params={"key": key},
+            result="none",
+        )
+
+    def list_budgets(
+        self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> BudgetList:
+        """List usage budgets and their spend.
+
+        Role: reader. The tenant's usage budgets, by key, each with what was spent
+        in the current window. Paged: follow `next_cursor` until it is null.
+
+        ``GET /v1/budgets`` (listBudgets).
+        """
+        return cast('BudgetList', self._call(
+            "GET",
+            "/v1/budgets",
+            query={"limit": limit, "cursor": cursor},
+            accept="application/json",
+            result="json",
+        ))
+
+    def put_budget(
+        self,
+        key: str,
+        body: BudgetPut,
+    ) -> Budget:
+        """Set a usage budget on a key.
+
+        Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+        `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+        exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+        multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+        `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+        `window_end`) and claim-next skips them until the window rolls over; running
+        work carries on and its spend still counts. The body replaces the key's
+        budget; spend already counted in the current window is kept when `usage`
+        and `window_ms` stay the same.
+
+        ``PUT /v1/budgets/{key}`` (putBudget).
+        """
+        return cast('Budget', self._call(
+            "PUT",
+            "/v1/budgets/{key}",
+            path_params={"key": key},
+            json=body,
+            content_type="application/json",
+            accept="application/json",
+            result="json",
+        ))
+
+    def delete_budget(
+        self,
+        key: str,
+    ) -> None:
+        """Remove a key's usage budget.
+
+        Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+        the key has no budget.
+
+        ``DELETE /v1/budgets/{key}`` (deleteBudget).
+        """
+        self._call(
+            "DELETE",
+            "/v1/budgets/{key}",
+            path_params={"key": key},
+            result="none",
+        )
 
     def run_batch(
         self,
@@ -2375,6 +2538,11 @@ class AsyncOperations:
 
         Role: dispatcher. `max_running`: at most that many live leases in the queue at
         once (0 removes the cap); claim-next hands out nothing while at the cap.
+        `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+        that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+        the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+        `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+        removes it. Absent members are left alone.
 
         ``PATCH /v1/queues/{queue}`` (updateQueue).
         """
@@ -2477,6 +2645,16 @@ class AsyncOperations:
         queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
         keys: a key used for a create may be used for a claim, and the other way round.
 
+        Flow control (concurrency keys, start rates, budgets; see `PUT
+        /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+        at their limit and takes the next claimable one. A queue with `fair` takes
+        from the ready nodes' keys in turn within a priority band; one with
+        `age_priority_every_ms` counts a node one band higher for every such
+        interval it has waited ready. With `wait_ms` the request waits for a slot,
+        a token or a new window as it waits for a ready node. When nothing was
+        handed out because of flow control the answer is `204` with `Retry-After`,
+        `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
+
         ``POST /v1/queues/{queue}/claim`` (claimNext).
         """
         return cast('Optional[ClaimResponse]', await self._call(
@@ -2497,7 +2675,7 @@ class AsyncOperations:
         body: Optional[ClaimManyRequest] = None,
         *,
         idempotency_key: Optional[str] = None,
-    ) -> ClaimManyResponse:
+    ) -> Optional[ClaimManyResponse]:
         """Claim up to max ready nodes.
 
         Role: worker. As `claimNext`, for up to `max` (1-1000) nodes in one request:
@@ -2513,9 +2691,14 @@ class AsyncOperations:
         with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
         from create keys.
 
+        Flow control applies as for `claimNext`. When it held back every node that
+        could have been handed out, so that nothing was, the answer is `204` with
+        `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+        at all is still `200` with no items.
+
         ``POST /v1/queues/{queue}/claims`` (claimNextMany).
         """
-        return cast('ClaimManyResponse', await self._call(
+        return cast('Optional[ClaimManyResponse]', await self._call(
             "POST",
             "/v1/queues/{queue}/claims",
             path_params={"queue": queue},
@@ -2526,6 +2709,149 @@ class AsyncOperations:
             result="json",
             long_poll_ms=(body or {}).get("wait_ms"),
         ))
+
+    async def list_limits(
+        self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> ConcurrencyLimitList:
+        """List concurrency limits and start rates.
+
+        Role: reader. The tenant's limits on concurrency keys, by key, each with how
+        many live leases count against it now. For an exact key `running` is the
+        live leases of nodes carrying the key. For a prefix (`repo:*`) the limit
+        holds for every distinct matching key on its own: `running` is the live
+        leases of the busiest matching key and `running_keys` how many distinct
+        matching keys hold at least one live lease. Paged: follow `next_cursor`
+        until it is null.
+
+        ``GET /v1/limits`` (listLimits).
+        """
+        return cast('ConcurrencyLimitList', await self._call(
+            "GET",
+            "/v1/limits",
+            query={"limit": limit, "cursor": cursor},
+            accept="application/json",
+            result="json",
+        ))
+
+    async def put_limit(
+        self,
+        key: str,
+        body: ConcurrencyLimitPut,
+    ) -> ConcurrencyLimit:
+        """Set a concurrency limit or start rate on a key.
+
+        Role: dispatcher. `max_running`: at most that many live leases at once on
+        nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+        (`per_second` tokens a second, at most `burst` at once). Either part may be
+        left out; at least one is given; the body replaces what the key had. A key
+        ending in `*` is a prefix: the limit then holds for each distinct key that
+        starts with what comes before the `*`, on its own. Where an exact limit and
+        prefixes match one key, each of them holds. A claim that would take a key
+        past its limit is refused (`409 concurrency_limited`; claim-next skips the
+        node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+        A lowered limit cuts off no running work: new claims wait until the key is
+        under it.
+
+        ``PUT /v1/limits/{key}`` (putLimit).
+        """
+        return cast('ConcurrencyLimit', await self._call(
+            "PUT",
+            "/v1/limits/{key}",
+            path_params={"key": key},
+            json=body,
+            content_type="application/json",
+            accept="application/json",
+            result="json",
+        ))
+
+    async def delete_limit(
+        self,
+        key: str,
+    ) -> None:
+        """Remove a key's limit and rate.
+
+        Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+        the key has no limit.
+
+        ``DELETE /v1/limits/{key}`` (deleteLimit).
+        """
+        await self._call(
+            "DELETE",
+            "/v1/limits/{key}",
+            path_params={"key": key},
+            result="none",
+        )
+
+    async def list_budgets(
+        self,
+        *,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> BudgetList:
+        """List usage budgets and their spend.
+
+        Role: reader. The tenant's usage budgets, by key, each with what was spent
+        in the current window. Paged: follow `next_cursor` until it is null.
+
+        ``GET /v1/budgets`` (listBudgets).
+        """
+        return cast('BudgetList', await self._call(
+            "GET",
+            "/v1/budgets",
+            query={"limit": limit, "cursor": cursor},
+            accept="application/json",
+            result="json",
+        ))
+
+    async def put_budget(
+        self,
+        key: str,
+        body: BudgetPut,
+    ) -> Budget:
+        """Set a usage budget on a key.
+
+        Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+        `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+        exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+        multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+        `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+        `window_end`) and claim-next skips them until the window rolls over; running
+        work carries on and its spend still counts. The body replaces the key's
+        budget; spend already counted in the current window is kept when `usage`
+        and `window_ms` stay the same.
+
+        ``PUT /v1/budgets/{key}`` (putBudget).
+        """
+        return cast('Budget', await self._call(
+            "PUT",
+            "/v1/budgets/{key}",
+            path_params={"key": key},
+            json=body,
+            content_type="application/json",
+            accept="application/json",
+            result="json",
+        ))
+
+    async def delete_budget(
+        self,
+        key: str,
+    ) -> None:
+        """Remove a key's usage budget.
+
+        Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+        the key has no budget.
+
+        ``DELETE /v1/budgets/{key}`` (deleteBudget).
+        """
+        await self._call(
+            "DELETE",
+            "/v1/budgets/{key}",
+            path_params={"key": key},
+            result="none",
+        )
 
     async def run_batch(
         self,
@@ -3605,6 +3931,12 @@ OPERATIONS = {
     "resumeQueue": ("POST", "/v1/queues/{queue}/resume", "resume_queue"),
     "claimNext": ("POST", "/v1/queues/{queue}/claim", "claim_next"),
     "claimNextMany": ("POST", "/v1/queues/{queue}/claims", "claim_next_many"),
+    "listLimits": ("GET", "/v1/limits", "list_limits"),
+    "putLimit": ("PUT", "/v1/limits/{key}", "put_limit"),
+    "deleteLimit": ("DELETE", "/v1/limits/{key}", "delete_limit"),
+    "listBudgets": ("GET", "/v1/budgets", "list_budgets"),
+    "putBudget": ("PUT", "/v1/budgets/{key}", "put_budget"),
+    "deleteBudget": ("DELETE", "/v1/budgets/{key}", "delete_budget"),
     "runBatch": ("POST", "/v1/batch", "run_batch"),
     "createEdge": ("POST", "/v1/edges", "create_edge"),
     "deleteEdge": ("DELETE", "/v1/edges", "delete_edge"),

@@ -207,6 +207,8 @@ class Node(TypedDict):
     # span; absent otherwise. Returned with the node by every claim, so a run can
     # link to the request that made its node.
     traceparent: NotRequired[str]
+    # The node's concurrency keys (`NodeCreate`); absent when it has none.
+    concurrency_keys: NotRequired["ConcurrencyKeys"]
 
 
 class NodeList(TypedDict):
@@ -252,6 +254,7 @@ class NodeCreate(TypedDict):
     # references; a repeat is dropped, an unknown one is `400` naming
     # `blobs[i]`. Hex in either case; stored lowercase.
     blobs: NotRequired[List[str]]
+    concurrency_keys: NotRequired["ConcurrencyKeys"]
 
 
 class NodeBatchCreate(TypedDict):
@@ -278,6 +281,10 @@ class NodePatch(TypedDict):
     # Replaces the blobs the node references (as in `NodeCreate`); `null`
     # or `[]` drops them all. The holder of the node's lease may set it.
     blobs: NotRequired[Optional[List[str]]]
+    # Replaces the node's concurrency keys (as in `NodeCreate`); `null` or `[]`
+    # drops them all. Only while the node is `queued` (or `open`): on a node
+    # that runs or has ended it is `409 conflict`.
+    concurrency_keys: NotRequired[Optional[List[str]]]
 
 
 Edge = TypedDict(
@@ -521,6 +528,14 @@ class Queue(TypedDict):
     paused: bool
     # At most this many live leases at once; 0 = no cap.
     max_running: int
+    # At most this many live leases at once per concurrency key of the queue's nodes, for keys without a limit of their own; 0 or absent = no default.
+    max_running_per_key: NotRequired[int]
+    # Claim-next takes from the ready nodes' concurrency keys in turn within a priority band (absent = false).
+    fair: NotRequired[bool]
+    # A ready node counts one priority band higher for every this many milliseconds it has waited; 0 or absent = no aging.
+    age_priority_every_ms: NotRequired[int]
+    # The start rate of the queue's lease grants; absent = none.
+    rate: NotRequired["Rate"]
     # Nodes of the queue by status (every status is present).
     counts: Dict[str, int]
     # Nodes claimable now (0 while paused).
@@ -535,7 +550,17 @@ class QueueList(TypedDict):
 
 
 class QueuePatch(TypedDict):
-    max_running: int
+    """A JSON merge patch of a queue's settings; an absent member is left alone."""
+    # At most this many live leases in the queue at once; 0 removes the cap.
+    max_running: NotRequired[int]
+    # The default limit per concurrency key of the queue's nodes, for keys without a limit of their own; 0 removes it.
+    max_running_per_key: NotRequired[int]
+    # Take from the ready nodes' concurrency keys in turn within a priority band.
+    fair: NotRequired[bool]
+    # Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off.
+    age_priority_every_ms: NotRequired[int]
+    # A start rate on the queue's lease grants; `null` removes it.
+    rate: NotRequired[Optional["Rate"]]
 
 
 class ClaimNextRequest(TypedDict):
@@ -1087,8 +1112,81 @@ class Readiness(TypedDict):
     status: Literal["ready"]
 
 
+# Keys that name what the node's run holds (`repo:acme/web`, `provider:openai`),
+# each 1-256 bytes without control characters, at most 8, a repeat dropped.
+# Limits (`PUT /v1/limits/{key}`), start rates, the queue's
+# `max_running_per_key` and budgets hold per key: a claim that would take any
+# of the node's keys past one is refused, and claim-next skips the node.
+ConcurrencyKeys = List[str]
+
+
+class Rate(TypedDict):
+    """A token bucket on lease grants: `per_second` tokens are added a second, at
+    most `burst` are kept, and every grant takes one. Grants in any window of
+    `w` seconds are at most `per_second * w + burst`. The bucket starts empty
+    when the limit is set and when a server starts (or takes over the tenant),
+    so a restart never grants more than `burst` at once.
+    """
+    # Tokens added a second (0.001 to 1000000, finite).
+    per_second: float
+    # The most tokens kept, and so the most grants at once.
+    burst: int
+
+
+class ConcurrencyLimitPut(TypedDict):
+    """At least one of `max_running` and `rate`."""
+    # At most this many live leases at once on nodes carrying the key (for a prefix, on each distinct matching key).
+    max_running: NotRequired[int]
+    rate: NotRequired["Rate"]
+
+
+class ConcurrencyLimit(TypedDict):
+    # The key, or a prefix ending in `*`.
+    key: str
+    # The limit on live leases; null when the key has only a rate.
+    max_running: Optional[int]
+    rate: Optional["Rate"]
+    # Live leases now on nodes carrying the key; for a prefix, those of the busiest matching key.
+    running: int
+    # For a prefix only: how many distinct matching keys hold at least one live lease.
+    running_keys: NotRequired[int]
+
+
+class ConcurrencyLimitList(TypedDict):
+    items: List["ConcurrencyLimit"]
+    next_cursor: Optional[str]
+
+
+class BudgetPut(TypedDict):
+    # The usage counter spent (`tokens`, `cost_usd`, or a counter of your own reported in `usage`).
+    usage: str
+    # The most of `usage` spent in one window (finite, more than 0).
+    limit: float
+    # The window's length.
+    window_ms: int
+
+
+class Budget(TypedDict):
+    key: str
+    usage: str
+    limit: float
+    window_ms: int
+    # What runs of nodes carrying the key reported in the current window.
+    spent: float
+    window_start: str
+    # When the current window ends and its spend starts again from 0.
+    window_end: str
+    # `spent` reached `limit`: claims of nodes carrying the key wait until `window_end`.
+    exhausted: bool
+
+
+class BudgetList(TypedDict):
+    items: List["Budget"]
+    next_cursor: Optional[str]
+
+
 # The stable error code clients switch on.
-ProblemCode = Literal["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "lease_lost", "not_claimable", "already_exists", "cycle", "precondition_failed", "payload_too_large", "unsupported_media_type", "idempotency_mismatch", "rate_limited", "range_not_satisfiable", "internal", "unavailable", "gone", "disk_full"]
+ProblemCode = Literal["bad_request", "unauthorized", "forbidden", "not_found", "conflict", "lease_lost", "not_claimable", "already_exists", "cycle", "concurrency_limited", "start_rate_limited", "budget_exhausted", "precondition_failed", "payload_too_large", "unsupported_media_type", "idempotency_mismatch", "rate_limited", "range_not_satisfiable", "internal", "unavailable", "gone", "disk_full"]
 
 
 class Problem(TypedDict):
@@ -1116,8 +1214,16 @@ class Problem(TypedDict):
     field: NotRequired[str]
     # `precondition_failed`: the node's current version.
     current_version: NotRequired[int]
-    # `payload_too_large`: the limit crossed, in bytes (the body limit, `TETHER_BLOB_MAX_BYTES`, or the tenant's `blob_quota_bytes`).
+    # `payload_too_large`: the limit crossed, in bytes (the body limit, `TETHER_BLOB_MAX_BYTES`, or the tenant's `blob_quota_bytes`). `concurrency_limited`: the key's limit on live leases.
     limit: NotRequired[int]
+    # `concurrency_limited`, `start_rate_limited`, `budget_exhausted`: the concurrency key (or, for a queue's rate, the queue name) that refused the claim.
+    key: NotRequired[str]
+    # `concurrency_limited`: live leases on the key now.
+    running: NotRequired[int]
+    # `start_rate_limited`, `budget_exhausted`: how long until a retry can succeed, in milliseconds (the `Retry-After` header, in seconds rounded up, says the same).
+    retry_after_ms: NotRequired[int]
+    # `budget_exhausted`: when the budget's window rolls over.
+    window_end: NotRequired[str]
     # `gone`: the oldest event seq still kept; read again with `after` one below it, or without `after`.
     oldest_seq: NotRequired[int]
     # The id of the request, for the server's logs.
@@ -1219,6 +1325,14 @@ __all__ = [
     "ScheduleRunList",
     "Health",
     "Readiness",
+    "ConcurrencyKeys",
+    "Rate",
+    "ConcurrencyLimitPut",
+    "ConcurrencyLimit",
+    "ConcurrencyLimitList",
+    "BudgetPut",
+    "Budget",
+    "BudgetList",
     "ProblemCode",
     "Problem",
 ]

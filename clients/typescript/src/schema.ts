@@ -569,6 +569,11 @@ export interface paths {
          * Change queue settings
          * @description Role: dispatcher. `max_running`: at most that many live leases in the queue at
          *     once (0 removes the cap); claim-next hands out nothing while at the cap.
+         *     `max_running_per_key`: the limit of each concurrency key of the queue's nodes
+         *     that has no limit of its own (`PUT /v1/limits/{key}`). `fair`: round robin over
+         *     the ready nodes' keys within a priority band. `age_priority_every_ms`: aging.
+         *     `rate`: a start rate (token bucket) on the queue's lease grants, `null`
+         *     removes it. Absent members are left alone.
          */
         patch: operations["updateQueue"];
         trace?: never;
@@ -681,6 +686,16 @@ export interface paths {
          *     repeat of it may claim. The same key from another identity, or with another
          *     queue or body, is `422 idempotency_mismatch`. Claim keys are apart from create
          *     keys: a key used for a create may be used for a claim, and the other way round.
+         *
+         *     Flow control (concurrency keys, start rates, budgets; see `PUT
+         *     /v1/limits/{key}` and `PUT /v1/budgets/{key}`) skips a node whose keys are
+         *     at their limit and takes the next claimable one. A queue with `fair` takes
+         *     from the ready nodes' keys in turn within a priority band; one with
+         *     `age_priority_every_ms` counts a node one band higher for every such
+         *     interval it has waited ready. With `wait_ms` the request waits for a slot,
+         *     a token or a new window as it waits for a ready node. When nothing was
+         *     handed out because of flow control the answer is `204` with `Retry-After`,
+         *     `Tether-Retry-After-Ms` and `Tether-Throttled` naming the reason and key.
          */
         post: operations["claimNext"];
         delete?: never;
@@ -715,9 +730,141 @@ export interface paths {
          *     nothing, so a repeat of it may claim. The same key from another identity, or
          *     with another queue or body, is `422 idempotency_mismatch`. Claim keys are apart
          *     from create keys.
+         *
+         *     Flow control applies as for `claimNext`. When it held back every node that
+         *     could have been handed out, so that nothing was, the answer is `204` with
+         *     `Retry-After`, `Tether-Retry-After-Ms` and `Tether-Throttled`; nothing ready
+         *     at all is still `200` with no items.
          */
         post: operations["claimNextMany"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List concurrency limits and start rates
+         * @description Role: reader. The tenant's limits on concurrency keys, by key, each with how
+         *     many live leases count against it now. For an exact key `running` is the
+         *     live leases of nodes carrying the key. For a prefix (`repo:*`) the limit
+         *     holds for every distinct matching key on its own: `running` is the live
+         *     leases of the busiest matching key and `running_keys` how many distinct
+         *     matching keys hold at least one live lease. Paged: follow `next_cursor`
+         *     until it is null.
+         */
+        get: operations["listLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/limits/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, 1-256 bytes without control characters, or a prefix
+                 *     ending in `*`; sent as one path segment (`/` as `%2F`).
+                 */
+                key: components["parameters"]["ConcurrencyKey"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a concurrency limit or start rate on a key
+         * @description Role: dispatcher. `max_running`: at most that many live leases at once on
+         *     nodes carrying the key; `rate`: a token bucket on lease grants of such nodes
+         *     (`per_second` tokens a second, at most `burst` at once). Either part may be
+         *     left out; at least one is given; the body replaces what the key had. A key
+         *     ending in `*` is a prefix: the limit then holds for each distinct key that
+         *     starts with what comes before the `*`, on its own. Where an exact limit and
+         *     prefixes match one key, each of them holds. A claim that would take a key
+         *     past its limit is refused (`409 concurrency_limited`; claim-next skips the
+         *     node), one over the rate is `409 start_rate_limited` with `retry_after_ms`.
+         *     A lowered limit cuts off no running work: new claims wait until the key is
+         *     under it.
+         */
+        put: operations["putLimit"];
+        post?: never;
+        /**
+         * Remove a key's limit and rate
+         * @description Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+         *     the key has no limit.
+         */
+        delete: operations["deleteLimit"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/budgets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List usage budgets and their spend
+         * @description Role: reader. The tenant's usage budgets, by key, each with what was spent
+         *     in the current window. Paged: follow `next_cursor` until it is null.
+         */
+        get: operations["listBudgets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/budgets/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, 1-256 bytes without control characters, or a prefix
+                 *     ending in `*`; sent as one path segment (`/` as `%2F`).
+                 */
+                key: components["parameters"]["ConcurrencyKey"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a usage budget on a key
+         * @description Role: dispatcher. At most `limit` of the counter `usage` (as `progress` and
+         *     `complete` report it in `usage`) spent by runs of nodes carrying the key (an
+         *     exact key, no prefix) in each window of `window_ms`. Windows are fixed, a
+         *     multiple of `window_ms` after the Unix epoch. Once a window's spend reaches
+         *     `limit`, claims of such nodes are refused (`409 budget_exhausted`, with
+         *     `window_end`) and claim-next skips them until the window rolls over; running
+         *     work carries on and its spend still counts. The body replaces the key's
+         *     budget; spend already counted in the current window is kept when `usage`
+         *     and `window_ms` stay the same.
+         */
+        put: operations["putBudget"];
+        post?: never;
+        /**
+         * Remove a key's usage budget
+         * @description Role: dispatcher. Waiting claimers of the key's nodes are woken. `404` when
+         *     the key has no budget.
+         */
+        delete: operations["deleteBudget"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1976,6 +2123,8 @@ export interface components {
              *     link to the request that made its node.
              */
             readonly traceparent?: string;
+            /** @description The node's concurrency keys (`NodeCreate`); absent when it has none. */
+            concurrency_keys?: components["schemas"]["ConcurrencyKeys"];
         };
         NodeList: {
             items: components["schemas"]["Node"][];
@@ -2040,6 +2189,7 @@ export interface components {
              *     `blobs[i]`. Hex in either case; stored lowercase.
              */
             blobs?: string[];
+            concurrency_keys?: components["schemas"]["ConcurrencyKeys"];
         };
         NodeBatchCreate: {
             items: components["schemas"]["NodeCreate"][];
@@ -2071,6 +2221,12 @@ export interface components {
              *     or `[]` drops them all. The holder of the node's lease may set it.
              */
             blobs?: string[] | null;
+            /**
+             * @description Replaces the node's concurrency keys (as in `NodeCreate`); `null` or `[]`
+             *     drops them all. Only while the node is `queued` (or `open`): on a node
+             *     that runs or has ended it is `409 conflict`.
+             */
+            concurrency_keys?: string[] | null;
         };
         Edge: {
             from: string;
@@ -2341,6 +2497,20 @@ export interface components {
              * @description At most this many live leases at once; 0 = no cap.
              */
             max_running: number;
+            /**
+             * Format: int64
+             * @description At most this many live leases at once per concurrency key of the queue's nodes, for keys without a limit of their own; 0 or absent = no default.
+             */
+            max_running_per_key?: number;
+            /** @description Claim-next takes from the ready nodes' concurrency keys in turn within a priority band (absent = false). */
+            fair?: boolean;
+            /**
+             * Format: int64
+             * @description A ready node counts one priority band higher for every this many milliseconds it has waited; 0 or absent = no aging.
+             */
+            age_priority_every_ms?: number;
+            /** @description The start rate of the queue's lease grants; absent = none. */
+            rate?: components["schemas"]["Rate"];
             /** @description Nodes of the queue by status (every status is present). */
             counts: {
                 [key: string]: number;
@@ -2357,9 +2527,27 @@ export interface components {
             items: components["schemas"]["Queue"][];
             next_cursor: string | null;
         };
+        /** @description A JSON merge patch of a queue's settings; an absent member is left alone. */
         QueuePatch: {
-            /** Format: int64 */
-            max_running: number;
+            /**
+             * Format: int64
+             * @description At most this many live leases in the queue at once; 0 removes the cap.
+             */
+            max_running?: number;
+            /**
+             * Format: int64
+             * @description The default limit per concurrency key of the queue's nodes, for keys without a limit of their own; 0 removes it.
+             */
+            max_running_per_key?: number;
+            /** @description Take from the ready nodes' concurrency keys in turn within a priority band. */
+            fair?: boolean;
+            /**
+             * Format: int64
+             * @description Count a ready node one priority band higher per this many milliseconds waited; 0 turns aging off.
+             */
+            age_priority_every_ms?: number;
+            /** @description A start rate on the queue's lease grants; `null` removes it. */
+            rate?: components["schemas"]["Rate"] | null;
         };
         ClaimNextRequest: {
             /** @description A name for the session (a process, a run) the lease belongs to. Later calls on the lease then pass the same `session`; without it the lease belongs to no session. */
@@ -3064,10 +3252,110 @@ export interface components {
             status: "ready";
         };
         /**
+         * @description Keys that name what the node's run holds (`repo:acme/web`, `provider:openai`),
+         *     each 1-256 bytes without control characters, at most 8, a repeat dropped.
+         *     Limits (`PUT /v1/limits/{key}`), start rates, the queue's
+         *     `max_running_per_key` and budgets hold per key: a claim that would take any
+         *     of the node's keys past one is refused, and claim-next skips the node.
+         */
+        ConcurrencyKeys: string[];
+        /**
+         * @description A token bucket on lease grants: `per_second` tokens are added a second, at
+         *     most `burst` are kept, and every grant takes one. Grants in any window of
+         *     `w` seconds are at most `per_second * w + burst`. The bucket starts empty
+         *     when the limit is set and when a server starts (or takes over the tenant),
+         *     so a restart never grants more than `burst` at once.
+         */
+        Rate: {
+            /**
+             * Format: double
+             * @description Tokens added a second (0.001 to 1000000, finite).
+             */
+            per_second: number;
+            /**
+             * Format: int64
+             * @description The most tokens kept, and so the most grants at once.
+             */
+            burst: number;
+        };
+        /** @description At least one of `max_running` and `rate`. */
+        ConcurrencyLimitPut: {
+            /**
+             * Format: int64
+             * @description At most this many live leases at once on nodes carrying the key (for a prefix, on each distinct matching key).
+             */
+            max_running?: number;
+            rate?: components["schemas"]["Rate"];
+        };
+        ConcurrencyLimit: {
+            /** @description The key, or a prefix ending in `*`. */
+            key: string;
+            /**
+             * Format: int64
+             * @description The limit on live leases; null when the key has only a rate.
+             */
+            max_running: number | null;
+            rate: components["schemas"]["Rate"] | null;
+            /**
+             * Format: int64
+             * @description Live leases now on nodes carrying the key; for a prefix, those of the busiest matching key.
+             */
+            running: number;
+            /**
+             * Format: int64
+             * @description For a prefix only: how many distinct matching keys hold at least one live lease.
+             */
+            running_keys?: number;
+        };
+        ConcurrencyLimitList: {
+            items: components["schemas"]["ConcurrencyLimit"][];
+            next_cursor: string | null;
+        };
+        BudgetPut: {
+            /** @description The usage counter spent (`tokens`, `cost_usd`, or a counter of your own reported in `usage`). */
+            usage: string;
+            /**
+             * Format: double
+             * @description The most of `usage` spent in one window (finite, more than 0).
+             */
+            limit: number;
+            /**
+             * Format: int64
+             * @description The window's length.
+             */
+            window_ms: number;
+        };
+        Budget: {
+            key: string;
+            usage: string;
+            /** Format: double */
+            limit: number;
+            /** Format: int64 */
+            window_ms: number;
+            /**
+             * Format: double
+             * @description What runs of nodes carrying the key reported in the current window.
+             */
+            spent: number;
+            /** Format: date-time */
+            window_start: string;
+            /**
+             * Format: date-time
+             * @description When the current window ends and its spend starts again from 0.
+             */
+            window_end: string;
+            /** @description `spent` reached `limit`: claims of nodes carrying the key wait until `window_end`. */
+            exhausted: boolean;
+        };
+        BudgetList: {
+            items: components["schemas"]["Budget"][];
+            next_cursor: string | null;
+        };
+        /**
          * @description The stable error code clients switch on.
          * @enum {string}
          */
-        ProblemCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "lease_lost" | "not_claimable" | "already_exists" | "cycle" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_mismatch" | "rate_limited" | "range_not_satisfiable" | "internal" | "unavailable" | "gone" | "disk_full";
+        ProblemCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "lease_lost" | "not_claimable" | "already_exists" | "cycle" | "concurrency_limited" | "start_rate_limited" | "budget_exhausted" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_mismatch" | "rate_limited" | "range_not_satisfiable" | "internal" | "unavailable" | "gone" | "disk_full";
         /** @description An RFC 9457 problem document with Tether's extension members. */
         Problem: {
             /** @description A URI reference naming the problem type. */
@@ -3107,9 +3395,26 @@ export interface components {
             current_version?: number;
             /**
              * Format: int64
-             * @description `payload_too_large`: the limit crossed, in bytes (the body limit, `TETHER_BLOB_MAX_BYTES`, or the tenant's `blob_quota_bytes`).
+             * @description `payload_too_large`: the limit crossed, in bytes (the body limit, `TETHER_BLOB_MAX_BYTES`, or the tenant's `blob_quota_bytes`). `concurrency_limited`: the key's limit on live leases.
              */
             limit?: number;
+            /** @description `concurrency_limited`, `start_rate_limited`, `budget_exhausted`: the concurrency key (or, for a queue's rate, the queue name) that refused the claim. */
+            key?: string;
+            /**
+             * Format: int64
+             * @description `concurrency_limited`: live leases on the key now.
+             */
+            running?: number;
+            /**
+             * Format: int64
+             * @description `start_rate_limited`, `budget_exhausted`: how long until a retry can succeed, in milliseconds (the `Retry-After` header, in seconds rounded up, says the same).
+             */
+            retry_after_ms?: number;
+            /**
+             * Format: date-time
+             * @description `budget_exhausted`: when the budget's window rolls over.
+             */
+            window_end?: string;
             /**
              * Format: int64
              * @description `gone`: the oldest event seq still kept; read again with `after` one below it, or without `after`.
@@ -3182,10 +3487,16 @@ export interface components {
         /**
          * @description `conflict` (with `holder`, `expires`, `expires_at` when a lease is in the way),
          *     `lease_lost` (with `holder`), `not_claimable` (with `reason` and `blocked_by`
-         *     or `run_at`), `already_exists` or `cycle`.
+         *     or `run_at`), `already_exists`, `cycle`, or a claim refused by flow control:
+         *     `concurrency_limited` (with `key`, `limit`, `running`), `start_rate_limited`
+         *     (with `key`, `retry_after_ms`) or `budget_exhausted` (with `key`,
+         *     `window_end`, `retry_after_ms`); those with `retry_after_ms` carry
+         *     `Retry-After` too.
          */
         Conflict: {
             headers: {
+                /** @description Seconds to wait before a retry can succeed (flow-control refusals that name `retry_after_ms`). */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -3282,6 +3593,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description A concurrency key, 1-256 bytes without control characters, or a prefix
+         *     ending in `*`; sent as one path segment (`/` as `%2F`).
+         */
+        ConcurrencyKey: string;
         /** @description A schedule id, 1-128 characters of `[A-Za-z0-9._:-]` starting with a letter or digit. */
         ScheduleID: string;
         /**
@@ -3316,6 +3632,17 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Flow control handed nothing out: seconds until a claim can succeed, rounded up. */
+        ThrottledRetryAfter: number;
+        /** @description Flow control handed nothing out: milliseconds until a claim can succeed. */
+        ThrottledRetryAfterMs: number;
+        /**
+         * @description Flow control handed nothing out: `<reason>; key="<key>"`, reason one of
+         *     `concurrency_limited`, `start_rate_limited`, `budget_exhausted`, key the
+         *     concurrency key (or queue name, for a queue's rate) in the way, as a quoted
+         *     string (`\` and `"` escaped with `\`).
+         */
+        Throttled: string;
         /** @description The blob's path, `/v1/blobs/<sha256>`. */
         BlobLocation: string;
         /** @description The node's version as a strong entity tag, `"<version>"`. */
@@ -4283,9 +4610,12 @@ export interface operations {
                     "application/json": components["schemas"]["ClaimResponse"];
                 };
             };
-            /** @description Nothing was ready within `wait_ms`. */
+            /** @description Nothing was ready within `wait_ms` (or flow control held it back, then with the headers below). */
             204: {
                 headers: {
+                    "Retry-After": components["headers"]["ThrottledRetryAfter"];
+                    "Tether-Retry-After-Ms": components["headers"]["ThrottledRetryAfterMs"];
+                    "Tether-Throttled": components["headers"]["Throttled"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4337,6 +4667,16 @@ export interface operations {
                     "application/json": components["schemas"]["ClaimManyResponse"];
                 };
             };
+            /** @description Flow control held back what could have been claimed. */
+            204: {
+                headers: {
+                    "Retry-After": components["headers"]["ThrottledRetryAfter"];
+                    "Tether-Retry-After-Ms": components["headers"]["ThrottledRetryAfterMs"];
+                    "Tether-Throttled": components["headers"]["Throttled"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4345,6 +4685,206 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyMismatch"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listLimits: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of limits. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConcurrencyLimitList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, 1-256 bytes without control characters, or a prefix
+                 *     ending in `*`; sent as one path segment (`/` as `%2F`).
+                 */
+                key: components["parameters"]["ConcurrencyKey"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConcurrencyLimitPut"];
+            };
+        };
+        responses: {
+            /** @description The limit as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConcurrencyLimit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, 1-256 bytes without control characters, or a prefix
+                 *     ending in `*`; sent as one path segment (`/` as `%2F`).
+                 */
+                key: components["parameters"]["ConcurrencyKey"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listBudgets: {
+        parameters: {
+            query?: {
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of budgets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BudgetList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, 1-256 bytes without control characters, or a prefix
+                 *     ending in `*`; sent as one path segment (`/` as `%2F`).
+                 */
+                key: components["parameters"]["ConcurrencyKey"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BudgetPut"];
+            };
+        };
+        responses: {
+            /** @description The budget as stored, with its spend. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A concurrency key, 1-256 bytes without control characters, or a prefix
+                 *     ending in `*`; sent as one path segment (`/` as `%2F`).
+                 */
+                key: components["parameters"]["ConcurrencyKey"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
