@@ -198,12 +198,12 @@ func (s *Server) claimNext(c echo.Context) error {
 		}
 		defer release()
 	}
-	got, err := s.nodes.ClaimNext(c.Request().Context(), p)
+	got, throttled, err := s.nodes.ClaimNextThrottled(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
 	if len(got) == 0 {
-		return c.NoContent(http.StatusNoContent)
+		return noContentThrottled(c, throttled)
 	}
 	out, err := s.claimJSON(got[0])
 	if err != nil {
@@ -225,9 +225,12 @@ func (s *Server) claimMany(c echo.Context) error {
 		}
 		defer release()
 	}
-	got, err := s.nodes.ClaimNext(c.Request().Context(), p)
+	got, throttled, err := s.nodes.ClaimNextThrottled(c.Request().Context(), p)
 	if err != nil {
 		return err
+	}
+	if len(got) == 0 && throttled != nil {
+		return noContentThrottled(c, throttled)
 	}
 	nodes := make([]*records.Node, len(got))
 	for i, r := range got {

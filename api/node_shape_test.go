@@ -30,6 +30,7 @@ var storedOnly = []string{
 	"tenant",     // a node is read within its tenant; the path says which
 	"last_fence", // the counter claims draw fences from; the live lease carries its fence
 	"last_run",   // how the last run ended, kept to answer a retried completion again
+	"slot_held",  // flow control's bookkeeping of a hand-off, not the caller's
 }
 
 // answerOnly are the node answer's fields not stored in the record: both are
@@ -48,6 +49,7 @@ var storedNotCreated = []string{
 	"tenant", "status", "attempts", "lease", "last_fence", "result", "error", "progress",
 	"last_run", "usage", "usage_total", "version", "created_by", "created_at", "updated_at",
 	"traceparent", // the trace context of the create request, not of its body
+	"slot_held",   // set by a hand-off (a release to another identity)
 }
 
 func jsonNames(t reflect.Type) []string {

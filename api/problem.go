@@ -32,6 +32,10 @@ type Problem struct {
 	CurrentVersion *int64   `json:"current_version,omitempty"`
 	OldestSeq      *uint64  `json:"oldest_seq,omitempty"`
 	Limit          *int64   `json:"limit,omitempty"`
+	Key            string   `json:"key,omitempty"`
+	Running        *int64   `json:"running,omitempty"`
+	RetryAfterMS   *int64   `json:"retry_after_ms,omitempty"`
+	WindowEnd      *Time    `json:"window_end,omitempty"`
 	RequestID      string   `json:"request_id,omitempty"`
 	retryAfter     int      // seconds, for 429 and disk_full
 }
@@ -126,6 +130,22 @@ func problemFor(err error) (*Problem, bool) {
 		return newProblem(http.StatusForbidden, CodeForbidden, e.Error()), true
 	case *fault.Unauthorized:
 		return newProblem(http.StatusUnauthorized, CodeUnauthorized, e.Error()), true
+	case *fault.Throttled:
+		p := newProblem(http.StatusConflict, e.Reason, e.Error())
+		p.Key = e.Key
+		if e.Reason == fault.ThrottleConcurrency {
+			p.Limit, p.Running = &e.Limit, &e.Running
+		}
+		if e.RetryAfter > 0 {
+			ms := retryAfterMS(e.RetryAfter)
+			p.RetryAfterMS = &ms
+			p.retryAfter = int((ms + 999) / 1000)
+		}
+		if !e.WindowEnd.IsZero() {
+			t := Time(e.WindowEnd)
+			p.WindowEnd = &t
+		}
+		return p, true
 	case *fault.RateLimited:
 		p := newProblem(http.StatusTooManyRequests, CodeRateLimited, e.Error())
 		p.retryAfter = max(1, int(math.Ceil(e.RetryAfter.Seconds())))
@@ -243,6 +263,8 @@ func errorRank(err error) int {
 		return 9
 	case *fault.RateLimited:
 		return 10
+	case *fault.Throttled:
+		return 20
 	case *fault.IdempotencyMismatch:
 		return 11
 	case *fault.TooLarge:

@@ -41,8 +41,20 @@ type Problem struct {
 	// OldestSeq is, on gone, the oldest event seq still kept.
 	OldestSeq *int64 `json:"oldest_seq,omitempty"`
 	// Limit is the limit crossed, in bytes, on payload_too_large: the body
-	// limit, the largest blob, or the tenant's blob quota.
+	// limit, the largest blob, or the tenant's blob quota; on
+	// concurrency_limited, the key's limit on live leases.
 	Limit *int64 `json:"limit,omitempty"`
+	// Key is the concurrency key (or queue, for a queue's start rate) that
+	// refused a claim: concurrency_limited, start_rate_limited,
+	// budget_exhausted.
+	Key string `json:"key,omitempty"`
+	// Running is the key's live leases on concurrency_limited.
+	Running *int64 `json:"running,omitempty"`
+	// RetryAfterMS is how long until a retry can succeed, in milliseconds
+	// (start_rate_limited, budget_exhausted).
+	RetryAfterMS *int64 `json:"retry_after_ms,omitempty"`
+	// WindowEnd is when a spent budget's window rolls over (budget_exhausted).
+	WindowEnd *time.Time `json:"window_end,omitempty"`
 	// RequestID identifies the request in the server's logs.
 	RequestID string `json:"request_id,omitempty"`
 }

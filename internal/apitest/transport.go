@@ -75,7 +75,7 @@ func (v *validatingTransport) options() *openapi3filter.Options {
 }
 
 func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	route, pathParams, routeErr := v.router.FindRoute(req)
+	route, pathParams, routeErr := v.router.FindRoute(routable(req))
 
 	if routeErr == nil && req.Header.Get(ValidateRequestHeader) == "1" {
 		var err error
@@ -172,4 +172,16 @@ func quote(body []byte) string {
 		return fmt.Sprintf("%s… (%d bytes)", body[:maxReportedBody], len(body))
 	}
 	return string(body)
+}
+
+// routable is req as the router should match it: a path parameter sent as
+// one escaped segment (a concurrency key holding "/", as "%2F") stays one
+// segment, which the router's split of the decoded path would break.
+func routable(req *http.Request) *http.Request {
+	if req.URL.RawPath == "" {
+		return req
+	}
+	r := req.Clone(req.Context())
+	r.URL.Path = req.URL.RawPath
+	return r
 }

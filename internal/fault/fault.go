@@ -193,3 +193,34 @@ func (e *DiskFull) Error() string {
 	return "the disk that holds the server's data directory (TETHER_DATA_DIR) is full: " + what +
 		" refused until an operator frees space on it; they are taken again, without a restart, once there is; retry later"
 }
+
+// The reasons flow control refuses a claim (Throttled.Reason).
+const (
+	ThrottleConcurrency = "concurrency_limited"
+	ThrottleRate        = "start_rate_limited"
+	ThrottleBudget      = "budget_exhausted"
+)
+
+// Throttled is a claim refused by flow control: a concurrency key at its
+// limit (Limit, Running), a start rate without a token, or a spent usage
+// budget (WindowEnd). Key names the concurrency key, or the queue for a
+// queue's rate. RetryAfter is 0 when no instant is known at which a retry
+// succeeds (a concurrency limit frees when a run ends).
+type Throttled struct {
+	Reason     string
+	Key        string
+	Limit      int64
+	Running    int64
+	RetryAfter time.Duration
+	WindowEnd  time.Time
+}
+
+func (e *Throttled) Error() string {
+	switch e.Reason {
+	case ThrottleConcurrency:
+		return fmt.Sprintf("concurrency key %q is at its limit of %d running", e.Key, e.Limit)
+	case ThrottleBudget:
+		return fmt.Sprintf("the usage budget of concurrency key %q is spent until %s", e.Key, e.WindowEnd.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("the start rate of %q has no token for another %d ms", e.Key, e.RetryAfter.Milliseconds())
+}

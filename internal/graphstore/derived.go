@@ -124,9 +124,13 @@ func (s *Store) derive(t *indexes.Table, m *indexes.ReadyMirror, b *blobTable) e
 		for _, sha := range n.Blobs {
 			blobRefs[blobRef{ref.Tenant, sha}]++
 		}
+		s.flow.countNode(ref.Tenant, n, indexes.HoldsSlots(n))
 	}
 	return s.kv.View(func(ktx *kv.Txn) error {
 		if err := indexes.Derive(ktx, t, m, s.liveRecords, onNode, countBlocks); err != nil {
+			return err
+		}
+		if err := s.flow.load(ktx); err != nil {
 			return err
 		}
 		return b.derive(ktx, blobRefs)

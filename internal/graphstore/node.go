@@ -220,7 +220,9 @@ func (tx *Tx) NodePutQuiet(n *records.Node) error {
 	if err != nil {
 		return err
 	}
+	held := st.HoldsSlots
 	*st = st.WithRecord(n, b, tx.store.liveRecords)
+	tx.noteSlots(n, held, st.HoldsSlots)
 	return nil
 }
 
@@ -259,6 +261,9 @@ func (tx *Tx) NodeDelete(n *records.Node, by string) error {
 		tx.fences = map[indexes.NodeRef]uint64{}
 	}
 	tx.fences[ref] = n.LastFence
+	if st := tx.state(ref); st != nil {
+		tx.noteSlots(n, st.HoldsSlots, false)
+	}
 	tx.setState(ref, nil)
 	if err := tx.nodeGone(n.Tenant, n.ID); err != nil {
 		return err

@@ -84,6 +84,10 @@ type Store struct {
 	// QueueSettings); written through by QueueSettingsPut's commit hook.
 	queueSettings sync.Map
 
+	// flow is flow control's state: slots held per concurrency key, the
+	// cached limits and budgets, the start-rate buckets (flow_state.go).
+	flow *flowState
+
 	// goneHooks run inside every transaction that removes a node
 	// (OnNodeGone); registered before the store serves writes.
 	goneHooks []NodeGoneHook
@@ -151,6 +155,7 @@ func Open(opts Options) (*Store, error) {
 		events:      newEventHub(),
 		ready:       indexes.NewReadyMirror(opts.Clock),
 		marks:       newMarks(),
+		flow:        newFlowState(),
 		seqs:        map[string]uint64{},
 		closing:     make(chan struct{}),
 	}

@@ -38,6 +38,11 @@ type Tx struct {
 	events []records.Event
 	marks  map[string]retentionMark // retention marks changed here (retention.go)
 
+	// flowDelta is the slots of concurrency keys taken (+) and freed (-)
+	// here; budgets the budgets whose spend changed here (flow_claim.go).
+	flowDelta map[flowKey]int32
+	budgets   map[flowKey]records.BudgetRecord
+
 	// read is the record of a queued or open node that storedRecord last
 	// read from the store in a write transaction, so a claim's read and
 	// its write of the node read the store once; any write of a node's key

@@ -64,6 +64,9 @@ type NodeState struct {
 	// HasBlobs says the record names blobs, so a change reads the stored
 	// record to move their reference counts.
 	HasBlobs bool
+	// HoldsSlots says the node counts against its concurrency keys'
+	// limits: it runs, or waits after a hand-off (records.Node.SlotHeld).
+	HoldsSlots bool
 }
 
 // ready reports whether the node waits in its queue with nothing blocking it:
@@ -214,6 +217,7 @@ func StateOf(n *records.Node, record []byte, liveRecords bool) NodeState {
 		st.runAt = runAtMS(*n.RunAt)
 	}
 	st.HasBlobs = len(n.Blobs) > 0
+	st.HoldsSlots = HoldsSlots(n)
 	switch {
 	case n.Status.Terminal():
 		st.Changed = n.UpdatedAt.UnixNano()
@@ -221,6 +225,15 @@ func StateOf(n *records.Node, record []byte, liveRecords bool) NodeState {
 		st.Record = &record
 	}
 	return st
+}
+
+// HoldsSlots reports whether n counts against its concurrency keys' limits:
+// it has keys and runs, or waits at rest after a hand-off.
+func HoldsSlots(n *records.Node) bool {
+	if len(n.ConcurrencyKeys) == 0 {
+		return false
+	}
+	return n.Status == records.StatusRunning || (n.SlotHeld && n.Status.AtRest())
 }
 
 // WithRecord returns st moved to the record n (counts kept).

@@ -105,6 +105,9 @@ func (s *Service) ClaimTx(tx *graphstore.Tx, n *records.Node, p ClaimParams, lim
 	if lim.MaxLeasesPerIdentity > 0 && s.LiveCount(n.Tenant, p.By) >= lim.MaxLeasesPerIdentity {
 		return nil, &fault.RateLimited{Reason: fmt.Sprintf("identity holds %d leases, the tenant's max_leases_per_identity", lim.MaxLeasesPerIdentity), RetryAfter: time.Second}
 	}
+	if err := lifecycle.Admit(tx, n); err != nil {
+		return nil, err
+	}
 	if err := s.ensureIdentity(tx, n.Tenant, p.By); err != nil {
 		return nil, err
 	}

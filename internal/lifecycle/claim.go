@@ -26,6 +26,7 @@ func Claim(tx *graphstore.Tx, n *records.Node, p ClaimParams) (*records.Edge, er
 	n.Attempts++
 	n.LastFence++
 	n.Status = records.StatusRunning
+	n.SlotHeld = false // running holds the slots a hand-off kept
 	n.Error = nil
 	n.Lease = &records.Lease{
 		By: p.By, Session: p.Session, Fence: n.LastFence, TTLMS: p.TTL.Milliseconds(),

@@ -46,6 +46,24 @@ func Claimable(tx *graphstore.Tx, n *records.Node, by string) error {
 	return nil
 }
 
+// Admit applies flow control to a claim of n that the claimable rule
+// allowed (graphstore's FlowAdmit): its keys' limits, budgets and start
+// rates, taking the start tokens. Call it last before the claim is made,
+// so no token is spent on a claim refused for another reason.
+func Admit(tx *graphstore.Tx, n *records.Node) error {
+	if len(n.ConcurrencyKeys) == 0 && n.Queue == "" {
+		return nil
+	}
+	var q records.QueueSettings
+	if n.Queue != "" {
+		var err error
+		if q, err = tx.QueueSettingsGet(n.Tenant, n.Queue); err != nil {
+			return err
+		}
+	}
+	return tx.FlowAdmit(n, q)
+}
+
 // Blocking names what blocks n: its depends_on targets not yet satisfied
 // (graphstore.DependencySatisfied) and its children not yet terminal. It walks
 // n's edges, so it explains a refusal; the rule itself reads the blocker

@@ -31,6 +31,9 @@ func Complete(tx *graphstore.Tx, runs Runs, n *records.Node, p CompleteParams) e
 	n.Error = nil
 	n.Target = ""
 	AddUsage(n, p.Usage)
+	if err := tx.FlowSpend(n, p.Usage); err != nil {
+		return err
+	}
 	if err := tx.NodePut(n); err != nil {
 		return err
 	}

@@ -35,6 +35,8 @@ func Release(tx *graphstore.Tx, runs Runs, n *records.Node, p ReleaseParams) err
 	n.Status = n.RestStatus()
 	if p.To != "" {
 		n.Target = p.To
+		// A hand-off keeps the run's slots for the identity it names.
+		n.SlotHeld = len(n.ConcurrencyKeys) > 0
 	}
 	if err := tx.NodePut(n); err != nil {
 		return err

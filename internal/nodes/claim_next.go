@@ -47,15 +47,25 @@ const MaxWait = 60 * time.Second
 // claimed, or with none once p.Wait has passed. Two claims never get the same
 // node: the choice is made on the store's single writer.
 func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*leasing.ClaimResult, error) {
+	got, _, err := s.ClaimNextThrottled(ctx, p)
+	return got, err
+}
+
+// ClaimNextThrottled is ClaimNext that also says, when it claimed nothing
+// because flow control held back the nodes it could have claimed, why: the
+// first refusal met (the key, the reason and when a retry may succeed).
+// A long poll waits for flow control as for a ready node: until a slot
+// frees, the configuration changes, or the refusal's retry-after passes.
+func (s *Service) ClaimNextThrottled(ctx context.Context, p ClaimNextParams) ([]*leasing.ClaimResult, *fault.Throttled, error) {
 	if !graphstore.ValidQueue(p.Queue) {
-		return nil, fault.Invalidf("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
+		return nil, nil, fault.Invalidf("queue", "must be 1-128 characters of [A-Za-z0-9._:-]")
 	}
 	if p.Max < 1 {
 		p.Max = 1
 	}
 	lim, err := s.limits(ctx, p.Tenant)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var deadline <-chan time.Time
 	if p.Wait > 0 {
@@ -70,38 +80,53 @@ func (s *Service) ClaimNext(ctx context.Context, p ClaimNextParams) ([]*leasing.
 		// Subscribe before looking, so a node that turns ready between the
 		// look and the wait still wakes us. Only a long poll subscribes, and
 		// only to nodes its filter matches.
-		var changed <-chan struct{}
+		var changed, flowed <-chan struct{}
 		if deadline != nil {
 			stop()
 			changed, stop = s.store.ReadyWatch(p.Tenant, p.Queue, filter)
+			flowed = s.store.FlowWatch(p.Tenant)
 		}
-		got, replayed, err := s.claimChunks(ctx, p, filter, lim)
+		var throttled *fault.Throttled
+		got, replayed, err := s.claimChunks(ctx, p, filter, lim, &throttled)
 		if err != nil {
-			return nil, fmt.Errorf("error claiming from queue: %w", err)
+			return nil, nil, fmt.Errorf("error claiming from queue: %w", err)
 		}
 		if replayed {
 			// The claims are the first request's: they stay with it even
 			// when this repeat's caller went away too.
-			return got, nil
+			return got, nil, nil
 		}
 		if len(got) > 0 && ctx.Err() != nil {
 			// The caller went away while its claim committed: nobody will run
 			// these nodes, so give them back now rather than after their TTL.
 			s.releaseUndelivered(p, got)
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		if len(got) > 0 || deadline == nil {
-			return got, nil
+		if len(got) > 0 {
+			return got, nil, nil
+		}
+		if deadline == nil {
+			return nil, throttled, nil
+		}
+		// A refusal that knows when a retry succeeds (a start token, a
+		// budget's next window) is tried again then.
+		var retry chan struct{}
+		if throttled != nil && throttled.RetryAfter > 0 {
+			retry = make(chan struct{})
+			t := s.store.Clock().AfterFunc(throttled.RetryAfter, func() { close(retry) })
+			defer t.Stop()
 		}
 		s.TestSignals.Parked.Signal(p.Queue)
 		select {
 		case <-changed:
+		case <-flowed:
+		case <-retry:
 		case <-deadline:
-			return nil, nil
+			return nil, throttled, nil
 		case <-p.WaitEnd:
-			return nil, nil
+			return nil, throttled, nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
 }
@@ -115,7 +140,7 @@ const claimChunk = 64
 // claimChunks claims up to p.Max ready nodes, claimChunk per transaction, and
 // returns once all of them are durable. replayed reports that p.Idem's key
 // had claimed already: got is then what claimKeyedTx replayed.
-func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter indexes.ReadyFilter, lim leasing.Limits) (got []*leasing.ClaimResult, replayed bool, err error) {
+func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter indexes.ReadyFilter, lim leasing.Limits, throttled **fault.Throttled) (got []*leasing.ClaimResult, replayed bool, err error) {
 	bctx, durable := graphstore.WithBarrier(ctx)
 	var out []*leasing.ClaimResult
 	for len(out) < p.Max {
@@ -126,10 +151,10 @@ func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter ind
 		err := s.store.Update(bctx, func(tx *graphstore.Tx) error {
 			var err error
 			if p.Idem != nil {
-				got, replayed, err = s.claimKeyedTx(tx, q, filter, lim, first)
+				got, replayed, err = s.claimKeyedTx(tx, q, filter, lim, first, throttled)
 				return err
 			}
-			got, err = s.claimNextTx(tx, q, filter, lim)
+			got, err = s.claimNextTx(tx, q, filter, lim, throttled)
 			return err
 		})
 		if err == nil && replayed {
@@ -167,7 +192,7 @@ func (s *Service) claimChunks(ctx context.Context, p ClaimNextParams, filter ind
 // in the same transaction; a later chunk of the same request adds its claims
 // to the record. A claim that found nothing records nothing, so a repeat of
 // it may claim: the first claimed nothing to answer twice.
-func (s *Service) claimKeyedTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.ReadyFilter, lim leasing.Limits, first bool) (got []*leasing.ClaimResult, replayed bool, err error) {
+func (s *Service) claimKeyedTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.ReadyFilter, lim leasing.Limits, first bool, throttled **fault.Throttled) (got []*leasing.ClaimResult, replayed bool, err error) {
 	rec, err := tx.ClaimIdempotencyGet(p.Tenant, p.Idem.Key, IdempotencyWindow)
 	if err != nil {
 		return nil, false, err
@@ -179,7 +204,7 @@ func (s *Service) claimKeyedTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.R
 		got, err = s.heldClaims(tx, p, rec, lim)
 		return got, true, err
 	}
-	if got, err = s.claimNextTx(tx, p, f, lim); err != nil || len(got) == 0 {
+	if got, err = s.claimNextTx(tx, p, f, lim, throttled); err != nil || len(got) == 0 {
 		return got, false, err
 	}
 	if rec == nil {
@@ -219,7 +244,10 @@ func (s *Service) heldClaims(tx *graphstore.Tx, p ClaimNextParams, rec *records.
 	return out, nil
 }
 
-func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.ReadyFilter, lim leasing.Limits) ([]*leasing.ClaimResult, error) {
+// claimNextTx claims up to p.Max of the queue's ready nodes. A node flow
+// control refuses is skipped; the first such refusal is kept in
+// *throttled (when throttled is not nil and it holds none yet).
+func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.ReadyFilter, lim leasing.Limits, throttled **fault.Throttled) ([]*leasing.ClaimResult, error) {
 	q, err := tx.QueueSettingsGet(p.Tenant, p.Queue)
 	if err != nil || q.Paused {
 		return nil, err
@@ -258,10 +286,16 @@ func (s *Service) claimNextTx(tx *graphstore.Tx, p ClaimNextParams, f indexes.Re
 			Tenant: p.Tenant, NodeID: id, By: p.Sub, Session: p.Session, TTL: p.TTL,
 		}, lim)
 		var limited *fault.RateLimited
+		var th *fault.Throttled
 		switch {
 		case err == nil && !res.Renewed:
 			out = append(out, res)
 			return len(out) < room
+		case errors.As(err, &th):
+			if throttled != nil && *throttled == nil {
+				*throttled = th
+			}
+			return true
 		case errors.As(err, &limited):
 			// The caller is at its lease cap: hand out what it got so far.
 			if len(out) == 0 {

@@ -51,7 +51,7 @@ func (s *Service) CompleteAndClaimNext(ctx context.Context, cp CompleteParams, n
 		if tx.NodesChanged() > 1 {
 			return nil
 		}
-		got, err = s.claimNextTx(tx, np, np.filter(), lim)
+		got, err = s.claimNextTx(tx, np, np.filter(), lim, nil)
 		var limited *fault.RateLimited
 		if errors.As(err, &limited) {
 			got, err = nil, nil

@@ -174,6 +174,9 @@ func applyPatch(n *records.Node, p NodePatch) ([]string, error) {
 				return nil, bad("must be an identity, or null: an identity " + problem)
 			}
 			n.Target = v
+			if v == "" {
+				n.SlotHeld = false // no one left to keep a hand-off's slots for
+			}
 		case "labels":
 			var v []string
 			if !null && json.Unmarshal(raw, &v) != nil {
@@ -205,7 +208,7 @@ func applyPatch(n *records.Node, p NodePatch) ([]string, error) {
 			}
 			// A running node's keys hold its slots: changing them would
 			// move a live lease from one key's count to another's.
-			if !n.Status.AtRest() && !slices.Equal(keys, n.ConcurrencyKeys) {
+			if (!n.Status.AtRest() || n.SlotHeld) && !slices.Equal(keys, n.ConcurrencyKeys) {
 				return nil, &fault.Conflict{Reason: "concurrency_keys change only while the node is queued or open"}
 			}
 			n.ConcurrencyKeys = keys

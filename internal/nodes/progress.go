@@ -72,6 +72,9 @@ func (s *Service) ProgressTx(tx *graphstore.Tx, n *records.Node, p ProgressParam
 	}
 	n.Progress = prog
 	lifecycle.AddUsage(n, p.Usage)
+	if err := tx.FlowSpend(n, p.Usage); err != nil {
+		return nil, err
+	}
 	if err := tx.NodePut(n); err != nil {
 		return nil, err
 	}

@@ -66,6 +66,7 @@ func tupleRecords() []struct {
 		{"lease", &Lease{}}, {"progress", &Progress{}}, {"run_end", &RunEnd{}},
 		{"backoff", &Backoff{}}, {"queue_settings", &QueueSettings{}},
 		{"idempotency", &IdempotencyRecord{}}, {"blob", &BlobRecord{}},
+		{"limit", &LimitRecord{}}, {"budget", &BudgetRecord{}},
 	}
 }
 

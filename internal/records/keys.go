@@ -38,6 +38,10 @@ import (
 //	b|t|...                         reserved for blob references (today they live in the node records)
 //	H|t|id                          schedule record (the schedule package's)
 //	h|t|id|seq                      run record of a schedule: fire seq (the schedule package's)
+//	L|t|key                         limit on a concurrency key or prefix (max running, start rate)
+//	G|t|key                         usage budget on a concurrency key, with its current window's spend
+//	L|t|key                         limit on a concurrency key or prefix (max running, start rate)
+//	G|t|key                         usage budget on a concurrency key, with its current window's spend
 //	0x01 "format"                   the store format version (format.go)
 //	0x01 "fields"                   the fields marker: fields per tuple record (format.go)
 //
@@ -62,6 +66,8 @@ const (
 	TagSchedule    = 'H'
 	TagScheduleRun = 'h'
 	TagRetention   = 'X'
+	TagLimit       = 'L'
+	TagBudget      = 'G'
 	KeySeparator   = 0x00
 	OrderKeyLength = 16
 )
@@ -148,6 +154,12 @@ func NodeKey(tenant, id string) []byte { return NewKey(TagNode, tenant).Last(id)
 
 // FenceKey is the key of a deleted node's last fence.
 func FenceKey(tenant, id string) []byte { return NewKey(TagFence, tenant).Last(id) }
+
+// LimitKey is the key of a limit on a concurrency key (or prefix).
+func LimitKey(tenant, key string) []byte { return NewKey(TagLimit, tenant).Last(key) }
+
+// BudgetKey is the key of a usage budget on a concurrency key.
+func BudgetKey(tenant, key string) []byte { return NewKey(TagBudget, tenant).Last(key) }
 
 // QueueKey is the key of a queue's settings.
 func QueueKey(tenant, queue string) []byte { return NewKey(TagQueue, tenant).Last(queue) }

@@ -27,7 +27,7 @@ import (
 )
 
 //go:generate go tool msgp -file records.go -o records_gen.go -tests=false -io=false -unexported
-//msgp:vartuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord EventGroup LiveEdgeRecord BlobRecord
+//msgp:vartuple Backoff Lease Progress RunEnd Node Edge Event Comment QueueSettings IdempotencyRecord EventGroup LiveEdgeRecord BlobRecord LimitRecord BudgetRecord
 //msgp:shim json.RawMessage as:[]byte using:[]byte/json.RawMessage
 //msgp:timezone utc
 
@@ -119,6 +119,30 @@ type Node struct {
 	// the trace context: its last byte is a string's or an array header's,
 	// never 0xFF.
 	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
+	// SlotHeld says the node, back at rest after a hand-off (a release
+	// to another identity), still holds its keys' slots until that
+	// identity claims it: a hand-off never frees a slot for another.
+	SlotHeld bool `json:"slot_held,omitempty"`
+}
+
+// LimitRecord is a tenant's limit on a concurrency key (or a prefix, its
+// key ending in '*'): at most MaxRunning live leases (0: none) and a start
+// rate (RateBurst 0: none).
+type LimitRecord struct {
+	MaxRunning    int64   `json:"max_running"`
+	RatePerSecond float64 `json:"rate_per_second"`
+	RateBurst     int64   `json:"rate_burst"`
+}
+
+// BudgetRecord is a tenant's usage budget on a concurrency key: at most
+// Limit of the counter Usage per fixed window of WindowMS, and what was
+// spent in the window starting at WindowStart (unix ms).
+type BudgetRecord struct {
+	Usage       string  `json:"usage"`
+	Limit       float64 `json:"limit"`
+	WindowMS    int64   `json:"window_ms"`
+	WindowStart int64   `json:"window_start"`
+	Spent       float64 `json:"spent"`
 }
 
 // Edge is a typed link between two nodes of one tenant.

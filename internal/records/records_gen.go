@@ -152,6 +152,86 @@ func (z *BlobRecord) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z *BudgetRecord) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 5
+	o = append(o, 0x95)
+	o = msgp.AppendString(o, z.Usage)
+	o = msgp.AppendFloat64(o, z.Limit)
+	o = msgp.AppendInt64(o, z.WindowMS)
+	o = msgp.AppendInt64(o, z.WindowStart)
+	o = msgp.AppendFloat64(o, z.Spent)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *BudgetRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		z.Usage, bts, err = msgp.ReadStringBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Usage")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Limit, bts, err = msgp.ReadFloat64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Limit")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.WindowMS, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "WindowMS")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.WindowStart, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "WindowStart")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.Spent, bts, err = msgp.ReadFloat64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "Spent")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z *BudgetRecord) Msgsize() (s int) {
+	s = 1 + msgp.StringPrefixSize + len(z.Usage) + msgp.Float64Size + msgp.Int64Size + msgp.Int64Size + msgp.Float64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *Comment) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// array header, size 6
@@ -804,6 +884,68 @@ func (z *Lease) Msgsize() (s int) {
 }
 
 // MarshalMsg implements msgp.Marshaler
+func (z LimitRecord) MarshalMsg(b []byte) (o []byte, err error) {
+	o = msgp.Require(b, z.Msgsize())
+	// array header, size 3
+	o = append(o, 0x93)
+	o = msgp.AppendInt64(o, z.MaxRunning)
+	o = msgp.AppendFloat64(o, z.RatePerSecond)
+	o = msgp.AppendInt64(o, z.RateBurst)
+	return
+}
+
+// UnmarshalMsg implements msgp.Unmarshaler
+func (z *LimitRecord) UnmarshalMsg(bts []byte) (o []byte, err error) {
+	var zb0001 uint32
+	zb0001, bts, err = msgp.ReadArrayHeaderBytes(bts)
+	if err != nil {
+		err = msgp.WrapError(err)
+		return
+	}
+	for zb0001 > 0 {
+		z.MaxRunning, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "MaxRunning")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.RatePerSecond, bts, err = msgp.ReadFloat64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "RatePerSecond")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		z.RateBurst, bts, err = msgp.ReadInt64Bytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "RateBurst")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
+		for ; zb0001 > 0; zb0001-- {
+			bts, err = msgp.Skip(bts)
+			if err != nil {
+				err = msgp.WrapError(err)
+				return
+			}
+		}
+	}
+	o = bts
+	return
+}
+
+// Msgsize returns an upper bound estimate of the number of bytes occupied by the serialized message
+func (z LimitRecord) Msgsize() (s int) {
+	s = 1 + msgp.Int64Size + msgp.Float64Size + msgp.Int64Size
+	return
+}
+
+// MarshalMsg implements msgp.Marshaler
 func (z *LiveEdgeRecord) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
 	// array header, size 2
@@ -863,8 +1005,8 @@ func (z *LiveEdgeRecord) Msgsize() (s int) {
 // MarshalMsg implements msgp.Marshaler
 func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.Require(b, z.Msgsize())
-	// array header, size 34
-	o = append(o, 0xdc, 0x0, 0x22)
+	// array header, size 35
+	o = append(o, 0xdc, 0x0, 0x23)
 	o = msgp.AppendString(o, z.Tenant)
 	o = msgp.AppendString(o, z.ID)
 	o = msgp.AppendString(o, z.Type)
@@ -979,6 +1121,7 @@ func (z *Node) MarshalMsg(b []byte) (o []byte, err error) {
 	for za0009 := range z.ConcurrencyKeys {
 		o = msgp.AppendString(o, z.ConcurrencyKeys[za0009])
 	}
+	o = msgp.AppendBool(o, z.SlotHeld)
 	return
 }
 
@@ -1526,6 +1669,14 @@ func (z *Node) UnmarshalMsg(bts []byte) (o []byte, err error) {
 		if zb0001--; zb0001 == 0 {
 			break
 		}
+		z.SlotHeld, bts, err = msgp.ReadBoolBytes(bts)
+		if err != nil {
+			err = msgp.WrapError(err, "SlotHeld")
+			return
+		}
+		if zb0001--; zb0001 == 0 {
+			break
+		}
 		for ; zb0001 > 0; zb0001-- {
 			bts, err = msgp.Skip(bts)
 			if err != nil {
@@ -1617,6 +1768,7 @@ func (z *Node) Msgsize() (s int) {
 	for za0009 := range z.ConcurrencyKeys {
 		s += msgp.StringPrefixSize + len(z.ConcurrencyKeys[za0009])
 	}
+	s += msgp.BoolSize
 	return
 }
 
