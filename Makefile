@@ -64,8 +64,8 @@ sim: ## The lease core's deterministic simulation: SEEDS=n seeds (default 1000),
 	else $(GO) test -count=1 -timeout 0 -run 'TestSim$$' -v ./internal/sim/ -seeds $(or $(SEEDS),1000) -first $(or $(FIRST),1); fi
 
 .PHONY: linearize
-linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses, etcd leader kills, both at once, and network splits in namespaces, then PostgreSQL with owner kills and pauses (~65 min; splits need root)
-	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 90m -v -run 'TestLinearize' ./cmd/tether/
+linearize: ## Long lease linearizability checks (porcupine) against real servers: Badger with kill -9 restarts, etcd without faults, then etcd with owner kills, cut-offs, pauses, etcd leader kills, both at once, and network splits in namespaces, then PostgreSQL with owner kills and pauses; then the flow-control checks (limits per key, start rates) on Badger with kill -9 and etcd with owner kills (~75 min; splits need root)
+	TETHER_LINEARIZE=long $(GO) test -count=1 -timeout 120m -v -run 'TestLinearize|TestFlowLimits' ./cmd/tether/
 
 .PHONY: spec-lint
 spec-lint: ## Lint openapi.yaml with Redocly (recommended) and Spectral (spectral:oas); needs npm

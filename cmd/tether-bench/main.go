@@ -24,7 +24,8 @@
 // (a server restarted on -scale-nodes queued nodes: start-up, RSS and Go heap
 // per node at ready, (a) on it against (a) on 1k nodes), h GET /health beside
 // (a), i (a) with each complete asking for the next claim (one request per
-// job).
+// job), k (a) on 1M queued nodes over 100 000 concurrency keys with a limit
+// on every key, against the same without limits (server CPU per pair).
 //
 //	go run ./cmd/tether-bench -scenarios g -scale-nodes 10000000   # the memory targets' size
 package main
@@ -57,10 +58,15 @@ type config struct {
 	scaleNodes     int
 	maxNodeHeap    float64 // -max-heap-per-node: (g) fails above it (0: no check)
 	reaperLeases   int
-	fanoutChildren int
-	json           bool
-	quick          bool
-	keep           bool
+	// (k): the backlog, its keys, the rounds of each mode, and the
+	// ratio of server CPU per pair with limits to without above which it
+	// fails (0: report only).
+	flowNodes, flowKeys, flowRounds int
+	maxLimitCPURatio                float64
+	fanoutChildren                  int
+	json                            bool
+	quick                           bool
+	keep                            bool
 
 	// The store the servers run on (see cluster.go).
 	store         string   // "badger" or "etcd"
@@ -86,7 +92,7 @@ const (
 	clientGo  = "go"
 )
 
-var allScenarios = []string{"a", "h", "i", "b", "c", "d", "e", "f", "g"}
+var allScenarios = []string{"a", "h", "i", "b", "c", "d", "e", "f", "g", "k"}
 
 func parseFlags() (config, error) {
 	var c config
@@ -96,12 +102,16 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.client, "client", clientRaw, "the harness's HTTP client: raw (its own HTTP/1.1, as wrk) or go (net/http's, ~4× its CPU per request)")
 	flag.DurationVar(&c.duration, "d", 10*time.Second, "measured time per scenario")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each measurement")
-	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h,i")
+	flag.StringVar(&list, "scenarios", strings.Join(allScenarios, ","), "comma separated scenarios to run: a,b,c,d,e,f,g,h,i,k")
 	flag.IntVar(&c.preload, "preload", 200000, "queued nodes preloaded for (a)")
 	flag.IntVar(&c.preloadBatched, "preload-batched", 200000, "queued nodes preloaded for (b)")
 	flag.IntVar(&c.scaleNodes, "scale-nodes", 1000000, "queued nodes preloaded for (g) (its restart, memory per node, and (a) on that backlog)")
 	flag.Float64Var(&c.maxNodeHeap, "max-heap-per-node", 0, "fail (g) when the Go heap in use per queued node is above this many bytes (0: report only); a memory smoke run's assertion")
 	flag.IntVar(&c.reaperLeases, "reaper-leases", 10000, "leases that expire together in (f)")
+	flag.IntVar(&c.flowNodes, "flow-nodes", 1000000, "queued nodes preloaded on each of (k)'s two servers")
+	flag.IntVar(&c.flowKeys, "flow-keys", 100000, "distinct concurrency keys over (k)'s nodes (10 consecutive nodes share one)")
+	flag.IntVar(&c.flowRounds, "flow-rounds", 3, "measured rounds of each of (k)'s modes, alternating")
+	flag.Float64Var(&c.maxLimitCPURatio, "max-limit-cpu-ratio", 0, "fail (k) when its server CPU per pair with limits is above this many times that without (0: report only)")
 	flag.IntVar(&c.fanoutChildren, "fanout-children", 1000, "children of the parent in (e) (at most 1000)")
 	flag.BoolVar(&c.json, "json", false, "print one JSON object per scenario instead of text")
 	flag.BoolVar(&c.quick, "quick", false, "every scenario for ~1 s with small preloads (CI smoke run)")
@@ -133,6 +143,8 @@ func parseFlags() (config, error) {
 			},
 			"scale-nodes":   func() { c.scaleNodes = 20000 },
 			"reaper-leases": func() { c.reaperLeases = 2000 },
+			"flow-nodes":    func() { c.flowNodes = 20000 },
+			"flow-keys":     func() { c.flowKeys = 2000 },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -175,7 +187,9 @@ func parseFlags() (config, error) {
 		return c, fmt.Errorf("-fanout-children must be 1 to 1000")
 	case c.maxNodeHeap < 0:
 		return c, fmt.Errorf("-max-heap-per-node must not be negative")
-	case c.reaperLeases < 1 || c.preload < 1 || c.preloadBatched < 1 || c.scaleNodes < 1:
+	case c.flowRounds < 1 || c.maxLimitCPURatio < 0:
+		return c, fmt.Errorf("-flow-rounds must be at least 1 and -max-limit-cpu-ratio not negative")
+	case c.reaperLeases < 1 || c.preload < 1 || c.preloadBatched < 1 || c.scaleNodes < 1 || c.flowNodes < 1 || c.flowKeys < 1:
 		return c, fmt.Errorf("preload sizes must be positive")
 	case c.rounds < 1 || c.rounds > 9:
 		return c, fmt.Errorf("-rounds must be 1 to 9")
@@ -273,6 +287,8 @@ func run(cfg config) error {
 			runIt = b.scenarioG
 		case "i":
 			runIt = b.scenarioI
+		case "k":
+			runIt = b.scenarioK
 		}
 		fmt.Fprintf(os.Stderr, "scenario %s ...\n", name)
 		began := time.Now()

@@ -612,6 +612,37 @@ func linearizeEtcdRun(t *testing.T, run int, scale leScale, partitions bool) (li
 	return c.runFaults(run, scale, load, addrA, addrB, faults, cfg)
 }
 
+// startPair starts servers A and B and picks as the tenant under test one
+// the first server owns.
+func (c *leCluster) startPair(addrA, addrB string) {
+	t := c.t
+	a := c.start("A", addrA)
+	c.start("B", addrB)
+	var victims []string
+	for deadline := time.Now().Add(30 * time.Second); len(victims) == 0; {
+		victims = tenantsOf(owners(t, c.hc, a), c.ids[a])
+		if time.Now().After(deadline) {
+			t.Fatal("A owns no tenant after 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.tenant = victims[0]
+	c.shard = efShardOf(c.tenant)
+}
+
+// newLeEtcdCluster starts a three-member etcd cluster and two servers over
+// it on loopback, and picks the tenant under test (startPair).
+func newLeEtcdCluster(t *testing.T) *leCluster {
+	c := newLeCluster(t)
+	c.etcd = etcdtest.Start(t, 3)
+	if !c.etcd.Embedded() {
+		t.Skip("needs embedded etcd members to kill")
+	}
+	c.hc = &http.Client{Transport: httpClient(t).Transport, Timeout: leCallLimit + time.Second}
+	c.startPair(spreadAddrs(t))
+	return c
+}
+
 func newLeCluster(t *testing.T) *leCluster {
 	return &leCluster{t: t, rec: linearize.NewRecorder(), toks: map[string]string{}, ids: map[*proc]string{}, held: map[string]leHolder{}, causes: map[int64]int64{}, proxies: map[*proc][]*etcdProxy{}, faults: map[string]int{}}
 }
@@ -621,20 +652,7 @@ func newLeCluster(t *testing.T) *leCluster {
 func (c *leCluster) runFaults(run int, scale leScale, load time.Duration, addrA, addrB string, faults []func(), cfg linearize.Config) (linearize.Counts, map[string]int, int) {
 	t := c.t
 	partitions := c.net != nil
-	hc := c.hc
-	a := c.start("A", addrA)
-	c.start("B", addrB)
-	// The tenant under test is one the first server owns.
-	var victims []string
-	for deadline := time.Now().Add(30 * time.Second); len(victims) == 0; {
-		victims = tenantsOf(owners(t, hc, a), c.ids[a])
-		if time.Now().After(deadline) {
-			t.Fatal("A owns no tenant after 30 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	c.tenant = victims[0]
-	c.shard = efShardOf(c.tenant)
+	c.startPair(addrA, addrB)
 	subs := []string{}
 	for i := range scale.clients {
 		subs = append(subs, fmt.Sprintf("w%02d", i))
