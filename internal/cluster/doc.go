@@ -94,6 +94,9 @@
 //     part under its own guard, so a deposed shard's part fails alone; a
 //     shard still has one transaction in flight at a time (Config.Pipeline
 //     1), so its commits keep its order.
+//   - On PostgreSQL the shards served here share one kv.PostgresBatcher
+//     the same way: commits of several shards that fall together are one
+//     transaction, each shard's part under its own guard.
 //   - The front's /metrics is the server's own series and each shard's,
 //     labelled shard, read from the shard servers' registries: an anonymous
 //     scrape gets the process-wide ones, a scrape token (api.Scrapers) or

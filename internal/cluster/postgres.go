@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tether-run/tether/internal/kv"
 )
 
 // postgresCoordinator keeps the cluster in PostgreSQL, in the tables of
@@ -32,6 +34,9 @@ type postgresCoordinator struct {
 	// waiting on row locks) never holds a renewal up until the session
 	// expires.
 	renewals *pgxpool.Pool
+	// batcher sends the commits of the shards served here that fall
+	// together as one transaction.
+	batcher *kv.PostgresBatcher
 	// members, owners and meta are the tables' quoted names.
 	members, owners, meta string
 	// poll is how often the view is read again and a campaign tries again.
@@ -48,6 +53,7 @@ func newPostgresCoordinator(cfg Config) (*postgresCoordinator, error) {
 	table := func(name string) string { return pgx.Identifier{cfg.Schema, name}.Sanitize() }
 	return &postgresCoordinator{
 		cfg: cfg, log: cfg.Logger, pool: cfg.Postgres, renewals: renewals,
+		batcher: kv.NewPostgresBatcher(cfg.Postgres, kv.PostgresBatcherOptions{Logger: cfg.Logger}),
 		members: table("members"), owners: table("shard_owners"), meta: table("meta"),
 		poll: pollInterval(cfg.LeaseTTL),
 	}, nil
@@ -63,7 +69,10 @@ func pollInterval(ttl time.Duration) time.Duration {
 
 func (c *postgresCoordinator) store() string { return "PostgreSQL" }
 
-func (c *postgresCoordinator) close() { c.renewals.Close() }
+func (c *postgresCoordinator) close() {
+	c.batcher.Close()
+	c.renewals.Close()
+}
 
 func (c *postgresCoordinator) backupAdvice() string {
 	return "with TETHER_STORE=postgres the records live in PostgreSQL: back the schema " + c.cfg.Schema + " up with pg_dump or the database's own backups (and the blob directory with a file copy)"

@@ -252,6 +252,13 @@
 //     write, and delete only rows still expired.
 //   - One value may hold what Badger takes (1 MiB less a byte); one
 //     closure 64 Ki keys and 64 MiB.
+//   - Stores may share a PostgresBatcher (postgres_batcher.go), which
+//     sends the commits that meet in it as one transaction in one round
+//     trip, each store's part (postgres_part.go) its guard FOR SHARE and
+//     writes conditioned on the guard's row: a guard that finds no row
+//     makes its part write nothing and fails that store only, the others
+//     commit. A store still has one commit in flight, so its order holds;
+//     a transaction whose outcome is unknown breaks every store in it.
 //   - Nothing rests on LISTEN/NOTIFY or advisory locks (pgschema's runner
 //     uses one for migrations only), so the SQL runs on CockroachDB and
 //     YugabyteDB too (postgres_sql.go lists what it uses).

@@ -37,7 +37,10 @@ type PostgresOptions struct {
 	OnDeposed func()
 	// Timeout bounds every statement the store sends (default 10 s); a
 	// commit that times out breaks the store.
-	Timeout     time.Duration
+	Timeout time.Duration
+	// Batcher, when set, sends this store's commits together with other
+	// stores' (postgres_batcher.go); the store must be closed before it.
+	Batcher     *PostgresBatcher
 	Logger      *slog.Logger
 	MaxBatch    int
 	KeyInflight int
@@ -62,6 +65,7 @@ type postgresEngine struct {
 	guard     *PostgresGuard
 	onDeposed func()
 	deposed   sync.Once
+	batcher   *PostgresBatcher
 	timeout   time.Duration
 	sql       postgresSQL
 	s         *Store
@@ -109,6 +113,7 @@ func OpenPostgres(opts PostgresOptions) (*Store, error) {
 		pool:       opts.Pool,
 		shard:      opts.Shard,
 		guard:      opts.Guard,
+		batcher:    opts.Batcher,
 		timeout:    opts.Timeout,
 		sql:        newPostgresSQL(opts.Schema, opts.Guard != nil),
 		log:        opts.Logger,
