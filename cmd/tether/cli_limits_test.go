@@ -51,9 +51,11 @@ func TestCLILimits(t *testing.T) {
 	requireContains(t, e.fails(1, e.head, "limits", "budget", "rm", "provider:openai").stderr, "404 not_found")
 
 	// A queue's own settings.
-	q := e.ok(e.head, "limits", "queue", "fixes", "--max-running-per-key", "2", "--fair", "--age-every", "10m", "--rate", "5/s", "--burst", "10")
-	requireContains(t, q, "max_running_per_key: 2", "fair: yes", "aging: one band per 10m", "rate: 5/s, burst 10")
-	requireContains(t, e.ok(e.head, "limits", "queue", "fixes", "--no-rate", "--fair=false"), "fair: no", "rate: -", "max_running_per_key: 2")
+	q := e.ok(e.head, "limits", "queue", "fixes", "--max-running-per-key", "2", "--rate", "5/s", "--burst", "10")
+	requireContains(t, q, "max_running_per_key: 2", "fair: no", "rate: 5/s, burst 10")
+	requireContains(t, e.ok(e.head, "limits", "queue", "fixes", "--no-rate"), "fair: no", "rate: -", "max_running_per_key: 2")
+	// Fair share and aging are refused until claim-next indexes them.
+	requireContains(t, e.fails(1, e.head, "limits", "queue", "fixes", "--fair").stderr, "400 bad_request", "field: fair")
 
 	// Bad input: the server's 400 naming the field; bad flags are usage
 	// errors; a worker may read but not write.

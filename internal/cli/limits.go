@@ -34,7 +34,7 @@ Without a verb: the limits, as "tether limits ls".`,
   tether limits rm 'repo:*'
   tether limits budget set provider:openai --usage tokens --limit 100000 --window 1h
   tether limits budgets
-  tether limits queue fixes --max-running-per-key 2 --fair --age-every 10m --rate 5/s --burst 10`,
+  tether limits queue fixes --max-running-per-key 2 --rate 5/s --burst 10`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: list.RunE,
 	}
@@ -285,9 +285,9 @@ func (c *cli) queueFlowCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "queue <queue> [flags]",
 		Short: "Change a queue's flow settings: per-key default, fair share, aging, start rate",
-		Example: `  tether limits queue fixes --max-running-per-key 2 --fair --age-every 10m
+		Example: `  tether limits queue fixes --max-running-per-key 2
   tether limits queue fixes --rate 5/s --burst 10
-  tether limits queue fixes --no-rate --fair=false`,
+  tether limits queue fixes --no-rate`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			r, err := rate.value(cmd)

@@ -61,7 +61,7 @@ func Check(dir string) (*CheckReport, error) {
 		return nil, err
 	}
 	defer db.Close()
-	s := &Store{kv: db, clock: clock.Real{}, table: indexes.NewTable(), blobs: newBlobTable(), ready: indexes.NewReadyMirror(clock.Real{}), events: newEventHub()}
+	s := &Store{kv: db, clock: clock.Real{}, table: indexes.NewTable(), blobs: newBlobTable(), ready: indexes.NewReadyMirror(clock.Real{}), events: newEventHub(), flow: newFlowState(), lapses: newLapses()}
 	defer s.ready.Close()
 	stored, err := s.checkFormat(dir)
 	if err != nil {

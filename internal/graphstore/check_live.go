@@ -11,7 +11,7 @@ import (
 // and that every write answered is durable: the simulation calls it
 // between steps, with the store idle.
 func (s *Store) CheckLive() (*CheckReport, error) {
-	fresh := &Store{kv: s.kv, clock: s.clock, liveRecords: s.liveRecords, table: indexes.NewTable(), blobs: newBlobTable(), ready: indexes.NewReadyMirror(s.clock), events: newEventHub()}
+	fresh := &Store{kv: s.kv, clock: s.clock, liveRecords: s.liveRecords, table: indexes.NewTable(), blobs: newBlobTable(), ready: indexes.NewReadyMirror(s.clock), events: newEventHub(), flow: newFlowState(), lapses: newLapses()}
 	defer fresh.ready.Close()
 	stored, err := s.checkFormat("")
 	if err != nil {

@@ -3,6 +3,7 @@ package graphstore
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -68,4 +69,26 @@ func TestCheckIsCleanAfterRealChangesAndFindsABrokenRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, rep.Problems)
 	require.Contains(t, rep.Problems[0], "node c does not exist")
+}
+
+// Check derives the state as Open does, flow control's slots and the
+// start_by deadlines included: a store with both checks clean.
+func TestCheckDerivesSlotsAndStartBy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	require.NoError(t, err)
+	held := newNode("acme", "held", 0)
+	held.ConcurrencyKeys, held.SlotHeld = []string{"repo:web"}, true
+	insert(t, s, held)
+	due := newNode("acme", "due", 0)
+	at := s.clock.Now().Add(time.Hour).UTC()
+	due.StartBy = &at
+	insert(t, s, due)
+	require.NoError(t, s.Close())
+
+	rep, err := Check(dir)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+	require.Equal(t, 2, rep.Nodes)
 }

@@ -28,7 +28,7 @@ func TestDashboardFlowControl(t *testing.T) {
 	// A start rate's bucket starts empty: one on a key no node here carries.
 	s.call(ops, "PUT", "/v1/limits/provider:anthropic", map[string]any{"rate": map[string]any{"per_second": 2, "burst": 5}}, 200)
 	s.call(ops, "PUT", "/v1/budgets/provider:openai", map[string]any{"usage": "tokens", "limit": 1000, "window_ms": 3600000}, 200)
-	s.call(ops, "PATCH", "/v1/queues/fixes", map[string]any{"max_running_per_key": 2, "fair": true, "age_priority_every_ms": 60000}, 200)
+	s.call(ops, "PATCH", "/v1/queues/fixes", map[string]any{"max_running_per_key": 2}, 200)
 	for _, id := range []string{"fix-web", "lint-web"} {
 		s.call(ops, "POST", "/v1/nodes", map[string]any{"id": id, "type": "fix", "queue": "fixes",
 			"concurrency_keys": []string{"repo:acme/web", "provider:openai"}}, 201)
@@ -60,7 +60,7 @@ func TestDashboardFlowControl(t *testing.T) {
 	step(t, ctx, "the budget's spend", until(fmt.Sprintf(budgetRow, ".spent .num")+` === '250 / 1000'`))
 	require.Contains(t, eval[string](t, ctx, fmt.Sprintf(budgetRow, "")), "tokens")
 	require.Contains(t, eval[string](t, ctx, fmt.Sprintf(budgetRow, "")), "open")
-	require.Equal(t, "2 per key · fair · ages every 60s",
+	require.Equal(t, "2 per key",
 		eval[string](t, ctx, `document.querySelector('#queues tr[data-queue="fixes"] .flow').textContent`))
 	screenshot(t, ctx, shots, "flow-control.png")
 
