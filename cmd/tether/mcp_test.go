@@ -330,7 +330,7 @@ func TestMCPServeStreamableHTTP(t *testing.T) {
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 16 {
+	if err != nil || len(tools.Tools) != 17 {
 		t.Fatalf("tools over /mcp: %v (%v)", tools, err)
 	}
 	res := call(t, cs, "claim_next", map[string]any{"queue": "agents"})
