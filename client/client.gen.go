@@ -1087,7 +1087,7 @@ type ClientInterface interface {
 	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 	// lose the renewal; a server that takes over (or restarts) then gives every
 	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 	// lease may run a little longer than its holder was told after a crash,
@@ -1111,7 +1111,7 @@ type ClientInterface interface {
 	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 	// lose the renewal; a server that takes over (or restarts) then gives every
 	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 	// lease may run a little longer than its holder was told after a crash,
@@ -3384,7 +3384,7 @@ func (c *Client) ReleaseNode(ctx context.Context, id NodeID, body ReleaseNodeJSO
 //
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A crash may
+// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 // lose the renewal; a server that takes over (or restarts) then gives every
 // lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 // lease may run a little longer than its holder was told after a crash,
@@ -3418,7 +3418,7 @@ func (c *Client) RenewLeaseWithBody(ctx context.Context, id NodeID, contentType 
 //
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A crash may
+// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 // lose the renewal; a server that takes over (or restarts) then gives every
 // lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 // lease may run a little longer than its holder was told after a crash,
@@ -9524,7 +9524,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 	// lose the renewal; a server that takes over (or restarts) then gives every
 	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 	// lease may run a little longer than its holder was told after a crash,
@@ -9548,7 +9548,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **The answered expiry is kept.** Until the `expires` a renewal answered,
 	// nobody else gets the node: not across a restart, and not across a change
-	// of the server that owns the tenant's shard on the etcd store. A crash may
+	// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 	// lose the renewal; a server that takes over (or restarts) then gives every
 	// lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 	// lease may run a little longer than its holder was told after a crash,
@@ -19924,7 +19924,7 @@ func (c *ClientWithResponses) ReleaseNodeWithResponse(ctx context.Context, id No
 //
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A crash may
+// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 // lose the renewal; a server that takes over (or restarts) then gives every
 // lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 // lease may run a little longer than its holder was told after a crash,
@@ -19954,7 +19954,7 @@ func (c *ClientWithResponses) RenewLeaseWithBodyWithResponse(ctx context.Context
 //
 // **The answered expiry is kept.** Until the `expires` a renewal answered,
 // nobody else gets the node: not across a restart, and not across a change
-// of the server that owns the tenant's shard on the etcd store. A crash may
+// of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
 // lose the renewal; a server that takes over (or restarts) then gives every
 // lease that such a renewal may have touched its full `ttl_ms` afresh, so a
 // lease may run a little longer than its holder was told after a crash,

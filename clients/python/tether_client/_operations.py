@@ -337,7 +337,7 @@ class SyncOperations:
 
         **The answered expiry is kept.** Until the `expires` a renewal answered,
         nobody else gets the node: not across a restart, and not across a change
-        of the server that owns the tenant's shard on the etcd store. A crash may
+        of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
         lose the renewal; a server that takes over (or restarts) then gives every
         lease that such a renewal may have touched its full `ttl_ms` afresh, so a
         lease may run a little longer than its holder was told after a crash,
@@ -2297,7 +2297,7 @@ class AsyncOperations:
 
         **The answered expiry is kept.** Until the `expires` a renewal answered,
         nobody else gets the node: not across a restart, and not across a change
-        of the server that owns the tenant's shard on the etcd store. A crash may
+        of the server that owns the tenant's shard (etcd or PostgreSQL). A crash may
         lose the renewal; a server that takes over (or restarts) then gives every
         lease that such a renewal may have touched its full `ttl_ms` afresh, so a
         lease may run a little longer than its holder was told after a crash,
