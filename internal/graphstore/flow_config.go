@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/tether-run/tether/internal/fault"
+	"github.com/tether-run/tether/internal/flow"
 	"github.com/tether-run/tether/internal/records"
 )
 
@@ -54,9 +55,41 @@ type LimitView struct {
 	RunningKeys int64
 }
 
+// Limit is the limit on a tenant's key (or prefix), with what runs under
+// it now; false when there is none.
+func (s *Store) Limit(tenant, key string) (LimitView, bool) {
+	f := s.flow
+	m := f.limits
+	if flow.IsPrefix(key) {
+		m = f.prefix
+	}
+	f.mu.RLock()
+	l, ok := m[tenant][key]
+	f.mu.RUnlock()
+	if !ok {
+		return LimitView{}, false
+	}
+	v := LimitView{Key: key, Limit: l}
+	s.fillRunning(tenant, &v)
+	return v, true
+}
+
+// fillRunning sets v's running counts: an exact key's slots, or a prefix's
+// busiest matching key and how many matching keys hold a slot.
+func (s *Store) fillRunning(tenant string, v *LimitView) {
+	if !flow.IsPrefix(v.Key) {
+		v.Running = s.KeyRunning(tenant, v.Key)
+		return
+	}
+	s.KeysRunning(tenant, flow.PrefixOf(v.Key), func(_ string, n int64) {
+		v.RunningKeys++
+		v.Running = max(v.Running, n)
+	})
+}
+
 // Limits lists a tenant's limits by key, after the key after ("" from the
-// first), at most max of them, and whether more follow.
-func (s *Store) Limits(tenant, after string, max int) ([]LimitView, bool) {
+// first), at most limit of them, and whether more follow.
+func (s *Store) Limits(tenant, after string, limit int) ([]LimitView, bool) {
 	f := s.flow
 	f.mu.RLock()
 	var out []LimitView
@@ -69,31 +102,14 @@ func (s *Store) Limits(tenant, after string, max int) ([]LimitView, bool) {
 	}
 	f.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	more := len(out) > max
+	more := len(out) > limit
 	if more {
-		out = out[:max]
+		out = out[:limit]
 	}
 	for i := range out {
-		v := &out[i]
-		if !isPrefixKey(v.Key) {
-			v.Running = s.KeyRunning(tenant, v.Key)
-			continue
-		}
-		s.KeysRunning(tenant, v.Key[:len(v.Key)-1], func(_ string, n int64) {
-			v.RunningKeys++
-			v.Running = max64(v.Running, n)
-		})
+		s.fillRunning(tenant, &out[i])
 	}
 	return out, more
-}
-
-func isPrefixKey(k string) bool { return len(k) > 0 && k[len(k)-1] == '*' }
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // BudgetPut stores a tenant's budget on a key. The spend of the current
@@ -181,9 +197,9 @@ type BudgetView struct {
 	Budget records.BudgetRecord
 }
 
-// Budgets lists a tenant's budgets by key after after, at most max, and
+// Budgets lists a tenant's budgets by key after after, at most limit, and
 // whether more follow.
-func (s *Store) Budgets(tenant, after string, max int) ([]BudgetView, bool) {
+func (s *Store) Budgets(tenant, after string, limit int) ([]BudgetView, bool) {
 	f := s.flow
 	f.mu.RLock()
 	var out []BudgetView
@@ -194,9 +210,9 @@ func (s *Store) Budgets(tenant, after string, max int) ([]BudgetView, bool) {
 	}
 	f.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	more := len(out) > max
+	more := len(out) > limit
 	if more {
-		out = out[:max]
+		out = out[:limit]
 	}
 	return out, more
 }

@@ -51,16 +51,11 @@ func (s *Service) PutLimit(ctx context.Context, c Caller, key string, ch LimitCh
 	if err != nil {
 		return graphstore.LimitView{}, fmt.Errorf("error setting limit: %w", err)
 	}
-	views, _ := s.store.Limits(c.Tenant, beforeKey(key), 1)
-	if len(views) == 1 && views[0].Key == key {
-		return views[0], nil
+	if v, ok := s.store.Limit(c.Tenant, key); ok {
+		return v, nil
 	}
 	return graphstore.LimitView{Key: key, Limit: l}, nil
 }
-
-// beforeKey is a cursor just before key (the greatest string below it
-// that a page starting after it still holds key).
-func beforeKey(key string) string { return key[:len(key)-1] + string(key[len(key)-1]-1) + "\xff" }
 
 // DeleteLimit removes a key's limit.
 func (s *Service) DeleteLimit(ctx context.Context, c Caller, key string) error {
